@@ -136,3 +136,67 @@ func TestGradientsAtEdgesEveryBackend(t *testing.T) {
 		})
 	}
 }
+
+// ClipPPO with ε = 0.05 on log-weights on and one ulp inside each clip bound (TorchRL's
+// float32 bounds log1p(±0.05)), and 1e-3 beyond them: the first four are unclipped in TorchRL
+// (its stack-min compares exp(lw) with exp(clamp(lw)), equal or smaller), so their gradient
+// is −A·e^lw; the last two are clipped (0). AVX2's and the PTX's float64 exp round e^hi one
+// ulp above the correctly rounded bound, which min(exp(lw), e^hi) took for a clip: the
+// gradient was 0 on the bound (the TorchRL-numerics review). Both dtypes, every backend.
+func TestClipBoundEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, dt := range []string{"float32", "float64"} {
+		t.Run(dt, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: "+dt+"\ndims: {B: 6}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.05, reduction: sum, critic_coeff: null, entropy_bonus: false}\n"), 0o644))
+			c, err := gen.Compile(path)
+			require.NoError(t, err)
+			hi := float64(float32(math.Log1p(float64(float32(0.05)))))
+			lo := float64(float32(math.Log1p(-float64(float32(0.05)))))
+			lw := []float64{math.Nextafter(hi, -1), hi, math.Nextafter(lo, 1), lo, hi + 1e-3, lo - 1e-3}
+			if dt == "float32" {
+				lw[0] = float64(math.Nextafter32(float32(hi), -1))
+				lw[2] = float64(math.Nextafter32(float32(lo), 1))
+			}
+			adv := []float64{1, 1, -1, -1, 1, -1}
+			in := map[string]golden.Array{"log_prob": arrayOf(dt, lw), "sample_log_prob": arrayOf(dt, make([]float64, 6)), "advantage": arrayOf(dt, adv)}
+			m, err := runner.NewModule(c)
+			require.NoError(t, err)
+			t.Cleanup(func() { m.Close() })
+			outs := map[string]map[string]golden.Array{}
+			for name, tags := range map[string]string{"go": "purego", "default": ""} {
+				bin, err := m.Build(tags)
+				require.NoError(t, err)
+				outs[name], err = m.RunBackward(bin, in)
+				require.NoError(t, err)
+			}
+			mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+			require.NoError(t, err)
+			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, in)
+			require.NoError(t, err)
+			for backend, out := range outs {
+				g := out["grad.log_prob"].Float64s()
+				for i := range 4 {
+					require.InEpsilon(t, -adv[i]*math.Exp(lw[i]), g[i], 1e-6, "%s: element %d, on or inside its bound", backend, i)
+				}
+				require.Equal(t, []float64{0, 0}, []float64{math.Abs(g[4]), math.Abs(g[5])}, "%s: beyond the bounds", backend)
+			}
+		})
+	}
+}
+
+// arrayOf is vals as a golden array of dtype dt ("float32" or "float64"), one dim.
+func arrayOf(dt string, vals []float64) golden.Array {
+	if dt == "float64" {
+		return golden.Array{Shape: []int{len(vals)}, Data: vals}
+	}
+	f := make([]float32, len(vals))
+	for i, v := range vals {
+		f[i] = float32(v)
+	}
+	return golden.Array{Shape: []int{len(vals)}, Data: f}
+}

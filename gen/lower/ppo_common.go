@@ -430,21 +430,28 @@ func itoa(i int) string {
 // It is computed sign-aware with one exp (§11.15): where A ≥ 0 the smaller gain is at the
 // smaller ratio, min(r, e^hi); where A < 0 at the larger, max(r, e^lo) (exp is monotone, so
 // these are exp of the clamped log-weight, e^hi and e^lo the correctly rounded exponentials
-// of the bounds). Wherever TorchRL's value is finite it is the same product; where exp(lw)
-// overflows float32 it stays finite (A = 0 gives 0, not inf·0). The gradient goes to r where
-// the min/max picks it, bounds included: the unclipped gain on a tie, as TorchRL's stack-min
-// (§11.5). r is shared with ESS's logsumexp.
+// of the bounds). Only a log-weight beyond its bound (lw > hi, lw < lo) is compared with the
+// bound's exponential: on the bound or inside it r is the gain's ratio whatever the kernel's
+// exp rounds it to (AVX2's float64 exp gives r one ulp above e^hi at lw = hi, which min
+// would clip). Beyond the bound, a tie of the rounded exponentials keeps the unclipped gain,
+// as TorchRL's stack-min does. Wherever TorchRL's value is finite it is the same product;
+// where exp(lw) overflows float32 it stays finite (A = 0 gives 0, not inf·0). The gradient
+// goes to r wherever the gain is r·A. r is shared with ESS's logsumexp.
 func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.Node) {
 	b := l.B
 	lo, hi := l.logClipBounds(st)
 	lwc = l.clampLogWeight(lw, lo, hi)
 	r := b.Note(b.Exp(lw), "ratio")
-	return l.ratioClipGain(r, adv, math.Exp(lo), math.Exp(hi)), lwc
+	up := b.Where(b.Gt(lw, b.Const(hi)), b.MinFirst(r, b.Const(math.Exp(hi))), r)
+	down := b.Where(b.Lt(lw, b.Const(lo)), b.MaxFirst(r, b.Const(math.Exp(lo))), r)
+	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), up, down), "ratio_clipped")
+	return b.Note(b.Mul(adv, rc), "gain"), lwc
 }
 
 // ratioClipGain is min(r·A, clamp(r, lo, hi)·A) for ratio bounds 0 < lo ≤ 1 ≤ hi, sign-aware
 // as clippedGain explains: A·min(r, hi) where A ≥ 0, A·max(r, lo) where A < 0, the gradient
-// going to r where the min/max picks it (ties included).
+// going to r where the min/max picks it (ties included). GSPO's clip is on the ratio itself
+// (Liger-Kernel's clamp(coef_1, 1 − ε_low, 1 + ε_high)), so comparing r is its rule.
 func (l *Lowerer) ratioClipGain(r, adv *ir.Node, lo, hi float64) *ir.Node {
 	b := l.B
 	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(hi)), b.MaxFirst(r, b.Const(lo))), "ratio_clipped")

@@ -28,37 +28,37 @@ type avxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r25_s    []float64
-	r25_p    []float32
-	r27_s    []float64
-	r27_p    []float32
 	r29_s    []float64
 	r29_p    []float32
+	r31_s    []float64
+	r31_p    []float32
 	r33_s    []float64
 	r33_p    []float32
-	r34_s    []float64
-	r34_p    []float32
-	r46_s    []float64
-	r46_p    []float32
-	r52_s    []float64
-	r52_p    []float32
-	r53_n    []float64
-	r53_mean []float64
-	r53_m2   []float64
-	r53_p    []float32
-	r53_pm2  []float32
-	r53_pc   []float32
-	r54_n    []float64
-	r54_mean []float64
-	r54_m2   []float64
-	r54_p    []float32
-	r54_pm2  []float32
-	r54_pc   []float32
-	r60_s    []float64
-	r60_ok   []float32
-	r60_p    []float32
-	r62_s    []float64
-	r62_p    []float32
+	r37_s    []float64
+	r37_p    []float32
+	r38_s    []float64
+	r38_p    []float32
+	r50_s    []float64
+	r50_p    []float32
+	r56_s    []float64
+	r56_p    []float32
+	r57_n    []float64
+	r57_mean []float64
+	r57_m2   []float64
+	r57_p    []float32
+	r57_pm2  []float32
+	r57_pc   []float32
+	r58_n    []float64
+	r58_mean []float64
+	r58_m2   []float64
+	r58_p    []float32
+	r58_pm2  []float32
+	r58_pc   []float32
+	r64_s    []float64
+	r64_ok   []float32
+	r64_p    []float32
+	r66_s    []float64
+	r66_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -74,37 +74,37 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r25_s = st.buf[184:200]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r27_s = st.buf[224:240]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r29_s = st.buf[264:280]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r33_s = st.buf[304:320]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r34_s = st.buf[344:360]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r46_s = st.buf[384:400]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r52_s = st.buf[424:440]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r53_n = st.buf[464:480]
-	st.r53_mean = st.buf[488:504]
-	st.r53_m2 = st.buf[512:528]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r53_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r53_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r54_n = st.buf[584:600]
-	st.r54_mean = st.buf[608:624]
-	st.r54_m2 = st.buf[632:648]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r60_s = st.buf[704:720]
-	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r62_s = st.buf[760:776]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r29_s = st.buf[184:200]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r31_s = st.buf[224:240]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r33_s = st.buf[264:280]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r37_s = st.buf[304:320]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r38_s = st.buf[344:360]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r50_s = st.buf[384:400]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r56_s = st.buf[424:440]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r57_n = st.buf[464:480]
+	st.r57_mean = st.buf[488:504]
+	st.r57_m2 = st.buf[512:528]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r58_n = st.buf[584:600]
+	st.r58_mean = st.buf[608:624]
+	st.r58_m2 = st.buf[632:648]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r58_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r58_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r64_s = st.buf[704:720]
+	st.r64_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r66_s = st.buf[760:776]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -173,37 +173,37 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r25_s, 0)
-		runtime.Fill(st.r25_p, 0)
-		runtime.Fill(st.r27_s, 0)
-		runtime.Fill(st.r27_p, 0)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r33_s, 0)
 		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r34_s, 0)
-		runtime.Fill(st.r34_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r53_n, 0)
-		runtime.Fill(st.r53_mean, 0)
-		runtime.Fill(st.r53_m2, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r53_pm2, 0)
-		runtime.Fill(st.r53_pc, 0)
-		runtime.Fill(st.r54_n, 0)
-		runtime.Fill(st.r54_mean, 0)
-		runtime.Fill(st.r54_m2, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r54_pm2, 0)
-		runtime.Fill(st.r54_pc, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.SetMask(st.r60_ok)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r37_s, 0)
+		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r57_n, 0)
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r57_pm2, 0)
+		runtime.Fill(st.r57_pc, 0)
+		runtime.Fill(st.r58_n, 0)
+		runtime.Fill(st.r58_mean, 0)
+		runtime.Fill(st.r58_m2, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r58_pm2, 0)
+		runtime.Fill(st.r58_pc, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.SetMask(st.r64_ok)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
@@ -221,47 +221,47 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
-			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeVar(sts[0].r58_n, sts[0].r58_mean, sts[0].r58_m2, sts[c].r58_n, sts[c].r58_mean, sts[c].r58_m2)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeMask(sts[0].r64_ok, sts[c].r64_ok)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r64_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
-	out.KLApprox = float32(st.res[0])
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r38_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r56_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r58_n, st.r58_mean, st.r58_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r66_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -285,37 +285,37 @@ type fbAvxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r25_s    []float64
-	r25_p    []float32
-	r27_s    []float64
-	r27_p    []float32
 	r29_s    []float64
 	r29_p    []float32
+	r31_s    []float64
+	r31_p    []float32
 	r33_s    []float64
 	r33_p    []float32
-	r34_s    []float64
-	r34_p    []float32
-	r46_s    []float64
-	r46_p    []float32
-	r52_s    []float64
-	r52_p    []float32
-	r53_n    []float64
-	r53_mean []float64
-	r53_m2   []float64
-	r53_p    []float32
-	r53_pm2  []float32
-	r53_pc   []float32
-	r54_n    []float64
-	r54_mean []float64
-	r54_m2   []float64
-	r54_p    []float32
-	r54_pm2  []float32
-	r54_pc   []float32
-	r60_s    []float64
-	r60_ok   []float32
-	r60_p    []float32
-	r62_s    []float64
-	r62_p    []float32
+	r37_s    []float64
+	r37_p    []float32
+	r38_s    []float64
+	r38_p    []float32
+	r50_s    []float64
+	r50_p    []float32
+	r56_s    []float64
+	r56_p    []float32
+	r57_n    []float64
+	r57_mean []float64
+	r57_m2   []float64
+	r57_p    []float32
+	r57_pm2  []float32
+	r57_pc   []float32
+	r58_n    []float64
+	r58_mean []float64
+	r58_m2   []float64
+	r58_p    []float32
+	r58_pm2  []float32
+	r58_pc   []float32
+	r64_s    []float64
+	r64_ok   []float32
+	r64_p    []float32
+	r66_s    []float64
+	r66_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -331,37 +331,37 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r25_s = st.buf[184:200]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r27_s = st.buf[224:240]
-	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r29_s = st.buf[264:280]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r33_s = st.buf[304:320]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r34_s = st.buf[344:360]
-	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r46_s = st.buf[384:400]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r52_s = st.buf[424:440]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r53_n = st.buf[464:480]
-	st.r53_mean = st.buf[488:504]
-	st.r53_m2 = st.buf[512:528]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r53_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r53_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r54_n = st.buf[584:600]
-	st.r54_mean = st.buf[608:624]
-	st.r54_m2 = st.buf[632:648]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r54_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r54_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r60_s = st.buf[704:720]
-	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r62_s = st.buf[760:776]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r29_s = st.buf[184:200]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r31_s = st.buf[224:240]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r33_s = st.buf[264:280]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r37_s = st.buf[304:320]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r38_s = st.buf[344:360]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r50_s = st.buf[384:400]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r56_s = st.buf[424:440]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r57_n = st.buf[464:480]
+	st.r57_mean = st.buf[488:504]
+	st.r57_m2 = st.buf[512:528]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r58_n = st.buf[584:600]
+	st.r58_mean = st.buf[608:624]
+	st.r58_m2 = st.buf[632:648]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r58_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r58_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r64_s = st.buf[704:720]
+	st.r64_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r66_s = st.buf[760:776]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -432,37 +432,37 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r25_s, 0)
-		runtime.Fill(st.r25_p, 0)
-		runtime.Fill(st.r27_s, 0)
-		runtime.Fill(st.r27_p, 0)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r33_s, 0)
 		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r34_s, 0)
-		runtime.Fill(st.r34_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r53_n, 0)
-		runtime.Fill(st.r53_mean, 0)
-		runtime.Fill(st.r53_m2, 0)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r53_pm2, 0)
-		runtime.Fill(st.r53_pc, 0)
-		runtime.Fill(st.r54_n, 0)
-		runtime.Fill(st.r54_mean, 0)
-		runtime.Fill(st.r54_m2, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r54_pm2, 0)
-		runtime.Fill(st.r54_pc, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.SetMask(st.r60_ok)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r37_s, 0)
+		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r57_n, 0)
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r57_pm2, 0)
+		runtime.Fill(st.r57_pc, 0)
+		runtime.Fill(st.r58_n, 0)
+		runtime.Fill(st.r58_mean, 0)
+		runtime.Fill(st.r58_m2, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r58_pm2, 0)
+		runtime.Fill(st.r58_pc, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.SetMask(st.r64_ok)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}
@@ -480,47 +480,47 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
-			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
-			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeVar(sts[0].r58_n, sts[0].r58_mean, sts[0].r58_m2, sts[c].r58_n, sts[c].r58_mean, sts[c].r58_m2)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeMask(sts[0].r64_ok, sts[c].r64_ok)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r64_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
-	out.KLApprox = float32(st.res[0])
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r38_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r56_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r58_n, st.r58_mean, st.r58_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r66_s, 8)
 	s.s5 = float32(st.res[0])
 }
 

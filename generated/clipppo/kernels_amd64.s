@@ -253,7 +253,7 @@ GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $64-96
+TEXT ·pass1AVX2(SB), $32-96
 	// values every block reads alike, computed once
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
@@ -291,192 +291,204 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v13 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y4
+	VMAXPS  Y1, Y3, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y5
-	VMAXPS       Y3, Y5, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc11<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
-	VMOVUPS      lgc16<>+0(SB), Y9
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc18<>+0(SB), Y9
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc20<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VMAXPS       Y1, Y6, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc11<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc14<>+0(SB), Y9
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y9
+	VMOVUPS      lgc16<>+0(SB), Y10
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc18<>+0(SB), Y10
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc20<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VMOVUPS      lgc4<>+0(SB), Y5
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v17 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y5, Y0, Y5
+	// v16 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y5, Y1, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc23<>+0(SB), Y7
+	// v18 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 32(SP)
+	// v19 = where(v16, v18, ratio)
+	VBLENDVPS Y5, Y6, Y9, Y5
 
-	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y5, Y6, Y7, Y5
+	// v20 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y3, Y1, Y3
+	VMOVUPS lgc23<>+0(SB), Y6
+
+	// v22 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y6, Y6
+
+	// v23 = where(v20, v22, ratio)
+	VBLENDVPS Y3, Y6, Y9, Y3
+	VMOVUPS   lgc4<>+0(SB), Y6
+
+	// v25 = ge(advantageNormalized, 0)
+	VCMPPS $0x1d, Y6, Y0, Y6
+
+	// ratioClipped = where(v25, v19, v23)
+	VBLENDVPS Y6, Y5, Y3, Y3
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y5, Y0, Y0
+	VMULPS Y3, Y0, Y0
 
-	// v24 = neg(gain)
+	// v28 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// mean(v24) over [B]
+	// mean(v28) over [B]
 	MOVQ    state+56(FP), DX
 	VADDPS  1664(DX), Y0, Y0
 	VMOVUPS Y0, 1664(DX)
 
-	// v26 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y0
+	// v30 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y1, Y4, Y0
 	VANDPS lgc20<>+0(SB), Y0, Y0
 
-	// mean(v26) over [B]
+	// mean(v30) over [B]
 	VADDPS  1984(DX), Y0, Y0
 	VMOVUPS Y0, 1984(DX)
+	MOVQ    logProb+40(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
 
-	// v28 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y2, Y0
+	// v32 = sub(sampleLogProb, logProb)
+	VSUBPS Y0, Y2, Y0
 
-	// mean(v28) over [B]
+	// mean(v32) over [B]
 	VADDPS  2304(DX), Y0, Y0
 	VMOVUPS Y0, 2304(DX)
 	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v32 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y0, Y1
+	// v36 = mul(-0.01, entropy)
+	VMULPS lgc25<>+0(SB), Y0, Y2
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y0, Y0
 	VMOVUPS Y0, 2624(DX)
 
-	// mean(v32) over [B]
-	VADDPS  2944(DX), Y1, Y0
+	// mean(v36) over [B]
+	VADDPS  2944(DX), Y2, Y0
 	VMOVUPS Y0, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    stateValue+80(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VMOVUPS (SI)(BX*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y1, Y0, Y2
+	VSUBPS Y2, Y0, Y3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Y2, Y2, Y4
+	VMULPS  Y3, Y3, Y4
 	MOVQ    oldStateValue+88(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v40 = sub(stateValue, oldStateValue)
-	VSUBPS  Y5, Y1, Y1
+	// v44 = sub(stateValue, oldStateValue)
+	VSUBPS  Y5, Y2, Y2
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v43 = max(v40, -0.2) tie=first
-	VMAXPS  Y1, Y6, Y6
+	// v47 = max(v44, -0.2) tie=first
+	VMAXPS  Y2, Y6, Y6
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v44 = min(v43, 0.2) tie=first
+	// v48 = min(v47, 0.2) tie=first
 	VMINPS Y6, Y7, Y6
 
-	// v45 = ne(v40, v44)
-	VCMPPS $0x04, Y6, Y1, Y1
-	VANDPS lgc20<>+0(SB), Y1, Y1
+	// v49 = ne(v44, v48)
+	VCMPPS $0x04, Y6, Y2, Y2
+	VANDPS lgc20<>+0(SB), Y2, Y2
 
-	// mean(v45) over [B]
-	VADDPS  3264(DX), Y1, Y1
-	VMOVUPS Y1, 3264(DX)
+	// mean(v49) over [B]
+	VADDPS  3264(DX), Y2, Y2
+	VMOVUPS Y2, 3264(DX)
 
-	// v47 = add(oldStateValue, v44)
-	VADDPS Y6, Y5, Y1
+	// v51 = add(oldStateValue, v48)
+	VADDPS Y6, Y5, Y2
 
-	// diff2 = sub(valueTarget, v47)
-	VSUBPS Y1, Y0, Y1
+	// diff2 = sub(valueTarget, v51)
+	VSUBPS Y2, Y0, Y2
 
 	// l22 = mul(diff2, diff2)
-	VMULPS Y1, Y1, Y1
+	VMULPS Y2, Y2, Y2
 
-	// v50 = max(l2, l22)
+	// v54 = max(l2, l22)
 	VXORPS lgc24<>+0(SB), Y4, Y4
-	VXORPS lgc24<>+0(SB), Y1, Y1
-	VMINPS Y4, Y1, Y5
-	VMINPS Y1, Y4, Y1
-	VORPS  Y5, Y1, Y1
-	VXORPS lgc24<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y2, Y2
+	VMINPS Y4, Y2, Y5
+	VMINPS Y2, Y4, Y2
+	VORPS  Y5, Y2, Y2
+	VXORPS lgc24<>+0(SB), Y2, Y2
 
-	// mean(v50) over [B]
-	VADDPS  3584(DX), Y1, Y1
-	VMOVUPS Y1, 3584(DX)
+	// mean(v54) over [B]
+	VADDPS  3584(DX), Y2, Y2
+	VMOVUPS Y2, 3584(DX)
 
 	// var(diff) over [B]
-	VMOVQ        CX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVQ        CX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
 	VMOVUPS      4544(DX), Y4
-	VBLENDVPS    Y1, Y2, Y4, Y4
+	VBLENDVPS    Y2, Y3, Y4, Y4
 	VMOVUPS      Y4, 4544(DX)
-	VSUBPS       Y4, Y2, Y1
-	VADDPS       4288(DX), Y1, Y2
-	VMOVUPS      Y2, 4288(DX)
-	VMOVUPS      4416(DX), Y2
-	VFMADD231PS  Y1, Y1, Y2
-	VMOVUPS      Y2, 4416(DX)
+	VSUBPS       Y4, Y3, Y2
+	VADDPS       4288(DX), Y2, Y3
+	VMOVUPS      Y3, 4288(DX)
+	VMOVUPS      4416(DX), Y3
+	VFMADD231PS  Y2, Y2, Y3
+	VMOVUPS      Y3, 4416(DX)
 
 	// var(valueTarget) over [B]
-	VMOVQ        CX, X1
-	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
-	VMOVUPS      5504(DX), Y2
-	VBLENDVPS    Y1, Y0, Y2, Y2
-	VMOVUPS      Y2, 5504(DX)
-	VSUBPS       Y2, Y0, Y0
-	VADDPS       5248(DX), Y0, Y1
-	VMOVUPS      Y1, 5248(DX)
-	VMOVUPS      5376(DX), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 5376(DX)
-	VMOVUPS      32(SP), Y0
+	VMOVQ        CX, X2
+	VPBROADCASTD X2, Y2
+	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
+	VMOVUPS      5504(DX), Y3
+	VBLENDVPS    Y2, Y0, Y3, Y3
+	VMOVUPS      Y3, 5504(DX)
+	VSUBPS       Y3, Y0, Y0
+	VADDPS       5248(DX), Y0, Y2
+	VMOVUPS      Y2, 5248(DX)
+	VMOVUPS      5376(DX), Y2
+	VFMADD231PS  Y0, Y0, Y2
+	VMOVUPS      Y2, 5376(DX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       5824(DX), Y1, Y1
-	VMOVUPS      Y1, 5824(DX)
-	VADDPS       5952(DX), Y0, Y1
-	VMOVUPS      Y1, 5952(DX)
-	VMULPS       Y0, Y0, Y0
+	VCMPPS       $0x15, lgc28<>+0(SB), Y1, Y0
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y1, Y2
+	VANDPS       Y2, Y0, Y0
+	VCMPPS       $0x00, lgc30<>+0(SB), Y1, Y2
+	VORPS        Y2, Y0, Y0
+	VANDPS       5824(DX), Y0, Y0
+	VMOVUPS      Y0, 5824(DX)
+	VADDPS       5952(DX), Y9, Y0
+	VMOVUPS      Y0, 5952(DX)
+	VMULPS       Y9, Y9, Y0
 	VADDPS       6272(DX), Y0, Y0
 	VMOVUPS      Y0, 6272(DX)
 	DECQ         CX
@@ -1219,29 +1231,29 @@ TEXT ·pass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v56 = add(targetVar, 1.1920929e-07)
+	// v60 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v57 = div(residVar, v56)
+	// v61 = div(residVar, v60)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v57)
+	// explainedVariance = sub(1, v61)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v63 = mul(2, logSumW)
+	// v67 = mul(2, logSumW)
 	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v64 = sub(v63, logSumW2)
+	// v68 = sub(v67, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v64)
+	// essCol = exp(v68)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2
@@ -1511,7 +1523,7 @@ chunkdone_8:
 
 // func fbPass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $320-120
+TEXT ·fbPass1AVX2(SB), $352-120
 	// values every block reads alike, computed once
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
@@ -1549,348 +1561,386 @@ blocks_10:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v13 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y4
+	VMAXPS  Y1, Y3, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y5
-	VMAXPS       Y3, Y5, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc11<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
-	VMOVUPS      lgc16<>+0(SB), Y9
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc18<>+0(SB), Y9
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc20<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VMAXPS       Y1, Y6, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc11<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc14<>+0(SB), Y9
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y9
+	VMOVUPS      lgc16<>+0(SB), Y10
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc18<>+0(SB), Y10
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
+	VADDPS       lgc20<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VMOVUPS      lgc4<>+0(SB), Y5
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v17 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y5, Y0, Y5
+	// v16 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y5, Y1, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v19 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
+	// v18 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
+
+	// v19 = where(v16, v18, ratio)
+	VBLENDVPS Y5, Y6, Y9, Y6
+
+	// v20 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y3, Y1, Y3
 	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 32(SP)
+	// v22 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y5, 32(SP)
 
-	// v22 = where(v17, v19, v21)
-	VBLENDVPS Y5, Y6, Y7, Y6
+	// v23 = where(v20, v22, ratio)
+	VBLENDVPS Y3, Y7, Y9, Y5
+	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// gain = mul(advantageNormalized, v22)
-	VMULPS Y6, Y0, Y6
+	// v25 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y7, Y0, Y7
+	VMOVUPS Y3, 64(SP)
 
-	// v24 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y6, Y6
+	// v26 = where(v25, v19, v23)
+	VBLENDVPS Y7, Y6, Y5, Y3
 
-	// mean(v24) over [B]
-	MOVQ    state+56(FP), DX
-	VADDPS  1664(DX), Y6, Y6
-	VMOVUPS Y6, 1664(DX)
+	// gain = mul(advantageNormalized, v26)
+	VMULPS Y3, Y0, Y3
 
-	// v26 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y4
-	VANDPS lgc20<>+0(SB), Y4, Y4
-
-	// mean(v26) over [B]
-	VADDPS  1984(DX), Y4, Y4
-	VMOVUPS Y4, 1984(DX)
-
-	// v28 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y2, Y1
+	// v28 = neg(gain)
+	VXORPS lgc24<>+0(SB), Y3, Y3
 
 	// mean(v28) over [B]
-	VADDPS  2304(DX), Y1, Y1
-	VMOVUPS Y1, 2304(DX)
-	MOVQ    entropy+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    state+56(FP), DX
+	VADDPS  1664(DX), Y3, Y3
+	VMOVUPS Y3, 1664(DX)
 
-	// v32 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y1, Y2
+	// v30 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y1, Y4, Y3
+	VANDPS lgc20<>+0(SB), Y3, Y3
 
-	// mean(entropy) over [B]
-	VADDPS  2624(DX), Y1, Y1
-	VMOVUPS Y1, 2624(DX)
+	// mean(v30) over [B]
+	VADDPS  1984(DX), Y3, Y3
+	VMOVUPS Y3, 1984(DX)
+	MOVQ    logProb+40(FP), SI
+	VMOVUPS (SI)(BX*4), Y3
+
+	// v32 = sub(sampleLogProb, logProb)
+	VSUBPS Y3, Y2, Y2
 
 	// mean(v32) over [B]
-	VADDPS  2944(DX), Y2, Y1
-	VMOVUPS Y1, 2944(DX)
-	MOVQ    valueTarget+72(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    stateValue+80(FP), SI
+	VADDPS  2304(DX), Y2, Y2
+	VMOVUPS Y2, 2304(DX)
+	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
+	// v36 = mul(-0.01, entropy)
+	VMULPS lgc25<>+0(SB), Y2, Y3
+
+	// mean(entropy) over [B]
+	VADDPS  2624(DX), Y2, Y2
+	VMOVUPS Y2, 2624(DX)
+
+	// mean(v36) over [B]
+	VADDPS  2944(DX), Y3, Y2
+	VMOVUPS Y2, 2944(DX)
+	MOVQ    valueTarget+72(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
+	MOVQ    stateValue+80(FP), SI
+	VMOVUPS (SI)(BX*4), Y3
+
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y1, Y4
+	VSUBPS Y3, Y2, Y4
 
 	// l2 = mul(diff, diff)
-	VMULPS  Y4, Y4, Y6
+	VMULPS  Y4, Y4, Y5
 	MOVQ    oldStateValue+88(FP), SI
-	VMOVUPS (SI)(BX*4), Y7
+	VMOVUPS (SI)(BX*4), Y6
 
-	// v40 = sub(stateValue, oldStateValue)
-	VSUBPS  Y7, Y2, Y2
+	// v44 = sub(stateValue, oldStateValue)
+	VSUBPS  Y6, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y8
 
-	// v43 = max(v40, -0.2) tie=first
-	VMAXPS  Y2, Y8, Y8
-	VMOVUPS Y5, 64(SP)
-	VMOVUPS lgc27<>+0(SB), Y5
+	// v47 = max(v44, -0.2) tie=first
+	VMAXPS  Y3, Y8, Y8
+	VMOVUPS Y7, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS lgc27<>+0(SB), Y0
 
-	// v44 = min(v43, 0.2) tie=first
-	VMINPS Y8, Y5, Y5
+	// v48 = min(v47, 0.2) tie=first
+	VMINPS Y8, Y0, Y0
 
-	// v45 = ne(v40, v44)
-	VCMPPS $0x04, Y5, Y2, Y9
-	VANDPS lgc20<>+0(SB), Y9, Y9
+	// v49 = ne(v44, v48)
+	VCMPPS $0x04, Y0, Y3, Y7
+	VANDPS lgc20<>+0(SB), Y7, Y7
 
-	// mean(v45) over [B]
-	VADDPS  3264(DX), Y9, Y9
-	VMOVUPS Y9, 3264(DX)
+	// mean(v49) over [B]
+	VADDPS  3264(DX), Y7, Y7
+	VMOVUPS Y7, 3264(DX)
 
-	// v47 = add(oldStateValue, v44)
-	VADDPS Y5, Y7, Y5
+	// v51 = add(oldStateValue, v48)
+	VADDPS Y0, Y6, Y0
 
-	// diff2 = sub(valueTarget, v47)
-	VSUBPS Y5, Y1, Y5
+	// diff2 = sub(valueTarget, v51)
+	VSUBPS Y0, Y2, Y0
 
 	// l22 = mul(diff2, diff2)
-	VMULPS  Y5, Y5, Y7
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y2, 128(SP)
+	VMULPS  Y0, Y0, Y6
+	VMOVUPS Y3, 160(SP)
 
-	// v50 = max(l2, l22)
-	VXORPS lgc24<>+0(SB), Y6, Y0
-	VXORPS lgc24<>+0(SB), Y7, Y9
-	VMINPS Y0, Y9, Y2
-	VMINPS Y9, Y0, Y0
-	VORPS  Y2, Y0, Y0
-	VXORPS lgc24<>+0(SB), Y0, Y0
+	// v54 = max(l2, l22)
+	VXORPS lgc24<>+0(SB), Y5, Y3
+	VXORPS lgc24<>+0(SB), Y6, Y10
+	VMINPS Y3, Y10, Y7
+	VMINPS Y10, Y3, Y3
+	VORPS  Y7, Y3, Y3
+	VXORPS lgc24<>+0(SB), Y3, Y3
 
-	// mean(v50) over [B]
-	VADDPS  3584(DX), Y0, Y0
-	VMOVUPS Y0, 3584(DX)
-	VMOVUPS Y8, 160(SP)
-	VMOVUPS Y5, 192(SP)
+	// mean(v54) over [B]
+	VADDPS  3584(DX), Y3, Y3
+	VMOVUPS Y3, 3584(DX)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y5, 256(SP)
 
 	// var(diff) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      4544(DX), Y2
-	VBLENDVPS    Y0, Y4, Y2, Y2
-	VMOVUPS      Y2, 4544(DX)
-	VSUBPS       Y2, Y4, Y0
-	VADDPS       4288(DX), Y0, Y2
-	VMOVUPS      Y2, 4288(DX)
-	VMOVUPS      4416(DX), Y2
-	VFMADD231PS  Y0, Y0, Y2
-	VMOVUPS      Y2, 4416(DX)
+	VMOVUPS      4544(DX), Y3
+	VBLENDVPS    Y0, Y4, Y3, Y3
+	VMOVUPS      Y3, 4544(DX)
+	VSUBPS       Y3, Y4, Y0
+	VADDPS       4288(DX), Y0, Y3
+	VMOVUPS      Y3, 4288(DX)
+	VMOVUPS      4416(DX), Y3
+	VFMADD231PS  Y0, Y0, Y3
+	VMOVUPS      Y3, 4416(DX)
 
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      5504(DX), Y2
-	VBLENDVPS    Y0, Y1, Y2, Y2
-	VMOVUPS      Y2, 5504(DX)
-	VSUBPS       Y2, Y1, Y0
-	VADDPS       5248(DX), Y0, Y1
-	VMOVUPS      Y1, 5248(DX)
-	VMOVUPS      5376(DX), Y1
-	VFMADD231PS  Y0, Y0, Y1
-	VMOVUPS      Y1, 5376(DX)
-	VMOVUPS      Y4, 224(SP)
-	VMOVUPS      Y6, 256(SP)
-	VMOVUPS      Y7, 288(SP)
-	VMOVUPS      32(SP), Y0
+	VMOVUPS      5504(DX), Y3
+	VBLENDVPS    Y0, Y2, Y3, Y3
+	VMOVUPS      Y3, 5504(DX)
+	VSUBPS       Y3, Y2, Y0
+	VADDPS       5248(DX), Y0, Y2
+	VMOVUPS      Y2, 5248(DX)
+	VMOVUPS      5376(DX), Y2
+	VFMADD231PS  Y0, Y0, Y2
+	VMOVUPS      Y2, 5376(DX)
+	VMOVUPS      Y4, 288(SP)
+	VMOVUPS      Y6, 320(SP)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS  $0x15, lgc28<>+0(SB), Y3, Y1
-	VCMPPS  $0x1a, lgc29<>+0(SB), Y3, Y2
-	VANDPS  Y2, Y1, Y1
-	VCMPPS  $0x00, lgc30<>+0(SB), Y3, Y2
-	VORPS   Y2, Y1, Y1
-	VANDPS  5824(DX), Y1, Y1
-	VMOVUPS Y1, 5824(DX)
-	VADDPS  5952(DX), Y0, Y1
-	VMOVUPS Y1, 5952(DX)
-	VMULPS  Y0, Y0, Y1
-	VADDPS  6272(DX), Y1, Y1
-	VMOVUPS Y1, 6272(DX)
-	VMOVUPS 256(SP), Y1
-	VMOVUPS 288(SP), Y2
+	VCMPPS  $0x15, lgc28<>+0(SB), Y1, Y0
+	VCMPPS  $0x1a, lgc29<>+0(SB), Y1, Y2
+	VANDPS  Y2, Y0, Y0
+	VCMPPS  $0x00, lgc30<>+0(SB), Y1, Y2
+	VORPS   Y2, Y0, Y0
+	VANDPS  5824(DX), Y0, Y0
+	VMOVUPS Y0, 5824(DX)
+	VADDPS  5952(DX), Y9, Y0
+	VMOVUPS Y0, 5952(DX)
+	VMULPS  Y9, Y9, Y0
+	VADDPS  6272(DX), Y0, Y0
+	VMOVUPS Y0, 6272(DX)
+	VMOVUPS 256(SP), Y0
+	VMOVUPS 320(SP), Y1
 
-	// v70 = eq(l2, l22)
-	VCMPPS $0x00, Y2, Y1, Y3
+	// v74 = eq(l2, l22)
+	VCMPPS $0x00, Y1, Y0, Y2
 
-	// v71 = lt(l2, l22)
-	VCMPPS  $0x11, Y2, Y1, Y4
-	VMOVUPS lgc34<>+0(SB), Y5
-	VMOVUPS lgc35<>+0(SB), Y6
+	// v75 = lt(l2, l22)
+	VCMPPS  $0x11, Y1, Y0, Y3
+	VMOVUPS lgc34<>+0(SB), Y4
+	VMOVUPS lgc35<>+0(SB), Y5
 
-	// v72 = where(v70, 0.00012207031, 0.00024414063)
-	VBLENDVPS Y3, Y5, Y6, Y7
+	// v76 = where(v74, 0.00012207031, 0.00024414063)
+	VBLENDVPS Y2, Y4, Y5, Y6
 
-	// v73 = where(v71, 0, v72)
-	VANDNPS Y7, Y4, Y4
+	// v77 = where(v75, 0, v76)
+	VANDNPS Y6, Y3, Y3
 
-	// v74 = ge(l2, l22)
-	VCMPPS $0x1d, Y2, Y1, Y1
+	// v78 = ge(l2, l22)
+	VCMPPS $0x1d, Y1, Y0, Y0
 
-	// v75 = where(v70, 0.00012207031, 0)
-	VANDPS Y5, Y3, Y2
+	// v79 = where(v74, 0.00012207031, 0)
+	VANDPS Y4, Y2, Y1
 
-	// v76 = where(v74, v75, 0.00024414063)
-	VBLENDVPS Y1, Y2, Y6, Y1
-	VMOVUPS   lgc4<>+0(SB), Y2
+	// v80 = where(v78, v79, 0.00024414063)
+	VBLENDVPS Y0, Y1, Y5, Y0
+	VMOVUPS   lgc4<>+0(SB), Y1
 
-	// v77 = ne(v76, 0)
-	VCMPPS  $0x04, Y2, Y1, Y3
-	VMOVUPS 192(SP), Y5
+	// v81 = ne(v80, 0)
+	VCMPPS  $0x04, Y1, Y0, Y2
+	VMOVUPS 224(SP), Y4
 
-	// v78 = mul(v76, diff2)
-	VMULPS Y5, Y1, Y5
+	// v82 = mul(v80, diff2)
+	VMULPS Y4, Y0, Y4
 
-	// v79 = where(v77, v78, v76)
-	VBLENDVPS Y3, Y5, Y1, Y1
+	// v83 = where(v81, v82, v80)
+	VBLENDVPS Y2, Y4, Y0, Y0
 
-	// v80 = add(v79, v79)
-	VADDPS Y1, Y1, Y1
+	// v84 = add(v83, v83)
+	VADDPS Y0, Y0, Y0
 
-	// v81 = neg(v80)
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VMOVUPS 160(SP), Y3
-	VMOVUPS lgc27<>+0(SB), Y5
+	// v85 = neg(v84)
+	VXORPS  lgc24<>+0(SB), Y0, Y0
+	VMOVUPS 192(SP), Y2
+	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v82 = le(v43, 0.2)
-	VCMPPS $0x12, Y5, Y3, Y5
+	// v86 = le(v47, 0.2)
+	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v83 = ne(v43, v43)
-	VCMPPS $0x04, Y3, Y3, Y3
-
-	// v84 = max(v82, v83)
-	VORPS Y5, Y3, Y3
-
-	// v85 = where(v84, v81, 0)
-	VANDPS  Y1, Y3, Y1
-	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc26<>+0(SB), Y5
-
-	// v86 = ge(v40, -0.2)
-	VCMPPS $0x1d, Y5, Y3, Y5
-
-	// v87 = ne(v40, v40)
-	VCMPPS $0x04, Y3, Y3, Y3
+	// v87 = ne(v47, v47)
+	VCMPPS $0x04, Y2, Y2, Y2
 
 	// v88 = max(v86, v87)
-	VORPS Y5, Y3, Y3
+	VORPS Y4, Y2, Y2
 
 	// v89 = where(v88, v85, 0)
-	VANDPS Y1, Y3, Y1
+	VANDPS  Y0, Y2, Y0
+	VMOVUPS 160(SP), Y2
+	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v90 = ne(v73, 0)
-	VCMPPS  $0x04, Y2, Y4, Y3
-	VMOVUPS 224(SP), Y5
+	// v90 = ge(v44, -0.2)
+	VCMPPS $0x1d, Y4, Y2, Y4
 
-	// v91 = mul(v73, diff)
-	VMULPS Y5, Y4, Y5
+	// v91 = ne(v44, v44)
+	VCMPPS $0x04, Y2, Y2, Y2
 
-	// v92 = where(v90, v91, v73)
-	VBLENDVPS Y3, Y5, Y4, Y3
+	// v92 = max(v90, v91)
+	VORPS Y4, Y2, Y2
 
-	// v93 = add(v92, v92)
-	VADDPS Y3, Y3, Y3
+	// v93 = where(v92, v89, 0)
+	VANDPS Y0, Y2, Y0
 
-	// v94 = neg(v93)
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	// v94 = ne(v77, 0)
+	VCMPPS  $0x04, Y1, Y3, Y2
+	VMOVUPS 288(SP), Y4
 
-	// gradStateValue = add(v89, v94)
-	VADDPS  Y3, Y1, Y1
+	// v95 = mul(v77, diff)
+	VMULPS Y4, Y3, Y4
+
+	// v96 = where(v94, v95, v77)
+	VBLENDVPS Y2, Y4, Y3, Y2
+
+	// v97 = add(v96, v96)
+	VADDPS Y2, Y2, Y2
+
+	// v98 = neg(v97)
+	VXORPS lgc24<>+0(SB), Y2, Y2
+
+	// gradStateValue = add(v93, v98)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 128(SP), Y2
+
+	// v102 = mul(-0.00024414063, advantageNormalized)
+	VMULPS  lgc36<>+0(SB), Y2, Y2
 	VMOVUPS 96(SP), Y3
+	VMOVUPS lgc4<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
 
-	// v98 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc36<>+0(SB), Y3, Y3
+	// v103 = where(v25, v102, 0)
+	VANDPS Y2, Y4, Y3
+
+	// v104 = where(v25, 0, v102)
+	VANDNPS Y2, Y4, Y2
 	VMOVUPS 64(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v99 = where(v17, v98, 0)
-	VANDPS Y3, Y5, Y4
+	// v105 = where(v20, v104, 0)
+	VANDPS Y2, Y5, Y4
 
-	// v100 = where(v17, 0, v98)
-	VANDNPS Y3, Y5, Y3
+	// v106 = where(v20, 0, v104)
+	VANDNPS Y2, Y5, Y2
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v101 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y0, Y5
+	// v107 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v102 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y6
+	// v108 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v103 = max(v101, v102)
+	// v109 = max(v107, v108)
 	VORPS Y5, Y6, Y5
 
-	// v104 = where(v103, v100, 0)
-	VANDPS  Y3, Y5, Y3
-	VMOVUPS lgc22<>+0(SB), Y5
-
-	// v105 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y0, Y5
-
-	// v106 = max(v105, v102)
-	VORPS Y5, Y6, Y5
-
-	// v107 = where(v106, v99, 0)
+	// v110 = where(v109, v105, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v108 = add(v104, v107)
-	VADDPS Y4, Y3, Y3
+	// v111 = add(v106, v110)
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 32(SP), Y4
+	VMOVUPS lgc4<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v109 = ne(v108, 0)
-	VCMPPS $0x04, Y2, Y3, Y2
+	// v112 = where(v16, v103, 0)
+	VANDPS Y3, Y5, Y4
 
-	// v110 = mul(v108, ratio)
-	VMULPS Y0, Y3, Y0
+	// v113 = where(v16, 0, v103)
+	VANDNPS Y3, Y5, Y3
 
-	// gradLogProb = where(v109, v110, v108)
-	VBLENDVPS Y2, Y0, Y3, Y0
+	// v114 = add(v111, v113)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS lgc22<>+0(SB), Y3
+
+	// v115 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y9, Y3
+
+	// v116 = max(v115, v108)
+	VORPS Y3, Y6, Y3
+
+	// v117 = where(v116, v112, 0)
+	VANDPS Y4, Y3, Y3
+
+	// v118 = add(v114, v117)
+	VADDPS Y3, Y2, Y2
+
+	// v119 = ne(v118, 0)
+	VCMPPS $0x04, Y1, Y2, Y1
+
+	// v120 = mul(v118, ratio)
+	VMULPS Y9, Y2, Y3
+
+	// gradLogProb = where(v119, v120, v118)
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   lgc37<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS Y0, (DX)(BX*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS Y1, (DX)(BX*4)
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), DX
@@ -2425,29 +2475,29 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v56 = add(targetVar, 1.1920929e-07)
+	// v60 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v57 = div(residVar, v56)
+	// v61 = div(residVar, v60)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v57)
+	// explainedVariance = sub(1, v61)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v63 = mul(2, logSumW)
+	// v67 = mul(2, logSumW)
 	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v64 = sub(v63, logSumW2)
+	// v68 = sub(v67, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v64)
+	// essCol = exp(v68)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2

@@ -16,7 +16,7 @@ type scratch struct {
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v61) over B
+	s5 float32 // logSumW2 = logsumexp(v65) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -82,17 +82,17 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of B.
 type pass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v24) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v26) over B
-	klApprox          runtime.Mean      // klApprox = mean(v28) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v30) over B
+	klApprox          runtime.Mean      // klApprox = mean(v32) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
-	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
-	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v50) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v36) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v49) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v54) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v61) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v65) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -115,12 +115,12 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
+	c17 := float32(1.2)
+	c21 := float32(0.8)
 	zero := float32(0)
-	c18 := float32(1.2)
-	c20 := float32(0.8)
-	c31 := float32(-0.01)
-	c41 := float32(-0.2)
-	c42 := float32(0.2)
+	c35 := float32(-0.01)
+	c45 := float32(-0.2)
+	c46 := float32(0.2)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
@@ -147,41 +147,45 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 		v13 := max(logWeight, c11)
 		logWeightClip := min(v13, c12)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v17 := b2f(advantageNormalized >= zero)
-		v19 := min(ratio, c18)
-		v21 := max(ratio, c20)
-		ratioClipped := sel(v17, v19, v21)
+		v16 := b2f(logWeight > c12)
+		v18 := min(ratio, c17)
+		v19 := sel(v16, v18, ratio)
+		v20 := b2f(logWeight < c11)
+		v22 := max(ratio, c21)
+		v23 := sel(v20, v22, ratio)
+		v25 := b2f(advantageNormalized >= zero)
+		ratioClipped := sel(v25, v19, v23)
 		gain := float32(advantageNormalized * ratioClipped)
-		v24 := -gain
-		lossObjective.Add(float64(v24))
-		v26 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v26))
-		v28 := sampleLogProb - logProb
-		klApprox.Add(float64(v28))
+		v28 := -gain
+		lossObjective.Add(float64(v28))
+		v30 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v30))
+		v32 := sampleLogProb - logProb
+		klApprox.Add(float64(v32))
 		entropy := in.Entropy[iB]
-		v32 := float32(c31 * entropy)
+		v36 := float32(c35 * entropy)
 		meanEntropy.Add(float64(entropy))
-		lossEntropy.Add(float64(v32))
+		lossEntropy.Add(float64(v36))
 		valueTarget := in.ValueTarget[iB]
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float32(diff * diff)
 		oldStateValue := in.OldStateValue[iB]
-		v40 := stateValue - oldStateValue
-		v43 := max(v40, c41)
-		v44 := min(v43, c42)
-		v45 := b2f(v40 != v44)
-		valueClipFraction.Add(float64(v45))
-		v47 := oldStateValue + v44
-		diff2 := valueTarget - v47
+		v44 := stateValue - oldStateValue
+		v47 := max(v44, c45)
+		v48 := min(v47, c46)
+		v49 := b2f(v44 != v48)
+		valueClipFraction.Add(float64(v49))
+		v51 := oldStateValue + v48
+		diff2 := valueTarget - v51
 		l22 := float32(diff2 * diff2)
-		v50 := max(l2, l22)
-		lossCritic.Add(float64(v50))
+		v54 := max(l2, l22)
+		lossCritic.Add(float64(v54))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v61 := float32(two * logWeight)
-		logSumW2.Add(float64(v61))
+		v65 := float32(two * logWeight)
+		logSumW2.Add(float64(v65))
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -228,21 +232,21 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c55 := float32(1.1920929e-07)
+	c59 := float32(1.1920929e-07)
 	two := float32(2)
-	c66 := float32(4096)
+	c70 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v56 := targetVar + c55
-	v57 := residVar / v56
-	explainedVariance := one - v57
+	v60 := targetVar + c59
+	v61 := residVar / v60
+	explainedVariance := one - v61
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v63 := float32(two * logSumW)
-	v64 := v63 - logSumW2
-	essCol := float32(math.Exp(float64(v64)))
-	ess := essCol / c66
+	v67 := float32(two * logSumW)
+	v68 := v67 - logSumW2
+	essCol := float32(math.Exp(float64(v68)))
+	ess := essCol / c70
 	out.ESS = ess
 }
 
@@ -254,7 +258,7 @@ type fbScratch struct {
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v61) over B
+	s5 float32 // logSumW2 = logsumexp(v65) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -320,17 +324,17 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v24) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v26) over B
-	klApprox          runtime.Mean      // klApprox = mean(v28) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v30) over B
+	klApprox          runtime.Mean      // klApprox = mean(v32) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
-	lossEntropy       runtime.Mean      // lossEntropy = mean(v32) over B
-	valueClipFraction runtime.Mean      // valueClipFraction = mean(v45) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v50) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v36) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v49) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v54) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v61) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v65) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -353,17 +357,17 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c5 := float32(1e-06)
 	c11 := float32(-0.22314355)
 	c12 := float32(0.18232156)
+	c17 := float32(1.2)
+	c21 := float32(0.8)
 	zero := float32(0)
-	c18 := float32(1.2)
-	c20 := float32(0.8)
-	c31 := float32(-0.01)
-	c41 := float32(-0.2)
-	c42 := float32(0.2)
+	c35 := float32(-0.01)
+	c45 := float32(-0.2)
+	c46 := float32(0.2)
 	two := float32(2)
-	c68 := float32(0.00024414063)
-	c69 := float32(0.00012207031)
-	c96 := float32(-2.4414062e-06)
-	c97 := float32(-0.00024414063)
+	c72 := float32(0.00024414063)
+	c73 := float32(0.00012207031)
+	c100 := float32(-2.4414062e-06)
+	c101 := float32(-0.00024414063)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -389,84 +393,94 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v13 := max(logWeight, c11)
 		logWeightClip := min(v13, c12)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v17 := b2f(advantageNormalized >= zero)
-		v19 := min(ratio, c18)
-		v21 := max(ratio, c20)
-		v22 := sel(v17, v19, v21)
-		gain := float32(advantageNormalized * v22)
-		v24 := -gain
-		lossObjective.Add(float64(v24))
-		v26 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v26))
-		v28 := sampleLogProb - logProb
-		klApprox.Add(float64(v28))
+		v16 := b2f(logWeight > c12)
+		v18 := min(ratio, c17)
+		v19 := sel(v16, v18, ratio)
+		v20 := b2f(logWeight < c11)
+		v22 := max(ratio, c21)
+		v23 := sel(v20, v22, ratio)
+		v25 := b2f(advantageNormalized >= zero)
+		v26 := sel(v25, v19, v23)
+		gain := float32(advantageNormalized * v26)
+		v28 := -gain
+		lossObjective.Add(float64(v28))
+		v30 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v30))
+		v32 := sampleLogProb - logProb
+		klApprox.Add(float64(v32))
 		entropy := in.Entropy[iB]
-		v32 := float32(c31 * entropy)
+		v36 := float32(c35 * entropy)
 		meanEntropy.Add(float64(entropy))
-		lossEntropy.Add(float64(v32))
+		lossEntropy.Add(float64(v36))
 		valueTarget := in.ValueTarget[iB]
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float32(diff * diff)
 		oldStateValue := in.OldStateValue[iB]
-		v40 := stateValue - oldStateValue
-		v43 := max(v40, c41)
-		v44 := min(v43, c42)
-		v45 := b2f(v40 != v44)
-		valueClipFraction.Add(float64(v45))
-		v47 := oldStateValue + v44
-		diff2 := valueTarget - v47
+		v44 := stateValue - oldStateValue
+		v47 := max(v44, c45)
+		v48 := min(v47, c46)
+		v49 := b2f(v44 != v48)
+		valueClipFraction.Add(float64(v49))
+		v51 := oldStateValue + v48
+		diff2 := valueTarget - v51
 		l22 := float32(diff2 * diff2)
-		v50 := max(l2, l22)
-		lossCritic.Add(float64(v50))
+		v54 := max(l2, l22)
+		lossCritic.Add(float64(v54))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v61 := float32(two * logWeight)
-		logSumW2.Add(float64(v61))
-		v70 := b2f(l2 == l22)
-		v71 := b2f(l2 < l22)
-		v72 := sel(v70, c69, c68)
-		v73 := sel(v71, zero, v72)
-		v74 := b2f(l2 >= l22)
-		v75 := sel(v70, c69, zero)
-		v76 := sel(v74, v75, c68)
-		v77 := b2f(v76 != zero)
-		v78 := float32(v76 * diff2)
-		v79 := sel(v77, v78, v76)
-		v80 := v79 + v79
-		v81 := -v80
-		v82 := b2f(v43 <= c42)
-		v83 := b2f(v43 != v43)
-		v84 := max(v82, v83)
-		v85 := sel(v84, v81, zero)
-		v86 := b2f(v40 >= c41)
-		v87 := b2f(v40 != v40)
+		v65 := float32(two * logWeight)
+		logSumW2.Add(float64(v65))
+		v74 := b2f(l2 == l22)
+		v75 := b2f(l2 < l22)
+		v76 := sel(v74, c73, c72)
+		v77 := sel(v75, zero, v76)
+		v78 := b2f(l2 >= l22)
+		v79 := sel(v74, c73, zero)
+		v80 := sel(v78, v79, c72)
+		v81 := b2f(v80 != zero)
+		v82 := float32(v80 * diff2)
+		v83 := sel(v81, v82, v80)
+		v84 := v83 + v83
+		v85 := -v84
+		v86 := b2f(v47 <= c46)
+		v87 := b2f(v47 != v47)
 		v88 := max(v86, v87)
 		v89 := sel(v88, v85, zero)
-		v90 := b2f(v73 != zero)
-		v91 := float32(v73 * diff)
-		v92 := sel(v90, v91, v73)
-		v93 := v92 + v92
-		v94 := -v93
-		gradStateValue := v89 + v94
+		v90 := b2f(v44 >= c45)
+		v91 := b2f(v44 != v44)
+		v92 := max(v90, v91)
+		v93 := sel(v92, v89, zero)
+		v94 := b2f(v77 != zero)
+		v95 := float32(v77 * diff)
+		v96 := sel(v94, v95, v77)
+		v97 := v96 + v96
+		v98 := -v97
+		gradStateValue := v93 + v98
 		grads.StateValue[iB] = gradStateValue
-		v98 := float32(c97 * advantageNormalized)
-		v99 := sel(v17, v98, zero)
-		v100 := sel(v17, zero, v98)
-		v101 := b2f(ratio >= c20)
-		v102 := b2f(ratio != ratio)
-		v103 := max(v101, v102)
-		v104 := sel(v103, v100, zero)
-		v105 := b2f(ratio <= c18)
-		v106 := max(v105, v102)
-		v107 := sel(v106, v99, zero)
-		v108 := v104 + v107
-		v109 := b2f(v108 != zero)
-		v110 := float32(v108 * ratio)
-		gradLogProb := sel(v109, v110, v108)
+		v102 := float32(c101 * advantageNormalized)
+		v103 := sel(v25, v102, zero)
+		v104 := sel(v25, zero, v102)
+		v105 := sel(v20, v104, zero)
+		v106 := sel(v20, zero, v104)
+		v107 := b2f(ratio >= c21)
+		v108 := b2f(ratio != ratio)
+		v109 := max(v107, v108)
+		v110 := sel(v109, v105, zero)
+		v111 := v106 + v110
+		v112 := sel(v16, v103, zero)
+		v113 := sel(v16, zero, v103)
+		v114 := v111 + v113
+		v115 := b2f(ratio <= c17)
+		v116 := max(v115, v108)
+		v117 := sel(v116, v112, zero)
+		v118 := v114 + v117
+		v119 := b2f(v118 != zero)
+		v120 := float32(v118 * ratio)
+		gradLogProb := sel(v119, v120, v118)
 		grads.LogProb[iB] = gradLogProb
-		grads.Entropy[iB] = c96
+		grads.Entropy[iB] = c100
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -513,21 +527,21 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c55 := float32(1.1920929e-07)
+	c59 := float32(1.1920929e-07)
 	two := float32(2)
-	c66 := float32(4096)
+	c70 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v56 := targetVar + c55
-	v57 := residVar / v56
-	explainedVariance := one - v57
+	v60 := targetVar + c59
+	v61 := residVar / v60
+	explainedVariance := one - v61
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v63 := float32(two * logSumW)
-	v64 := v63 - logSumW2
-	essCol := float32(math.Exp(float64(v64)))
-	ess := essCol / c66
+	v67 := float32(two * logSumW)
+	v68 := v67 - logSumW2
+	essCol := float32(math.Exp(float64(v68)))
+	ess := essCol / c70
 	out.ESS = ess
 }
 

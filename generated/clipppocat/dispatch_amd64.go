@@ -20,60 +20,60 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r47_s    []float64
-	r47_p    []float32
-	r49_s    []float64
-	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
-	r59_s    []float64
-	r59_p    []float32
-	r60_s    []float64
-	r60_p    []float32
-	r69_s    []float64
-	r69_p    []float32
-	r70_n    []float64
-	r70_mean []float64
-	r70_m2   []float64
-	r71_n    []float64
-	r71_mean []float64
-	r71_m2   []float64
-	r77_s    []float64
-	r77_ok   []float32
-	r79_s    []float64
-	p0_ok    []float32
+	r53_s    []float64
+	r53_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r63_s    []float64
+	r63_p    []float32
+	r64_s    []float64
+	r64_p    []float32
+	r73_s    []float64
+	r73_p    []float32
+	r74_n    []float64
+	r74_mean []float64
+	r74_m2   []float64
+	r75_n    []float64
+	r75_mean []float64
+	r75_m2   []float64
+	r81_s    []float64
+	r81_ok   []float32
 	r83_s    []float64
-	r83_p    []float32
+	p0_ok    []float32
+	r87_s    []float64
+	r87_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4056)}
-	st.r47_s = st.buf[8:24]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r49_s = st.buf[48:64]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r51_s = st.buf[88:104]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r59_s = st.buf[128:144]
-	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r60_s = st.buf[168:184]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r69_s = st.buf[208:224]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r70_n = st.buf[248:677]
-	st.r70_mean = st.buf[688:1117]
-	st.r70_m2 = st.buf[1128:1557]
-	st.r71_n = st.buf[1568:1997]
-	st.r71_mean = st.buf[2008:2437]
-	st.r71_m2 = st.buf[2448:2877]
-	st.r77_s = st.buf[2888:3317]
-	st.r77_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r79_s = st.buf[3552:3981]
+	st.r51_s = st.buf[8:24]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r53_s = st.buf[48:64]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r55_s = st.buf[88:104]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r63_s = st.buf[128:144]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r64_s = st.buf[168:184]
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_s = st.buf[208:224]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r74_n = st.buf[248:677]
+	st.r74_mean = st.buf[688:1117]
+	st.r74_m2 = st.buf[1128:1557]
+	st.r75_n = st.buf[1568:1997]
+	st.r75_mean = st.buf[2008:2437]
+	st.r75_m2 = st.buf[2448:2877]
+	st.r81_s = st.buf[2888:3317]
+	st.r81_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r83_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r83_s = st.buf[4008:4024]
-	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r87_s = st.buf[4008:4024]
+	st.r87_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -89,27 +89,27 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r59_s, 0)
-		runtime.Fill(st.r59_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
-		runtime.Fill(st.r70_n, float64((hi-lo)*1))
-		runtime.Fill(st.r70_mean, 0)
-		runtime.Fill(st.r70_m2, 0)
-		runtime.Fill(st.r71_n, float64((hi-lo)*1))
-		runtime.Fill(st.r71_mean, 0)
-		runtime.Fill(st.r71_m2, 0)
-		runtime.Fill(st.r77_s, 0)
-		runtime.SetMask(st.r77_ok)
-		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r74_n, float64((hi-lo)*1))
+		runtime.Fill(st.r74_mean, 0)
+		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r75_n, float64((hi-lo)*1))
+		runtime.Fill(st.r75_mean, 0)
+		runtime.Fill(st.r75_m2, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.SetMask(st.r81_ok)
+		runtime.Fill(st.r83_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -127,50 +127,50 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
-			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
-			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
-			runtime.MergeMask(sts[0].r77_ok, sts[c].r77_ok)
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
+			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeMask(sts[0].r81_ok, sts[c].r81_ok)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r77_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r81_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r63_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r64_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r69_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r73_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r74_n, st.r74_mean, st.r74_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r75_n, st.r75_mean, st.r75_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r77_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r81_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r83_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -187,8 +187,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r83_s, 0)
-		runtime.Fill(st.r83_p, 0)
+		runtime.Fill(st.r87_s, 0)
+		runtime.Fill(st.r87_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -206,7 +206,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r87_s, sts[c].r87_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -215,7 +215,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r83_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r87_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -230,60 +230,60 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r47_s    []float64
-	r47_p    []float32
-	r49_s    []float64
-	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
-	r59_s    []float64
-	r59_p    []float32
-	r60_s    []float64
-	r60_p    []float32
-	r69_s    []float64
-	r69_p    []float32
-	r70_n    []float64
-	r70_mean []float64
-	r70_m2   []float64
-	r71_n    []float64
-	r71_mean []float64
-	r71_m2   []float64
-	r77_s    []float64
-	r77_ok   []float32
-	r79_s    []float64
-	p0_ok    []float32
+	r53_s    []float64
+	r53_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r63_s    []float64
+	r63_p    []float32
+	r64_s    []float64
+	r64_p    []float32
+	r73_s    []float64
+	r73_p    []float32
+	r74_n    []float64
+	r74_mean []float64
+	r74_m2   []float64
+	r75_n    []float64
+	r75_mean []float64
+	r75_m2   []float64
+	r81_s    []float64
+	r81_ok   []float32
 	r83_s    []float64
-	r83_p    []float32
+	p0_ok    []float32
+	r87_s    []float64
+	r87_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4056)}
-	st.r47_s = st.buf[8:24]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r49_s = st.buf[48:64]
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r51_s = st.buf[88:104]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r59_s = st.buf[128:144]
-	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r60_s = st.buf[168:184]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r69_s = st.buf[208:224]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r70_n = st.buf[248:677]
-	st.r70_mean = st.buf[688:1117]
-	st.r70_m2 = st.buf[1128:1557]
-	st.r71_n = st.buf[1568:1997]
-	st.r71_mean = st.buf[2008:2437]
-	st.r71_m2 = st.buf[2448:2877]
-	st.r77_s = st.buf[2888:3317]
-	st.r77_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r79_s = st.buf[3552:3981]
+	st.r51_s = st.buf[8:24]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r53_s = st.buf[48:64]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r55_s = st.buf[88:104]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r63_s = st.buf[128:144]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r64_s = st.buf[168:184]
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_s = st.buf[208:224]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r74_n = st.buf[248:677]
+	st.r74_mean = st.buf[688:1117]
+	st.r74_m2 = st.buf[1128:1557]
+	st.r75_n = st.buf[1568:1997]
+	st.r75_mean = st.buf[2008:2437]
+	st.r75_m2 = st.buf[2448:2877]
+	st.r81_s = st.buf[2888:3317]
+	st.r81_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r83_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r83_s = st.buf[4008:4024]
-	st.r83_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r87_s = st.buf[4008:4024]
+	st.r87_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -300,27 +300,27 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r59_s, 0)
-		runtime.Fill(st.r59_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
-		runtime.Fill(st.r70_n, float64((hi-lo)*1))
-		runtime.Fill(st.r70_mean, 0)
-		runtime.Fill(st.r70_m2, 0)
-		runtime.Fill(st.r71_n, float64((hi-lo)*1))
-		runtime.Fill(st.r71_mean, 0)
-		runtime.Fill(st.r71_m2, 0)
-		runtime.Fill(st.r77_s, 0)
-		runtime.SetMask(st.r77_ok)
-		runtime.Fill(st.r79_s, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r74_n, float64((hi-lo)*1))
+		runtime.Fill(st.r74_mean, 0)
+		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r75_n, float64((hi-lo)*1))
+		runtime.Fill(st.r75_mean, 0)
+		runtime.Fill(st.r75_m2, 0)
+		runtime.Fill(st.r81_s, 0)
+		runtime.SetMask(st.r81_ok)
+		runtime.Fill(st.r83_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
@@ -338,50 +338,50 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
-			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
-			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
-			runtime.MergeMask(sts[0].r77_ok, sts[c].r77_ok)
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
+			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeMask(sts[0].r81_ok, sts[c].r81_ok)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r77_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r81_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r63_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r64_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r69_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r73_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r74_n, st.r74_mean, st.r74_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r75_n, st.r75_mean, st.r75_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r77_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r81_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r83_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -399,8 +399,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r83_s, 0)
-		runtime.Fill(st.r83_p, 0)
+		runtime.Fill(st.r87_s, 0)
+		runtime.Fill(st.r87_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -418,7 +418,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r87_s, sts[c].r87_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -427,7 +427,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r83_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r87_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

@@ -208,13 +208,13 @@ inner_A_3:
 	VANDPS       Y6, Y9, Y6
 	VADDPS       Y2, Y6, Y2
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y5, Y4, Y5
 
-	// v53 = mul(v24, v52)
+	// v57 = mul(v24, v56)
 	VMULPS Y5, Y9, Y5
 
-	// sum(v53) over [A]
+	// sum(v57) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
@@ -318,81 +318,93 @@ inner_A_3:
 	VMOVUPS lgc44<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMAXPS  Y4, Y5, Y6
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y5, Y6, Y5
+	VMINPS  Y6, Y8, Y6
 	VMOVUPS Y7, 120(SP)
 	VMOVUPS Y2, 152(SP)
+	VMOVUPS Y1, 184(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMAXPS       Y4, Y2, Y2
-	VMOVUPS      lgc46<>+0(SB), Y6
-	VMINPS       Y2, Y6, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
-	VMULPS       Y2, Y2, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y2, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y2
-	VPADDD       lgc26<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y6
-	VPSUBD       Y6, Y2, Y2
-	VPSLLD       $0x17, Y6, Y6
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc46<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VFMADD213PS  Y1, Y7, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y2, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VMOVUPS      24(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y6, Y2, Y6
-	VMOVUPS Y1, 184(SP)
-	VMOVUPS lgc47<>+0(SB), Y1
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y8, Y4, Y1
+	VMOVUPS lgc47<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v40 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y2, Y2
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 216(SP)
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y1
 
-	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y6, Y1, Y7, Y1
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y2
+	VMOVUPS lgc48<>+0(SB), Y5
+
+	// v44 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y5, Y5
+
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y2, Y5, Y9, Y2
+	VMOVUPS   24(SP), Y5
+	VMOVUPS   lgc0<>+0(SB), Y7
+
+	// v47 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VMOVUPS Y9, 216(SP)
+
+	// ratioClipped = where(v47, v41, v45)
+	VBLENDVPS Y7, Y1, Y2, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y1, Y5, Y1
 
-	// v46 = neg(gain)
+	// v50 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v46) over [N T]
+	// mean(v50) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y6
-	VEXTRACTI128 $0x01, Y2, X6
-	VPMOVSXDQ    X6, Y6
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
 	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y1
+	// v52 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v48) over [N T]
+	// mean(v52) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -405,10 +417,10 @@ inner_A_3:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 	VMOVUPS      184(SP), Y2
 
-	// v50 = sub(sampleLogProb, logSoftmax)
+	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v54) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -417,18 +429,18 @@ inner_A_3:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 
-	// finish v54
+	// finish v58
 	VMOVUPS Y3, Y1
 	VMOVUPS 152(SP), Y2
 
-	// v55 = div(v54, v25)
+	// v59 = div(v58, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 
-	// entropy = sub(v26, v55)
+	// entropy = sub(v26, v59)
 	VSUBPS Y1, Y2, Y1
 
-	// v58 = mul(-0.01, entropy)
+	// v62 = mul(-0.01, entropy)
 	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
@@ -440,7 +452,7 @@ inner_A_3:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// mean(v58) over [N T]
+	// mean(v62) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y3
 	VEXTRACTI128 $0x01, Y1, X3
@@ -461,19 +473,19 @@ inner_A_3:
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v64 = lt(absDiff, 1)
+	// v68 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y3, Y5
 
-	// v65 = mul(0.5, absDiff)
+	// v69 = mul(0.5, absDiff)
 	VMULPS lgc25<>+0(SB), Y3, Y6
 
-	// v66 = mul(v65, absDiff)
+	// v70 = mul(v69, absDiff)
 	VMULPS Y3, Y6, Y6
 
-	// v67 = sub(absDiff, 0.5)
+	// v71 = sub(absDiff, 0.5)
 	VSUBPS lgc25<>+0(SB), Y3, Y3
 
-	// smoothL1 = where(v64, v66, v67)
+	// smoothL1 = where(v68, v70, v71)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
 	// mean(smoothL1) over [N T]
@@ -765,13 +777,13 @@ inner_A_5:
 	// sum(v24) over [A]
 	VADDPS Y4, Y9, Y4
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
-	// v53 = mul(v24, v52)
+	// v57 = mul(v24, v56)
 	VMULPS Y2, Y9, Y2
 
-	// sum(v53) over [A]
+	// sum(v57) over [A]
 	VADDPS Y5, Y2, Y5
 	INCQ   DI
 	CMPQ   DI, $+2
@@ -895,108 +907,120 @@ indexdone_7:
 	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMAXPS  Y3, Y4, Y6
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y4, Y6, Y4
+	VMINPS  Y6, Y8, Y6
 	VMOVUPS Y7, 408(SP)
 	VMOVUPS Y1, 440(SP)
+	VMOVUPS Y2, 472(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VMOVUPS      lgc46<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VFMADD213PS  Y1, Y7, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y2, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      312(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMULPS       Y2, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y6, Y1, Y6
-	VMOVUPS Y2, 472(SP)
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y8, Y3, Y1
 	VMOVUPS lgc47<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y2, Y2
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v40 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y2, Y2
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 504(SP)
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y1
 
-	// ratioClipped = where(v39, v41, v43)
-	VBLENDVPS Y6, Y2, Y7, Y2
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y3, Y2
+	VMOVUPS lgc48<>+0(SB), Y4
+
+	// v44 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y4, Y4
+
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y2, Y4, Y9, Y2
+	VMOVUPS   312(SP), Y4
+	VMOVUPS   lgc0<>+0(SB), Y7
+
+	// v47 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y4, Y7
+	VMOVUPS Y9, 504(SP)
+
+	// ratioClipped = where(v47, v41, v45)
+	VBLENDVPS Y7, Y1, Y2, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y1, Y4, Y1
 
-	// v46 = neg(gain)
+	// v50 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v46) over [N T]
+	// mean(v50) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y4, Y1
+	// v52 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v48) over [N T]
+	// mean(v52) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 	VMOVUPS 472(SP), Y2
 
-	// v50 = sub(sampleLogProb, logSoftmax)
+	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v54) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// finish v54
+	// finish v58
 	VMOVUPS Y5, Y1
 	VMOVUPS 440(SP), Y2
 
-	// v55 = div(v54, v25)
+	// v59 = div(v58, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 408(SP), Y2
 
-	// entropy = sub(v26, v55)
+	// entropy = sub(v26, v59)
 	VSUBPS Y1, Y2, Y1
 
-	// v58 = mul(-0.01, entropy)
+	// v62 = mul(-0.01, entropy)
 	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// mean(v58) over [N T]
+	// mean(v62) over [N T]
 	VADDPS  1536(BX), Y2, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 344(SP), Y1
@@ -1011,19 +1035,19 @@ indexdone_7:
 	VANDNPS Y2, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v64 = lt(absDiff, 1)
+	// v68 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 
-	// v65 = mul(0.5, absDiff)
+	// v69 = mul(0.5, absDiff)
 	VMULPS lgc25<>+0(SB), Y4, Y6
 
-	// v66 = mul(v65, absDiff)
+	// v70 = mul(v69, absDiff)
 	VMULPS Y4, Y6, Y6
 
-	// v67 = sub(absDiff, 0.5)
+	// v71 = sub(absDiff, 0.5)
 	VSUBPS lgc25<>+0(SB), Y4, Y4
 
-	// smoothL1 = where(v64, v66, v67)
+	// smoothL1 = where(v68, v70, v71)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// mean(smoothL1) over [N T]
@@ -1863,29 +1887,29 @@ blocks_9:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v73 = add(targetVar, 1.1920929e-07)
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v74 = div(residVar, v73)
+	// v78 = div(residVar, v77)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v74)
+	// explainedVariance = sub(1, v78)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v80 = mul(2, logSumW)
+	// v84 = mul(2, logSumW)
 	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v81 = sub(v80, logSumW2)
+	// v85 = sub(v84, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v81)
+	// essCol = exp(v85)
 	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc46<>+0(SB), Y3
@@ -1955,32 +1979,32 @@ chunkdone_10:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v73 = add(targetVar, 1.1920929e-07)
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v74 = div(residVar, v73)
+	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v74)
+	// explainedVariance = sub(1, v78)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v80 = mul(2, logSumW)
+	// v84 = mul(2, logSumW)
 	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v81 = sub(v80, logSumW2)
+	// v85 = sub(v84, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v81)
+	// essCol = exp(v85)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc46<>+0(SB), Y2
@@ -2076,7 +2100,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v83, 64)
+	// ess = div(v87, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -2097,7 +2121,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1400-120
+TEXT ·fbPass0AVX2(SB), $1528-120
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -2301,13 +2325,13 @@ inner_A_15:
 	VANDPS       Y6, Y9, Y6
 	VADDPS       Y2, Y6, Y2
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y5, Y4, Y5
 
-	// v53 = mul(v24, v52)
+	// v57 = mul(v24, v56)
 	VMULPS Y5, Y9, Y5
 
-	// sum(v53) over [A]
+	// sum(v57) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
@@ -2411,249 +2435,263 @@ inner_A_15:
 	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y8
+	VMOVUPS Y1, 184(SP)
+	VMOVUPS lgc45<>+0(SB), Y1
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y1, 184(SP)
+	VMINPS  Y8, Y1, Y8
 	VMOVUPS Y7, 216(SP)
 	VMOVUPS Y2, 248(SP)
+	VMOVUPS Y4, 280(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMAXPS       Y5, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y5, Y2, Y2
+	VMOVUPS      lgc46<>+0(SB), Y4
+	VMINPS       Y2, Y4, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y2
+	VMULPS       Y2, Y2, Y7
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VFMADD213PS  Y2, Y7, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y4, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y4
+	VPSUBD       Y4, Y2, Y2
+	VPSLLD       $0x17, Y4, Y4
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      88(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMULPS       Y4, Y9, Y9
+	VMULPS       Y2, Y9, Y9
 
-	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y2, Y1, Y2
-	VMOVUPS Y4, 280(SP)
-	VMOVUPS lgc47<>+0(SB), Y4
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y1, Y5, Y1
+	VMOVUPS lgc47<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v40 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y2, Y2
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 312(SP)
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y2
 
-	// v44 = where(v39, v41, v43)
-	VBLENDVPS Y2, Y4, Y7, Y4
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y6, Y5, Y4
+	VMOVUPS lgc48<>+0(SB), Y6
 
-	// gain = mul(gae, v44)
-	VMULPS Y4, Y1, Y1
+	// v44 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y6, Y6
+	VMOVUPS Y1, 312(SP)
 
-	// v46 = neg(gain)
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y4, Y6, Y9, Y1
+	VMOVUPS   88(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y7
+
+	// v47 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y6, Y7
+	VMOVUPS Y4, 344(SP)
+	VMOVUPS Y9, 376(SP)
+
+	// v48 = where(v47, v41, v45)
+	VBLENDVPS Y7, Y2, Y1, Y1
+
+	// gain = mul(gae, v48)
+	VMULPS Y1, Y6, Y1
+
+	// v50 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y7
-	VEXTRACTI128 $0x01, Y4, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y4, Y1, Y1
+	// mean(v50) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
+	// v52 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y5, Y8, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
+	// mean(v52) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	VMOVUPS      280(SP), Y4
+	VMOVUPS      280(SP), Y2
 
-	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y4, Y1, Y1
+	// v54 = sub(sampleLogProb, logSoftmax)
+	VSUBPS Y2, Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v54) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
+
+	// finish v58
+	VMOVUPS Y3, Y1
+	VMOVUPS 248(SP), Y2
+
+	// v59 = div(v58, v25)
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 216(SP), Y2
+
+	// entropy = sub(v26, v59)
+	VSUBPS Y1, Y2, Y2
+
+	// v62 = mul(-0.01, entropy)
+	VMULPS lgc50<>+0(SB), Y2, Y3
+
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
-	VADDPS       896(CX), Y1, Y1
-	VMOVUPS      Y1, 896(CX)
+	VANDPS       Y4, Y2, Y2
+	VADDPS       1216(CX), Y2, Y2
+	VMOVUPS      Y2, 1216(CX)
 
-	// finish v54
-	VMOVUPS Y3, Y1
-	VMOVUPS 248(SP), Y3
-
-	// v55 = div(v54, v25)
-	VDIVPS  Y3, Y1, Y1
-	VMOVUPS 216(SP), Y3
-
-	// entropy = sub(v26, v55)
-	VSUBPS Y1, Y3, Y3
-
-	// v58 = mul(-0.01, entropy)
-	VMULPS lgc50<>+0(SB), Y3, Y4
-
-	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y3, Y3
-	VADDPS       1216(CX), Y3, Y3
-	VMOVUPS      Y3, 1216(CX)
-
-	// mean(v58) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y6
-	VEXTRACTI128 $0x01, Y3, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y3, Y4, Y3
-	VADDPS       1536(CX), Y3, Y3
-	VMOVUPS      Y3, 1536(CX)
-	VMOVUPS      120(SP), Y3
+	// mean(v62) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y3, Y2
+	VADDPS       1536(CX), Y2, Y2
+	VMOVUPS      Y2, 1536(CX)
+	VMOVUPS      120(SP), Y2
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y3, Y4
+	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc49<>+0(SB), Y6
-	VANDNPS Y4, Y6, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y7
+	// v68 = lt(absDiff, 1)
+	VCMPPS $0x11, Y6, Y4, Y6
 
-	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y6, Y8
-	VMOVUPS Y2, 344(SP)
+	// v69 = mul(0.5, absDiff)
+	VMULPS  lgc25<>+0(SB), Y4, Y8
+	VMOVUPS Y7, 408(SP)
 
-	// v66 = mul(v65, absDiff)
-	VMULPS Y6, Y8, Y2
+	// v70 = mul(v69, absDiff)
+	VMULPS Y4, Y8, Y7
 
-	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y9
-	VMOVUPS Y1, 376(SP)
-	VMOVUPS Y8, 408(SP)
+	// v71 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y4, Y9
+	VMOVUPS Y1, 440(SP)
+	VMOVUPS Y8, 472(SP)
 
-	// v68 = where(v64, v66, v67)
-	VBLENDVPS Y7, Y2, Y9, Y1
+	// v72 = where(v68, v70, v71)
+	VBLENDVPS Y6, Y7, Y9, Y1
 
-	// mean(v68) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y8
-	VEXTRACTI128 $0x01, Y2, X8
+	// mean(v72) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
 	VPMOVSXDQ    X8, Y8
-	VANDPS       Y2, Y1, Y1
+	VANDPS       Y7, Y1, Y1
 	VADDPS       1856(CX), Y1, Y1
 	VMOVUPS      Y1, 1856(CX)
-	VMOVUPS      Y6, 440(SP)
+	VMOVUPS      Y4, 504(SP)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
+	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X9
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X3, Y8
+	VEXTRACTF128 $0x01, Y3, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y8, Y11
-	VFMADD231PD  Y11, Y6, Y10
+	VFMADD231PD  Y11, Y7, Y10
 	VSUBPD       Y10, Y8, Y8
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
 	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y10, Y8, Y10
+	VBLENDVPD    Y4, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y12, Y8, Y12
+	VBLENDVPD    Y4, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y2
-	VSUBPD       Y2, Y9, Y8
-	VFMADD231PD  Y8, Y6, Y2
-	VSUBPD       Y2, Y9, Y6
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y4
+	VSUBPD       Y4, Y9, Y7
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
-	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y1, Y2, Y6, Y2
-	VMOVUPD      Y2, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y9, Y2, Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMOVUPD      5536(CX)(BX*8), Y7
+	VBLENDVPD    Y1, Y4, Y7, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y1, Y9, Y4, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
+	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y8
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X2, Y8
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(CX)(BX*8), Y9
 	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y6, Y9
+	VFMADD231PD  Y10, Y7, Y9
 	VSUBPD       Y9, Y8, Y8
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y8, Y11
 	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y9, Y8, Y9
+	VBLENDVPD    Y4, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y11, Y8, Y11
+	VBLENDVPD    Y4, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y2, Y8
+	VFMADD231PD  Y8, Y7, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      19616(CX)(BX*8), Y7
+	VFMADD231PD  Y8, Y2, Y7
 	VMOVUPD      16096(CX)(BX*8), Y2
-	VSUBPD       Y2, Y3, Y8
-	VFMADD231PD  Y8, Y6, Y2
-	VSUBPD       Y2, Y3, Y3
-	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y3, Y6
-	VMOVUPD      16096(CX)(BX*8), Y3
-	VBLENDVPD    Y1, Y2, Y3, Y2
-	VMOVUPD      Y2, 16096(CX)(BX*8)
+	VBLENDVPD    Y1, Y4, Y2, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y6, Y2, Y6
-	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y4, 472(SP)
-	VMOVUPS      Y7, 504(SP)
-	VMOVUPS      312(SP), Y1
+	VBLENDVPD    Y1, Y7, Y2, Y7
+	VMOVUPD      Y7, 19616(CX)(BX*8)
+	VMOVUPS      Y3, 536(SP)
+	VMOVUPS      Y6, 568(SP)
+	VMOVUPS      376(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -2684,170 +2722,195 @@ inner_A_15:
 	VMULPD       Y5, Y5, Y2
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
-	VMOVUPS      504(SP), Y2
+	VMOVUPS      568(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v87 = where(v64, 0, 3.7114014251781474e-05)
+	// v91 = where(v68, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS 440(SP), Y4
+	VMOVUPS 504(SP), Y4
 
-	// v88 = mul(3.7114014251781474e-05, absDiff)
+	// v92 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc60<>+0(SB), Y4, Y4
 
-	// v89 = where(v64, v88, 0)
+	// v93 = where(v68, v92, 0)
 	VANDPS  Y4, Y3, Y4
-	VMOVUPS 408(SP), Y5
+	VMOVUPS 472(SP), Y5
 
-	// v90 = mul(3.7114014251781474e-05, v65)
+	// v94 = mul(3.7114014251781474e-05, v69)
 	VMULPS lgc60<>+0(SB), Y5, Y5
 
-	// v91 = where(v64, v90, 0)
+	// v95 = where(v68, v94, 0)
 	VANDPS Y5, Y3, Y3
 
-	// v92 = add(v87, v91)
+	// v96 = add(v91, v95)
 	VADDPS Y3, Y2, Y2
 
-	// v93 = mul(v89, 0.5)
+	// v97 = mul(v93, 0.5)
 	VMULPS lgc25<>+0(SB), Y4, Y3
 
-	// v94 = add(v92, v93)
+	// v98 = add(v96, v97)
 	VADDPS  Y3, Y2, Y2
-	VMOVUPS 472(SP), Y3
+	VMOVUPS 536(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v95 = gt(diff, 0)
+	// v99 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v96 = lt(diff, 0)
+	// v100 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v98 = mul(diff, 0)
+	// v102 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v99 = where(v96, -1, v98)
+	// v103 = where(v100, -1, v102)
 	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v100 = where(v95, 1, v99)
+	// v104 = where(v99, 1, v103)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v101 = ne(v94, 0)
+	// v105 = ne(v98, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v102 = mul(v94, v100)
+	// v106 = mul(v98, v104)
 	VMULPS Y3, Y2, Y3
 
-	// v103 = where(v101, v102, v94)
+	// v107 = where(v105, v106, v98)
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v103)
+	// gradStateValue = neg(v107)
 	VXORPS  lgc49<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y3
 	VMOVUPS 248(SP), Y5
 
-	// v107 = div(3.711401342221861e-07, v25)
+	// v111 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y3, Y3
-	VMOVUPS 376(SP), Y6
+	VMOVUPS 440(SP), Y6
 
-	// v108 = div(v55, v25)
-	VDIVPS Y5, Y6, Y6
+	// v112 = div(v59, v25)
+	VDIVPS Y5, Y6, Y5
 
-	// v109 = mul(-3.711401342221861e-07, v108)
-	VMULPS  lgc63<>+0(SB), Y6, Y6
-	VMOVUPS 88(SP), Y7
+	// v113 = mul(-3.711401342221861e-07, v112)
+	VMULPS  lgc63<>+0(SB), Y5, Y5
+	VMOVUPS 88(SP), Y6
 
-	// v117 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
-	VMOVUPS 344(SP), Y8
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y8, Y9
+	// v121 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc64<>+0(SB), Y6, Y6
+	VMOVUPS 408(SP), Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v118 = where(v39, v117, 0)
-	VANDPS  Y7, Y9, Y8
-	VMOVUPS Y2, 536(SP)
+	// v122 = where(v47, v121, 0)
+	VANDPS  Y6, Y8, Y7
+	VMOVUPS Y2, 600(SP)
 
-	// v119 = where(v39, 0, v117)
-	VANDNPS Y7, Y9, Y2
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v123 = where(v47, 0, v121)
+	VANDNPS Y6, Y8, Y2
+	VMOVUPS 344(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v120 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	// v124 = where(v42, v123, 0)
+	VANDPS  Y2, Y8, Y6
+	VMOVUPS Y3, 632(SP)
 
-	// v121 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y9
-	VMOVUPS Y3, 568(SP)
+	// v125 = where(v42, 0, v123)
+	VANDNPS Y2, Y8, Y2
+	VMOVUPS lgc48<>+0(SB), Y3
 
-	// v122 = max(v120, v121)
-	VORPS   Y7, Y9, Y3
-	VMOVUPS Y6, 600(SP)
+	// v126 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y3, Y1, Y3
 
-	// v123 = where(v122, v119, 0)
-	VANDPS  Y2, Y3, Y2
-	VMOVUPS lgc47<>+0(SB), Y3
+	// v127 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y1, Y1, Y8
+	VMOVUPS Y5, 664(SP)
 
-	// v124 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y1, Y3
+	// v128 = max(v126, v127)
+	VORPS Y3, Y8, Y3
 
-	// v125 = max(v124, v121)
-	VORPS Y3, Y9, Y3
+	// v129 = where(v128, v124, 0)
+	VANDPS Y6, Y3, Y3
 
-	// v126 = where(v125, v118, 0)
-	VANDPS Y8, Y3, Y3
+	// v130 = add(v125, v129)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 312(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v127 = add(v123, v126)
+	// v131 = where(v38, v122, 0)
+	VANDPS Y7, Y5, Y3
+
+	// v132 = where(v38, 0, v122)
+	VANDNPS Y7, Y5, Y5
+
+	// v133 = add(v130, v132)
+	VADDPS  Y5, Y2, Y2
+	VMOVUPS lgc47<>+0(SB), Y5
+
+	// v134 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y5, Y1, Y5
+
+	// v135 = max(v134, v127)
+	VORPS Y5, Y8, Y5
+
+	// v136 = where(v135, v131, 0)
+	VANDPS Y3, Y5, Y3
+
+	// v137 = add(v133, v136)
 	VADDPS Y3, Y2, Y2
 
-	// v128 = ne(v127, 0)
+	// v138 = ne(v137, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v129 = mul(v127, ratio)
+	// v139 = mul(v137, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v130 = where(v128, v129, v127)
+	// v140 = where(v138, v139, v137)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v131 = neg(v130)
+	// v141 = neg(v140)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v132 = add(-3.711401342221861e-07, v131)
+	// v142 = add(-3.711401342221861e-07, v141)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v136 = ne(v132, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	// v146 = ne(v142, 0)
+	VCMPPS  $0x04, Y4, Y2, Y3
+	VMOVUPS 248(SP), Y4
 
-	// v137 = div(v132, v25)
-	VDIVPS Y5, Y2, Y4
+	// v147 = div(v142, v25)
+	VDIVPS Y4, Y2, Y4
 
-	// v138 = where(v136, v137, v132)
+	// v148 = where(v146, v147, v142)
 	VBLENDVPS Y3, Y4, Y2, Y2
-	VMOVUPS   600(SP), Y3
+	VMOVUPS   664(SP), Y3
 
-	// v139 = add(v109, v138)
+	// v149 = add(v113, v148)
 	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 632(SP)
+	VMOVUPS    Y4, 696(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 632(SP)
+	VMOVSS     X4, 696(SP)
 	MOVQ       8(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 636(SP)
+	VMOVSS     X4, 700(SP)
 	MOVQ       16(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 640(SP)
+	VMOVSS     X4, 704(SP)
 	MOVQ       24(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 644(SP)
+	VMOVSS     X4, 708(SP)
 	MOVQ       32(CX)(DX*8), BX
 	VCVTSI2SSQ BX, X4, X4
-	VMOVSS     X4, 648(SP)
-	VMOVUPS    632(SP), Y4
+	VMOVSS     X4, 712(SP)
+	VMOVUPS    696(SP), Y4
 	XORQ       CX, CX
 
 inner_A_16:
@@ -2865,65 +2928,65 @@ inner_A_16:
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 568(SP), Y7
+	VMOVUPS 632(SP), Y7
 
-	// v110 = mul(v107, v52)
+	// v114 = mul(v111, v56)
 	VMULPS  Y6, Y7, Y6
 	IMUL3Q  $+32, CX, BX
 	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v111 = mul(v107, v24)
+	// v115 = mul(v111, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v112 = ge(v23, -3.4028235e+38)
+	// v116 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v113 = ne(v23, v23)
+	// v117 = ne(v23, v23)
 	VCMPPS $0x04, Y5, Y5, Y5
 
-	// v114 = max(v112, v113)
+	// v118 = max(v116, v117)
 	VORPS Y8, Y5, Y5
 
-	// v115 = where(v114, v111, 0)
+	// v119 = where(v118, v115, 0)
 	VANDPS       Y7, Y5, Y5
 	MOVQ         CX, DI
 	VMOVD        DI, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v134 = eq(v133, action)
+	// v144 = eq(v143, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v135 = where(v134, v130, 0)
+	// v145 = where(v144, v140, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v140 = add(v110, v139)
+	// v150 = add(v114, v149)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v141 = mul(v140, v24)
+	// v151 = mul(v150, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v142 = add(v115, v141)
+	// v152 = add(v119, v151)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v135, v142)
+	// gradLogits = add(v145, v152)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y5, 664(SP)
-	MOVL    664(SP), DI
+	VMOVUPS Y5, 728(SP)
+	MOVL    728(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    668(SP), DI
+	MOVL    732(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    672(SP), DI
+	MOVL    736(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    676(SP), DI
+	MOVL    740(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    680(SP), DI
+	MOVL    744(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -2940,7 +3003,7 @@ inner_A_16:
 	MOVQ       valueTarget+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    536(SP), Y1
+	VMOVUPS    600(SP), Y1
 
 	// store gradStateValue
 	MOVQ       gradStateValue+104(FP), CX
@@ -2988,8 +3051,8 @@ blocks_17:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 696(SP)
-	VMOVUPS    Y4, 728(SP)
+	VMOVUPS    Y6, 760(SP)
+	VMOVUPS    Y4, 792(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	IMUL3Q     $+421, AX, DI
@@ -3065,22 +3128,22 @@ blocks_17:
 	VMOVUPS lgc13<>+0(SB), Y3
 
 	// reduce_max(logits) over [A], pairwise
-	VMOVUPS 696(SP), Y4
-	VMOVUPS 728(SP), Y5
+	VMOVUPS 760(SP), Y4
+	VMOVUPS 792(SP), Y5
 	VMAXPS  Y4, Y5, Y5
 	VMAXPS  Y5, Y3, Y3
 
 	// finish v21
 	VMOVUPS lgc0<>+0(SB), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
-	VMOVUPS Y2, 824(SP)
-	VMOVUPS Y1, 856(SP)
+	VMOVUPS Y2, 888(SP)
+	VMOVUPS Y1, 920(SP)
 	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    R8, R8
 
 inner_A_18:
 	IMUL3Q  $+32, R8, R9
-	VMOVUPS 696(SP)(R9*1), Y2
+	VMOVUPS 760(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y3, Y2, Y2
@@ -3116,13 +3179,13 @@ inner_A_18:
 	// sum(v24) over [A]
 	VADDPS Y4, Y9, Y4
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y2, Y1, Y2
 
-	// v53 = mul(v24, v52)
+	// v57 = mul(v24, v56)
 	VMULPS Y2, Y9, Y2
 
-	// sum(v53) over [A]
+	// sum(v57) over [A]
 	VADDPS Y5, Y2, Y5
 	INCQ   R8
 	CMPQ   R8, $+2
@@ -3187,33 +3250,33 @@ inner_A_18:
 
 wideindex_19:
 	VMOVUPS    lgc0<>+0(SB), Y2
-	VMOVUPS    Y2, 888(SP)
+	VMOVUPS    Y2, 952(SP)
 	VMOVUPS    lgc0<>+0(SB), X2
 	MOVQ       (R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 888(SP)
+	VMOVSS     X2, 952(SP)
 	MOVQ       8(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 892(SP)
+	VMOVSS     X2, 956(SP)
 	MOVQ       16(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 896(SP)
+	VMOVSS     X2, 960(SP)
 	MOVQ       24(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 900(SP)
+	VMOVSS     X2, 964(SP)
 	MOVQ       32(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 904(SP)
+	VMOVSS     X2, 968(SP)
 	MOVQ       40(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 908(SP)
+	VMOVSS     X2, 972(SP)
 	MOVQ       48(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 912(SP)
+	VMOVSS     X2, 976(SP)
 	MOVQ       56(R8)(DI*8), R9
 	VCVTSI2SSQ R9, X2, X2
-	VMOVSS     X2, 916(SP)
-	VMOVUPS    888(SP), Y2
+	VMOVSS     X2, 980(SP)
+	VMOVUPS    952(SP), Y2
 
 indexdone_20:
 	// v28 = gather(logits, action) over A
@@ -3246,193 +3309,207 @@ indexdone_20:
 	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y8
+	VMOVUPS Y3, 984(SP)
+	VMOVUPS lgc45<>+0(SB), Y3
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y8, Y6
-	VMOVUPS Y3, 920(SP)
-	VMOVUPS Y7, 952(SP)
-	VMOVUPS Y1, 984(SP)
+	VMINPS  Y8, Y3, Y8
+	VMOVUPS Y7, 1016(SP)
+	VMOVUPS Y1, 1048(SP)
+	VMOVUPS Y2, 1080(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y3
-	VMINPS       Y1, Y3, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
+	VMOVUPS      lgc46<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y3, Y1
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y7, Y9
+	VFMADD213PS  Y1, Y7, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y2, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPSLLD       $0x17, Y3, Y3
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      824(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y3
+	VMULPS       Y2, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y3, Y1, Y3
-	VMOVUPS Y2, 1016(SP)
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y3, Y4, Y1
 	VMOVUPS lgc47<>+0(SB), Y2
 
-	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y2, Y2
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v40 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y2, Y2
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 1048(SP)
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y2
 
-	// v44 = where(v39, v41, v43)
-	VBLENDVPS Y3, Y2, Y7, Y2
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y6, Y4, Y3
+	VMOVUPS lgc48<>+0(SB), Y6
 
-	// gain = mul(gae, v44)
-	VMULPS Y2, Y1, Y1
+	// v44 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y6, Y6
+	VMOVUPS Y1, 1112(SP)
 
-	// v46 = neg(gain)
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y3, Y6, Y9, Y1
+	VMOVUPS   888(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y7
+
+	// v47 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y6, Y7
+	VMOVUPS Y3, 1144(SP)
+	VMOVUPS Y9, 1176(SP)
+
+	// v48 = where(v47, v41, v45)
+	VBLENDVPS Y7, Y2, Y1, Y1
+
+	// gain = mul(gae, v48)
+	VMULPS Y1, Y6, Y1
+
+	// v50 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v46) over [N T]
+	// mean(v50) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
+	// v52 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y8, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v48) over [N T]
+	// mean(v52) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 1016(SP), Y2
+	VMOVUPS 1080(SP), Y2
 
-	// v50 = sub(sampleLogProb, logSoftmax)
+	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v54) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// finish v54
+	// finish v58
 	VMOVUPS Y5, Y1
-	VMOVUPS 984(SP), Y2
+	VMOVUPS 1048(SP), Y2
 
-	// v55 = div(v54, v25)
+	// v59 = div(v58, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 952(SP), Y2
+	VMOVUPS 1016(SP), Y2
 
-	// entropy = sub(v26, v55)
+	// entropy = sub(v26, v59)
 	VSUBPS Y1, Y2, Y2
 
-	// v58 = mul(-0.01, entropy)
-	VMULPS lgc50<>+0(SB), Y2, Y5
+	// v62 = mul(-0.01, entropy)
+	VMULPS lgc50<>+0(SB), Y2, Y3
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y2, Y2
 	VMOVUPS Y2, 1216(BX)
 
-	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y5, Y2
+	// mean(v62) over [N T]
+	VADDPS  1536(BX), Y3, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 856(SP), Y2
+	VMOVUPS 920(SP), Y2
 	MOVQ    stateValue+40(FP), R8
-	VMOVUPS (R8)(DI*4), Y5
+	VMOVUPS (R8)(DI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y5, Y2, Y5
+	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc49<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y5
+	VANDNPS Y3, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y7
+	// v68 = lt(absDiff, 1)
+	VCMPPS $0x11, Y6, Y5, Y6
 
-	// v65 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y6, Y8
-	VMOVUPS Y3, 1080(SP)
+	// v69 = mul(0.5, absDiff)
+	VMULPS  lgc25<>+0(SB), Y5, Y8
+	VMOVUPS Y7, 1208(SP)
 
-	// v66 = mul(v65, absDiff)
-	VMULPS Y6, Y8, Y3
+	// v70 = mul(v69, absDiff)
+	VMULPS Y5, Y8, Y7
 
-	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y9
-	VMOVUPS Y1, 1112(SP)
-	VMOVUPS Y8, 1144(SP)
+	// v71 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y5, Y9
+	VMOVUPS Y1, 1240(SP)
+	VMOVUPS Y8, 1272(SP)
 
-	// v68 = where(v64, v66, v67)
-	VBLENDVPS Y7, Y3, Y9, Y1
+	// v72 = where(v68, v70, v71)
+	VBLENDVPS Y6, Y7, Y9, Y1
 
-	// mean(v68) over [N T]
+	// mean(v72) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1176(SP)
+	VMOVUPS Y5, 1304(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X5, Y3
-	VEXTRACTF128 $0x01, Y5, X6
-	VCVTPS2PD    X6, Y6
+	VCVTPS2PD    X3, Y5
+	VEXTRACTF128 $0x01, Y3, X7
+	VCVTPS2PD    X7, Y7
 	VMOVUPD      5504(BX)(R8*8), Y8
-	VSUBPD       Y8, Y3, Y9
+	VSUBPD       Y8, Y5, Y9
 	VFMADD231PD  Y9, Y1, Y8
-	VSUBPD       Y8, Y3, Y3
+	VSUBPD       Y8, Y5, Y5
 	VMOVUPD      9024(BX)(R8*8), Y10
-	VFMADD231PD  Y9, Y3, Y10
+	VFMADD231PD  Y9, Y5, Y10
 	VMOVUPD      Y8, 5504(BX)(R8*8)
 	VMOVUPD      Y10, 9024(BX)(R8*8)
-	VMOVUPD      5536(BX)(R8*8), Y3
-	VSUBPD       Y3, Y6, Y8
-	VFMADD231PD  Y8, Y1, Y3
-	VSUBPD       Y3, Y6, Y1
-	VMOVUPD      9056(BX)(R8*8), Y6
-	VFMADD231PD  Y8, Y1, Y6
-	VMOVUPD      Y3, 5536(BX)(R8*8)
-	VMOVUPD      Y6, 9056(BX)(R8*8)
+	VMOVUPD      5536(BX)(R8*8), Y5
+	VSUBPD       Y5, Y7, Y8
+	VFMADD231PD  Y8, Y1, Y5
+	VSUBPD       Y5, Y7, Y1
+	VMOVUPD      9056(BX)(R8*8), Y7
+	VFMADD231PD  Y8, Y1, Y7
+	VMOVUPD      Y5, 5536(BX)(R8*8)
+	VMOVUPD      Y7, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X2, Y3
+	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      16064(BX)(R8*8), Y6
-	VSUBPD       Y6, Y3, Y8
-	VFMADD231PD  Y8, Y1, Y6
-	VSUBPD       Y6, Y3, Y3
+	VMOVUPD      16064(BX)(R8*8), Y7
+	VSUBPD       Y7, Y5, Y8
+	VFMADD231PD  Y8, Y1, Y7
+	VSUBPD       Y7, Y5, Y5
 	VMOVUPD      19584(BX)(R8*8), Y9
-	VFMADD231PD  Y8, Y3, Y9
-	VMOVUPD      Y6, 16064(BX)(R8*8)
+	VFMADD231PD  Y8, Y5, Y9
+	VMOVUPD      Y7, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
-	VMOVUPD      16096(BX)(R8*8), Y3
-	VSUBPD       Y3, Y2, Y6
-	VFMADD231PD  Y6, Y1, Y3
-	VSUBPD       Y3, Y2, Y1
+	VMOVUPD      16096(BX)(R8*8), Y5
+	VSUBPD       Y5, Y2, Y7
+	VFMADD231PD  Y7, Y1, Y5
+	VSUBPD       Y5, Y2, Y1
 	VMOVUPD      19616(BX)(R8*8), Y2
-	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y3, 16096(BX)(R8*8)
+	VFMADD231PD  Y7, Y1, Y2
+	VMOVUPD      Y5, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y5, 1208(SP)
-	VMOVUPS      Y7, 1240(SP)
-	VMOVUPS      1048(SP), Y1
+	VMOVUPS      Y3, 1336(SP)
+	VMOVUPS      Y6, 1368(SP)
+	VMOVUPS      1176(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
@@ -3455,148 +3532,173 @@ indexdone_20:
 	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(R8*8)
-	VMOVUPS      1240(SP), Y2
+	VMOVUPS      1368(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y2, Y3
 	VMOVUPS      lgc60<>+0(SB), Y2
 
-	// v87 = where(v64, 0, 3.7114014251781474e-05)
+	// v91 = where(v68, 0, 3.7114014251781474e-05)
 	VANDNPS Y2, Y3, Y2
-	VMOVUPS 1176(SP), Y4
+	VMOVUPS 1304(SP), Y4
 
-	// v88 = mul(3.7114014251781474e-05, absDiff)
+	// v92 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc60<>+0(SB), Y4, Y4
 
-	// v89 = where(v64, v88, 0)
+	// v93 = where(v68, v92, 0)
 	VANDPS  Y4, Y3, Y4
-	VMOVUPS 1144(SP), Y5
+	VMOVUPS 1272(SP), Y5
 
-	// v90 = mul(3.7114014251781474e-05, v65)
+	// v94 = mul(3.7114014251781474e-05, v69)
 	VMULPS lgc60<>+0(SB), Y5, Y5
 
-	// v91 = where(v64, v90, 0)
+	// v95 = where(v68, v94, 0)
 	VANDPS Y5, Y3, Y3
 
-	// v92 = add(v87, v91)
+	// v96 = add(v91, v95)
 	VADDPS Y3, Y2, Y2
 
-	// v93 = mul(v89, 0.5)
+	// v97 = mul(v93, 0.5)
 	VMULPS lgc25<>+0(SB), Y4, Y3
 
-	// v94 = add(v92, v93)
+	// v98 = add(v96, v97)
 	VADDPS  Y3, Y2, Y2
-	VMOVUPS 1208(SP), Y3
+	VMOVUPS 1336(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v95 = gt(diff, 0)
+	// v99 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v96 = lt(diff, 0)
+	// v100 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v98 = mul(diff, 0)
+	// v102 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc61<>+0(SB), Y7
 
-	// v99 = where(v96, -1, v98)
+	// v103 = where(v100, -1, v102)
 	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v100 = where(v95, 1, v99)
+	// v104 = where(v99, 1, v103)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v101 = ne(v94, 0)
+	// v105 = ne(v98, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v102 = mul(v94, v100)
+	// v106 = mul(v98, v104)
 	VMULPS Y3, Y2, Y3
 
-	// v103 = where(v101, v102, v94)
+	// v107 = where(v105, v106, v98)
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// gradStateValue = neg(v103)
+	// gradStateValue = neg(v107)
 	VXORPS  lgc49<>+0(SB), Y2, Y2
 	VMOVUPS lgc62<>+0(SB), Y3
-	VMOVUPS 984(SP), Y5
+	VMOVUPS 1048(SP), Y5
 
-	// v107 = div(3.711401342221861e-07, v25)
+	// v111 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y5, Y3, Y3
-	VMOVUPS 1112(SP), Y6
+	VMOVUPS 1240(SP), Y6
 
-	// v108 = div(v55, v25)
-	VDIVPS Y5, Y6, Y6
+	// v112 = div(v59, v25)
+	VDIVPS Y5, Y6, Y5
 
-	// v109 = mul(-3.711401342221861e-07, v108)
-	VMULPS  lgc63<>+0(SB), Y6, Y6
-	VMOVUPS 824(SP), Y7
+	// v113 = mul(-3.711401342221861e-07, v112)
+	VMULPS  lgc63<>+0(SB), Y5, Y5
+	VMOVUPS 888(SP), Y6
 
-	// v117 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
-	VMOVUPS 1080(SP), Y8
-	VMOVUPS lgc0<>+0(SB), Y9
-	VCMPPS  $0x04, Y9, Y8, Y9
+	// v121 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc64<>+0(SB), Y6, Y6
+	VMOVUPS 1208(SP), Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v118 = where(v39, v117, 0)
-	VANDPS  Y7, Y9, Y8
-	VMOVUPS Y2, 1272(SP)
+	// v122 = where(v47, v121, 0)
+	VANDPS  Y6, Y8, Y7
+	VMOVUPS Y2, 1400(SP)
 
-	// v119 = where(v39, 0, v117)
-	VANDNPS Y7, Y9, Y2
-	VMOVUPS lgc48<>+0(SB), Y7
+	// v123 = where(v47, 0, v121)
+	VANDNPS Y6, Y8, Y2
+	VMOVUPS 1144(SP), Y6
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y6, Y8
 
-	// v120 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	// v124 = where(v42, v123, 0)
+	VANDPS  Y2, Y8, Y6
+	VMOVUPS Y3, 1432(SP)
 
-	// v121 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y9
-	VMOVUPS Y3, 1304(SP)
+	// v125 = where(v42, 0, v123)
+	VANDNPS Y2, Y8, Y2
+	VMOVUPS lgc48<>+0(SB), Y3
 
-	// v122 = max(v120, v121)
-	VORPS   Y7, Y9, Y3
-	VMOVUPS Y6, 1336(SP)
+	// v126 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y3, Y1, Y3
 
-	// v123 = where(v122, v119, 0)
-	VANDPS  Y2, Y3, Y2
-	VMOVUPS lgc47<>+0(SB), Y3
+	// v127 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y1, Y1, Y8
+	VMOVUPS Y5, 1464(SP)
 
-	// v124 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y1, Y3
+	// v128 = max(v126, v127)
+	VORPS Y3, Y8, Y3
 
-	// v125 = max(v124, v121)
-	VORPS Y3, Y9, Y3
+	// v129 = where(v128, v124, 0)
+	VANDPS Y6, Y3, Y3
 
-	// v126 = where(v125, v118, 0)
-	VANDPS Y8, Y3, Y3
+	// v130 = add(v125, v129)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 1112(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v127 = add(v123, v126)
+	// v131 = where(v38, v122, 0)
+	VANDPS Y7, Y5, Y3
+
+	// v132 = where(v38, 0, v122)
+	VANDNPS Y7, Y5, Y5
+
+	// v133 = add(v130, v132)
+	VADDPS  Y5, Y2, Y2
+	VMOVUPS lgc47<>+0(SB), Y5
+
+	// v134 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y5, Y1, Y5
+
+	// v135 = max(v134, v127)
+	VORPS Y5, Y8, Y5
+
+	// v136 = where(v135, v131, 0)
+	VANDPS Y3, Y5, Y3
+
+	// v137 = add(v133, v136)
 	VADDPS Y3, Y2, Y2
 
-	// v128 = ne(v127, 0)
+	// v138 = ne(v137, 0)
 	VCMPPS $0x04, Y4, Y2, Y3
 
-	// v129 = mul(v127, ratio)
+	// v139 = mul(v137, ratio)
 	VMULPS Y1, Y2, Y1
 
-	// v130 = where(v128, v129, v127)
+	// v140 = where(v138, v139, v137)
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v131 = neg(v130)
+	// v141 = neg(v140)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v132 = add(-3.711401342221861e-07, v131)
+	// v142 = add(-3.711401342221861e-07, v141)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v136 = ne(v132, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
+	// v146 = ne(v142, 0)
+	VCMPPS  $0x04, Y4, Y2, Y3
+	VMOVUPS 1048(SP), Y4
 
-	// v137 = div(v132, v25)
-	VDIVPS Y5, Y2, Y4
+	// v147 = div(v142, v25)
+	VDIVPS Y4, Y2, Y4
 
-	// v138 = where(v136, v137, v132)
+	// v148 = where(v146, v147, v142)
 	VBLENDVPS Y3, Y4, Y2, Y2
-	VMOVUPS   1336(SP), Y3
+	VMOVUPS   1464(SP), Y3
 
-	// v139 = add(v109, v138)
+	// v149 = add(v113, v148)
 	VADDPS    Y2, Y3, Y2
 	VMOVUPS   lgc15<>+0(SB), Y3
 	MOVQ      action+64(FP), BX
@@ -3615,107 +3717,107 @@ indexdone_20:
 
 wideindex_21:
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VMOVUPS    Y4, 1368(SP)
+	VMOVUPS    Y4, 1496(SP)
 	VMOVUPS    lgc0<>+0(SB), X4
 	MOVQ       (BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1368(SP)
+	VMOVSS     X4, 1496(SP)
 	MOVQ       8(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1372(SP)
+	VMOVSS     X4, 1500(SP)
 	MOVQ       16(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1376(SP)
+	VMOVSS     X4, 1504(SP)
 	MOVQ       24(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1380(SP)
+	VMOVSS     X4, 1508(SP)
 	MOVQ       32(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1384(SP)
+	VMOVSS     X4, 1512(SP)
 	MOVQ       40(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1388(SP)
+	VMOVSS     X4, 1516(SP)
 	MOVQ       48(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1392(SP)
+	VMOVSS     X4, 1520(SP)
 	MOVQ       56(BX)(DI*8), R8
 	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 1396(SP)
-	VMOVUPS    1368(SP), Y4
+	VMOVSS     X4, 1524(SP)
+	VMOVUPS    1496(SP), Y4
 
 indexdone_22:
 	XORQ BX, BX
 
 inner_A_23:
 	IMUL3Q  $+32, BX, R8
-	VMOVUPS 696(SP)(R8*1), Y5
-	VMOVUPS 920(SP), Y6
+	VMOVUPS 760(SP)(R8*1), Y5
+	VMOVUPS 984(SP), Y6
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y6, Y5, Y5
 
-	// v52 = max(v23, -3.4028235e+38) tie=first
+	// v56 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y5, Y3, Y6
-	VMOVUPS 1304(SP), Y7
+	VMOVUPS 1432(SP), Y7
 
-	// v110 = mul(v107, v52)
+	// v114 = mul(v111, v56)
 	VMULPS  Y6, Y7, Y6
 	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v111 = mul(v107, v24)
+	// v115 = mul(v111, v24)
 	VMULPS Y8, Y7, Y7
 
-	// v112 = ge(v23, -3.4028235e+38)
+	// v116 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y3, Y5, Y8
 
-	// v113 = ne(v23, v23)
+	// v117 = ne(v23, v23)
 	VCMPPS $0x04, Y5, Y5, Y5
 
-	// v114 = max(v112, v113)
+	// v118 = max(v116, v117)
 	VORPS Y8, Y5, Y5
 
-	// v115 = where(v114, v111, 0)
+	// v119 = where(v118, v115, 0)
 	VANDPS       Y7, Y5, Y5
 	MOVQ         BX, R9
 	VMOVD        R9, X7
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v134 = eq(v133, action)
+	// v144 = eq(v143, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v135 = where(v134, v130, 0)
+	// v145 = where(v144, v140, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v140 = add(v110, v139)
+	// v150 = add(v114, v149)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v141 = mul(v140, v24)
+	// v151 = mul(v150, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v142 = add(v115, v141)
+	// v152 = add(v119, v151)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v135, v142)
+	// gradLogits = add(v145, v152)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
-	VMOVUPS Y5, 760(SP)(R8*1)
+	VMOVUPS Y5, 824(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_23
-	VMOVUPS 824(SP), Y1
+	VMOVUPS 888(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 856(SP), Y1
+	VMOVUPS 920(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1272(SP), Y1
+	VMOVUPS 1400(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -3723,8 +3825,8 @@ inner_A_23:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      760(SP), Y1
-	VMOVUPS      792(SP), Y2
+	VMOVUPS      824(SP), Y1
+	VMOVUPS      856(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
@@ -4008,29 +4110,29 @@ blocks_25:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v73 = add(targetVar, 1.1920929e-07)
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v74 = div(residVar, v73)
+	// v78 = div(residVar, v77)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v74)
+	// explainedVariance = sub(1, v78)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v80 = mul(2, logSumW)
+	// v84 = mul(2, logSumW)
 	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v81 = sub(v80, logSumW2)
+	// v85 = sub(v84, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v81)
+	// essCol = exp(v85)
 	VMOVUPS      lgc16<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc46<>+0(SB), Y3
@@ -4100,32 +4202,32 @@ chunkdone_26:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v73 = add(targetVar, 1.1920929e-07)
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v74 = div(residVar, v73)
+	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v74)
+	// explainedVariance = sub(1, v78)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v80 = mul(2, logSumW)
+	// v84 = mul(2, logSumW)
 	VMULPS     lgc58<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v81 = sub(v80, logSumW2)
+	// v85 = sub(v84, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v81)
+	// essCol = exp(v85)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc46<>+0(SB), Y2
@@ -4201,7 +4303,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v83, 64)
+	// ess = div(v87, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

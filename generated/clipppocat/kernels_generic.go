@@ -15,8 +15,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v78) over N [T=421]
-	s4        float32             // v83 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v82) over N [T=421]
+	s4        float32             // v87 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -35,16 +35,16 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v46) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v48) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v50) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v50) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v52) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v54) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v58) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v62) over N,T
 	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v78) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v82) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -77,10 +77,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c20 := float32(-3.4028235e+38)
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
+	c39 := float32(1.2)
+	c43 := float32(0.8)
 	zero := float32(0)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
-	c57 := float32(-0.01)
+	c61 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
@@ -128,15 +128,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			}
 			v21 := float32(acc21)
 			acc25 := 0.0
-			acc54 := 0.0
+			acc58 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
 				v24 := float32(math.Exp(float64(v23)))
 				acc25 += float64(v24)
-				v52 := max(v23, c20)
-				v53 := float32(v24 * v52)
-				acc54 += float64(v53)
+				v56 := max(v23, c20)
+				v57 := float32(v24 * v56)
+				acc58 += float64(v57)
 			}
 			v25 := float32(acc25)
 			v26 := float32(math.Log(float64(v25)))
@@ -149,36 +149,40 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(gae >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			ratioClipped := sel(v39, v41, v43)
+			v38 := b2f(logWeight > c34)
+			v40 := min(ratio, c39)
+			v41 := sel(v38, v40, ratio)
+			v42 := b2f(logWeight < c33)
+			v44 := max(ratio, c43)
+			v45 := sel(v42, v44, ratio)
+			v47 := b2f(gae >= zero)
+			ratioClipped := sel(v47, v41, v45)
 			gain := float32(gae * ratioClipped)
-			v46 := -gain
-			lossObjective.Add(float64(v46))
-			v48 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v48))
-			v50 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v50))
-			v54 := float32(acc54)
-			v55 := v54 / v25
-			entropy := v26 - v55
-			v58 := float32(c57 * entropy)
+			v50 := -gain
+			lossObjective.Add(float64(v50))
+			v52 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v52))
+			v54 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v54))
+			v58 := float32(acc58)
+			v59 := v58 / v25
+			entropy := v26 - v59
+			v62 := float32(c61 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v58))
+			lossEntropy.Add(float64(v62))
 			diff := valueTarget - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v64 := b2f(absDiff < one)
-			v65 := float32(half * absDiff)
-			v66 := float32(v65 * absDiff)
-			v67 := absDiff - half
-			smoothL1 := sel(v64, v66, v67)
+			v68 := b2f(absDiff < one)
+			v69 := float32(half * absDiff)
+			v70 := float32(v69 * absDiff)
+			v71 := absDiff - half
+			smoothL1 := sel(v68, v70, v71)
 			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v78 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v78))
+			v82 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v82))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -243,35 +247,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc83 runtime.Mean // v83 = mean(essCol) over T
+	acc87 runtime.Mean // v87 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc83, b.acc83)
+	mergeMean(&a.acc87, b.acc87)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c72 := float32(1.1920929e-07)
+	c76 := float32(1.1920929e-07)
 	two := float32(2)
-	acc83 := runtime.Mean{}
+	acc87 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v73 := targetVar + c72
-		v74 := residVar / v73
-		explainedVariance := one - v74
+		v77 := targetVar + c76
+		v78 := residVar / v77
+		explainedVariance := one - v78
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v80 := float32(two * logSumW)
-		v81 := v80 - logSumW2
-		essCol := float32(math.Exp(float64(v81)))
-		acc83.Add(float64(essCol))
+		v84 := float32(two * logSumW)
+		v85 := v84 - logSumW2
+		essCol := float32(math.Exp(float64(v85)))
+		acc87.Add(float64(essCol))
 	}
-	st.acc83 = acc83
+	st.acc87 = acc87
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -290,14 +294,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc83.Result())
+	s.s4 = float32(st.acc87.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c84 := float32(64)
-	v83 := s.s4
-	ess := v83 / c84
+	c88 := float32(64)
+	v87 := s.s4
+	ess := v87 / c88
 	out.ESS = ess
 }
 
@@ -307,8 +311,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v78) over N [T=421]
-	s4        float32             // v83 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v82) over N [T=421]
+	s4        float32             // v87 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -327,16 +331,16 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v46) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v48) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v50) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v50) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v52) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v54) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v58) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v68) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v62) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v72) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v78) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v82) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -369,17 +373,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c20 := float32(-3.4028235e+38)
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
+	c39 := float32(1.2)
+	c43 := float32(0.8)
 	zero := float32(0)
-	c40 := float32(1.2)
-	c42 := float32(0.8)
-	c57 := float32(-0.01)
+	c61 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c86 := float32(3.7114016e-05)
+	c90 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c105 := float32(-3.7114015e-07)
-	c106 := float32(3.7114015e-07)
-	c116 := float32(-3.7114016e-05)
+	c109 := float32(-3.7114015e-07)
+	c110 := float32(3.7114015e-07)
+	c120 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -425,15 +429,15 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			}
 			v21 := float32(acc21)
 			acc25 := 0.0
-			acc54 := 0.0
+			acc58 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
 				v24 := float32(math.Exp(float64(v23)))
 				acc25 += float64(v24)
-				v52 := max(v23, c20)
-				v53 := float32(v24 * v52)
-				acc54 += float64(v53)
+				v56 := max(v23, c20)
+				v57 := float32(v24 * v56)
+				acc58 += float64(v57)
 			}
 			v25 := float32(acc25)
 			v26 := float32(math.Log(float64(v25)))
@@ -446,95 +450,105 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v39 := b2f(gae >= zero)
-			v41 := min(ratio, c40)
-			v43 := max(ratio, c42)
-			v44 := sel(v39, v41, v43)
-			gain := float32(gae * v44)
-			v46 := -gain
-			lossObjective.Add(float64(v46))
-			v48 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v48))
-			v50 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v50))
-			v54 := float32(acc54)
-			v55 := v54 / v25
-			entropy := v26 - v55
-			v58 := float32(c57 * entropy)
+			v38 := b2f(logWeight > c34)
+			v40 := min(ratio, c39)
+			v41 := sel(v38, v40, ratio)
+			v42 := b2f(logWeight < c33)
+			v44 := max(ratio, c43)
+			v45 := sel(v42, v44, ratio)
+			v47 := b2f(gae >= zero)
+			v48 := sel(v47, v41, v45)
+			gain := float32(gae * v48)
+			v50 := -gain
+			lossObjective.Add(float64(v50))
+			v52 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v52))
+			v54 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v54))
+			v58 := float32(acc58)
+			v59 := v58 / v25
+			entropy := v26 - v59
+			v62 := float32(c61 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v58))
+			lossEntropy.Add(float64(v62))
 			diff := valueTarget - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v64 := b2f(absDiff < one)
-			v65 := float32(half * absDiff)
-			v66 := float32(v65 * absDiff)
-			v67 := absDiff - half
-			v68 := sel(v64, v66, v67)
-			lossCritic.Add(float64(v68))
+			v68 := b2f(absDiff < one)
+			v69 := float32(half * absDiff)
+			v70 := float32(v69 * absDiff)
+			v71 := absDiff - half
+			v72 := sel(v68, v70, v71)
+			lossCritic.Add(float64(v72))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v78 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v78))
-			v87 := sel(v64, zero, c86)
-			v88 := float32(c86 * absDiff)
-			v89 := sel(v64, v88, zero)
-			v90 := float32(c86 * v65)
-			v91 := sel(v64, v90, zero)
-			v92 := v87 + v91
-			v93 := float32(v89 * half)
-			v94 := v92 + v93
-			v95 := b2f(diff > zero)
-			v96 := b2f(diff < zero)
-			v98 := float32(diff * zero)
-			v99 := sel(v96, minusOne, v98)
-			v100 := sel(v95, one, v99)
-			v101 := b2f(v94 != zero)
-			v102 := float32(v94 * v100)
-			v103 := sel(v101, v102, v94)
-			gradStateValue := -v103
+			v82 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v82))
+			v91 := sel(v68, zero, c90)
+			v92 := float32(c90 * absDiff)
+			v93 := sel(v68, v92, zero)
+			v94 := float32(c90 * v69)
+			v95 := sel(v68, v94, zero)
+			v96 := v91 + v95
+			v97 := float32(v93 * half)
+			v98 := v96 + v97
+			v99 := b2f(diff > zero)
+			v100 := b2f(diff < zero)
+			v102 := float32(diff * zero)
+			v103 := sel(v100, minusOne, v102)
+			v104 := sel(v99, one, v103)
+			v105 := b2f(v98 != zero)
+			v106 := float32(v98 * v104)
+			v107 := sel(v105, v106, v98)
+			gradStateValue := -v107
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v107 := c106 / v25
-			v108 := v55 / v25
-			v109 := float32(c105 * v108)
-			v117 := float32(c116 * gae)
-			v118 := sel(v39, v117, zero)
-			v119 := sel(v39, zero, v117)
-			v120 := b2f(ratio >= c42)
-			v121 := b2f(ratio != ratio)
-			v122 := max(v120, v121)
-			v123 := sel(v122, v119, zero)
-			v124 := b2f(ratio <= c40)
-			v125 := max(v124, v121)
-			v126 := sel(v125, v118, zero)
-			v127 := v123 + v126
-			v128 := b2f(v127 != zero)
-			v129 := float32(v127 * ratio)
-			v130 := sel(v128, v129, v127)
-			v131 := -v130
-			v132 := c105 + v131
-			v136 := b2f(v132 != zero)
-			v137 := v132 / v25
-			v138 := sel(v136, v137, v132)
-			v139 := v109 + v138
+			v111 := c110 / v25
+			v112 := v59 / v25
+			v113 := float32(c109 * v112)
+			v121 := float32(c120 * gae)
+			v122 := sel(v47, v121, zero)
+			v123 := sel(v47, zero, v121)
+			v124 := sel(v42, v123, zero)
+			v125 := sel(v42, zero, v123)
+			v126 := b2f(ratio >= c43)
+			v127 := b2f(ratio != ratio)
+			v128 := max(v126, v127)
+			v129 := sel(v128, v124, zero)
+			v130 := v125 + v129
+			v131 := sel(v38, v122, zero)
+			v132 := sel(v38, zero, v122)
+			v133 := v130 + v132
+			v134 := b2f(ratio <= c39)
+			v135 := max(v134, v127)
+			v136 := sel(v135, v131, zero)
+			v137 := v133 + v136
+			v138 := b2f(v137 != zero)
+			v139 := float32(v137 * ratio)
+			v140 := sel(v138, v139, v137)
+			v141 := -v140
+			v142 := c109 + v141
+			v146 := b2f(v142 != zero)
+			v147 := v142 / v25
+			v148 := sel(v146, v147, v142)
+			v149 := v113 + v148
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
 				v24 := float32(math.Exp(float64(v23)))
-				v52 := max(v23, c20)
-				v110 := float32(v107 * v52)
-				v111 := float32(v107 * v24)
-				v112 := b2f(v23 >= c20)
-				v113 := b2f(v23 != v23)
-				v114 := max(v112, v113)
-				v115 := sel(v114, v111, zero)
-				v133 := float32(iA)
-				v134 := b2f(v133 == action)
-				v135 := sel(v134, v130, zero)
-				v140 := v110 + v139
-				v141 := float32(v140 * v24)
-				v142 := v115 + v141
-				gradLogits := v135 + v142
+				v56 := max(v23, c20)
+				v114 := float32(v111 * v56)
+				v115 := float32(v111 * v24)
+				v116 := b2f(v23 >= c20)
+				v117 := b2f(v23 != v23)
+				v118 := max(v116, v117)
+				v119 := sel(v118, v115, zero)
+				v143 := float32(iA)
+				v144 := b2f(v143 == action)
+				v145 := sel(v144, v140, zero)
+				v150 := v114 + v149
+				v151 := float32(v150 * v24)
+				v152 := v119 + v151
+				gradLogits := v145 + v152
 				grads.Logits[iN*842+iT*2+iA] = gradLogits
 			}
 		}
@@ -601,35 +615,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc83 runtime.Mean // v83 = mean(essCol) over T
+	acc87 runtime.Mean // v87 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc83, b.acc83)
+	mergeMean(&a.acc87, b.acc87)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c72 := float32(1.1920929e-07)
+	c76 := float32(1.1920929e-07)
 	two := float32(2)
-	acc83 := runtime.Mean{}
+	acc87 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v73 := targetVar + c72
-		v74 := residVar / v73
-		explainedVariance := one - v74
+		v77 := targetVar + c76
+		v78 := residVar / v77
+		explainedVariance := one - v78
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v80 := float32(two * logSumW)
-		v81 := v80 - logSumW2
-		essCol := float32(math.Exp(float64(v81)))
-		acc83.Add(float64(essCol))
+		v84 := float32(two * logSumW)
+		v85 := v84 - logSumW2
+		essCol := float32(math.Exp(float64(v85)))
+		acc87.Add(float64(essCol))
 	}
-	st.acc83 = acc83
+	st.acc87 = acc87
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -648,14 +662,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc83.Result())
+	s.s4 = float32(st.acc87.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c84 := float32(64)
-	v83 := s.s4
-	ess := v83 / c84
+	c88 := float32(64)
+	v87 := s.s4
+	ess := v87 / c88
 	out.ESS = ess
 }
 

@@ -19,60 +19,60 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r36_s    []float64
-	r36_p    []float32
-	r38_s    []float64
-	r38_p    []float32
 	r40_s    []float64
 	r40_p    []float32
+	r42_s    []float64
+	r42_p    []float32
 	r44_s    []float64
 	r44_p    []float32
-	r45_s    []float64
-	r45_p    []float32
-	r54_s    []float64
-	r54_p    []float32
-	r55_n    []float64
-	r55_mean []float64
-	r55_m2   []float64
-	r56_n    []float64
-	r56_mean []float64
-	r56_m2   []float64
-	r62_s    []float64
-	r62_ok   []float32
-	r64_s    []float64
-	p0_ok    []float32
+	r48_s    []float64
+	r48_p    []float32
+	r49_s    []float64
+	r49_p    []float32
+	r58_s    []float64
+	r58_p    []float32
+	r59_n    []float64
+	r59_mean []float64
+	r59_m2   []float64
+	r60_n    []float64
+	r60_mean []float64
+	r60_m2   []float64
+	r66_s    []float64
+	r66_ok   []float32
 	r68_s    []float64
-	r68_p    []float32
+	p0_ok    []float32
+	r72_s    []float64
+	r72_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4056)}
-	st.r36_s = st.buf[8:24]
-	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r38_s = st.buf[48:64]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r40_s = st.buf[88:104]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r44_s = st.buf[128:144]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r45_s = st.buf[168:184]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r54_s = st.buf[208:224]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r55_n = st.buf[248:677]
-	st.r55_mean = st.buf[688:1117]
-	st.r55_m2 = st.buf[1128:1557]
-	st.r56_n = st.buf[1568:1997]
-	st.r56_mean = st.buf[2008:2437]
-	st.r56_m2 = st.buf[2448:2877]
-	st.r62_s = st.buf[2888:3317]
-	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r64_s = st.buf[3552:3981]
+	st.r40_s = st.buf[8:24]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r42_s = st.buf[48:64]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r44_s = st.buf[88:104]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r48_s = st.buf[128:144]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r49_s = st.buf[168:184]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r58_s = st.buf[208:224]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r59_n = st.buf[248:677]
+	st.r59_mean = st.buf[688:1117]
+	st.r59_m2 = st.buf[1128:1557]
+	st.r60_n = st.buf[1568:1997]
+	st.r60_mean = st.buf[2008:2437]
+	st.r60_m2 = st.buf[2448:2877]
+	st.r66_s = st.buf[2888:3317]
+	st.r66_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r68_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r68_s = st.buf[4008:4024]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r72_s = st.buf[4008:4024]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -88,27 +88,27 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r36_s, 0)
-		runtime.Fill(st.r36_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r44_s, 0)
 		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r55_n, float64((hi-lo)*1))
-		runtime.Fill(st.r55_mean, 0)
-		runtime.Fill(st.r55_m2, 0)
-		runtime.Fill(st.r56_n, float64((hi-lo)*1))
-		runtime.Fill(st.r56_mean, 0)
-		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.SetMask(st.r62_ok)
-		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r59_n, float64((hi-lo)*1))
+		runtime.Fill(st.r59_mean, 0)
+		runtime.Fill(st.r59_m2, 0)
+		runtime.Fill(st.r60_n, float64((hi-lo)*1))
+		runtime.Fill(st.r60_mean, 0)
+		runtime.Fill(st.r60_m2, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.SetMask(st.r66_ok)
+		runtime.Fill(st.r68_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -126,50 +126,50 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
-			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
+			runtime.MergeVar(sts[0].r59_n, sts[0].r59_mean, sts[0].r59_m2, sts[c].r59_n, sts[c].r59_mean, sts[c].r59_m2)
+			runtime.MergeVar(sts[0].r60_n, sts[0].r60_mean, sts[0].r60_m2, sts[c].r60_n, sts[c].r60_mean, sts[c].r60_m2)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeMask(sts[0].r66_ok, sts[c].r66_ok)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r62_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r66_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r36_s, 8, 26944.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r38_s, 8, 26944.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
-	out.KLApprox = float32(st.res[0])
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r55_n, st.r55_mean, st.r55_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r59_n, st.r59_mean, st.r59_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r60_n, st.r60_mean, st.r60_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r66_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r64_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r68_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -186,8 +186,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r68_s, 0)
-		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -205,7 +205,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -214,7 +214,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r72_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -229,60 +229,60 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r36_s    []float64
-	r36_p    []float32
-	r38_s    []float64
-	r38_p    []float32
 	r40_s    []float64
 	r40_p    []float32
+	r42_s    []float64
+	r42_p    []float32
 	r44_s    []float64
 	r44_p    []float32
-	r45_s    []float64
-	r45_p    []float32
-	r54_s    []float64
-	r54_p    []float32
-	r55_n    []float64
-	r55_mean []float64
-	r55_m2   []float64
-	r56_n    []float64
-	r56_mean []float64
-	r56_m2   []float64
-	r62_s    []float64
-	r62_ok   []float32
-	r64_s    []float64
-	p0_ok    []float32
+	r48_s    []float64
+	r48_p    []float32
+	r49_s    []float64
+	r49_p    []float32
+	r58_s    []float64
+	r58_p    []float32
+	r59_n    []float64
+	r59_mean []float64
+	r59_m2   []float64
+	r60_n    []float64
+	r60_mean []float64
+	r60_m2   []float64
+	r66_s    []float64
+	r66_ok   []float32
 	r68_s    []float64
-	r68_p    []float32
+	p0_ok    []float32
+	r72_s    []float64
+	r72_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4056)}
-	st.r36_s = st.buf[8:24]
-	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r38_s = st.buf[48:64]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r40_s = st.buf[88:104]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r44_s = st.buf[128:144]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r45_s = st.buf[168:184]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r54_s = st.buf[208:224]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r55_n = st.buf[248:677]
-	st.r55_mean = st.buf[688:1117]
-	st.r55_m2 = st.buf[1128:1557]
-	st.r56_n = st.buf[1568:1997]
-	st.r56_mean = st.buf[2008:2437]
-	st.r56_m2 = st.buf[2448:2877]
-	st.r62_s = st.buf[2888:3317]
-	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r64_s = st.buf[3552:3981]
+	st.r40_s = st.buf[8:24]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r42_s = st.buf[48:64]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r44_s = st.buf[88:104]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r48_s = st.buf[128:144]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r49_s = st.buf[168:184]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r58_s = st.buf[208:224]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r59_n = st.buf[248:677]
+	st.r59_mean = st.buf[688:1117]
+	st.r59_m2 = st.buf[1128:1557]
+	st.r60_n = st.buf[1568:1997]
+	st.r60_mean = st.buf[2008:2437]
+	st.r60_m2 = st.buf[2448:2877]
+	st.r66_s = st.buf[2888:3317]
+	st.r66_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r68_s = st.buf[3552:3981]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
-	st.r68_s = st.buf[4008:4024]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.r72_s = st.buf[4008:4024]
+	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -299,27 +299,27 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r36_s, 0)
-		runtime.Fill(st.r36_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r44_s, 0)
 		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r45_s, 0)
-		runtime.Fill(st.r45_p, 0)
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r55_n, float64((hi-lo)*1))
-		runtime.Fill(st.r55_mean, 0)
-		runtime.Fill(st.r55_m2, 0)
-		runtime.Fill(st.r56_n, float64((hi-lo)*1))
-		runtime.Fill(st.r56_mean, 0)
-		runtime.Fill(st.r56_m2, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.SetMask(st.r62_ok)
-		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r59_n, float64((hi-lo)*1))
+		runtime.Fill(st.r59_mean, 0)
+		runtime.Fill(st.r59_m2, 0)
+		runtime.Fill(st.r60_n, float64((hi-lo)*1))
+		runtime.Fill(st.r60_mean, 0)
+		runtime.Fill(st.r60_m2, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.SetMask(st.r66_ok)
+		runtime.Fill(st.r68_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0], hi)
 	}
@@ -337,50 +337,50 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
-			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
+			runtime.MergeVar(sts[0].r59_n, sts[0].r59_mean, sts[0].r59_m2, sts[c].r59_n, sts[c].r59_mean, sts[c].r59_m2)
+			runtime.MergeVar(sts[0].r60_n, sts[0].r60_mean, sts[0].r60_m2, sts[c].r60_n, sts[c].r60_mean, sts[c].r60_m2)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeMask(sts[0].r66_ok, sts[c].r66_ok)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r62_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r66_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r36_s, 8, 26944.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r38_s, 8, 26944.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
-	out.KLApprox = float32(st.res[0])
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r55_n, st.r55_mean, st.r55_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r59_n, st.r59_mean, st.r59_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r60_n, st.r60_mean, st.r60_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r66_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r64_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r68_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -398,8 +398,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r68_s, 0)
-		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r72_s, 0)
+		runtime.Fill(st.r72_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -417,7 +417,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -426,7 +426,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r72_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

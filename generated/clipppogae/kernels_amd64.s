@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $216-104
+TEXT ·pass0AVX2(SB), $152-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -131,10 +131,10 @@ outer0_1:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y4
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y5, Y5
+	VMAXPS  Y3, Y4, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
@@ -144,83 +144,97 @@ outer0_1:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v28 = ge(gae, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
+	// v27 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y3, Y1
 	VMOVUPS lgc27<>+0(SB), Y6
 
-	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	// v29 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 56(SP)
+	// v30 = where(v27, v29, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y1
 
-	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y7, Y1
+	// v31 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y3, Y4
+	VMOVUPS lgc28<>+0(SB), Y6
+
+	// v33 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y6, Y6
+
+	// v34 = where(v31, v33, ratio)
+	VBLENDVPS Y4, Y6, Y9, Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+
+	// v36 = ge(gae, 0)
+	VCMPPS $0x1d, Y6, Y2, Y6
+
+	// ratioClipped = where(v36, v30, v34)
+	VBLENDVPS Y6, Y1, Y4, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v35 = neg(gain)
+	// v39 = neg(gain)
 	VXORPS lgc29<>+0(SB), Y1, Y1
 
-	// mean(v35) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y1, Y1
+	// mean(v39) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v37 = ne(logWeightClip, logWeight)
+	// v41 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v37) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	// mean(v41) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         logProb+56(FP), BX
+	MOVQ         sampleLogProb+64(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	MOVQ         logProb+56(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
-	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y4, Y1
+	// v43 = sub(sampleLogProb, logProb)
+	VSUBPS Y4, Y1, Y1
 
-	// mean(v39) over [N T]
+	// mean(v43) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
@@ -232,7 +246,7 @@ outer0_1:
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v43 = mul(-0.01, entropy)
+	// v47 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
@@ -244,7 +258,7 @@ outer0_1:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// mean(v43) over [N T]
+	// mean(v47) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
@@ -265,131 +279,130 @@ outer0_1:
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(absDiff, 1)
+	// v53 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
 
-	// v50 = mul(0.5, absDiff)
+	// v54 = mul(0.5, absDiff)
 	VMULPS lgc25<>+0(SB), Y5, Y7
 
-	// v51 = mul(v50, absDiff)
+	// v55 = mul(v54, absDiff)
 	VMULPS Y5, Y7, Y7
 
-	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc25<>+0(SB), Y5, Y5
+	// v56 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y5, Y5
+	VMOVUPS Y2, 56(SP)
 
-	// smoothL1 = where(v49, v51, v52)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	// smoothL1 = where(v53, v55, v56)
+	VBLENDVPS Y6, Y7, Y5, Y2
 
 	// mean(smoothL1) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       1856(CX), Y5, Y5
-	VMOVUPS      Y5, 1856(CX)
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y2, Y2
+	VADDPS       1856(CX), Y2, Y2
+	VMOVUPS      Y2, 1856(CX)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X5
-	VPMOVSXDQ    X5, Y5
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X4, Y8
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMOVUPD      5504(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y7, Y9
-	VSUBPD       Y9, Y8, Y8
-	VMOVUPD      9024(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
 	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y9, Y8, Y9
-	VMOVUPD      Y9, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y11, Y8, Y11
+	VSUBPD       Y8, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y8
+	VSUBPD       Y8, Y7, Y7
+	VMOVUPD      9024(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y8, Y7, Y8
+	VMOVUPD      Y8, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y11, Y7, Y11
 	VMOVUPD      Y11, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y6
-	VSUBPD       Y6, Y4, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      9056(CX)(BX*8), Y7
-	VFMADD231PD  Y8, Y4, Y7
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y4, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y4, Y6
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VBLENDVPD    Y5, Y6, Y4, Y6
-	VMOVUPD      Y6, 5536(CX)(BX*8)
+	VBLENDVPD    Y2, Y5, Y4, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
 	VMOVUPD      9056(CX)(BX*8), Y4
-	VBLENDVPD    Y5, Y7, Y4, Y7
-	VMOVUPD      Y7, 9056(CX)(BX*8)
+	VBLENDVPD    Y2, Y6, Y4, Y6
+	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X4
-	VPMOVSXDQ    X4, Y4
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X1, Y7
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y9
-	VFMADD231PD  Y9, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
-	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y7, Y10
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
-	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y1, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y4, Y5, Y1, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y4, Y6, Y1, Y6
-	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y2, 88(SP)
-	VMOVUPS      56(SP), Y1
-
-	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc34<>+0(SB), Y7
-	VBLENDVPS    Y2, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X1, Y2
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VANDPD       Y4, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y3
-	VMOVUPD      Y3, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y5, Y1, Y1
-	VADDPD       23136(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VSUBPD       Y7, Y6, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      19584(CX)(BX*8), Y10
+	VFMADD231PD  Y8, Y6, Y10
+	VMOVUPD      16064(CX)(BX*8), Y6
+	VBLENDVPD    Y4, Y7, Y6, Y7
+	VMOVUPD      Y7, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y6
+	VBLENDVPD    Y4, Y10, Y6, Y10
+	VMOVUPD      Y10, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y1, Y6
+	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y5
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y5, Y1, Y5
+	VMOVUPD      Y5, 19616(CX)(BX*8)
+
+	// logsumexp(logWeight) over [N]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc34<>+0(SB), Y6
+	VBLENDVPS    Y1, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X9, Y1
+	VEXTRACTF128 $0x01, Y9, X3
+	VCVTPS2PD    X3, Y3
+	VANDPD       Y2, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23136(CX)(BX*8), Y3, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y3, Y3, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
-	VMOVUPS      88(SP), Y1
+	VMOVUPS      56(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -484,101 +497,114 @@ blocks_2:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y4
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y5, Y5
+	VMAXPS  Y3, Y4, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 120(SP)
+	VMOVUPS Y1, 88(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v28 = ge(gae, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
+	// v27 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y3, Y1
 	VMOVUPS lgc27<>+0(SB), Y6
 
-	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
-	VMOVUPS lgc28<>+0(SB), Y7
+	// v29 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 152(SP)
+	// v30 = where(v27, v29, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y1
 
-	// ratioClipped = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y7, Y1
+	// v31 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y3, Y4
+	VMOVUPS lgc28<>+0(SB), Y6
+
+	// v33 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y6, Y6
+
+	// v34 = where(v31, v33, ratio)
+	VBLENDVPS Y4, Y6, Y9, Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+
+	// v36 = ge(gae, 0)
+	VCMPPS $0x1d, Y6, Y2, Y6
+
+	// ratioClipped = where(v36, v30, v34)
+	VBLENDVPS Y6, Y1, Y4, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v35 = neg(gain)
+	// v39 = neg(gain)
 	VXORPS lgc29<>+0(SB), Y1, Y1
 
-	// mean(v35) over [N T]
+	// mean(v39) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v37 = ne(logWeightClip, logWeight)
+	// v41 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v37) over [N T]
+	// mean(v41) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    logProb+56(FP), DI
+	MOVQ    sampleLogProb+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
+	MOVQ    logProb+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
-	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y1, Y4, Y1
+	// v43 = sub(sampleLogProb, logProb)
+	VSUBPS Y4, Y1, Y1
 
-	// mean(v39) over [N T]
+	// mean(v43) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v43 = mul(-0.01, entropy)
+	// v47 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// mean(v43) over [N T]
+	// mean(v47) over [N T]
 	VADDPS  1536(BX), Y4, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 120(SP), Y1
+	VMOVUPS 88(SP), Y1
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
@@ -590,99 +616,98 @@ blocks_2:
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(absDiff, 1)
+	// v53 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
 
-	// v50 = mul(0.5, absDiff)
+	// v54 = mul(0.5, absDiff)
 	VMULPS lgc25<>+0(SB), Y5, Y7
 
-	// v51 = mul(v50, absDiff)
+	// v55 = mul(v54, absDiff)
 	VMULPS Y5, Y7, Y7
 
-	// v52 = sub(absDiff, 0.5)
-	VSUBPS lgc25<>+0(SB), Y5, Y5
+	// v56 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y5, Y5
+	VMOVUPS Y2, 120(SP)
 
-	// smoothL1 = where(v49, v51, v52)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	// smoothL1 = where(v53, v55, v56)
+	VBLENDVPS Y6, Y7, Y5, Y2
 
 	// mean(smoothL1) over [N T]
-	VADDPS  1856(BX), Y5, Y5
-	VMOVUPS Y5, 1856(BX)
+	VADDPS  1856(BX), Y2, Y2
+	VMOVUPS Y2, 1856(BX)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X4, Y6
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X4, Y5
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMOVUPD      5504(BX)(DI*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      9024(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
-	VMOVUPD      Y7, 5504(BX)(DI*8)
-	VMOVUPD      Y9, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y5, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      9056(BX)(DI*8), Y5
-	VFMADD231PD  Y7, Y4, Y5
-	VMOVUPD      Y6, 5536(BX)(DI*8)
-	VMOVUPD      Y5, 9056(BX)(DI*8)
+	VMOVUPD      5504(BX)(DI*8), Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y2, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      9024(BX)(DI*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VMOVUPD      Y8, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y5
+	VSUBPD       Y5, Y4, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y4, Y2
+	VMOVUPD      9056(BX)(DI*8), Y4
+	VFMADD231PD  Y6, Y2, Y4
+	VMOVUPD      Y5, 5536(BX)(DI*8)
+	VMOVUPD      Y4, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y5
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      19584(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y8, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
-	VMOVUPD      Y5, 16096(BX)(DI*8)
-	VMOVUPD      Y4, 19616(BX)(DI*8)
-	VMOVUPS      Y2, 184(SP)
-	VMOVUPS      152(SP), Y1
+	VMOVUPD      16064(BX)(DI*8), Y5
+	VSUBPD       Y5, Y4, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      19584(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y4, Y7
+	VMOVUPD      Y5, 16064(BX)(DI*8)
+	VMOVUPD      Y7, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y4
+	VSUBPD       Y4, Y1, Y5
+	VFMADD231PD  Y5, Y2, Y4
+	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
-	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
-	VORPS        Y4, Y2, Y2
-	VANDPS       26624(BX), Y2, Y2
-	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       23104(BX)(DI*8), Y2, Y3
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
+	VCVTPS2PD    X9, Y1
+	VEXTRACTF128 $0x01, Y9, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 23104(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y1, Y2
-	VMOVUPD      Y2, 23136(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-	VMOVUPS      184(SP), Y1
+	VMOVUPS      120(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 120(SP), Y1
+	VMOVUPS 88(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -1243,29 +1268,29 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v58 = add(targetVar, 1.1920929e-07)
+	// v62 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v59 = div(residVar, v58)
+	// v63 = div(residVar, v62)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v59)
+	// explainedVariance = sub(1, v63)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v65 = mul(2, logSumW)
+	// v69 = mul(2, logSumW)
 	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v66 = sub(v65, logSumW2)
+	// v70 = sub(v69, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v66)
+	// essCol = exp(v70)
 	VMOVUPS      lgc15<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc16<>+0(SB), Y3
@@ -1335,32 +1360,32 @@ chunkdone_5:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v58 = add(targetVar, 1.1920929e-07)
+	// v62 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v59 = div(residVar, v58)
+	// v63 = div(residVar, v62)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v59)
+	// explainedVariance = sub(1, v63)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v65 = mul(2, logSumW)
+	// v69 = mul(2, logSumW)
 	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v66 = sub(v65, logSumW2)
+	// v70 = sub(v69, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v66)
+	// essCol = exp(v70)
 	VMOVUPS      lgc15<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc16<>+0(SB), Y2
@@ -1456,7 +1481,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v68, 64)
+	// ess = div(v72, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1477,7 +1502,7 @@ GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $600-128
+TEXT ·fbPass0AVX2(SB), $664-128
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1602,10 +1627,10 @@ outer0_8:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y4
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y5, Y5
+	VMAXPS  Y3, Y4, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
@@ -1615,367 +1640,407 @@ outer0_8:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v28 = ge(gae, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
+	// v27 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y3, Y1
 	VMOVUPS lgc27<>+0(SB), Y6
 
-	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
+	// v29 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
+
+	// v30 = where(v27, v29, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y6
+
+	// v31 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y3, Y4
 	VMOVUPS lgc28<>+0(SB), Y7
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 56(SP)
+	// v33 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y1, 56(SP)
 
-	// v33 = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y7, Y6
+	// v34 = where(v31, v33, ratio)
+	VBLENDVPS Y4, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// gain = mul(gae, v33)
-	VMULPS Y6, Y2, Y6
+	// v36 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y2, Y7
+	VMOVUPS Y4, 88(SP)
 
-	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y6, Y6
+	// v37 = where(v36, v30, v34)
+	VBLENDVPS Y7, Y6, Y1, Y1
 
-	// mean(v35) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y6, Y6
-	VADDPS       256(CX), Y6, Y6
-	VMOVUPS      Y6, 256(CX)
+	// gain = mul(gae, v37)
+	VMULPS Y1, Y2, Y1
 
-	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// mean(v37) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       576(CX), Y5, Y5
-	VMOVUPS      Y5, 576(CX)
-	MOVQ         logProb+56(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VMASKMOVPS   (BX)(DX*4), Y5, Y5
-
-	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y5, Y4, Y4
+	// v39 = neg(gain)
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y4, Y4
-	VADDPS       896(CX), Y4, Y4
-	VMOVUPS      Y4, 896(CX)
-	MOVQ         entropy+72(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
-
-	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y4, Y5
-
-	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y4, Y4
-	VADDPS       1216(CX), Y4, Y4
-	VMOVUPS      Y4, 1216(CX)
-
-	// mean(v43) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y5, Y4
-	VADDPS       1536(CX), Y4, Y4
-	VMOVUPS      Y4, 1536(CX)
-	VMOVUPS      24(SP), Y4
-	MOVQ         stateValue+40(FP), BX
+	VANDPS       Y4, Y1, Y1
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
+
+	// v41 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y5, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
+	MOVQ         sampleLogProb+64(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	MOVQ         logProb+56(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+
+	// v43 = sub(sampleLogProb, logProb)
+	VSUBPS Y4, Y1, Y1
+
+	// mean(v43) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
+	MOVQ         entropy+72(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+
+	// v47 = mul(-0.01, entropy)
+	VMULPS lgc30<>+0(SB), Y1, Y4
+
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
-	VMASKMOVPS   (BX)(DX*4), Y5, Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
+
+	// mean(v47) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y5
+	VEXTRACTI128 $0x01, Y1, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y1, Y4, Y1
+	VADDPS       1536(CX), Y1, Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      24(SP), Y1
+	MOVQ         stateValue+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y5, Y4, Y5
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y7
+	// v53 = lt(absDiff, 1)
+	VCMPPS $0x11, Y6, Y5, Y6
 
-	// v50 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y6, Y8
+	// v54 = mul(0.5, absDiff)
+	VMULPS  lgc25<>+0(SB), Y5, Y8
+	VMOVUPS Y7, 120(SP)
 
-	// v51 = mul(v50, absDiff)
-	VMULPS Y6, Y8, Y9
+	// v55 = mul(v54, absDiff)
+	VMULPS Y5, Y8, Y7
 
-	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y10
-	VMOVUPS Y1, 88(SP)
-	VMOVUPS Y2, 120(SP)
-	VMOVUPS Y8, 152(SP)
+	// v56 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS Y2, 152(SP)
+	VMOVUPS Y8, 184(SP)
+	VMOVUPS Y5, 216(SP)
 
-	// v53 = where(v49, v51, v52)
-	VBLENDVPS Y7, Y9, Y10, Y1
+	// v57 = where(v53, v55, v56)
+	VBLENDVPS Y6, Y7, Y10, Y2
 
-	// mean(v53) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y8
-	VEXTRACTI128 $0x01, Y2, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y2, Y1, Y1
-	VADDPS       1856(CX), Y1, Y1
-	VMOVUPS      Y1, 1856(CX)
-	VMOVUPS      Y6, 184(SP)
+	// mean(v57) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y5, Y2, Y2
+	VADDPS       1856(CX), Y2, Y2
+	VMOVUPS      Y2, 1856(CX)
+	VMOVUPS      Y6, 248(SP)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVSXDQ    X1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X9
-	VCVTPS2PD    X9, Y9
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X8
+	VCVTPS2PD    X8, Y8
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y8, Y11
+	VSUBPD       Y10, Y7, Y11
 	VFMADD231PD  Y11, Y6, Y10
-	VSUBPD       Y10, Y8, Y8
+	VSUBPD       Y10, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y10, Y8, Y10
+	VFMADD231PD  Y11, Y7, Y12
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y12, Y8, Y12
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y2
-	VSUBPD       Y2, Y9, Y8
-	VFMADD231PD  Y8, Y6, Y2
-	VSUBPD       Y2, Y9, Y6
-	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y8, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y8, Y6
+	VMOVUPD      9056(CX)(BX*8), Y8
+	VFMADD231PD  Y7, Y6, Y8
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y1, Y2, Y6, Y2
-	VMOVUPD      Y2, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y9, Y2, Y9
-	VMOVUPD      Y9, 9056(CX)(BX*8)
+	VBLENDVPD    Y2, Y5, Y6, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y8, Y5, Y8
+	VMOVUPD      Y8, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVSXDQ    X1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y8, Y8
-	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
+	VCVTPS2PD    X1, Y7
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y9, Y8, Y9
-	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y2, Y11, Y8, Y11
+	VSUBPD       Y8, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y8
+	VSUBPD       Y8, Y7, Y7
+	VMOVUPD      19584(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y8, Y7, Y8
+	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y2
-	VSUBPD       Y2, Y4, Y8
-	VFMADD231PD  Y8, Y6, Y2
-	VSUBPD       Y2, Y4, Y4
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y1, Y1
 	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y8, Y4, Y6
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VBLENDVPD    Y1, Y2, Y4, Y2
-	VMOVUPD      Y2, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y6, Y2, Y6
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y5, Y1, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y6, Y1, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y5, 216(SP)
-	VMOVUPS      Y7, 248(SP)
-	VMOVUPS      56(SP), Y1
+	VMOVUPS      Y4, 280(SP)
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y6
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc34<>+0(SB), Y7
-	VBLENDVPS    Y2, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X3
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc34<>+0(SB), Y6
+	VBLENDVPS    Y1, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X9, Y1
+	VEXTRACTF128 $0x01, Y9, X3
 	VCVTPS2PD    X3, Y3
-	VANDPD       Y4, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y5, Y3, Y3
-	VADDPD       23136(CX)(BX*8), Y3, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28448(CX)(BX*8)
-	VMOVUPS      248(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc40<>+0(SB), Y2
+	VANDPD       Y2, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23136(CX)(BX*8), Y3, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y3, Y3, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      248(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// v72 = where(v49, 0, 3.7114014251781474e-05)
-	VANDNPS Y2, Y3, Y2
+	// v76 = where(v53, 0, 3.7114014251781474e-05)
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS 216(SP), Y3
+
+	// v77 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc40<>+0(SB), Y3, Y3
+
+	// v78 = where(v53, v77, 0)
+	VANDPS  Y3, Y2, Y3
 	VMOVUPS 184(SP), Y4
 
-	// v73 = mul(3.7114014251781474e-05, absDiff)
+	// v79 = mul(3.7114014251781474e-05, v54)
 	VMULPS lgc40<>+0(SB), Y4, Y4
 
-	// v74 = where(v49, v73, 0)
-	VANDPS  Y4, Y3, Y4
-	VMOVUPS 152(SP), Y5
+	// v80 = where(v53, v79, 0)
+	VANDPS Y4, Y2, Y2
 
-	// v75 = mul(3.7114014251781474e-05, v50)
-	VMULPS lgc40<>+0(SB), Y5, Y5
+	// v81 = add(v76, v80)
+	VADDPS Y2, Y1, Y1
 
-	// v76 = where(v49, v75, 0)
-	VANDPS Y5, Y3, Y3
+	// v82 = mul(v78, 0.5)
+	VMULPS lgc25<>+0(SB), Y3, Y2
 
-	// v77 = add(v72, v76)
-	VADDPS Y3, Y2, Y2
+	// v83 = add(v81, v82)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 280(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v78 = mul(v74, 0.5)
-	VMULPS lgc25<>+0(SB), Y4, Y3
+	// v84 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v79 = add(v77, v78)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 216(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	// v85 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v80 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	// v87 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc41<>+0(SB), Y6
 
-	// v81 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	// v88 = where(v85, -1, v87)
+	VBLENDVPS Y5, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v83 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc41<>+0(SB), Y7
+	// v89 = where(v84, 1, v88)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v84 = where(v81, -1, v83)
-	VBLENDVPS Y6, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	// v90 = ne(v83, 0)
+	VCMPPS $0x04, Y3, Y1, Y4
 
-	// v85 = where(v80, 1, v84)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	// v91 = mul(v83, v89)
+	VMULPS Y2, Y1, Y2
 
-	// v86 = ne(v79, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	// v92 = where(v90, v91, v83)
+	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v87 = mul(v79, v85)
-	VMULPS Y3, Y2, Y3
+	// gradStateValue = neg(v92)
+	VXORPS  lgc29<>+0(SB), Y1, Y1
+	VMOVUPS 152(SP), Y2
 
-	// v88 = where(v86, v87, v79)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	// v96 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc42<>+0(SB), Y2, Y2
+	VMOVUPS 120(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// gradStateValue = neg(v88)
-	VXORPS  lgc29<>+0(SB), Y2, Y2
-	VMOVUPS 120(SP), Y3
+	// v97 = where(v36, v96, 0)
+	VANDPS Y2, Y5, Y4
 
-	// v92 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y3, Y5
-	VMOVUPS 88(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	// v98 = where(v36, 0, v96)
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS 88(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v93 = where(v28, v92, 0)
-	VANDPS Y5, Y7, Y6
+	// v99 = where(v31, v98, 0)
+	VANDPS Y2, Y6, Y5
 
-	// v94 = where(v28, 0, v92)
-	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc28<>+0(SB), Y7
+	// v100 = where(v31, 0, v98)
+	VANDNPS Y2, Y6, Y2
+	VMOVUPS lgc28<>+0(SB), Y6
 
-	// v95 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	// v101 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y9, Y6
 
-	// v96 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
+	// v102 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y9, Y9, Y7
+	VMOVUPS Y1, 312(SP)
 
-	// v97 = max(v95, v96)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y2, 280(SP)
+	// v103 = max(v101, v102)
+	VORPS Y6, Y7, Y1
 
-	// v98 = where(v97, v94, 0)
-	VANDPS  Y5, Y7, Y2
-	VMOVUPS lgc27<>+0(SB), Y5
+	// v104 = where(v103, v99, 0)
+	VANDPS Y5, Y1, Y1
 
-	// v99 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	// v105 = add(v100, v104)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS 56(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y2, Y5
 
-	// v100 = max(v99, v96)
-	VORPS Y5, Y8, Y5
+	// v106 = where(v27, v97, 0)
+	VANDPS Y4, Y5, Y2
 
-	// v101 = where(v100, v93, 0)
-	VANDPS Y6, Y5, Y5
+	// v107 = where(v27, 0, v97)
+	VANDNPS Y4, Y5, Y4
 
-	// v102 = add(v98, v101)
-	VADDPS Y5, Y2, Y2
+	// v108 = add(v105, v107)
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v103 = ne(v102, 0)
-	VCMPPS $0x04, Y4, Y2, Y4
+	// v109 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y4, Y9, Y4
 
-	// v104 = mul(v102, ratio)
-	VMULPS Y1, Y2, Y1
+	// v110 = max(v109, v102)
+	VORPS Y4, Y7, Y4
 
-	// gradLogProb = where(v103, v104, v102)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v111 = where(v110, v106, 0)
+	VANDPS Y2, Y4, Y2
+
+	// v112 = add(v108, v111)
+	VADDPS Y2, Y1, Y1
+
+	// v113 = ne(v112, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
+
+	// v114 = mul(v112, ratio)
+	VMULPS Y9, Y1, Y3
+
+	// gradLogProb = where(v113, v114, v112)
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   152(SP), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -1987,7 +2052,7 @@ outer0_8:
 	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y4
 	VMASKMOVPS Y3, Y4, (CX)(DX*4)
-	VMOVUPS    280(SP), Y3
+	VMOVUPS    312(SP), Y3
 
 	// store gradStateValue
 	MOVQ       gradStateValue+96(FP), CX
@@ -2086,325 +2151,364 @@ blocks_9:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc13<>+0(SB), Y4
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y5, Y5
+	VMAXPS  Y3, Y4, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 312(SP)
+	VMOVUPS Y1, 344(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc24<>+0(SB), Y9
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc20<>+0(SB), Y9
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
+	VMOVUPS      lgc22<>+0(SB), Y10
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc24<>+0(SB), Y10
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v28 = ge(gae, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
+	// v27 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y3, Y1
 	VMOVUPS lgc27<>+0(SB), Y6
 
-	// v30 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
+	// v29 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y6, Y6
+
+	// v30 = where(v27, v29, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y6
+
+	// v31 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y3, Y4
 	VMOVUPS lgc28<>+0(SB), Y7
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 344(SP)
+	// v33 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y1, 376(SP)
 
-	// v33 = where(v28, v30, v32)
-	VBLENDVPS Y1, Y6, Y7, Y6
+	// v34 = where(v31, v33, ratio)
+	VBLENDVPS Y4, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// gain = mul(gae, v33)
-	VMULPS Y6, Y2, Y6
+	// v36 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y2, Y7
+	VMOVUPS Y4, 408(SP)
 
-	// v35 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y6, Y6
+	// v37 = where(v36, v30, v34)
+	VBLENDVPS Y7, Y6, Y1, Y1
 
-	// mean(v35) over [N T]
-	VADDPS  256(BX), Y6, Y6
-	VMOVUPS Y6, 256(BX)
+	// gain = mul(gae, v37)
+	VMULPS Y1, Y2, Y1
 
-	// v37 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// mean(v37) over [N T]
-	VADDPS  576(BX), Y5, Y5
-	VMOVUPS Y5, 576(BX)
-	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
-
-	// v39 = sub(sampleLogProb, logProb)
-	VSUBPS Y5, Y4, Y4
+	// v39 = neg(gain)
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v39) over [N T]
-	VADDPS  896(BX), Y4, Y4
-	VMOVUPS Y4, 896(BX)
-	MOVQ    entropy+72(FP), DI
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
+
+	// v41 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y3, Y5, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
+	MOVQ    sampleLogProb+64(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+	MOVQ    logProb+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
-	// v43 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y4, Y5
-
-	// mean(entropy) over [N T]
-	VADDPS  1216(BX), Y4, Y4
-	VMOVUPS Y4, 1216(BX)
+	// v43 = sub(sampleLogProb, logProb)
+	VSUBPS Y4, Y1, Y1
 
 	// mean(v43) over [N T]
-	VADDPS  1536(BX), Y5, Y4
-	VMOVUPS Y4, 1536(BX)
-	VMOVUPS 312(SP), Y4
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	MOVQ    entropy+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// v47 = mul(-0.01, entropy)
+	VMULPS lgc30<>+0(SB), Y1, Y4
+
+	// mean(entropy) over [N T]
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
+
+	// mean(v47) over [N T]
+	VADDPS  1536(BX), Y4, Y1
+	VMOVUPS Y1, 1536(BX)
+	VMOVUPS 344(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
+	VMOVUPS (DI)(SI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y5, Y4, Y5
+	VSUBPS Y4, Y1, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
-	VMOVUPS lgc2<>+0(SB), Y7
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(absDiff, 1)
-	VCMPPS $0x11, Y7, Y6, Y7
+	// v53 = lt(absDiff, 1)
+	VCMPPS $0x11, Y6, Y5, Y6
 
-	// v50 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y6, Y8
+	// v54 = mul(0.5, absDiff)
+	VMULPS  lgc25<>+0(SB), Y5, Y8
+	VMOVUPS Y7, 440(SP)
 
-	// v51 = mul(v50, absDiff)
-	VMULPS Y6, Y8, Y9
+	// v55 = mul(v54, absDiff)
+	VMULPS Y5, Y8, Y7
 
-	// v52 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y6, Y10
-	VMOVUPS Y1, 376(SP)
-	VMOVUPS Y2, 408(SP)
-	VMOVUPS Y8, 440(SP)
+	// v56 = sub(absDiff, 0.5)
+	VSUBPS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS Y2, 472(SP)
+	VMOVUPS Y8, 504(SP)
+	VMOVUPS Y5, 536(SP)
 
-	// v53 = where(v49, v51, v52)
-	VBLENDVPS Y7, Y9, Y10, Y1
+	// v57 = where(v53, v55, v56)
+	VBLENDVPS Y6, Y7, Y10, Y2
 
-	// mean(v53) over [N T]
-	VADDPS  1856(BX), Y1, Y1
-	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 472(SP)
+	// mean(v57) over [N T]
+	VADDPS  1856(BX), Y2, Y2
+	VMOVUPS Y2, 1856(BX)
+	VMOVUPS Y6, 568(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
-	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X5, Y2
-	VEXTRACTF128 $0x01, Y5, X6
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X6
 	VCVTPS2PD    X6, Y6
-	VMOVUPD      5504(BX)(DI*8), Y8
-	VSUBPD       Y8, Y2, Y9
-	VFMADD231PD  Y9, Y1, Y8
-	VSUBPD       Y8, Y2, Y2
+	VMOVUPD      5504(BX)(DI*8), Y7
+	VSUBPD       Y7, Y5, Y8
+	VFMADD231PD  Y8, Y2, Y7
+	VSUBPD       Y7, Y5, Y5
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y2, Y10
-	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VFMADD231PD  Y8, Y5, Y10
+	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y2
-	VSUBPD       Y2, Y6, Y8
-	VFMADD231PD  Y8, Y1, Y2
-	VSUBPD       Y2, Y6, Y1
+	VMOVUPD      5536(BX)(DI*8), Y5
+	VSUBPD       Y5, Y6, Y7
+	VFMADD231PD  Y7, Y2, Y5
+	VSUBPD       Y5, Y6, Y2
 	VMOVUPD      9056(BX)(DI*8), Y6
-	VFMADD231PD  Y8, Y1, Y6
-	VMOVUPD      Y2, 5536(BX)(DI*8)
+	VFMADD231PD  Y7, Y2, Y6
+	VMOVUPD      Y5, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y2, Y8
-	VFMADD231PD  Y8, Y1, Y6
-	VSUBPD       Y6, Y2, Y2
-	VMOVUPD      19584(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y2, Y9
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y2, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      19584(BX)(DI*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
 	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y2
-	VSUBPD       Y2, Y4, Y6
+	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
 	VFMADD231PD  Y6, Y1, Y2
-	VSUBPD       Y2, Y4, Y1
-	VMOVUPD      19616(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
-	VMOVUPD      Y2, 16096(BX)(DI*8)
-	VMOVUPD      Y4, 19616(BX)(DI*8)
-	VMOVUPS      Y5, 504(SP)
-	VMOVUPS      Y7, 536(SP)
-	VMOVUPS      344(SP), Y1
+	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPS      Y4, 600(SP)
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y4
-	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y4
-	VORPS        Y4, Y2, Y2
-	VANDPS       26624(BX), Y2, Y2
-	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 23136(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(DI*8)
-	VMOVUPS      536(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc40<>+0(SB), Y2
+	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
+	VCVTPS2PD    X9, Y1
+	VEXTRACTF128 $0x01, Y9, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(DI*8)
+	VMOVUPS      568(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// v72 = where(v49, 0, 3.7114014251781474e-05)
-	VANDNPS Y2, Y3, Y2
-	VMOVUPS 472(SP), Y4
+	// v76 = where(v53, 0, 3.7114014251781474e-05)
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS 536(SP), Y3
 
-	// v73 = mul(3.7114014251781474e-05, absDiff)
+	// v77 = mul(3.7114014251781474e-05, absDiff)
+	VMULPS lgc40<>+0(SB), Y3, Y3
+
+	// v78 = where(v53, v77, 0)
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS 504(SP), Y4
+
+	// v79 = mul(3.7114014251781474e-05, v54)
 	VMULPS lgc40<>+0(SB), Y4, Y4
 
-	// v74 = where(v49, v73, 0)
-	VANDPS  Y4, Y3, Y4
-	VMOVUPS 440(SP), Y5
+	// v80 = where(v53, v79, 0)
+	VANDPS Y4, Y2, Y2
 
-	// v75 = mul(3.7114014251781474e-05, v50)
-	VMULPS lgc40<>+0(SB), Y5, Y5
+	// v81 = add(v76, v80)
+	VADDPS Y2, Y1, Y1
 
-	// v76 = where(v49, v75, 0)
-	VANDPS Y5, Y3, Y3
+	// v82 = mul(v78, 0.5)
+	VMULPS lgc25<>+0(SB), Y3, Y2
 
-	// v77 = add(v72, v76)
-	VADDPS Y3, Y2, Y2
+	// v83 = add(v81, v82)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 600(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v78 = mul(v74, 0.5)
-	VMULPS lgc25<>+0(SB), Y4, Y3
+	// v84 = gt(diff, 0)
+	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v79 = add(v77, v78)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 504(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	// v85 = lt(diff, 0)
+	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v80 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	// v87 = mul(diff, 0)
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc41<>+0(SB), Y6
 
-	// v81 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	// v88 = where(v85, -1, v87)
+	VBLENDVPS Y5, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v83 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc41<>+0(SB), Y7
+	// v89 = where(v84, 1, v88)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v84 = where(v81, -1, v83)
-	VBLENDVPS Y6, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	// v90 = ne(v83, 0)
+	VCMPPS $0x04, Y3, Y1, Y4
 
-	// v85 = where(v80, 1, v84)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	// v91 = mul(v83, v89)
+	VMULPS Y2, Y1, Y2
 
-	// v86 = ne(v79, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	// v92 = where(v90, v91, v83)
+	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v87 = mul(v79, v85)
-	VMULPS Y3, Y2, Y3
+	// gradStateValue = neg(v92)
+	VXORPS  lgc29<>+0(SB), Y1, Y1
+	VMOVUPS 472(SP), Y2
 
-	// v88 = where(v86, v87, v79)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	// v96 = mul(-3.7114014251781474e-05, gae)
+	VMULPS  lgc42<>+0(SB), Y2, Y2
+	VMOVUPS 440(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// gradStateValue = neg(v88)
-	VXORPS  lgc29<>+0(SB), Y2, Y2
-	VMOVUPS 408(SP), Y3
+	// v97 = where(v36, v96, 0)
+	VANDPS Y2, Y5, Y4
 
-	// v92 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y3, Y5
-	VMOVUPS 376(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	// v98 = where(v36, 0, v96)
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS 408(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v93 = where(v28, v92, 0)
-	VANDPS Y5, Y7, Y6
+	// v99 = where(v31, v98, 0)
+	VANDPS Y2, Y6, Y5
 
-	// v94 = where(v28, 0, v92)
-	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc28<>+0(SB), Y7
+	// v100 = where(v31, 0, v98)
+	VANDNPS Y2, Y6, Y2
+	VMOVUPS lgc28<>+0(SB), Y6
 
-	// v95 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y1, Y7
+	// v101 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y9, Y6
 
-	// v96 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y8
+	// v102 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y9, Y9, Y7
+	VMOVUPS Y1, 632(SP)
 
-	// v97 = max(v95, v96)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y2, 568(SP)
+	// v103 = max(v101, v102)
+	VORPS Y6, Y7, Y1
 
-	// v98 = where(v97, v94, 0)
-	VANDPS  Y5, Y7, Y2
-	VMOVUPS lgc27<>+0(SB), Y5
+	// v104 = where(v103, v99, 0)
+	VANDPS Y5, Y1, Y1
 
-	// v99 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	// v105 = add(v100, v104)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS 376(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y2, Y5
 
-	// v100 = max(v99, v96)
-	VORPS Y5, Y8, Y5
+	// v106 = where(v27, v97, 0)
+	VANDPS Y4, Y5, Y2
 
-	// v101 = where(v100, v93, 0)
-	VANDPS Y6, Y5, Y5
+	// v107 = where(v27, 0, v97)
+	VANDNPS Y4, Y5, Y4
 
-	// v102 = add(v98, v101)
-	VADDPS Y5, Y2, Y2
+	// v108 = add(v105, v107)
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v103 = ne(v102, 0)
-	VCMPPS $0x04, Y4, Y2, Y4
+	// v109 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y4, Y9, Y4
 
-	// v104 = mul(v102, ratio)
-	VMULPS Y1, Y2, Y1
+	// v110 = max(v109, v102)
+	VORPS Y4, Y7, Y4
 
-	// gradLogProb = where(v103, v104, v102)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v111 = where(v110, v106, 0)
+	VANDPS Y2, Y4, Y2
+
+	// v112 = add(v108, v111)
+	VADDPS Y2, Y1, Y1
+
+	// v113 = ne(v112, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
+
+	// v114 = mul(v112, ratio)
+	VMULPS Y9, Y1, Y3
+
+	// gradLogProb = where(v113, v114, v112)
+	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   lgc43<>+0(SB), Y2
+	VMOVUPS   472(SP), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 312(SP), Y3
+	VMOVUPS 344(SP), Y3
 
 	// store valueTarget2
 	MOVQ    valueTarget+88(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 568(SP), Y3
+	VMOVUPS 632(SP), Y3
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
@@ -2651,29 +2755,29 @@ blocks_11:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v58 = add(targetVar, 1.1920929e-07)
+	// v62 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v59 = div(residVar, v58)
+	// v63 = div(residVar, v62)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc2<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v59)
+	// explainedVariance = sub(1, v63)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v65 = mul(2, logSumW)
+	// v69 = mul(2, logSumW)
 	VMULPS  lgc38<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v66 = sub(v65, logSumW2)
+	// v70 = sub(v69, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v66)
+	// essCol = exp(v70)
 	VMOVUPS      lgc15<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc16<>+0(SB), Y3
@@ -2743,32 +2847,32 @@ chunkdone_12:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v58 = add(targetVar, 1.1920929e-07)
+	// v62 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v59 = div(residVar, v58)
+	// v63 = div(residVar, v62)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v59)
+	// explainedVariance = sub(1, v63)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v65 = mul(2, logSumW)
+	// v69 = mul(2, logSumW)
 	VMULPS     lgc38<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v66 = sub(v65, logSumW2)
+	// v70 = sub(v69, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v66)
+	// essCol = exp(v70)
 	VMOVUPS      lgc15<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc16<>+0(SB), Y2
@@ -2844,7 +2948,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc39<>+0(SB), Y1
 
-	// ess = div(v68, 64)
+	// ess = div(v72, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -14,8 +14,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v63) over N [T=421]
-	s4        float32             // v68 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v67) over N [T=421]
+	s4        float32             // v72 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -34,16 +34,16 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v35) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v37) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v39) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v41) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v43) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v47) over N,T
 	lossCritic    runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v63) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v67) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -75,10 +75,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c13 := float32(0.9405)
 	c22 := float32(-0.22314355)
 	c23 := float32(0.18232156)
+	c28 := float32(1.2)
+	c32 := float32(0.8)
 	zero := float32(0)
-	c29 := float32(1.2)
-	c31 := float32(0.8)
-	c42 := float32(-0.01)
+	c46 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
@@ -125,34 +125,38 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v24 := max(logWeight, c22)
 			logWeightClip := min(v24, c23)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v28 := b2f(gae >= zero)
-			v30 := min(ratio, c29)
-			v32 := max(ratio, c31)
-			ratioClipped := sel(v28, v30, v32)
+			v27 := b2f(logWeight > c23)
+			v29 := min(ratio, c28)
+			v30 := sel(v27, v29, ratio)
+			v31 := b2f(logWeight < c22)
+			v33 := max(ratio, c32)
+			v34 := sel(v31, v33, ratio)
+			v36 := b2f(gae >= zero)
+			ratioClipped := sel(v36, v30, v34)
 			gain := float32(gae * ratioClipped)
-			v35 := -gain
-			lossObjective.Add(float64(v35))
-			v37 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v37))
-			v39 := sampleLogProb - logProb
-			klApprox.Add(float64(v39))
+			v39 := -gain
+			lossObjective.Add(float64(v39))
+			v41 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v41))
+			v43 := sampleLogProb - logProb
+			klApprox.Add(float64(v43))
 			entropy := in.Entropy[iN*421+iT]
-			v43 := float32(c42 * entropy)
+			v47 := float32(c46 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v43))
+			lossEntropy.Add(float64(v47))
 			diff := valueTarget - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v49 := b2f(absDiff < one)
-			v50 := float32(half * absDiff)
-			v51 := float32(v50 * absDiff)
-			v52 := absDiff - half
-			smoothL1 := sel(v49, v51, v52)
+			v53 := b2f(absDiff < one)
+			v54 := float32(half * absDiff)
+			v55 := float32(v54 * absDiff)
+			v56 := absDiff - half
+			smoothL1 := sel(v53, v55, v56)
 			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v63 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v63))
+			v67 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v67))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -217,35 +221,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc68 runtime.Mean // v68 = mean(essCol) over T
+	acc72 runtime.Mean // v72 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc68, b.acc68)
+	mergeMean(&a.acc72, b.acc72)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c57 := float32(1.1920929e-07)
+	c61 := float32(1.1920929e-07)
 	two := float32(2)
-	acc68 := runtime.Mean{}
+	acc72 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v58 := targetVar + c57
-		v59 := residVar / v58
-		explainedVariance := one - v59
+		v62 := targetVar + c61
+		v63 := residVar / v62
+		explainedVariance := one - v63
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v65 := float32(two * logSumW)
-		v66 := v65 - logSumW2
-		essCol := float32(math.Exp(float64(v66)))
-		acc68.Add(float64(essCol))
+		v69 := float32(two * logSumW)
+		v70 := v69 - logSumW2
+		essCol := float32(math.Exp(float64(v70)))
+		acc72.Add(float64(essCol))
 	}
-	st.acc68 = acc68
+	st.acc72 = acc72
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -264,14 +268,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc68.Result())
+	s.s4 = float32(st.acc72.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c69 := float32(64)
-	v68 := s.s4
-	ess := v68 / c69
+	c73 := float32(64)
+	v72 := s.s4
+	ess := v72 / c73
 	out.ESS = ess
 }
 
@@ -281,8 +285,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v63) over N [T=421]
-	s4        float32             // v68 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v67) over N [T=421]
+	s4        float32             // v72 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -301,16 +305,16 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v35) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v37) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v39) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v39) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v41) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v43) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v43) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v53) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v47) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v57) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v63) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v67) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -342,16 +346,16 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c13 := float32(0.9405)
 	c22 := float32(-0.22314355)
 	c23 := float32(0.18232156)
+	c28 := float32(1.2)
+	c32 := float32(0.8)
 	zero := float32(0)
-	c29 := float32(1.2)
-	c31 := float32(0.8)
-	c42 := float32(-0.01)
+	c46 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c71 := float32(3.7114016e-05)
+	c75 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c90 := float32(-3.7114015e-07)
-	c91 := float32(-3.7114016e-05)
+	c94 := float32(-3.7114015e-07)
+	c95 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -396,68 +400,78 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v24 := max(logWeight, c22)
 			logWeightClip := min(v24, c23)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v28 := b2f(gae >= zero)
-			v30 := min(ratio, c29)
-			v32 := max(ratio, c31)
-			v33 := sel(v28, v30, v32)
-			gain := float32(gae * v33)
-			v35 := -gain
-			lossObjective.Add(float64(v35))
-			v37 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v37))
-			v39 := sampleLogProb - logProb
-			klApprox.Add(float64(v39))
+			v27 := b2f(logWeight > c23)
+			v29 := min(ratio, c28)
+			v30 := sel(v27, v29, ratio)
+			v31 := b2f(logWeight < c22)
+			v33 := max(ratio, c32)
+			v34 := sel(v31, v33, ratio)
+			v36 := b2f(gae >= zero)
+			v37 := sel(v36, v30, v34)
+			gain := float32(gae * v37)
+			v39 := -gain
+			lossObjective.Add(float64(v39))
+			v41 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v41))
+			v43 := sampleLogProb - logProb
+			klApprox.Add(float64(v43))
 			entropy := in.Entropy[iN*421+iT]
-			v43 := float32(c42 * entropy)
+			v47 := float32(c46 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v43))
+			lossEntropy.Add(float64(v47))
 			diff := valueTarget - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v49 := b2f(absDiff < one)
-			v50 := float32(half * absDiff)
-			v51 := float32(v50 * absDiff)
-			v52 := absDiff - half
-			v53 := sel(v49, v51, v52)
-			lossCritic.Add(float64(v53))
+			v53 := b2f(absDiff < one)
+			v54 := float32(half * absDiff)
+			v55 := float32(v54 * absDiff)
+			v56 := absDiff - half
+			v57 := sel(v53, v55, v56)
+			lossCritic.Add(float64(v57))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v63 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v63))
-			v72 := sel(v49, zero, c71)
-			v73 := float32(c71 * absDiff)
-			v74 := sel(v49, v73, zero)
-			v75 := float32(c71 * v50)
-			v76 := sel(v49, v75, zero)
-			v77 := v72 + v76
-			v78 := float32(v74 * half)
-			v79 := v77 + v78
-			v80 := b2f(diff > zero)
-			v81 := b2f(diff < zero)
-			v83 := float32(diff * zero)
-			v84 := sel(v81, minusOne, v83)
-			v85 := sel(v80, one, v84)
-			v86 := b2f(v79 != zero)
-			v87 := float32(v79 * v85)
-			v88 := sel(v86, v87, v79)
-			gradStateValue := -v88
+			v67 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v67))
+			v76 := sel(v53, zero, c75)
+			v77 := float32(c75 * absDiff)
+			v78 := sel(v53, v77, zero)
+			v79 := float32(c75 * v54)
+			v80 := sel(v53, v79, zero)
+			v81 := v76 + v80
+			v82 := float32(v78 * half)
+			v83 := v81 + v82
+			v84 := b2f(diff > zero)
+			v85 := b2f(diff < zero)
+			v87 := float32(diff * zero)
+			v88 := sel(v85, minusOne, v87)
+			v89 := sel(v84, one, v88)
+			v90 := b2f(v83 != zero)
+			v91 := float32(v83 * v89)
+			v92 := sel(v90, v91, v83)
+			gradStateValue := -v92
 			grads.StateValue[iN*421+iT] = gradStateValue
-			v92 := float32(c91 * gae)
-			v93 := sel(v28, v92, zero)
-			v94 := sel(v28, zero, v92)
-			v95 := b2f(ratio >= c31)
-			v96 := b2f(ratio != ratio)
-			v97 := max(v95, v96)
-			v98 := sel(v97, v94, zero)
-			v99 := b2f(ratio <= c29)
-			v100 := max(v99, v96)
-			v101 := sel(v100, v93, zero)
-			v102 := v98 + v101
-			v103 := b2f(v102 != zero)
-			v104 := float32(v102 * ratio)
-			gradLogProb := sel(v103, v104, v102)
+			v96 := float32(c95 * gae)
+			v97 := sel(v36, v96, zero)
+			v98 := sel(v36, zero, v96)
+			v99 := sel(v31, v98, zero)
+			v100 := sel(v31, zero, v98)
+			v101 := b2f(ratio >= c32)
+			v102 := b2f(ratio != ratio)
+			v103 := max(v101, v102)
+			v104 := sel(v103, v99, zero)
+			v105 := v100 + v104
+			v106 := sel(v27, v97, zero)
+			v107 := sel(v27, zero, v97)
+			v108 := v105 + v107
+			v109 := b2f(ratio <= c28)
+			v110 := max(v109, v102)
+			v111 := sel(v110, v106, zero)
+			v112 := v108 + v111
+			v113 := b2f(v112 != zero)
+			v114 := float32(v112 * ratio)
+			gradLogProb := sel(v113, v114, v112)
 			grads.LogProb[iN*421+iT] = gradLogProb
-			grads.Entropy[iN*421+iT] = c90
+			grads.Entropy[iN*421+iT] = c94
 		}
 	}
 	st.lossObjective = lossObjective
@@ -522,35 +536,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc68 runtime.Mean // v68 = mean(essCol) over T
+	acc72 runtime.Mean // v72 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc68, b.acc68)
+	mergeMean(&a.acc72, b.acc72)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c57 := float32(1.1920929e-07)
+	c61 := float32(1.1920929e-07)
 	two := float32(2)
-	acc68 := runtime.Mean{}
+	acc72 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v58 := targetVar + c57
-		v59 := residVar / v58
-		explainedVariance := one - v59
+		v62 := targetVar + c61
+		v63 := residVar / v62
+		explainedVariance := one - v63
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v65 := float32(two * logSumW)
-		v66 := v65 - logSumW2
-		essCol := float32(math.Exp(float64(v66)))
-		acc68.Add(float64(essCol))
+		v69 := float32(two * logSumW)
+		v70 := v69 - logSumW2
+		essCol := float32(math.Exp(float64(v70)))
+		acc72.Add(float64(essCol))
 	}
-	st.acc68 = acc68
+	st.acc72 = acc72
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -569,14 +583,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc68.Result())
+	s.s4 = float32(st.acc72.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c69 := float32(64)
-	v68 := s.s4
-	ess := v68 / c69
+	c73 := float32(64)
+	v72 := s.s4
+	ess := v72 / c73
 	out.ESS = ess
 }
 

@@ -49,121 +49,133 @@ blocks_2:
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y5, Y6, Y7
+	VMOVUPS lgc3<>+0(SB), Y8
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y1, (SP)
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y5, Y1, Y1
-	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y1, Y3, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y1
+	VMULPS       Y1, Y1, Y4
 	VMOVUPS      lgc9<>+0(SB), Y9
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y10, Y4, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
+	VFMADD213PS  Y10, Y4, Y9
+	VFMADD213PS  Y1, Y4, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VCVTPS2DQ    Y3, Y1
 	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
+	VMULPS       Y3, Y9, Y9
 	VMULPS       Y1, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y1, Y2, Y1
-	VMOVUPS lgc16<>+0(SB), Y7
+	// v17 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y8, Y5, Y1
+	VMOVUPS lgc16<>+0(SB), Y3
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y3, 32(SP)
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMINPS Y9, Y3, Y3
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y3, Y3
-	VMOVUPS Y9, 64(SP)
+	// v20 = where(v17, v19, ratio)
+	VBLENDVPS Y1, Y3, Y9, Y1
 
-	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y1, Y7, Y3, Y1
+	// v21 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y6, Y5, Y3
+	VMOVUPS lgc17<>+0(SB), Y4
+
+	// v23 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y4, Y4
+
+	// v24 = where(v21, v23, ratio)
+	VBLENDVPS Y3, Y4, Y9, Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
+
+	// v25 = ge(v6, 0)
+	VCMPPS $0x1d, Y4, Y2, Y4
+
+	// ratioClipped = where(v25, v20, v24)
+	VBLENDVPS Y4, Y1, Y3, Y1
 
 	// gain = mul(v6, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v24 = neg(gain)
+	// v28 = neg(gain)
 	VXORPS lgc18<>+0(SB), Y1, Y1
 
-	// v25 = where(mask, v24, 0)
+	// v29 = where(mask, v28, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v25) over [B L]
+	// sum(v29) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y6, Y1
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y5, Y7, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Y1, Y0, Y1
-
-	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS 32(SP), Y1
-
-	// v33 = sub(v10, v8)
-	VSUBPS Y1, Y4, Y1
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y1, Y0, Y1
 
 	// sum(v34) over [B L]
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	VMOVUPS 64(SP), Y1
+	VMOVUPS 32(SP), Y2
+
+	// v37 = sub(v10, v8)
+	VSUBPS Y2, Y1, Y1
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Y1, Y0, Y1
+
+	// sum(v38) over [B L]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v38 = where(mask, entropy, 0)
+	// v42 = where(mask, entropy, 0)
 	VANDPS Y1, Y0, Y1
 
-	// v40 = mul(-0.001, v38)
+	// v44 = mul(-0.001, v42)
 	VMULPS lgc19<>+0(SB), Y1, Y2
 
-	// sum(v38) over [B L]
+	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 
-	// v43 = where(mask, v40, 0)
+	// v47 = where(mask, v44, 0)
 	VANDPS Y2, Y0, Y1
 
-	// sum(v43) over [B L]
+	// sum(v47) over [B L]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v48 = where(mask, logWeight, -Inf)
+	// v52 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y5, Y1, Y1
-	VMOVUPS   64(SP), Y2
 
-	// logsumexp(v48) over [B]
+	// logsumexp(v52) over [B]
 	MOVQ         CX, SI
-	VANDPS       Y2, Y0, Y0
+	VANDPS       Y9, Y0, Y0
 	VCMPPS       $0x15, lgc21<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc22<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -638,32 +650,32 @@ TEXT ·pass1AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v26, v27)
+	// lossObjective = div(v30, v31)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v31, v27)
+	// clipFraction = div(v35, v31)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v35, v27)
+	// klApprox = div(v39, v31)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v41, v27)
+	// entropy2 = div(v45, v31)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v44, v27)
+	// lossEntropy = div(v48, v31)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -704,15 +716,15 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v52 = mul(2, logSumW)
+	// v56 = mul(2, logSumW)
 	VMULPS  lgc26<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v53 = sub(v52, logSumW2)
+	// v57 = sub(v56, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v53)
+	// essCol = exp(v57)
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc5<>+0(SB), Y3
@@ -744,17 +756,17 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v56 = gt(v55, 0)
+	// v60 = gt(v59, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
-	// v57 = where(v56, essCol, 0)
+	// v61 = where(v60, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v57) over [L]
+	// sum(v61) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v56) over [L]
+	// sum(v60) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
@@ -850,16 +862,16 @@ TEXT ·pass3AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v60 = max(v59, 1)
+	// v64 = max(v63, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = div(v58, v60)
+	// v65 = div(v62, v64)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// ess = div(v61, 8)
+	// ess = div(v65, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -954,20 +966,20 @@ noflush_9:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $192-88
+TEXT ·fbPass1AVX2(SB), $256-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v64 = div(1, v27)
+	// v68 = div(1, v31)
 	VDIVPS Y0, Y1, Y0
 
-	// v66 = mul(v64, -0.001)
+	// v70 = mul(v68, -0.001)
 	VMULPS  lgc19<>+0(SB), Y0, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
@@ -1001,29 +1013,30 @@ blocks_11:
 	VMOVUPS (BX)(SI*4), Y5
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Y5, Y0, Y6
+	VANDPS Y5, Y0, Y5
 
 	// logWeight = sub(v8, v10)
-	VSUBPS  Y6, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y6
+	VSUBPS  Y5, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
+	VMAXPS  Y4, Y5, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 64(SP)
+	VMOVUPS Y6, 96(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
+	VMOVUPS      lgc5<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
@@ -1035,194 +1048,233 @@ blocks_11:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMULPS       Y1, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v17 = ge(v6, 0)
-	VCMPPS  $0x1d, Y1, Y3, Y1
-	VMOVUPS lgc16<>+0(SB), Y7
+	// v17 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y7, Y4, Y1
+	VMOVUPS lgc16<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y3, 96(SP)
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMINPS Y9, Y6, Y6
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y3, Y3
-	VMOVUPS Y9, 128(SP)
+	// v20 = where(v17, v19, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y6
 
-	// v22 = where(v17, v19, v21)
-	VBLENDVPS Y1, Y7, Y3, Y3
+	// v21 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y5
+	VMOVUPS lgc17<>+0(SB), Y7
 
-	// gain = mul(advantage, v22)
-	VMULPS Y3, Y2, Y2
+	// v23 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y1, 128(SP)
 
-	// v24 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	// v24 = where(v21, v23, ratio)
+	VBLENDVPS Y5, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v25 = where(mask, v24, 0)
-	VANDPS Y2, Y0, Y2
+	// v25 = ge(v6, 0)
+	VCMPPS  $0x1d, Y7, Y3, Y7
+	VMOVUPS Y5, 160(SP)
 
-	// sum(v25) over [B L]
+	// v26 = where(v25, v20, v24)
+	VBLENDVPS Y7, Y6, Y1, Y1
+
+	// gain = mul(advantage, v26)
+	VMULPS Y1, Y2, Y1
+
+	// v28 = neg(gain)
+	VXORPS lgc18<>+0(SB), Y1, Y1
+
+	// v29 = where(mask, v28, 0)
+	VANDPS Y1, Y0, Y1
+
+	// sum(v29) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y2, Y2
-	VMOVUPS Y2, 704(BX)
+	VADDPS  704(BX), Y1, Y1
+	VMOVUPS Y1, 704(BX)
+	VMOVUPS 96(SP), Y1
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y1, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v30 = where(mask, v29, 0)
-	VANDPS Y2, Y0, Y2
+	// v34 = where(mask, v33, 0)
+	VANDPS Y1, Y0, Y1
 
-	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y2, Y2
-	VMOVUPS Y2, 1024(BX)
+	// sum(v34) over [B L]
+	VADDPS  1024(BX), Y1, Y1
+	VMOVUPS Y1, 1024(BX)
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 	MOVQ    logProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v33 = sub(sampleLogProb, logProb)
-	VSUBPS Y2, Y5, Y2
+	// v37 = sub(sampleLogProb, logProb)
+	VSUBPS Y2, Y1, Y1
 
-	// v34 = where(mask, v33, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v34) over [B L]
-	VADDPS  1344(BX), Y2, Y2
-	VMOVUPS Y2, 1344(BX)
-	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-
-	// v38 = where(mask, entropy, 0)
-	VANDPS Y2, Y0, Y3
+	// v38 = where(mask, v37, 0)
+	VANDPS Y1, Y0, Y1
 
 	// sum(v38) over [B L]
-	VADDPS  1664(BX), Y3, Y3
-	VMOVUPS Y3, 1664(BX)
+	VADDPS  1344(BX), Y1, Y1
+	VMOVUPS Y1, 1344(BX)
+	MOVQ    entropy+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
-	// v42 = mul(-0.001, entropy)
-	VMULPS lgc19<>+0(SB), Y2, Y2
+	// v42 = where(mask, entropy, 0)
+	VANDPS Y1, Y0, Y2
 
-	// v43 = where(mask, v42, 0)
-	VANDPS Y2, Y0, Y2
+	// sum(v42) over [B L]
+	VADDPS  1664(BX), Y2, Y2
+	VMOVUPS Y2, 1664(BX)
 
-	// sum(v43) over [B L]
-	VADDPS  1984(BX), Y2, Y2
-	VMOVUPS Y2, 1984(BX)
-	VMOVUPS lgc20<>+0(SB), Y2
+	// v46 = mul(-0.001, entropy)
+	VMULPS lgc19<>+0(SB), Y1, Y1
 
-	// v48 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y4, Y2, Y2
-	VMOVUPS   Y1, 160(SP)
-	VMOVUPS   128(SP), Y1
+	// v47 = where(mask, v46, 0)
+	VANDPS Y1, Y0, Y1
 
-	// logsumexp(v48) over [B]
+	// sum(v47) over [B L]
+	VADDPS  1984(BX), Y1, Y1
+	VMOVUPS Y1, 1984(BX)
+	VMOVUPS lgc20<>+0(SB), Y1
+
+	// v52 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y4, Y1, Y1
+	VMOVUPS   Y7, 192(SP)
+	VMOVUPS   Y3, 224(SP)
+
+	// logsumexp(v52) over [B]
 	MOVQ         CX, DI
-	VANDPS       Y1, Y0, Y3
-	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y4
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y5
-	VANDPS       Y5, Y4, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y2, Y5
-	VORPS        Y5, Y4, Y4
-	VANDPS       4288(BX), Y4, Y4
-	VMOVUPS      Y4, 4288(BX)
-	VCVTPS2PD    X3, Y2
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2112(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 2112(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       5440(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 5440(BX)(DI*8)
-	VADDPD       2144(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 2144(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       5472(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 5472(BX)(DI*8)
-	VMOVUPS      64(SP), Y2
-
-	// sum(v3) over [B]
-	VCVTPS2PD    X2, Y3
+	VANDPS       Y9, Y0, Y2
+	VCMPPS       $0x15, lgc21<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       4288(BX), Y3, Y3
+	VMOVUPS      Y3, 4288(BX)
+	VCVTPS2PD    X2, Y1
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       7616(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 7616(BX)(DI*8)
-	VADDPD       7648(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 7648(BX)(DI*8)
-	VMOVUPS      (SP), Y2
+	VADDPD       2112(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 2112(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       5440(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 5440(BX)(DI*8)
+	VADDPD       2144(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 2144(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       5472(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 5472(BX)(DI*8)
+	VMOVUPS      64(SP), Y1
 
-	// v65 = where(mask, v64, 0)
-	VANDPS  Y2, Y0, Y2
-	VMOVUPS 32(SP), Y3
+	// sum(v3) over [B]
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       7616(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 7616(BX)(DI*8)
+	VADDPD       7648(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 7648(BX)(DI*8)
+	VMOVUPS      (SP), Y1
 
-	// gradEntropy = where(mask, v66, 0)
-	VANDPS Y3, Y0, Y3
+	// v69 = where(mask, v68, 0)
+	VANDPS  Y1, Y0, Y1
+	VMOVUPS 32(SP), Y2
 
-	// v68 = neg(v65)
-	VXORPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS 96(SP), Y4
+	// gradEntropy = where(mask, v70, 0)
+	VANDPS Y2, Y0, Y2
 
-	// v69 = mul(v68, v6)
-	VMULPS  Y4, Y2, Y2
+	// v72 = neg(v69)
+	VXORPS  lgc18<>+0(SB), Y1, Y1
+	VMOVUPS 224(SP), Y3
+
+	// v73 = mul(v72, v6)
+	VMULPS  Y3, Y1, Y1
+	VMOVUPS 192(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y3, Y4
+
+	// v74 = where(v25, v73, 0)
+	VANDPS Y1, Y4, Y3
+
+	// v75 = where(v25, 0, v73)
+	VANDNPS Y1, Y4, Y1
 	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v70 = where(v17, v69, 0)
-	VANDPS Y2, Y5, Y4
+	// v76 = where(v21, v75, 0)
+	VANDPS Y1, Y5, Y4
 
-	// v71 = where(v17, 0, v69)
-	VANDNPS Y2, Y5, Y2
+	// v77 = where(v21, 0, v75)
+	VANDNPS Y1, Y5, Y1
 	VMOVUPS lgc17<>+0(SB), Y5
 
-	// v72 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y1, Y5
+	// v78 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v73 = ne(ratio, ratio)
-	VCMPPS $0x04, Y1, Y1, Y6
+	// v79 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v74 = max(v72, v73)
+	// v80 = max(v78, v79)
 	VORPS Y5, Y6, Y5
 
-	// v75 = where(v74, v71, 0)
-	VANDPS  Y2, Y5, Y2
-	VMOVUPS lgc16<>+0(SB), Y5
-
-	// v76 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y5, Y1, Y5
-
-	// v77 = max(v76, v73)
-	VORPS Y5, Y6, Y5
-
-	// v78 = where(v77, v70, 0)
+	// v81 = where(v80, v76, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v79 = add(v75, v78)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	// v82 = add(v77, v81)
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 128(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v80 = ne(v79, 0)
-	VCMPPS $0x04, Y4, Y2, Y4
+	// v83 = where(v17, v74, 0)
+	VANDPS Y3, Y5, Y4
 
-	// v81 = mul(v79, ratio)
-	VMULPS Y1, Y2, Y1
+	// v84 = where(v17, 0, v74)
+	VANDNPS Y3, Y5, Y3
 
-	// v82 = where(v80, v81, v79)
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v85 = add(v82, v84)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS lgc16<>+0(SB), Y3
 
-	// gradLogProb = where(mask, v82, 0)
+	// v86 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y3, Y9, Y3
+
+	// v87 = max(v86, v79)
+	VORPS Y3, Y6, Y3
+
+	// v88 = where(v87, v83, 0)
+	VANDPS Y4, Y3, Y3
+
+	// v89 = add(v85, v88)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y3
+
+	// v90 = ne(v89, 0)
+	VCMPPS $0x04, Y3, Y1, Y3
+
+	// v91 = mul(v89, ratio)
+	VMULPS Y9, Y1, Y4
+
+	// v92 = where(v90, v91, v89)
+	VBLENDVPS Y3, Y4, Y1, Y1
+
+	// gradLogProb = where(mask, v92, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX
@@ -1389,32 +1441,32 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v26, v27)
+	// lossObjective = div(v30, v31)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v31, v27)
+	// clipFraction = div(v35, v31)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v35, v27)
+	// klApprox = div(v39, v31)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v40, v27)
+	// entropy2 = div(v44, v31)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v44, v27)
+	// lossEntropy = div(v48, v31)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -1455,15 +1507,15 @@ blocks_13:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v52 = mul(2, logSumW)
+	// v56 = mul(2, logSumW)
 	VMULPS  lgc26<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v53 = sub(v52, logSumW2)
+	// v57 = sub(v56, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v53)
+	// essCol = exp(v57)
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc5<>+0(SB), Y3
@@ -1495,17 +1547,17 @@ blocks_13:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v56 = gt(v55, 0)
+	// v60 = gt(v59, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
-	// v57 = where(v56, essCol, 0)
+	// v61 = where(v60, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v57) over [L]
+	// sum(v61) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v56) over [L]
+	// sum(v60) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_15
@@ -1591,16 +1643,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v60 = max(v59, 1)
+	// v64 = max(v63, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = div(v58, v60)
+	// v65 = div(v62, v64)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// ess = div(v61, 8)
+	// ess = div(v65, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -49,120 +49,132 @@ blocks_2:
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	VMAXPS  Y4, Y5, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Y5, Y6, Y5
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y2, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VMAXPS       Y4, Y6, Y6
-	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMAXPS       Y4, Y1, Y1
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VCVTPS2DQ    Y2, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPSLLD       $0x17, Y2, Y2
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y6, Y3, Y6
-	VMOVUPS lgc16<>+0(SB), Y7
+	// v17 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y7, Y4, Y1
+	VMOVUPS lgc16<>+0(SB), Y2
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y1, (SP)
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMINPS Y9, Y2, Y2
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y1, Y1
-	VMOVUPS Y9, 32(SP)
+	// v20 = where(v17, v19, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y1
 
-	// ratioClipped = where(v17, v19, v21)
-	VBLENDVPS Y6, Y7, Y1, Y1
+	// v21 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y2
+	VMOVUPS lgc17<>+0(SB), Y5
+
+	// v23 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y5, Y5
+
+	// v24 = where(v21, v23, ratio)
+	VBLENDVPS Y2, Y5, Y9, Y2
+	VMOVUPS   lgc0<>+0(SB), Y5
+
+	// v25 = ge(v10, 0)
+	VCMPPS $0x1d, Y5, Y3, Y5
+
+	// ratioClipped = where(v25, v20, v24)
+	VBLENDVPS Y5, Y1, Y2, Y1
 
 	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v24 = neg(gain)
+	// v28 = neg(gain)
 	VXORPS lgc18<>+0(SB), Y1, Y1
 
-	// v25 = where(mask, v24, 0)
+	// v29 = where(mask, v28, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v25) over [B L]
+	// sum(v29) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y1
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Y1, Y0, Y1
-
-	// sum(v30) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS (SP), Y1
-
-	// v33 = sub(v8, v6)
-	VSUBPS Y1, Y2, Y1
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y1, Y0, Y1
 
 	// sum(v34) over [B L]
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	VMOVUPS 32(SP), Y1
+	VMOVUPS (SP), Y2
+
+	// v37 = sub(v8, v6)
+	VSUBPS Y2, Y1, Y1
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Y1, Y0, Y1
+
+	// sum(v38) over [B L]
 	VADDPS  1216(BX), Y1, Y2
 	VMOVUPS Y2, 1216(BX)
 	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v38 = where(mask, entropy, 0)
+	// v42 = where(mask, entropy, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v38) over [B L]
+	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y2, Y3
 	VMOVUPS Y3, 1536(BX)
 
-	// v42 = mul(-0.01, v38)
+	// v46 = mul(-0.01, v42)
 	VMULPS lgc19<>+0(SB), Y2, Y2
 
-	// v43 = where(mask, v42, 0)
+	// v47 = where(mask, v46, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v43) over [B L]
+	// sum(v47) over [B L]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
 	VMOVUPS lgc20<>+0(SB), Y2
 
-	// v47 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y4, Y2, Y2
 	VMOVUPS   Y1, 64(SP)
-	VMOVUPS   32(SP), Y1
 
-	// logsumexp(v47) over [B L]
-	VANDPS  Y1, Y0, Y1
+	// logsumexp(v51) over [B L]
+	VANDPS  Y9, Y0, Y1
 	VCMPPS  $0x15, lgc21<>+0(SB), Y2, Y3
 	VCMPPS  $0x1a, lgc22<>+0(SB), Y2, Y4
 	VANDPS  Y4, Y3, Y3
@@ -177,7 +189,7 @@ blocks_2:
 	VMOVUPS Y1, 2624(BX)
 	VMOVUPS 64(SP), Y1
 
-	// k3 = expm1_minus_x(v34)
+	// k3 = expm1_minus_x(v38)
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y2
 	VMOVUPS      lgc5<>+0(SB), Y3
@@ -212,10 +224,10 @@ blocks_2:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y1
 	VBLENDVPS    Y1, Y2, Y6, Y6
 
-	// v59 = where(mask, k3, 0)
+	// v63 = where(mask, k3, 0)
 	VANDPS Y6, Y0, Y0
 
-	// sum(v59) over [B L]
+	// sum(v63) over [B L]
 	VADDPS       2944(BX), Y0, Y0
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
@@ -740,47 +752,47 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v26, v27)
+	// lossObjective = div(v30, v31)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v31, v27)
+	// clipFraction = div(v35, v31)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v35, v27)
+	// klApprox = div(v39, v31)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v39, v27)
+	// entropy2 = div(v43, v31)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v44, v27)
+	// lossEntropy = div(v48, v31)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v50 = mul(2, v49)
+	// v54 = mul(2, v53)
 	VMULPS       lgc26<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v53 = sub(v50, v52)
+	// v57 = sub(v54, v56)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v54 = exp(v53)
+	// v58 = exp(v57)
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y7, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -810,18 +822,18 @@ TEXT ·pass1AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v55 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v56 = div(v54, v27)
+	// v60 = div(v58, v31)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v55, v56, 0)
+	// ess = where(v59, v60, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v60, v27)
+	// klToInference = div(v64, v31)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
@@ -959,24 +971,24 @@ noflush_6:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $224-88
+TEXT ·fbPass1AVX2(SB), $320-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y2
 
-	// v65 = div(0.01, v27)
+	// v69 = div(0.01, v31)
 	VDIVPS Y0, Y2, Y2
 
-	// v72 = div(1, v27)
+	// v76 = div(1, v31)
 	VDIVPS Y0, Y1, Y0
 
-	// v74 = mul(v72, -0.01)
+	// v78 = mul(v76, -0.01)
 	VMULPS  lgc19<>+0(SB), Y0, Y1
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1002,278 +1014,320 @@ blocks_8:
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y0, Y3
+	VANDPS  Y2, Y0, Y2
 	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y4, Y0, Y5
+	VANDPS Y3, Y0, Y4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y3, Y1, Y1
-	VMOVUPS lgc2<>+0(SB), Y3
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc2<>+0(SB), Y2
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y3, Y3
+	VMAXPS  Y1, Y2, Y5
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Y3, Y6, Y3
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y5, 96(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VMAXPS       Y1, Y6, Y6
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VMAXPS       Y1, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc6<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y5
+	VMULPS       Y5, Y5, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
+	VCVTPS2DQ    Y7, Y5
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
+	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y6, Y6
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMULPS       Y5, Y9, Y9
 
-	// v17 = ge(v10, 0)
-	VCMPPS  $0x1d, Y6, Y5, Y6
-	VMOVUPS lgc16<>+0(SB), Y7
+	// v17 = gt(logWeight, 0.24686007)
+	VCMPPS  $0x1e, Y6, Y1, Y5
+	VMOVUPS lgc16<>+0(SB), Y6
 
 	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y5, 96(SP)
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMINPS Y9, Y6, Y6
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y5, Y5
-	VMOVUPS Y9, 128(SP)
+	// v20 = where(v17, v19, ratio)
+	VBLENDVPS Y5, Y6, Y9, Y6
 
-	// v22 = where(v17, v19, v21)
-	VBLENDVPS Y6, Y7, Y5, Y5
+	// v21 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y2, Y1, Y2
+	VMOVUPS lgc17<>+0(SB), Y7
 
-	// gain = mul(advantage, v22)
-	VMULPS Y5, Y4, Y4
+	// v23 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y5, 128(SP)
 
-	// v24 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	// v24 = where(v21, v23, ratio)
+	VBLENDVPS Y2, Y7, Y9, Y5
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v25 = where(mask, v24, 0)
-	VANDPS Y4, Y0, Y4
+	// v25 = ge(v10, 0)
+	VCMPPS  $0x1d, Y7, Y4, Y7
+	VMOVUPS Y2, 160(SP)
 
-	// sum(v25) over [B L]
+	// v26 = where(v25, v20, v24)
+	VBLENDVPS Y7, Y6, Y5, Y2
+
+	// gain = mul(advantage, v26)
+	VMULPS Y2, Y3, Y2
+
+	// v28 = neg(gain)
+	VXORPS lgc18<>+0(SB), Y2, Y2
+
+	// v29 = where(mask, v28, 0)
+	VANDPS Y2, Y0, Y2
+
+	// sum(v29) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y4, Y4
-	VMOVUPS Y4, 704(BX)
+	VADDPS  704(BX), Y2, Y2
+	VMOVUPS Y2, 704(BX)
+	VMOVUPS 96(SP), Y2
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Y3, Y0, Y3
-
-	// sum(v30) over [B L]
-	VADDPS  1024(BX), Y3, Y3
-	VMOVUPS Y3, 1024(BX)
-	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
-
-	// v33 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y2, Y2
+	// v33 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y1, Y2, Y2
+	VANDPS lgc1<>+0(SB), Y2, Y2
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Y2, Y0, Y2
 
 	// sum(v34) over [B L]
+	VADDPS  1024(BX), Y2, Y2
+	VMOVUPS Y2, 1024(BX)
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
+	MOVQ    logProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v37 = sub(sampleLogProb, logProb)
+	VSUBPS Y3, Y2, Y2
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Y2, Y0, Y2
+
+	// sum(v38) over [B L]
 	VADDPS  1344(BX), Y2, Y3
 	VMOVUPS Y3, 1344(BX)
 	MOVQ    entropy+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v38 = where(mask, entropy, 0)
-	VANDPS Y3, Y0, Y4
+	// v42 = where(mask, entropy, 0)
+	VANDPS Y3, Y0, Y5
 
-	// sum(v38) over [B L]
-	VADDPS  1664(BX), Y4, Y4
-	VMOVUPS Y4, 1664(BX)
+	// sum(v42) over [B L]
+	VADDPS  1664(BX), Y5, Y5
+	VMOVUPS Y5, 1664(BX)
 
-	// v42 = mul(-0.01, entropy)
+	// v46 = mul(-0.01, entropy)
 	VMULPS lgc19<>+0(SB), Y3, Y3
 
-	// v43 = where(mask, v42, 0)
+	// v47 = where(mask, v46, 0)
 	VANDPS Y3, Y0, Y3
 
-	// sum(v43) over [B L]
+	// sum(v47) over [B L]
 	VADDPS  1984(BX), Y3, Y3
 	VMOVUPS Y3, 1984(BX)
 	VMOVUPS lgc20<>+0(SB), Y3
 
-	// v47 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y1, Y3, Y1
-	VMOVUPS   Y6, 160(SP)
-	VMOVUPS   Y2, 192(SP)
-	VMOVUPS   128(SP), Y2
+	VMOVUPS   Y7, 192(SP)
+	VMOVUPS   Y4, 224(SP)
+	VMOVUPS   Y2, 256(SP)
 
-	// logsumexp(v47) over [B L]
-	VANDPS  Y2, Y0, Y3
-	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y4
-	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y5
-	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc20<>+0(SB), Y1, Y5
-	VORPS   Y5, Y4, Y4
-	VANDPS  2304(BX), Y4, Y4
-	VMOVUPS Y4, 2304(BX)
-	VADDPS  2432(BX), Y3, Y1
+	// logsumexp(v51) over [B L]
+	VANDPS  Y9, Y0, Y2
+	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y3
+	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x00, lgc20<>+0(SB), Y1, Y4
+	VORPS   Y4, Y3, Y3
+	VANDPS  2304(BX), Y3, Y3
+	VMOVUPS Y3, 2304(BX)
+	VADDPS  2432(BX), Y2, Y1
 	VMOVUPS Y1, 2432(BX)
-	VMULPS  Y3, Y3, Y1
+	VMULPS  Y2, Y2, Y1
 	VADDPS  2752(BX), Y1, Y1
 	VMOVUPS Y1, 2752(BX)
-	VMOVUPS 192(SP), Y1
+	VMOVUPS 256(SP), Y1
 
-	// k3 = expm1_minus_x(v34)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMAXPS       Y1, Y3, Y3
-	VMOVUPS      lgc5<>+0(SB), Y4
-	VMINPS       Y3, Y4, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y5
-	VMULPS       Y5, Y5, Y6
-	VMOVUPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VMOVUPS      lgc11<>+0(SB), Y3
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y3
-	VFMADD213PS  Y3, Y6, Y7
-	VMOVUPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y3
-	VFMADD213PS  Y3, Y6, Y7
-	VMULPS       Y6, Y7, Y3
-	VFMADD213PS  Y5, Y6, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y5
-	VPADDD       lgc15<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
+	// k3 = expm1_minus_x(v38)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMAXPS       Y1, Y2, Y2
+	VMOVUPS      lgc5<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMOVUPS      lgc11<>+0(SB), Y2
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VSUBPS       lgc1<>+0(SB), Y7, Y7
-	VSUBPS       Y1, Y7, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y4, Y4
-	VBLENDVPS    Y4, Y3, Y7, Y7
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc1<>+0(SB), Y6, Y6
+	VSUBPS       Y1, Y6, Y6
+	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v59 = where(mask, k3, 0)
-	VANDPS Y7, Y0, Y3
+	// v63 = where(mask, k3, 0)
+	VANDPS Y6, Y0, Y2
 
-	// sum(v59) over [B L]
-	VADDPS  3072(BX), Y3, Y3
-	VMOVUPS Y3, 3072(BX)
-	VMOVUPS lgc28<>+0(SB), Y3
+	// sum(v63) over [B L]
+	VADDPS  3072(BX), Y2, Y2
+	VMOVUPS Y2, 3072(BX)
+	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v67 = lt(v34, -40)
-	VCMPPS $0x11, Y3, Y1, Y3
+	// v71 = lt(v38, -40)
+	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v69 = add(k3, v34)
-	VADDPS  Y1, Y7, Y1
-	VMOVUPS lgc29<>+0(SB), Y4
+	// v73 = add(k3, v38)
+	VADDPS  Y1, Y6, Y1
+	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v70 = where(v67, -1, v69)
-	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   (SP), Y3
+	// v74 = where(v71, -1, v73)
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VMOVUPS   (SP), Y2
 
-	// v71 = mul(v65, v70)
-	VMULPS  Y1, Y3, Y1
-	VMOVUPS 32(SP), Y3
+	// v75 = mul(v69, v74)
+	VMULPS  Y1, Y2, Y1
+	VMOVUPS 32(SP), Y2
 
-	// v73 = where(mask, v72, 0)
-	VANDPS  Y3, Y0, Y3
-	VMOVUPS 64(SP), Y4
+	// v77 = where(mask, v76, 0)
+	VANDPS  Y2, Y0, Y2
+	VMOVUPS 64(SP), Y3
 
-	// gradEntropy = where(mask, v74, 0)
-	VANDPS Y4, Y0, Y4
+	// gradEntropy = where(mask, v78, 0)
+	VANDPS Y3, Y0, Y3
 
-	// v76 = neg(v73)
-	VXORPS  lgc18<>+0(SB), Y3, Y3
-	VMOVUPS 96(SP), Y5
+	// v80 = neg(v77)
+	VXORPS  lgc18<>+0(SB), Y2, Y2
+	VMOVUPS 224(SP), Y4
 
-	// v77 = mul(v76, v10)
-	VMULPS  Y5, Y3, Y3
+	// v81 = mul(v80, v10)
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 192(SP), Y4
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
+
+	// v82 = where(v25, v81, 0)
+	VANDPS Y2, Y5, Y4
+
+	// v83 = where(v25, 0, v81)
+	VANDNPS Y2, Y5, Y2
 	VMOVUPS 160(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v78 = where(v17, v77, 0)
-	VANDPS Y3, Y6, Y5
+	// v84 = where(v21, v83, 0)
+	VANDPS Y2, Y6, Y5
 
-	// v79 = where(v17, 0, v77)
-	VANDNPS Y3, Y6, Y3
+	// v85 = where(v21, 0, v83)
+	VANDNPS Y2, Y6, Y2
 	VMOVUPS lgc17<>+0(SB), Y6
 
-	// v80 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y2, Y6
+	// v86 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y6, Y9, Y6
 
-	// v81 = ne(ratio, ratio)
-	VCMPPS $0x04, Y2, Y2, Y7
+	// v87 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y7
 
-	// v82 = max(v80, v81)
-	VORPS Y6, Y7, Y6
+	// v88 = max(v86, v87)
+	VORPS   Y6, Y7, Y6
+	VMOVUPS Y3, 288(SP)
 
-	// v83 = where(v82, v79, 0)
-	VANDPS  Y3, Y6, Y3
-	VMOVUPS lgc16<>+0(SB), Y6
+	// v89 = where(v88, v84, 0)
+	VANDPS Y5, Y6, Y3
 
-	// v84 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y6, Y2, Y6
-
-	// v85 = max(v84, v81)
-	VORPS Y6, Y7, Y6
-
-	// v86 = where(v85, v78, 0)
-	VANDPS Y5, Y6, Y5
-
-	// v87 = add(v83, v86)
-	VADDPS  Y5, Y3, Y3
+	// v90 = add(v85, v89)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 128(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v88 = ne(v87, 0)
-	VCMPPS $0x04, Y5, Y3, Y5
+	// v91 = where(v17, v82, 0)
+	VANDPS Y4, Y5, Y3
 
-	// v89 = mul(v87, ratio)
-	VMULPS Y2, Y3, Y2
+	// v92 = where(v17, 0, v82)
+	VANDNPS Y4, Y5, Y4
 
-	// v90 = where(v88, v89, v87)
-	VBLENDVPS Y5, Y2, Y3, Y2
+	// v93 = add(v90, v92)
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS lgc16<>+0(SB), Y4
 
-	// v91 = neg(v71)
+	// v94 = le(ratio, 1.2799999924290435)
+	VCMPPS $0x12, Y4, Y9, Y4
+
+	// v95 = max(v94, v87)
+	VORPS Y4, Y7, Y4
+
+	// v96 = where(v95, v91, 0)
+	VANDPS Y3, Y4, Y3
+
+	// v97 = add(v93, v96)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
+
+	// v98 = ne(v97, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
+
+	// v99 = mul(v97, ratio)
+	VMULPS Y9, Y2, Y4
+
+	// v100 = where(v98, v99, v97)
+	VBLENDVPS Y3, Y4, Y2, Y2
+
+	// v101 = neg(v75)
 	VXORPS lgc18<>+0(SB), Y1, Y1
 
-	// v92 = add(v91, v90)
+	// v102 = add(v101, v100)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v92, 0)
-	VANDPS Y1, Y0, Y0
+	// gradLogProb = where(mask, v102, 0)
+	VANDPS  Y1, Y0, Y0
+	VMOVUPS 288(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y4, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX
@@ -1538,47 +1592,47 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v27 = max(numValid, 1)
+	// v31 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v26, v27)
+	// lossObjective = div(v30, v31)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v31, v27)
+	// clipFraction = div(v35, v31)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v35, v27)
+	// klApprox = div(v39, v31)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v39, v27)
+	// entropy2 = div(v43, v31)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v44, v27)
+	// lossEntropy = div(v48, v31)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v50 = mul(2, v49)
+	// v54 = mul(2, v53)
 	VMULPS       lgc26<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v53 = sub(v50, v52)
+	// v57 = sub(v54, v56)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v54 = exp(v53)
+	// v58 = exp(v57)
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y7, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -1608,18 +1662,18 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v55 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v56 = div(v54, v27)
+	// v60 = div(v58, v31)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v55, v56, 0)
+	// ess = where(v59, v60, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v60, v27)
+	// klToInference = div(v64, v31)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)

@@ -23,23 +23,23 @@ type avxState struct {
 	r4_p   []float32
 	r18_s  []float64
 	r18_p  []float32
-	r33_s  []float64
-	r33_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r43_s  []float64
-	r43_p  []float32
+	r37_s  []float64
+	r37_p  []float32
+	r42_s  []float64
+	r42_p  []float32
 	r47_s  []float64
 	r47_p  []float32
-	r52_s  []float64
-	r52_p  []float32
-	r57_s  []float64
-	r57_ok []float32
-	r57_p  []float32
-	r60_s  []float64
-	r60_p  []float32
-	r72_s  []float64
-	r72_p  []float32
+	r51_s  []float64
+	r51_p  []float32
+	r56_s  []float64
+	r56_p  []float32
+	r61_s  []float64
+	r61_ok []float32
+	r61_p  []float32
+	r64_s  []float64
+	r64_p  []float32
+	r76_s  []float64
+	r76_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -50,23 +50,23 @@ var avxPool = sync.Pool{New: func() any {
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r18_s = st.buf[48:64]
 	st.r18_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r33_s = st.buf[88:104]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r38_s = st.buf[128:144]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r43_s = st.buf[168:184]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r47_s = st.buf[208:224]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r52_s = st.buf[248:264]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r57_s = st.buf[288:304]
-	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r60_s = st.buf[344:360]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r72_s = st.buf[384:400]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r37_s = st.buf[88:104]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r42_s = st.buf[128:144]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r47_s = st.buf[168:184]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r51_s = st.buf[208:224]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r56_s = st.buf[248:264]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r61_s = st.buf[288:304]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r64_s = st.buf[344:360]
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r76_s = st.buf[384:400]
+	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -86,23 +86,23 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r18_s, 0)
 		runtime.Fill(st.r18_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r43_s, 0)
-		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r37_s, 0)
+		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r57_s, 0)
-		runtime.SetMask(st.r57_ok)
-		runtime.Fill(st.r57_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r72_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
 	}
@@ -122,19 +122,19 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r18_s, sts[c].r18_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
-			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r57_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -143,21 +143,21 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.NumValid = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r18_s, 8)
 	out.NumKept = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	runtime.FinishSum(st.res[:1], st.r37_s, 8)
 	s.s0 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r43_s, 8)
-	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r47_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r51_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r52_s, 8)
+	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r72_s, 8)
+	runtime.FinishSum(st.res[:1], st.r76_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -177,23 +177,23 @@ type fbAvxState struct {
 	p0_ok  []float32
 	r4_s   []float64
 	r4_p   []float32
-	r33_s  []float64
-	r33_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r43_s  []float64
-	r43_p  []float32
+	r37_s  []float64
+	r37_p  []float32
+	r42_s  []float64
+	r42_p  []float32
 	r47_s  []float64
 	r47_p  []float32
-	r52_s  []float64
-	r52_p  []float32
-	r57_s  []float64
-	r57_ok []float32
-	r57_p  []float32
-	r60_s  []float64
-	r60_p  []float32
-	r72_s  []float64
-	r72_p  []float32
+	r51_s  []float64
+	r51_p  []float32
+	r56_s  []float64
+	r56_p  []float32
+	r61_s  []float64
+	r61_ok []float32
+	r61_p  []float32
+	r64_s  []float64
+	r64_p  []float32
+	r76_s  []float64
+	r76_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -205,23 +205,23 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
 	st.r4_s = st.buf[64:80]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
-	st.r33_s = st.buf[104:120]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
-	st.r38_s = st.buf[144:160]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
-	st.r43_s = st.buf[184:200]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r47_s = st.buf[224:240]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r52_s = st.buf[264:280]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r57_s = st.buf[304:320]
-	st.r57_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r60_s = st.buf[360:376]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r72_s = st.buf[400:416]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r37_s = st.buf[104:120]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
+	st.r42_s = st.buf[144:160]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
+	st.r47_s = st.buf[184:200]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r51_s = st.buf[224:240]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r56_s = st.buf[264:280]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r61_s = st.buf[304:320]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r64_s = st.buf[360:376]
+	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r76_s = st.buf[400:416]
+	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -283,23 +283,23 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r43_s, 0)
-		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r37_s, 0)
+		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r57_s, 0)
-		runtime.SetMask(st.r57_ok)
-		runtime.Fill(st.r57_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r72_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r64_s, 0)
+		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -318,40 +318,40 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
-			runtime.MergeMask(sts[0].r57_ok, sts[c].r57_ok)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
+			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r57_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	runtime.FinishSum(st.res[:1], st.r37_s, 8)
 	s.s0 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r43_s, 8)
-	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r47_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r51_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r52_s, 8)
+	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r72_s, 8)
+	runtime.FinishSum(st.res[:1], st.r76_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $96-72
+TEXT ·pass0AVX2(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -59,30 +59,31 @@ blocks_2:
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// kept = where(mask, v16, 0)
-	VANDPS Y5, Y0, Y5
+	VANDPS Y5, Y0, Y0
 
 	// sum(kept) over [B L]
-	VADDPS  576(BX), Y5, Y6
-	VMOVUPS Y6, 576(BX)
-	VMOVUPS lgc4<>+0(SB), Y6
+	VADDPS  576(BX), Y0, Y5
+	VMOVUPS Y5, 576(BX)
+	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
+	VMAXPS  Y4, Y5, Y6
 	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, (SP)
+	VMOVUPS Y2, 32(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
+	VMOVUPS      lgc7<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc11<>+0(SB), Y9
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
@@ -94,96 +95,108 @@ blocks_2:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VCVTPS2DQ    Y2, Y1
 	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
+	VMULPS       Y2, Y9, Y9
 	VMULPS       Y1, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y1, Y3, Y1
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v24 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y7, Y4, Y1
+	VMOVUPS lgc17<>+0(SB), Y2
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y2, 32(SP)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMINPS Y9, Y2, Y2
 
-	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y2, Y2
-	VMOVUPS Y9, 64(SP)
+	// v27 = where(v24, v26, ratio)
+	VBLENDVPS Y1, Y2, Y9, Y1
 
-	// ratioClipped = where(v24, v26, v28)
-	VBLENDVPS Y1, Y7, Y2, Y1
+	// v28 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y2
+	VMOVUPS lgc18<>+0(SB), Y5
+
+	// v30 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y5, Y5
+
+	// v31 = where(v28, v30, ratio)
+	VBLENDVPS Y2, Y5, Y9, Y2
+	VMOVUPS   lgc0<>+0(SB), Y5
+
+	// v32 = ge(v10, 0)
+	VCMPPS $0x1d, Y5, Y3, Y5
+
+	// ratioClipped = where(v32, v27, v31)
+	VBLENDVPS Y5, Y1, Y2, Y1
 
 	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v31 = neg(gain)
+	// v35 = neg(gain)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y5, Y2
+	VCMPPS  $0x04, Y2, Y0, Y2
 
-	// v32 = where(kept, v31, 0)
-	VANDPS Y1, Y2, Y1
+	// v36 = where(kept, v35, 0)
+	VANDPS Y1, Y2, Y0
 
-	// sum(v32) over [B L]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
+	// sum(v36) over [B L]
+	VADDPS  896(BX), Y0, Y0
+	VMOVUPS Y0, 896(BX)
 
-	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	// v40 = ne(logWeightClip, logWeight)
+	VCMPPS    $0x04, Y4, Y6, Y0
+	VANDPS    lgc1<>+0(SB), Y0, Y0
+	MOVQ      mask+8(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
 
-	// v37 = where(mask, v36, 0)
-	VANDPS Y1, Y0, Y1
+	// v41 = where(mask, v40, 0)
+	VANDPS Y0, Y1, Y0
 
-	// sum(v37) over [B L]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 32(SP), Y1
+	// sum(v41) over [B L]
+	VADDPS  1216(BX), Y0, Y0
+	VMOVUPS Y0, 1216(BX)
+	VMOVUPS 32(SP), Y0
 	VMOVUPS (SP), Y3
 
-	// v41 = sub(v8, v6)
-	VSUBPS Y3, Y1, Y1
+	// v45 = sub(v8, v6)
+	VSUBPS Y3, Y0, Y0
 
-	// v42 = where(mask, v41, 0)
-	VANDPS Y1, Y0, Y1
-
-	// sum(v42) over [B L]
-	VADDPS  1536(BX), Y1, Y1
-	VMOVUPS Y1, 1536(BX)
-	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
-
-	// v46 = where(mask, entropy, 0)
-	VANDPS Y1, Y0, Y0
+	// v46 = where(mask, v45, 0)
+	VANDPS Y0, Y1, Y0
 
 	// sum(v46) over [B L]
+	VADDPS  1536(BX), Y0, Y0
+	VMOVUPS Y0, 1536(BX)
+	MOVQ    entropy+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
+
+	// v50 = where(mask, entropy, 0)
+	VANDPS Y0, Y1, Y0
+
+	// sum(v50) over [B L]
 	VADDPS  1856(BX), Y0, Y1
 	VMOVUPS Y1, 1856(BX)
 
-	// v50 = mul(-0.01, v46)
+	// v54 = mul(-0.01, v50)
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
-	// v51 = where(kept, v50, 0)
+	// v55 = where(kept, v54, 0)
 	VANDPS Y0, Y2, Y0
 
-	// sum(v51) over [B L]
+	// sum(v55) over [B L]
 	VADDPS  2176(BX), Y0, Y0
 	VMOVUPS Y0, 2176(BX)
 	VMOVUPS lgc21<>+0(SB), Y0
 
-	// v55 = where(kept, logWeight, -Inf)
+	// v59 = where(kept, logWeight, -Inf)
 	VBLENDVPS Y2, Y4, Y0, Y0
-	VMOVUPS   64(SP), Y1
 
-	// logsumexp(v55) over [B L]
-	VANDPS    Y1, Y2, Y1
+	// logsumexp(v59) over [B L]
+	VANDPS    Y9, Y2, Y1
 	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y3
 	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y4
 	VANDPS    Y4, Y3, Y3
@@ -202,17 +215,17 @@ blocks_2:
 	MOVQ      refLogProb+56(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 
-	// v67 = where(mask, refLogProb, 0)
+	// v71 = where(mask, refLogProb, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// v68 = sub(v67, v6)
+	// v72 = sub(v71, v6)
 	VSUBPS Y1, Y0, Y0
 
-	// v69 = where(kept, v68, 0)
+	// v73 = where(kept, v72, 0)
 	VANDPS Y0, Y2, Y0
 
-	// k3 = expm1_minus_x(v69)
+	// k3 = expm1_minus_x(v73)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y3
@@ -247,10 +260,10 @@ blocks_2:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y1, Y6, Y6
 
-	// v71 = where(kept, k3, 0)
+	// v75 = where(kept, k3, 0)
 	VANDPS Y6, Y2, Y0
 
-	// sum(v71) over [B L]
+	// sum(v75) over [B L]
 	VADDPS       3264(BX), Y0, Y0
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
@@ -811,52 +824,52 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v34 = max(numKept, 1)
+	// v38 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// lossObjective = div(v33, v34)
+	// lossObjective = div(v37, v38)
 	VDIVPS       Y2, Y3, Y3
 	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = max(numValid, 1)
+	// v43 = max(numValid, 1)
 	VMAXPS       Y4, Y1, Y1
 	MOVQ         s1+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// clipFraction = div(v38, v39)
+	// clipFraction = div(v42, v43)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s2+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klApprox = div(v43, v39)
+	// klApprox = div(v47, v43)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// entropy2 = div(v47, v39)
+	// entropy2 = div(v51, v43)
 	VDIVPS       Y1, Y6, Y1
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v52, v34)
+	// lossEntropy = div(v56, v38)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v58 = mul(2, v57)
+	// v62 = mul(2, v61)
 	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v61 = sub(v58, v60)
+	// v65 = sub(v62, v64)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v62 = exp(v61)
+	// v66 = exp(v65)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y7, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y6
@@ -886,18 +899,18 @@ TEXT ·pass1AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v63 = gt(numKept, 0)
+	// v67 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
-	// v64 = div(v62, v34)
+	// v68 = div(v66, v38)
 	VDIVPS Y2, Y8, Y1
 
-	// ess = where(v63, v64, 0)
+	// ess = where(v67, v68, 0)
 	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v72, v34)
+	// klToRef = div(v76, v38)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
@@ -1058,21 +1071,21 @@ noflush_6:
 
 // func fbPass1AVX2(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $192-96
+TEXT ·fbPass1AVX2(SB), $288-96
 	// values every block reads alike, computed once
 	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v34 = max(numKept, 1)
+	// v38 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v77 = div(0.04, v34)
+	// v81 = div(0.04, v38)
 	VDIVPS Y0, Y2, Y2
 
-	// v86 = div(1, v34)
+	// v90 = div(1, v38)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1128,11 +1141,11 @@ blocks_8:
 	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v17 = where(mask, v16, 0)
-	VANDPS  Y4, Y0, Y4
-	VMOVUPS lgc4<>+0(SB), Y5
+	VANDPS  Y4, Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y4
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y5, Y5
+	VMAXPS  Y2, Y4, Y5
 	VMOVUPS lgc5<>+0(SB), Y6
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
@@ -1142,116 +1155,131 @@ blocks_8:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y2, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc11<>+0(SB), Y8
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
-	VMOVUPS      lgc13<>+0(SB), Y9
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y9
-	VFMADD213PS  Y9, Y7, Y8
-	VFMADD213PS  Y1, Y7, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc11<>+0(SB), Y9
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMOVUPS      lgc15<>+0(SB), Y10
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
+	VADDPS       lgc1<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VMOVUPS      lgc0<>+0(SB), Y1
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y1, Y9, Y9
 
-	// v24 = ge(v10, 0)
-	VCMPPS  $0x1d, Y1, Y3, Y1
+	// v24 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y2, Y1
 	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y6, Y6
+	VMINPS Y9, Y6, Y6
+
+	// v27 = where(v24, v26, ratio)
+	VBLENDVPS Y1, Y6, Y9, Y6
+
+	// v28 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y2, Y4
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v28 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS Y8, 96(SP)
+	// v30 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y7, Y7
+	VMOVUPS Y1, 96(SP)
 
-	// v29 = where(v24, v26, v28)
-	VBLENDVPS Y1, Y6, Y7, Y6
+	// v31 = where(v28, v30, ratio)
+	VBLENDVPS Y4, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// gain = mul(v10, v29)
-	VMULPS Y6, Y3, Y6
+	// v32 = ge(v10, 0)
+	VCMPPS  $0x1d, Y7, Y3, Y7
+	VMOVUPS Y4, 128(SP)
 
-	// v31 = neg(gain)
-	VXORPS  lgc19<>+0(SB), Y6, Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y4, Y7
+	// v33 = where(v32, v27, v31)
+	VBLENDVPS Y7, Y6, Y1, Y1
 
-	// v32 = where(v17, v31, 0)
-	VANDPS Y6, Y7, Y4
+	// gain = mul(v10, v33)
+	VMULPS Y1, Y3, Y1
 
-	// sum(v32) over [B L]
-	VADDPS  1024(BX), Y4, Y4
-	VMOVUPS Y4, 1024(BX)
+	// v35 = neg(gain)
+	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y4
+	VCMPPS  $0x04, Y4, Y0, Y4
 
-	// v36 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y5, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	// v36 = where(v17, v35, 0)
+	VANDPS Y1, Y4, Y0
 
-	// v37 = where(mask, v36, 0)
-	VANDPS Y4, Y0, Y4
+	// sum(v36) over [B L]
+	VADDPS  1024(BX), Y0, Y0
+	VMOVUPS Y0, 1024(BX)
 
-	// sum(v37) over [B L]
-	VADDPS  1344(BX), Y4, Y4
-	VMOVUPS Y4, 1344(BX)
+	// v40 = ne(logWeightClip, logWeight)
+	VCMPPS    $0x04, Y2, Y5, Y0
+	VANDPS    lgc1<>+0(SB), Y0, Y0
+	MOVQ      mask+16(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y1
+	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
+
+	// v41 = where(mask, v40, 0)
+	VANDPS Y0, Y1, Y0
+
+	// sum(v41) over [B L]
+	VADDPS  1344(BX), Y0, Y0
+	VMOVUPS Y0, 1344(BX)
 	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y0
 	MOVQ    logProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y5
 
-	// v41 = sub(sampleLogProb, logProb)
-	VSUBPS Y5, Y4, Y4
+	// v45 = sub(sampleLogProb, logProb)
+	VSUBPS Y5, Y0, Y0
 
-	// v42 = where(mask, v41, 0)
-	VANDPS Y4, Y0, Y4
-
-	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y4, Y4
-	VMOVUPS Y4, 1664(BX)
-	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
-
-	// v46 = where(mask, entropy, 0)
-	VANDPS Y4, Y0, Y0
+	// v46 = where(mask, v45, 0)
+	VANDPS Y0, Y1, Y0
 
 	// sum(v46) over [B L]
-	VADDPS  1984(BX), Y0, Y4
-	VMOVUPS Y4, 1984(BX)
+	VADDPS  1664(BX), Y0, Y0
+	VMOVUPS Y0, 1664(BX)
+	MOVQ    entropy+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
 
-	// v50 = mul(-0.01, v46)
+	// v50 = where(mask, entropy, 0)
+	VANDPS Y0, Y1, Y0
+
+	// sum(v50) over [B L]
+	VADDPS  1984(BX), Y0, Y1
+	VMOVUPS Y1, 1984(BX)
+
+	// v54 = mul(-0.01, v50)
 	VMULPS lgc20<>+0(SB), Y0, Y0
 
-	// v51 = where(v17, v50, 0)
-	VANDPS Y0, Y7, Y0
+	// v55 = where(v17, v54, 0)
+	VANDPS Y0, Y4, Y0
 
-	// sum(v51) over [B L]
+	// sum(v55) over [B L]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 	VMOVUPS lgc21<>+0(SB), Y0
 
-	// v55 = where(v17, logWeight, -Inf)
-	VBLENDVPS Y7, Y2, Y0, Y0
-	VMOVUPS   Y1, 128(SP)
-	VMOVUPS   Y3, 160(SP)
-	VMOVUPS   96(SP), Y1
+	// v59 = where(v17, logWeight, -Inf)
+	VBLENDVPS Y4, Y2, Y0, Y0
+	VMOVUPS   Y7, 160(SP)
+	VMOVUPS   Y3, 192(SP)
 
-	// logsumexp(v55) over [B L]
-	VANDPS    Y1, Y7, Y1
+	// logsumexp(v59) over [B L]
+	VANDPS    Y9, Y4, Y1
 	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y2
 	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y3
 	VANDPS    Y3, Y2, Y2
@@ -1270,151 +1298,178 @@ blocks_8:
 	MOVQ      refLogProb+64(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 
-	// v67 = where(mask, refLogProb, 0)
+	// v71 = where(mask, refLogProb, 0)
 	VANDPS  Y1, Y0, Y1
 	VMOVUPS 64(SP), Y2
 
-	// v68 = sub(v67, v6)
+	// v72 = sub(v71, v6)
 	VSUBPS Y2, Y1, Y1
 
-	// v69 = where(v17, v68, 0)
-	VANDPS Y1, Y7, Y1
+	// v73 = where(v17, v72, 0)
+	VANDPS  Y1, Y4, Y1
+	VMOVUPS Y9, 224(SP)
 
-	// k3 = expm1_minus_x(v69)
+	// k3 = expm1_minus_x(v73)
 	VMOVUPS      lgc6<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y2
 	VMOVUPS      lgc7<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
 	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y4
-	VMULPS       Y4, Y4, Y5
-	VMOVUPS      lgc11<>+0(SB), Y6
-	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMOVAPS      Y2, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
+	VMULPS       Y5, Y5, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
 	VMOVUPS      lgc13<>+0(SB), Y2
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y2
+	VFMADD213PS  Y2, Y6, Y7
 	VMOVUPS      lgc15<>+0(SB), Y2
-	VFMADD213PS  lgc2<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
-	VMULPS       Y5, Y6, Y2
-	VFMADD213PS  Y4, Y5, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y3, Y4
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSRLD       $0x01, Y4, Y5
-	VPSUBD       Y5, Y4, Y4
+	VFMADD213PS  lgc2<>+0(SB), Y5, Y2
+	VFMADD213PS  Y2, Y6, Y7
+	VMULPS       Y6, Y7, Y2
+	VFMADD213PS  Y5, Y6, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y3, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VSUBPS       lgc1<>+0(SB), Y6, Y6
-	VSUBPS       Y1, Y6, Y6
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VSUBPS       lgc1<>+0(SB), Y7, Y7
+	VSUBPS       Y1, Y7, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
-	VBLENDVPS    Y3, Y2, Y6, Y6
+	VBLENDVPS    Y3, Y2, Y7, Y7
 
-	// v71 = where(v17, k3, 0)
-	VANDPS Y6, Y7, Y2
+	// v75 = where(v17, k3, 0)
+	VANDPS Y7, Y4, Y2
 
-	// sum(v71) over [B L]
+	// sum(v75) over [B L]
 	VADDPS  3392(BX), Y2, Y2
 	VMOVUPS Y2, 3392(BX)
 	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v79 = lt(v69, -40)
+	// v83 = lt(v73, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v81 = add(k3, v69)
-	VADDPS  Y1, Y6, Y1
+	// v85 = add(k3, v73)
+	VADDPS  Y1, Y7, Y1
 	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v82 = where(v79, -1, v81)
+	// v86 = where(v83, -1, v85)
 	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   (SP), Y2
 
-	// v83 = mul(v77, v82)
+	// v87 = mul(v81, v86)
 	VMULPS Y1, Y2, Y1
 
-	// v84 = where(v17, v83, 0)
-	VANDPS Y1, Y7, Y1
+	// v88 = where(v17, v87, 0)
+	VANDPS Y1, Y4, Y1
 
-	// v85 = neg(v84)
+	// v89 = neg(v88)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v87 = where(v17, v86, 0)
-	VANDPS Y2, Y7, Y2
+	// v91 = where(v17, v90, 0)
+	VANDPS Y2, Y4, Y2
 
-	// v88 = mul(v87, -0.01)
+	// v92 = mul(v91, -0.01)
 	VMULPS lgc20<>+0(SB), Y2, Y3
 
-	// gradEntropy = where(mask, v88, 0)
+	// gradEntropy = where(mask, v92, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v90 = neg(v87)
+	// v94 = neg(v91)
 	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 192(SP), Y4
 
-	// v91 = mul(v90, v10)
+	// v95 = mul(v94, v10)
 	VMULPS  Y4, Y2, Y2
-	VMOVUPS 128(SP), Y4
+	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v92 = where(v24, v91, 0)
+	// v96 = where(v32, v95, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v93 = where(v24, 0, v91)
+	// v97 = where(v32, 0, v95)
 	VANDNPS Y2, Y5, Y2
-	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v94 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y5, Y6
+	// v98 = where(v28, v97, 0)
+	VANDPS Y2, Y6, Y5
 
-	// v95 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y7
+	// v99 = where(v28, 0, v97)
+	VANDNPS Y2, Y6, Y2
+	VMOVUPS 224(SP), Y6
+	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v96 = max(v94, v95)
-	VORPS Y6, Y7, Y6
+	// v100 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y7, Y6, Y7
 
-	// v97 = where(v96, v93, 0)
-	VANDPS  Y2, Y6, Y2
-	VMOVUPS lgc17<>+0(SB), Y6
+	// v101 = ne(ratio, ratio)
+	VCMPPS $0x04, Y6, Y6, Y8
 
-	// v98 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y5, Y6
+	// v102 = max(v100, v101)
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y3, 256(SP)
 
-	// v99 = max(v98, v95)
-	VORPS Y6, Y7, Y6
+	// v103 = where(v102, v98, 0)
+	VANDPS Y5, Y7, Y3
 
-	// v100 = where(v99, v92, 0)
-	VANDPS Y4, Y6, Y4
+	// v104 = add(v99, v103)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS 96(SP), Y3
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y3, Y5
 
-	// v101 = add(v97, v100)
+	// v105 = where(v24, v96, 0)
+	VANDPS Y4, Y5, Y3
+
+	// v106 = where(v24, 0, v96)
+	VANDNPS Y4, Y5, Y4
+
+	// v107 = add(v104, v106)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v102 = ne(v101, 0)
-	VCMPPS $0x04, Y4, Y2, Y4
+	// v108 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y4, Y6, Y4
 
-	// v103 = mul(v101, ratio)
-	VMULPS Y5, Y2, Y5
+	// v109 = max(v108, v101)
+	VORPS Y4, Y8, Y4
 
-	// v104 = where(v102, v103, v101)
-	VBLENDVPS Y4, Y5, Y2, Y2
+	// v110 = where(v109, v105, 0)
+	VANDPS Y3, Y4, Y3
 
-	// v105 = add(v85, v104)
+	// v111 = add(v107, v110)
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS lgc0<>+0(SB), Y3
+
+	// v112 = ne(v111, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
+
+	// v113 = mul(v111, ratio)
+	VMULPS Y6, Y2, Y4
+
+	// v114 = where(v112, v113, v111)
+	VBLENDVPS Y3, Y4, Y2, Y2
+
+	// v115 = add(v89, v114)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v105, 0)
-	VANDPS Y1, Y0, Y0
+	// gradLogProb = where(mask, v115, 0)
+	VANDPS  Y1, Y0, Y0
+	VMOVUPS 256(SP), Y1
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX
@@ -1705,52 +1760,52 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v34 = max(numKept, 1)
+	// v38 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// lossObjective = div(v33, v34)
+	// lossObjective = div(v37, v38)
 	VDIVPS       Y2, Y3, Y3
 	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = max(numValid, 1)
+	// v43 = max(numValid, 1)
 	VMAXPS       Y4, Y1, Y1
 	MOVQ         s1+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// clipFraction = div(v38, v39)
+	// clipFraction = div(v42, v43)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s2+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klApprox = div(v43, v39)
+	// klApprox = div(v47, v43)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// entropy2 = div(v47, v39)
+	// entropy2 = div(v51, v43)
 	VDIVPS       Y1, Y6, Y1
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v52, v34)
+	// lossEntropy = div(v56, v38)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v58 = mul(2, v57)
+	// v62 = mul(2, v61)
 	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v61 = sub(v58, v60)
+	// v65 = sub(v62, v64)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v62 = exp(v61)
+	// v66 = exp(v65)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y7, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y6
@@ -1780,18 +1835,18 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v63 = gt(numKept, 0)
+	// v67 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
-	// v64 = div(v62, v34)
+	// v68 = div(v66, v38)
 	VDIVPS Y2, Y8, Y1
 
-	// ess = where(v63, v64, 0)
+	// ess = where(v67, v68, 0)
 	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v72, v34)
+	// klToRef = div(v76, v38)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

@@ -30,19 +30,19 @@ type avxState struct {
 	p0_ok   []float32
 	r14_s   []float64
 	r14_p   []float32
-	r35_s   []float64
-	r35_p   []float32
-	r40_s   []float64
-	r40_p   []float32
+	r39_s   []float64
+	r39_p   []float32
 	r44_s   []float64
 	r44_p   []float32
-	r49_s   []float64
-	r49_ok  []float32
-	r49_p   []float32
-	r52_s   []float64
-	r52_p   []float32
-	r64_s   []float64
-	r64_p   []float32
+	r48_s   []float64
+	r48_p   []float32
+	r53_s   []float64
+	r53_ok  []float32
+	r53_p   []float32
+	r56_s   []float64
+	r56_p   []float32
+	r68_s   []float64
+	r68_p   []float32
 	p2_ok   []float32
 	res     []float64
 }
@@ -60,19 +60,19 @@ var avxPool = sync.Pool{New: func() any {
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 8)
 	st.r14_s = st.buf[344:360]
 	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r35_s = st.buf[384:400]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r40_s = st.buf[424:440]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r44_s = st.buf[464:480]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
-	st.r49_s = st.buf[504:520]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r52_s = st.buf[560:576]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r64_s = st.buf[600:616]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
+	st.r39_s = st.buf[384:400]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r44_s = st.buf[424:440]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r48_s = st.buf[464:480]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r53_s = st.buf[504:520]
+	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r56_s = st.buf[560:576]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r68_s = st.buf[600:616]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -148,19 +148,19 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r14_s, 0)
 		runtime.Fill(st.r14_p, 0)
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
 		runtime.Fill(st.r44_s, 0)
 		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.SetMask(st.r49_ok)
-		runtime.Fill(st.r49_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.SetMask(st.r53_ok)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 	}
@@ -179,34 +179,34 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
-			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
-			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r14_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r35_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
-	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r44_s, 8)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r64_s, 8)
+	runtime.FinishSum(st.res[:1], st.r68_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -233,19 +233,19 @@ type fbAvxState struct {
 	r2_pm2  []float32
 	r2_pc   []float32
 	p1_ok   []float32
-	r35_s   []float64
-	r35_p   []float32
-	r40_s   []float64
-	r40_p   []float32
+	r39_s   []float64
+	r39_p   []float32
 	r44_s   []float64
 	r44_p   []float32
-	r49_s   []float64
-	r49_ok  []float32
-	r49_p   []float32
-	r52_s   []float64
-	r52_p   []float32
-	r63_s   []float64
-	r63_p   []float32
+	r48_s   []float64
+	r48_p   []float32
+	r53_s   []float64
+	r53_ok  []float32
+	r53_p   []float32
+	r56_s   []float64
+	r56_p   []float32
+	r67_s   []float64
+	r67_p   []float32
 	p3_ok   []float32
 	res     []float64
 }
@@ -264,19 +264,19 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 40)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 40)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
-	st.r35_s = st.buf[400:416]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.r40_s = st.buf[440:456]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
-	st.r44_s = st.buf[480:496]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
-	st.r49_s = st.buf[520:536]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
-	st.r52_s = st.buf[576:592]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r63_s = st.buf[616:632]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.r39_s = st.buf[400:416]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r44_s = st.buf[440:456]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
+	st.r48_s = st.buf[480:496]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
+	st.r53_s = st.buf[520:536]
+	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
+	st.r56_s = st.buf[576:592]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r67_s = st.buf[616:632]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -395,19 +395,19 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
 		runtime.Fill(st.r44_s, 0)
 		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r49_s, 0)
-		runtime.SetMask(st.r49_ok)
-		runtime.Fill(st.r49_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.SetMask(st.r53_ok)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r67_s, 0)
+		runtime.Fill(st.r67_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(&out.NumValid, lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
@@ -425,32 +425,32 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
-			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
+	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r35_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
-	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r44_s, 8)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r49_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r63_s, 8)
+	runtime.FinishSum(st.res[:1], st.r67_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -392,100 +392,112 @@ blocks_8:
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc9<>+0(SB), Y6
+	VMAXPS  Y4, Y5, Y6
+	VMOVUPS lgc9<>+0(SB), Y7
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y2, (SP)
+	VMOVUPS Y3, 32(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VMAXPS       Y4, Y6, Y6
-	VMOVUPS      lgc11<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMAXPS       Y4, Y2, Y2
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
+	VMULPS       Y2, Y2, Y8
 	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
+	VFMADD213PS  Y2, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc4<>+0(SB), Y6
+	VCVTPS2DQ    Y3, Y2
+	VPADDD       lgc21<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPSLLD       $0x17, Y3, Y3
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y9, Y9
+	VMULPS       Y2, Y9, Y9
 
-	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y6, Y0, Y6
-	VMOVUPS lgc22<>+0(SB), Y7
+	// v26 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y7, Y4, Y2
+	VMOVUPS lgc22<>+0(SB), Y3
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y7, Y7
-	VMOVUPS Y2, (SP)
-	VMOVUPS lgc23<>+0(SB), Y2
+	VMINPS Y9, Y3, Y3
 
-	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y2, Y2
-	VMOVUPS Y9, 32(SP)
+	// v29 = where(v26, v28, ratio)
+	VBLENDVPS Y2, Y3, Y9, Y2
 
-	// ratioClipped = where(v26, v28, v30)
-	VBLENDVPS Y6, Y7, Y2, Y2
+	// v30 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y4, Y3
+	VMOVUPS lgc23<>+0(SB), Y5
+
+	// v32 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y5, Y5
+
+	// v33 = where(v30, v32, ratio)
+	VBLENDVPS Y3, Y5, Y9, Y3
+	VMOVUPS   lgc4<>+0(SB), Y5
+
+	// v34 = ge(v19, 0)
+	VCMPPS $0x1d, Y5, Y0, Y5
+
+	// ratioClipped = where(v34, v29, v33)
+	VBLENDVPS Y5, Y2, Y3, Y2
 
 	// gain = mul(v19, ratioClipped)
 	VMULPS Y2, Y0, Y0
 
-	// v33 = neg(gain)
+	// v37 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v34 = where(mask, v33, 0)
+	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v34) over [G N L]
+	// sum(v38) over [G N L]
 	VADDPS  3264(SI), Y0, Y0
 	VMOVUPS Y0, 3264(SI)
 
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y0
+	// v42 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc7<>+0(SB), Y0, Y0
-
-	// v39 = where(mask, v38, 0)
-	VANDPS Y0, Y1, Y0
-
-	// sum(v39) over [G N L]
-	VADDPS  3584(SI), Y0, Y0
-	VMOVUPS Y0, 3584(SI)
-	VMOVUPS (SP), Y0
-
-	// v42 = sub(v18, v16)
-	VSUBPS Y0, Y3, Y0
 
 	// v43 = where(mask, v42, 0)
 	VANDPS Y0, Y1, Y0
 
 	// sum(v43) over [G N L]
+	VADDPS  3584(SI), Y0, Y0
+	VMOVUPS Y0, 3584(SI)
+	VMOVUPS 32(SP), Y0
+	VMOVUPS (SP), Y2
+
+	// v46 = sub(v18, v16)
+	VSUBPS Y2, Y0, Y0
+
+	// v47 = where(mask, v46, 0)
+	VANDPS Y0, Y1, Y0
+
+	// sum(v47) over [G N L]
 	VADDPS  3904(SI), Y0, Y0
 	VMOVUPS Y0, 3904(SI)
 	VMOVUPS lgc25<>+0(SB), Y0
 
-	// v47 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y4, Y0, Y0
-	VMOVUPS   32(SP), Y2
 
-	// logsumexp(v47) over [G N L]
-	VANDPS  Y2, Y1, Y2
+	// logsumexp(v51) over [G N L]
+	VANDPS  Y9, Y1, Y2
 	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
 	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
@@ -501,17 +513,17 @@ blocks_8:
 	MOVQ    refLogProb+64(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
-	// v59 = where(mask, refLogProb, 0)
+	// v63 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y1, Y0
 	VMOVUPS (SP), Y2
 
-	// v60 = sub(v59, v16)
+	// v64 = sub(v63, v16)
 	VSUBPS Y2, Y0, Y0
 
-	// v61 = where(mask, v60, 0)
+	// v65 = where(mask, v64, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v61)
+	// k3 = expm1_minus_x(v65)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
 	VMOVUPS      lgc11<>+0(SB), Y3
@@ -546,10 +558,10 @@ blocks_8:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y2, Y6, Y6
 
-	// v63 = where(mask, k3, 0)
+	// v67 = where(mask, k3, 0)
 	VANDPS Y6, Y1, Y0
 
-	// sum(v63) over [G N L]
+	// sum(v67) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
 	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
@@ -979,35 +991,35 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v36 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v35, v36)
+	// lossObjective = div(v39, v40)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v40, v36)
+	// clipFraction = div(v44, v40)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v44, v36)
+	// klApprox = div(v48, v40)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v50 = mul(2, v49)
+	// v54 = mul(2, v53)
 	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v53 = sub(v50, v52)
+	// v57 = sub(v54, v56)
 	VSUBPS Y6, Y5, Y5
 
-	// v54 = exp(v53)
+	// v58 = exp(v57)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -1037,18 +1049,18 @@ TEXT ·pass3AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v55 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v56 = div(v54, v36)
+	// v60 = div(v58, v40)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v55, v56, 0)
+	// ess = where(v59, v60, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v64, v36)
+	// klToRef = div(v68, v40)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
@@ -1440,21 +1452,21 @@ blocks_18:
 
 // func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $192-96
+TEXT ·fbPass3AVX2(SB), $256-96
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v36 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v68 = div(0.04, v36)
+	// v72 = div(0.04, v40)
 	VDIVPS Y0, Y2, Y2
 
-	// v75 = div(1, v36)
+	// v79 = div(1, v40)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1509,262 +1521,305 @@ blocks_21:
 	VMOVUPS (SI)(DI*4), Y3
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y1, Y4
+	VANDPS Y3, Y1, Y3
 
 	// v19 = where(mask, v7, 0)
-	VANDPS Y0, Y1, Y5
+	VANDPS Y0, Y1, Y4
 
 	// logWeight = sub(v16, v18)
-	VSUBPS  Y4, Y2, Y2
-	VMOVUPS lgc8<>+0(SB), Y4
+	VSUBPS  Y3, Y2, Y2
+	VMOVUPS lgc8<>+0(SB), Y3
 
 	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y4, Y4
+	VMAXPS  Y2, Y3, Y5
 	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y4, Y6, Y4
+	VMINPS  Y5, Y6, Y5
+	VMOVUPS Y5, 96(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VMAXPS       Y2, Y6, Y6
+	VMOVUPS      lgc10<>+0(SB), Y5
+	VMAXPS       Y2, Y5, Y5
 	VMOVUPS      lgc11<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc12<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y5
+	VMULPS       Y5, Y5, Y8
 	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
+	VCVTPS2DQ    Y7, Y5
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
+	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y6, Y6
+	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
-	VMOVUPS      lgc4<>+0(SB), Y6
+	VMULPS       Y5, Y9, Y9
 
-	// v26 = ge(v19, 0)
-	VCMPPS  $0x1d, Y6, Y5, Y6
-	VMOVUPS Y5, 96(SP)
-	VMOVUPS lgc22<>+0(SB), Y5
+	// v26 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y6, Y2, Y5
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y5, Y5
+	VMINPS Y9, Y6, Y6
+
+	// v29 = where(v26, v28, ratio)
+	VBLENDVPS Y5, Y6, Y9, Y6
+
+	// v30 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y3, Y2, Y3
 	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v30 = max(ratio, 0.8000000028326788) tie=first
+	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y9, 128(SP)
+	VMOVUPS Y5, 128(SP)
 
-	// v31 = where(v26, v28, v30)
-	VBLENDVPS Y6, Y5, Y7, Y5
+	// v33 = where(v30, v32, ratio)
+	VBLENDVPS Y3, Y7, Y9, Y5
+	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// gain = mul(v7, v31)
-	VMULPS Y5, Y0, Y0
+	// v34 = ge(v19, 0)
+	VCMPPS  $0x1d, Y7, Y4, Y7
+	VMOVUPS Y3, 160(SP)
+	VMOVUPS Y4, 192(SP)
 
-	// v33 = neg(gain)
+	// v35 = where(v34, v29, v33)
+	VBLENDVPS Y7, Y6, Y5, Y3
+
+	// gain = mul(v7, v35)
+	VMULPS Y3, Y0, Y0
+
+	// v37 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v34 = where(mask, v33, 0)
+	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v34) over [G N L]
+	// sum(v38) over [G N L]
 	MOVQ    state+64(FP), SI
 	VADDPS  3392(SI), Y0, Y0
 	VMOVUPS Y0, 3392(SI)
+	VMOVUPS 96(SP), Y0
 
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y4, Y0
+	// v42 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y2, Y0, Y0
 	VANDPS lgc7<>+0(SB), Y0, Y0
-
-	// v39 = where(mask, v38, 0)
-	VANDPS Y0, Y1, Y0
-
-	// sum(v39) over [G N L]
-	VADDPS  3712(SI), Y0, Y0
-	VMOVUPS Y0, 3712(SI)
-	MOVQ    logProb+48(FP), R8
-	VMOVUPS (R8)(DI*4), Y0
-
-	// v42 = sub(sampleLogProb, logProb)
-	VSUBPS Y0, Y3, Y0
 
 	// v43 = where(mask, v42, 0)
 	VANDPS Y0, Y1, Y0
 
 	// sum(v43) over [G N L]
+	VADDPS  3712(SI), Y0, Y0
+	VMOVUPS Y0, 3712(SI)
+	MOVQ    sampleLogProb+56(FP), R8
+	VMOVUPS (R8)(DI*4), Y0
+	MOVQ    logProb+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
+
+	// v46 = sub(sampleLogProb, logProb)
+	VSUBPS Y3, Y0, Y0
+
+	// v47 = where(mask, v46, 0)
+	VANDPS Y0, Y1, Y0
+
+	// sum(v47) over [G N L]
 	VADDPS  4032(SI), Y0, Y0
 	VMOVUPS Y0, 4032(SI)
 	VMOVUPS lgc25<>+0(SB), Y0
 
-	// v47 = where(mask, logWeight, -Inf)
+	// v51 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y2, Y0, Y0
-	VMOVUPS   Y6, 160(SP)
-	VMOVUPS   128(SP), Y2
+	VMOVUPS   Y7, 224(SP)
 
-	// logsumexp(v47) over [G N L]
-	VANDPS  Y2, Y1, Y3
-	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y4
-	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y5
-	VANDPS  Y5, Y4, Y4
-	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y5
-	VORPS   Y5, Y4, Y4
-	VANDPS  4352(SI), Y4, Y4
-	VMOVUPS Y4, 4352(SI)
-	VADDPS  4480(SI), Y3, Y0
+	// logsumexp(v51) over [G N L]
+	VANDPS  Y9, Y1, Y2
+	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
+	VANDPS  Y4, Y3, Y3
+	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
+	VORPS   Y4, Y3, Y3
+	VANDPS  4352(SI), Y3, Y3
+	VMOVUPS Y3, 4352(SI)
+	VADDPS  4480(SI), Y2, Y0
 	VMOVUPS Y0, 4480(SI)
-	VMULPS  Y3, Y3, Y0
+	VMULPS  Y2, Y2, Y0
 	VADDPS  4800(SI), Y0, Y0
 	VMOVUPS Y0, 4800(SI)
 	MOVQ    refLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 	MOVQ    logProb+48(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS (R8)(DI*4), Y2
 
-	// v59 = sub(refLogProb, logProb)
-	VSUBPS Y3, Y0, Y0
+	// v63 = sub(refLogProb, logProb)
+	VSUBPS Y2, Y0, Y0
 
-	// v60 = where(mask, v59, 0)
+	// v64 = where(mask, v63, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v60)
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VMAXPS       Y0, Y3, Y3
-	VMOVUPS      lgc11<>+0(SB), Y4
-	VMINPS       Y3, Y4, Y3
-	VMULPS       lgc12<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y5
-	VMULPS       Y5, Y5, Y6
-	VMOVUPS      lgc15<>+0(SB), Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VMOVUPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y3
-	VFMADD213PS  Y3, Y6, Y7
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y3
-	VFMADD213PS  Y3, Y6, Y7
-	VMULPS       Y6, Y7, Y3
-	VFMADD213PS  Y5, Y6, Y7
-	VADDPS       lgc7<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y4, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
+	// k3 = expm1_minus_x(v64)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc11<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y4
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVUPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VMOVUPS      lgc17<>+0(SB), Y2
+	VFMADD213PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMOVUPS      lgc19<>+0(SB), Y2
+	VFMADD213PS  lgc20<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
+	VMULPS       Y5, Y6, Y2
+	VFMADD213PS  Y4, Y5, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y3, Y4
+	VPADDD       lgc21<>+0(SB), Y4, Y4
+	VPSRLD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VSUBPS       lgc7<>+0(SB), Y7, Y7
-	VSUBPS       Y0, Y7, Y7
-	VCMPPS       $0x00, lgc4<>+0(SB), Y4, Y4
-	VBLENDVPS    Y4, Y3, Y7, Y7
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y6, Y6
+	VSUBPS       Y0, Y6, Y6
+	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v62 = where(mask, k3, 0)
-	VANDPS Y7, Y1, Y3
+	// v66 = where(mask, k3, 0)
+	VANDPS Y6, Y1, Y2
 
-	// sum(v62) over [G N L]
-	VADDPS  5120(SI), Y3, Y3
-	VMOVUPS Y3, 5120(SI)
-	VMOVUPS lgc30<>+0(SB), Y3
+	// sum(v66) over [G N L]
+	VADDPS  5120(SI), Y2, Y2
+	VMOVUPS Y2, 5120(SI)
+	VMOVUPS lgc30<>+0(SB), Y2
 
-	// v70 = lt(v60, -40)
-	VCMPPS $0x11, Y3, Y0, Y3
+	// v74 = lt(v64, -40)
+	VCMPPS $0x11, Y2, Y0, Y2
 
-	// v72 = add(k3, v60)
-	VADDPS  Y0, Y7, Y0
-	VMOVUPS lgc31<>+0(SB), Y4
+	// v76 = add(k3, v64)
+	VADDPS  Y0, Y6, Y0
+	VMOVUPS lgc31<>+0(SB), Y3
 
-	// v73 = where(v70, -1, v72)
-	VBLENDVPS Y3, Y4, Y0, Y0
-	VMOVUPS   (SP), Y3
+	// v77 = where(v74, -1, v76)
+	VBLENDVPS Y2, Y3, Y0, Y0
+	VMOVUPS   (SP), Y2
 
-	// v74 = mul(v68, v73)
-	VMULPS  Y0, Y3, Y0
-	VMOVUPS 32(SP), Y3
+	// v78 = mul(v72, v77)
+	VMULPS  Y0, Y2, Y0
+	VMOVUPS 32(SP), Y2
 
-	// v76 = where(mask, v75, 0)
-	VANDPS Y3, Y1, Y3
+	// v80 = where(mask, v79, 0)
+	VANDPS Y2, Y1, Y1
 
-	// v77 = neg(v76)
-	VXORPS  lgc24<>+0(SB), Y3, Y3
-	VMOVUPS lgc4<>+0(SB), Y4
+	// v81 = neg(v80)
+	VXORPS  lgc24<>+0(SB), Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
 
-	// v78 = ne(v77, 0)
-	VCMPPS  $0x04, Y4, Y3, Y5
-	VMOVUPS 96(SP), Y6
+	// v82 = ne(v81, 0)
+	VCMPPS  $0x04, Y2, Y1, Y3
+	VMOVUPS 192(SP), Y4
 
-	// v79 = mul(v77, v19)
-	VMULPS Y6, Y3, Y6
+	// v83 = mul(v81, v19)
+	VMULPS Y4, Y1, Y4
 
-	// v80 = where(v78, v79, v77)
-	VBLENDVPS Y5, Y6, Y3, Y3
-	VMOVUPS   160(SP), Y5
-	VMOVUPS   lgc4<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
+	// v84 = where(v82, v83, v81)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   224(SP), Y3
+	VMOVUPS   lgc4<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
 
-	// v81 = where(v26, v80, 0)
-	VANDPS Y3, Y6, Y5
+	// v85 = where(v34, v84, 0)
+	VANDPS Y1, Y4, Y3
 
-	// v82 = where(v26, 0, v80)
-	VANDNPS Y3, Y6, Y3
-	VMOVUPS lgc23<>+0(SB), Y6
+	// v86 = where(v34, 0, v84)
+	VANDNPS Y1, Y4, Y1
+	VMOVUPS 160(SP), Y4
+	VMOVUPS lgc4<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v83 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y2, Y6
+	// v87 = where(v30, v86, 0)
+	VANDPS Y1, Y5, Y4
 
-	// v84 = ne(ratio, ratio)
-	VCMPPS $0x04, Y2, Y2, Y7
+	// v88 = where(v30, 0, v86)
+	VANDNPS Y1, Y5, Y1
+	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v85 = max(v83, v84)
-	VORPS Y6, Y7, Y6
+	// v89 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v86 = where(v85, v82, 0)
-	VANDPS  Y3, Y6, Y3
-	VMOVUPS lgc22<>+0(SB), Y6
+	// v90 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v87 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y2, Y6
+	// v91 = max(v89, v90)
+	VORPS Y5, Y6, Y5
 
-	// v88 = max(v87, v84)
-	VORPS Y6, Y7, Y6
+	// v92 = where(v91, v87, 0)
+	VANDPS Y4, Y5, Y4
 
-	// v89 = where(v88, v81, 0)
-	VANDPS Y5, Y6, Y5
+	// v93 = add(v88, v92)
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 128(SP), Y4
+	VMOVUPS lgc4<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v90 = add(v86, v89)
-	VADDPS Y5, Y3, Y3
+	// v94 = where(v26, v85, 0)
+	VANDPS Y3, Y5, Y4
 
-	// v91 = ne(v90, 0)
-	VCMPPS $0x04, Y4, Y3, Y4
+	// v95 = where(v26, 0, v85)
+	VANDNPS Y3, Y5, Y3
 
-	// v92 = mul(v90, ratio)
-	VMULPS Y2, Y3, Y2
+	// v96 = add(v93, v95)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v93 = where(v91, v92, v90)
-	VBLENDVPS Y4, Y2, Y3, Y2
+	// v97 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y9, Y3
 
-	// v94 = neg(v74)
+	// v98 = max(v97, v90)
+	VORPS Y3, Y6, Y3
+
+	// v99 = where(v98, v94, 0)
+	VANDPS Y4, Y3, Y3
+
+	// v100 = add(v96, v99)
+	VADDPS Y3, Y1, Y1
+
+	// v101 = ne(v100, 0)
+	VCMPPS $0x04, Y2, Y1, Y2
+
+	// v102 = mul(v100, ratio)
+	VMULPS Y9, Y1, Y3
+
+	// v103 = where(v101, v102, v100)
+	VBLENDVPS Y2, Y3, Y1, Y1
+
+	// v104 = neg(v78)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v95 = add(v94, v93)
-	VADDPS Y2, Y0, Y0
+	// v105 = add(v104, v103)
+	VADDPS    Y1, Y0, Y0
+	MOVQ      mask+40(FP), SI
+	VPMOVZXBD (SI)(DI*1), Y1
+	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v95, 0)
+	// gradLogProb = where(mask, v105, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -1981,35 +2036,35 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v36 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v35, v36)
+	// lossObjective = div(v39, v40)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v40, v36)
+	// clipFraction = div(v44, v40)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v44, v36)
+	// klApprox = div(v48, v40)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v50 = mul(2, v49)
+	// v54 = mul(2, v53)
 	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v53 = sub(v50, v52)
+	// v57 = sub(v54, v56)
 	VSUBPS Y6, Y5, Y5
 
-	// v54 = exp(v53)
+	// v58 = exp(v57)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -2039,18 +2094,18 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v55 = gt(numValid, 0)
+	// v59 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v56 = div(v54, v36)
+	// v60 = div(v58, v40)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v55, v56, 0)
+	// ess = where(v59, v60, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v63, v36)
+	// klToRef = div(v67, v40)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

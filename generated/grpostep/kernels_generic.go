@@ -14,12 +14,12 @@ import (
 type scratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
 	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
-	s2   float32           // v35 = sum(v34) over G,N,L
-	s3   float32           // v40 = sum(v39) over G,N,L
-	s4   float32           // v44 = sum(v43) over G,N,L
-	s5   float32           // v49 = logsumexp(v47) over G,N,L
-	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v64 = sum(v63) over G,N,L
+	s2   float32           // v39 = sum(v38) over G,N,L
+	s3   float32           // v44 = sum(v43) over G,N,L
+	s4   float32           // v48 = sum(v47) over G,N,L
+	s5   float32           // v53 = logsumexp(v51) over G,N,L
+	s6   float32           // v56 = logsumexp(v55) over G,N,L
+	s7   float32           // v68 = sum(v67) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -86,23 +86,23 @@ var pass2GoChunks = 1
 // pass2GoStates are the reduction states of pass2Go over one chunk of G.
 type pass2GoStates struct {
 	numValid float64           // numValid = sum(v13) over G,N,L
-	acc35    float64           // v35 = sum(v34) over G,N,L
-	acc40    float64           // v40 = sum(v39) over G,N,L
+	acc39    float64           // v39 = sum(v38) over G,N,L
 	acc44    float64           // v44 = sum(v43) over G,N,L
-	acc49    runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
-	acc52    runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc64    float64           // v64 = sum(v63) over G,N,L
+	acc48    float64           // v48 = sum(v47) over G,N,L
+	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over G,N,L
+	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over G,N,L
+	acc68    float64           // v68 = sum(v67) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc35, b.acc35)
-	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc44, b.acc44)
-	mergeLogsumexp(&a.acc49, b.acc49)
-	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc64, b.acc64)
+	mergeSum(&a.acc48, b.acc48)
+	mergeLogsumexp(&a.acc53, b.acc53)
+	mergeLogsumexp(&a.acc56, b.acc56)
+	mergeSum(&a.acc68, b.acc68)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
@@ -113,16 +113,16 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	c21 := float32(-0.22314355)
 	c22 := float32(0.18232156)
 	c27 := float32(1.2)
-	c29 := float32(0.8)
-	c46 := float32(math.Inf(-1))
+	c31 := float32(0.8)
+	c50 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	acc35 := 0.0
-	acc40 := 0.0
+	acc39 := 0.0
 	acc44 := 0.0
-	acc49 := runtime.NewLogSumExp()
-	acc52 := runtime.NewLogSumExp()
-	acc64 := 0.0
+	acc48 := 0.0
+	acc53 := runtime.NewLogSumExp()
+	acc56 := runtime.NewLogSumExp()
+	acc68 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -145,41 +145,45 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 				v23 := max(logWeight, c21)
 				logWeightClip := min(v23, c22)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v26 := b2f(v19 >= zero)
+				v26 := b2f(logWeight > c22)
 				v28 := min(ratio, c27)
-				v30 := max(ratio, c29)
-				ratioClipped := sel(v26, v28, v30)
+				v29 := sel(v26, v28, ratio)
+				v30 := b2f(logWeight < c21)
+				v32 := max(ratio, c31)
+				v33 := sel(v30, v32, ratio)
+				v34 := b2f(v19 >= zero)
+				ratioClipped := sel(v34, v29, v33)
 				gain := float32(v19 * ratioClipped)
-				v33 := -gain
-				v34 := sel(mask, v33, zero)
-				acc35 += float64(v34)
-				v38 := b2f(logWeightClip != logWeight)
-				v39 := sel(mask, v38, zero)
-				acc40 += float64(v39)
-				v42 := v18 - v16
+				v37 := -gain
+				v38 := sel(mask, v37, zero)
+				acc39 += float64(v38)
+				v42 := b2f(logWeightClip != logWeight)
 				v43 := sel(mask, v42, zero)
 				acc44 += float64(v43)
-				v47 := sel(mask, logWeight, c46)
-				acc49.Add(float64(v47))
-				v51 := float32(two * v47)
-				acc52.Add(float64(v51))
+				v46 := v18 - v16
+				v47 := sel(mask, v46, zero)
+				acc48 += float64(v47)
+				v51 := sel(mask, logWeight, c50)
+				acc53.Add(float64(v51))
+				v55 := float32(two * v51)
+				acc56.Add(float64(v55))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(mask, refLogProb, zero)
-				v60 := v59 - v16
-				v61 := sel(mask, v60, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v61)))
-				v63 := sel(mask, k3, zero)
-				acc64 += float64(v63)
+				v63 := sel(mask, refLogProb, zero)
+				v64 := v63 - v16
+				v65 := sel(mask, v64, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v65)))
+				v67 := sel(mask, k3, zero)
+				acc68 += float64(v67)
 			}
 		}
 	}
 	st.numValid = numValid
-	st.acc35 = acc35
-	st.acc40 = acc40
+	st.acc39 = acc39
 	st.acc44 = acc44
-	st.acc49 = acc49
-	st.acc52 = acc52
-	st.acc64 = acc64
+	st.acc48 = acc48
+	st.acc53 = acc53
+	st.acc56 = acc56
+	st.acc68 = acc68
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
@@ -199,12 +203,12 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s2 = float32(st.acc35)
-	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc44)
-	s.s5 = float32(st.acc49.Result())
-	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc64)
+	s.s2 = float32(st.acc39)
+	s.s3 = float32(st.acc44)
+	s.s4 = float32(st.acc48)
+	s.s5 = float32(st.acc53.Result())
+	s.s6 = float32(st.acc56.Result())
+	s.s7 = float32(st.acc68)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -212,30 +216,30 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c66 := float32(0.04)
+	c70 := float32(0.04)
 	numValid := out.NumValid
-	v35 := s.s2
-	v36 := max(numValid, one)
-	lossObjective := v35 / v36
+	v39 := s.s2
+	v40 := max(numValid, one)
+	lossObjective := v39 / v40
 	out.LossObjective = lossObjective
-	v40 := s.s3
-	clipFraction := v40 / v36
+	v44 := s.s3
+	clipFraction := v44 / v40
 	out.ClipFraction = clipFraction
-	v44 := s.s4
-	klApprox := v44 / v36
+	v48 := s.s4
+	klApprox := v48 / v40
 	out.KLApprox = klApprox
-	v49 := s.s5
-	v50 := float32(two * v49)
-	v52 := s.s6
-	v53 := v50 - v52
-	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(numValid > zero)
-	v56 := v54 / v36
-	ess := sel(v55, v56, zero)
+	v53 := s.s5
+	v54 := float32(two * v53)
+	v56 := s.s6
+	v57 := v54 - v56
+	v58 := float32(math.Exp(float64(v57)))
+	v59 := b2f(numValid > zero)
+	v60 := v58 / v40
+	ess := sel(v59, v60, zero)
 	out.ESS = ess
-	v64 := s.s7
-	klToRef := v64 / v36
-	lossKLToRef := float32(c66 * klToRef)
+	v68 := s.s7
+	klToRef := v68 / v40
+	lossKLToRef := float32(c70 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -245,12 +249,12 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 type fbScratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
 	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
-	s2   float32           // v35 = sum(v34) over G,N,L
-	s3   float32           // v40 = sum(v39) over G,N,L
-	s4   float32           // v44 = sum(v43) over G,N,L
-	s5   float32           // v49 = logsumexp(v47) over G,N,L
-	s6   float32           // v52 = logsumexp(v51) over G,N,L
-	s7   float32           // v63 = sum(v62) over G,N,L
+	s2   float32           // v39 = sum(v38) over G,N,L
+	s3   float32           // v44 = sum(v43) over G,N,L
+	s4   float32           // v48 = sum(v47) over G,N,L
+	s5   float32           // v53 = logsumexp(v51) over G,N,L
+	s6   float32           // v56 = logsumexp(v55) over G,N,L
+	s7   float32           // v67 = sum(v66) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
@@ -368,22 +372,22 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of G.
 type fbPass3GoStates struct {
-	acc35 float64           // v35 = sum(v34) over G,N,L
-	acc40 float64           // v40 = sum(v39) over G,N,L
+	acc39 float64           // v39 = sum(v38) over G,N,L
 	acc44 float64           // v44 = sum(v43) over G,N,L
-	acc49 runtime.LogSumExp // v49 = logsumexp(v47) over G,N,L
-	acc52 runtime.LogSumExp // v52 = logsumexp(v51) over G,N,L
-	acc63 float64           // v63 = sum(v62) over G,N,L
+	acc48 float64           // v48 = sum(v47) over G,N,L
+	acc53 runtime.LogSumExp // v53 = logsumexp(v51) over G,N,L
+	acc56 runtime.LogSumExp // v56 = logsumexp(v55) over G,N,L
+	acc67 float64           // v67 = sum(v66) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
-	mergeSum(&a.acc35, b.acc35)
-	mergeSum(&a.acc40, b.acc40)
+	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc44, b.acc44)
-	mergeLogsumexp(&a.acc49, b.acc49)
-	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeSum(&a.acc63, b.acc63)
+	mergeSum(&a.acc48, b.acc48)
+	mergeLogsumexp(&a.acc53, b.acc53)
+	mergeLogsumexp(&a.acc56, b.acc56)
+	mergeSum(&a.acc67, b.acc67)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -394,18 +398,18 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c21 := float32(-0.22314355)
 	c22 := float32(0.18232156)
 	c27 := float32(1.2)
-	c29 := float32(0.8)
-	c46 := float32(math.Inf(-1))
+	c31 := float32(0.8)
+	c50 := float32(math.Inf(-1))
 	two := float32(2)
-	c65 := float32(0.04)
-	c69 := float32(-40)
+	c69 := float32(0.04)
+	c73 := float32(-40)
 	minusOne := float32(-1)
-	acc35 := 0.0
-	acc40 := 0.0
+	acc39 := 0.0
 	acc44 := 0.0
-	acc49 := runtime.NewLogSumExp()
-	acc52 := runtime.NewLogSumExp()
-	acc63 := 0.0
+	acc48 := 0.0
+	acc53 := runtime.NewLogSumExp()
+	acc56 := runtime.NewLogSumExp()
+	acc67 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -427,68 +431,78 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v23 := max(logWeight, c21)
 				logWeightClip := min(v23, c22)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v26 := b2f(v19 >= zero)
+				v26 := b2f(logWeight > c22)
 				v28 := min(ratio, c27)
-				v30 := max(ratio, c29)
-				v31 := sel(v26, v28, v30)
-				gain := float32(v7 * v31)
-				v33 := -gain
-				v34 := sel(mask, v33, zero)
-				acc35 += float64(v34)
-				v36 := max(numValid, one)
-				v38 := b2f(logWeightClip != logWeight)
-				v39 := sel(mask, v38, zero)
-				acc40 += float64(v39)
-				v42 := sampleLogProb - logProb
+				v29 := sel(v26, v28, ratio)
+				v30 := b2f(logWeight < c21)
+				v32 := max(ratio, c31)
+				v33 := sel(v30, v32, ratio)
+				v34 := b2f(v19 >= zero)
+				v35 := sel(v34, v29, v33)
+				gain := float32(v7 * v35)
+				v37 := -gain
+				v38 := sel(mask, v37, zero)
+				acc39 += float64(v38)
+				v40 := max(numValid, one)
+				v42 := b2f(logWeightClip != logWeight)
 				v43 := sel(mask, v42, zero)
 				acc44 += float64(v43)
-				v47 := sel(mask, logWeight, c46)
-				acc49.Add(float64(v47))
-				v51 := float32(two * v47)
-				acc52.Add(float64(v51))
+				v46 := sampleLogProb - logProb
+				v47 := sel(mask, v46, zero)
+				acc48 += float64(v47)
+				v51 := sel(mask, logWeight, c50)
+				acc53.Add(float64(v51))
+				v55 := float32(two * v51)
+				acc56.Add(float64(v55))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := refLogProb - logProb
-				v60 := sel(mask, v59, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v60)))
-				v62 := sel(mask, k3, zero)
-				acc63 += float64(v62)
-				v68 := c65 / v36
-				v70 := b2f(v60 < c69)
-				v72 := k3 + v60
-				v73 := sel(v70, minusOne, v72)
-				v74 := float32(v68 * v73)
-				v75 := one / v36
-				v76 := sel(mask, v75, zero)
-				v77 := -v76
-				v78 := b2f(v77 != zero)
-				v79 := float32(v77 * v19)
-				v80 := sel(v78, v79, v77)
-				v81 := sel(v26, v80, zero)
-				v82 := sel(v26, zero, v80)
-				v83 := b2f(ratio >= c29)
-				v84 := b2f(ratio != ratio)
-				v85 := max(v83, v84)
-				v86 := sel(v85, v82, zero)
-				v87 := b2f(ratio <= c27)
-				v88 := max(v87, v84)
-				v89 := sel(v88, v81, zero)
-				v90 := v86 + v89
-				v91 := b2f(v90 != zero)
-				v92 := float32(v90 * ratio)
-				v93 := sel(v91, v92, v90)
-				v94 := -v74
-				v95 := v94 + v93
-				gradLogProb := sel(mask, v95, zero)
+				v63 := refLogProb - logProb
+				v64 := sel(mask, v63, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v64)))
+				v66 := sel(mask, k3, zero)
+				acc67 += float64(v66)
+				v72 := c69 / v40
+				v74 := b2f(v64 < c73)
+				v76 := k3 + v64
+				v77 := sel(v74, minusOne, v76)
+				v78 := float32(v72 * v77)
+				v79 := one / v40
+				v80 := sel(mask, v79, zero)
+				v81 := -v80
+				v82 := b2f(v81 != zero)
+				v83 := float32(v81 * v19)
+				v84 := sel(v82, v83, v81)
+				v85 := sel(v34, v84, zero)
+				v86 := sel(v34, zero, v84)
+				v87 := sel(v30, v86, zero)
+				v88 := sel(v30, zero, v86)
+				v89 := b2f(ratio >= c31)
+				v90 := b2f(ratio != ratio)
+				v91 := max(v89, v90)
+				v92 := sel(v91, v87, zero)
+				v93 := v88 + v92
+				v94 := sel(v26, v85, zero)
+				v95 := sel(v26, zero, v85)
+				v96 := v93 + v95
+				v97 := b2f(ratio <= c27)
+				v98 := max(v97, v90)
+				v99 := sel(v98, v94, zero)
+				v100 := v96 + v99
+				v101 := b2f(v100 != zero)
+				v102 := float32(v100 * ratio)
+				v103 := sel(v101, v102, v100)
+				v104 := -v78
+				v105 := v104 + v103
+				gradLogProb := sel(mask, v105, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
 	}
-	st.acc35 = acc35
-	st.acc40 = acc40
+	st.acc39 = acc39
 	st.acc44 = acc44
-	st.acc49 = acc49
-	st.acc52 = acc52
-	st.acc63 = acc63
+	st.acc48 = acc48
+	st.acc53 = acc53
+	st.acc56 = acc56
+	st.acc67 = acc67
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -507,12 +521,12 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s2 = float32(st.acc35)
-	s.s3 = float32(st.acc40)
-	s.s4 = float32(st.acc44)
-	s.s5 = float32(st.acc49.Result())
-	s.s6 = float32(st.acc52.Result())
-	s.s7 = float32(st.acc63)
+	s.s2 = float32(st.acc39)
+	s.s3 = float32(st.acc44)
+	s.s4 = float32(st.acc48)
+	s.s5 = float32(st.acc53.Result())
+	s.s6 = float32(st.acc56.Result())
+	s.s7 = float32(st.acc67)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -520,30 +534,30 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c65 := float32(0.04)
+	c69 := float32(0.04)
 	numValid := out.NumValid
-	v35 := s.s2
-	v36 := max(numValid, one)
-	lossObjective := v35 / v36
+	v39 := s.s2
+	v40 := max(numValid, one)
+	lossObjective := v39 / v40
 	out.LossObjective = lossObjective
-	v40 := s.s3
-	clipFraction := v40 / v36
+	v44 := s.s3
+	clipFraction := v44 / v40
 	out.ClipFraction = clipFraction
-	v44 := s.s4
-	klApprox := v44 / v36
+	v48 := s.s4
+	klApprox := v48 / v40
 	out.KLApprox = klApprox
-	v49 := s.s5
-	v50 := float32(two * v49)
-	v52 := s.s6
-	v53 := v50 - v52
-	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(numValid > zero)
-	v56 := v54 / v36
-	ess := sel(v55, v56, zero)
+	v53 := s.s5
+	v54 := float32(two * v53)
+	v56 := s.s6
+	v57 := v54 - v56
+	v58 := float32(math.Exp(float64(v57)))
+	v59 := b2f(numValid > zero)
+	v60 := v58 / v40
+	ess := sel(v59, v60, zero)
 	out.ESS = ess
-	v63 := s.s7
-	klToRef := v63 / v36
-	lossKLToRef := float32(c65 * klToRef)
+	v67 := s.s7
+	klToRef := v67 / v40
+	lossKLToRef := float32(c69 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -22,28 +22,28 @@ type avxState struct {
 	buf    []float64
 	r28_s  []float64
 	r28_p  []float32
-	r47_s  []float64
-	r47_p  []float32
-	r52_s  []float64
-	r52_p  []float32
+	r51_s  []float64
+	r51_p  []float32
 	r56_s  []float64
 	r56_p  []float32
-	r69_s  []float64
-	r69_p  []float32
-	r71_s  []float64
-	r74_s  []float64
-	r81_s  []float64
-	r95_s  []float64
-	r95_ok []float32
-	r97_s  []float64
+	r60_s  []float64
+	r60_p  []float32
+	r73_s  []float64
+	r73_p  []float32
+	r75_s  []float64
+	r78_s  []float64
+	r85_s  []float64
+	r99_s  []float64
+	r99_ok []float32
+	r101_s []float64
 	p0_ok  []float32
-	r103_s []float64
-	r103_p []float32
-	r104_s []float64
-	r104_p []float32
+	r107_s []float64
+	r107_p []float32
+	r108_s []float64
+	r108_p []float32
 	p2_ok  []float32
-	r79_s  []float64
-	r86_s  []float64
+	r83_s  []float64
+	r90_s  []float64
 	res    []float64
 }
 
@@ -51,28 +51,28 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 800)}
 	st.r28_s = st.buf[8:24]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r47_s = st.buf[48:64]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r52_s = st.buf[88:104]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r56_s = st.buf[128:144]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r69_s = st.buf[168:184]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r71_s = st.buf[208:264]
-	st.r74_s = st.buf[272:328]
-	st.r81_s = st.buf[336:392]
-	st.r95_s = st.buf[400:456]
-	st.r95_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r97_s = st.buf[504:560]
+	st.r51_s = st.buf[48:64]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r56_s = st.buf[88:104]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r60_s = st.buf[128:144]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r73_s = st.buf[168:184]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r75_s = st.buf[208:264]
+	st.r78_s = st.buf[272:328]
+	st.r85_s = st.buf[336:392]
+	st.r99_s = st.buf[400:456]
+	st.r99_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r101_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r103_s = st.buf[584:600]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r104_s = st.buf[624:640]
-	st.r104_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r107_s = st.buf[584:600]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r108_s = st.buf[624:640]
+	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r79_s = st.buf[680:736]
-	st.r86_s = st.buf[744:800]
+	st.r83_s = st.buf[680:736]
+	st.r90_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -89,20 +89,20 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r28_s, 0)
 		runtime.Fill(st.r28_p, 0)
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r74_s, 0)
-		runtime.Fill(st.r81_s, 0)
-		runtime.Fill(st.r95_s, 0)
-		runtime.SetMask(st.r95_ok)
-		runtime.Fill(st.r97_s, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r78_s, 0)
+		runtime.Fill(st.r85_s, 0)
+		runtime.Fill(st.r99_s, 0)
+		runtime.SetMask(st.r99_ok)
+		runtime.Fill(st.r101_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -121,51 +121,51 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
-			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
-			runtime.MergeSum(sts[0].r95_s, sts[c].r95_s)
-			runtime.MergeMask(sts[0].r95_ok, sts[c].r95_ok)
-			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
+			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
+			runtime.MergeMask(sts[0].r99_ok, sts[c].r99_ok)
+			runtime.MergeSum(sts[0].r101_s, sts[c].r101_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r95_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r99_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r47_s, 8)
+	runtime.FinishSum(st.res[:1], st.r51_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r52_s, 8)
-	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r69_s, 8)
+	runtime.FinishSum(st.res[:1], st.r73_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r71_s, 1)
+	runtime.FinishSum(st.res[:48], st.r75_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r74_s, 1)
+	runtime.FinishSum(st.res[:48], st.r78_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r81_s, 1)
+	runtime.FinishSum(st.res[:48], st.r85_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r95_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r101_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -189,10 +189,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r103_s, 0)
-		runtime.Fill(st.r103_p, 0)
-		runtime.Fill(st.r104_s, 0)
-		runtime.Fill(st.r104_p, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
+		runtime.Fill(st.r108_s, 0)
+		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
 	}
@@ -210,8 +210,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r103_s, sts[c].r103_s)
-			runtime.MergeSum(sts[0].r104_s, sts[c].r104_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
+			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -220,9 +220,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r103_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r104_s, 8)
+	runtime.FinishSum(st.res[:1], st.r108_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -236,8 +236,8 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r79_s, 0)
-		runtime.Fill(st.r86_s, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r90_s, 0)
 		pass3AVX2(lo, &s.s0[0], &in.StateValue[0], &in.Mask[0], &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], hi)
 	}
 	n := min(pass3Chunks, 16)
@@ -254,15 +254,15 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
 		}
 	}
-	runtime.FinishSum(st.res[:48], st.r79_s, 1)
+	runtime.FinishSum(st.res[:48], st.r83_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r86_s, 1)
+	runtime.FinishSum(st.res[:48], st.r90_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
@@ -312,28 +312,28 @@ type fbAvxState struct {
 	buf    []float64
 	r28_s  []float64
 	r28_p  []float32
-	r71_s  []float64
-	r74_s  []float64
-	r81_s  []float64
+	r75_s  []float64
+	r78_s  []float64
+	r85_s  []float64
 	p0_ok  []float32
-	r47_s  []float64
-	r47_p  []float32
-	r52_s  []float64
-	r52_p  []float32
+	r51_s  []float64
+	r51_p  []float32
 	r56_s  []float64
 	r56_p  []float32
-	r69_s  []float64
-	r69_p  []float32
-	r79_s  []float64
-	r86_s  []float64
-	r95_s  []float64
-	r95_ok []float32
-	r97_s  []float64
+	r60_s  []float64
+	r60_p  []float32
+	r73_s  []float64
+	r73_p  []float32
+	r83_s  []float64
+	r90_s  []float64
+	r99_s  []float64
+	r99_ok []float32
+	r101_s []float64
 	p1_ok  []float32
-	r103_s []float64
-	r103_p []float32
-	r104_s []float64
-	r104_p []float32
+	r107_s []float64
+	r107_p []float32
+	r108_s []float64
+	r108_p []float32
 	p3_ok  []float32
 	res    []float64
 }
@@ -342,28 +342,28 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 816)}
 	st.r28_s = st.buf[8:24]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r71_s = st.buf[48:104]
-	st.r74_s = st.buf[112:168]
-	st.r81_s = st.buf[176:232]
+	st.r75_s = st.buf[48:104]
+	st.r78_s = st.buf[112:168]
+	st.r85_s = st.buf[176:232]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 8)
-	st.r47_s = st.buf[256:272]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
-	st.r52_s = st.buf[296:312]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
-	st.r56_s = st.buf[336:352]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
-	st.r69_s = st.buf[376:392]
-	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
-	st.r79_s = st.buf[416:472]
-	st.r86_s = st.buf[480:536]
-	st.r95_s = st.buf[544:600]
-	st.r95_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
-	st.r97_s = st.buf[648:704]
+	st.r51_s = st.buf[256:272]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r56_s = st.buf[296:312]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
+	st.r60_s = st.buf[336:352]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 16)
+	st.r73_s = st.buf[376:392]
+	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
+	st.r83_s = st.buf[416:472]
+	st.r90_s = st.buf[480:536]
+	st.r99_s = st.buf[544:600]
+	st.r99_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
+	st.r101_s = st.buf[648:704]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
-	st.r103_s = st.buf[728:744]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
-	st.r104_s = st.buf[768:784]
-	st.r104_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
+	st.r107_s = st.buf[728:744]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
+	st.r108_s = st.buf[768:784]
+	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[808])), 8)
 	st.res = make([]float64, 48)
 	return st
@@ -382,9 +382,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r28_s, 0)
 		runtime.Fill(st.r28_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r74_s, 0)
-		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r78_s, 0)
+		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -403,9 +403,9 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -416,15 +416,15 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r71_s, 1)
+	runtime.FinishSum(st.res[:48], st.r75_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r74_s, 1)
+	runtime.FinishSum(st.res[:48], st.r78_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r81_s, 1)
+	runtime.FinishSum(st.res[:48], st.r85_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
@@ -441,19 +441,19 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r47_s, 0)
-		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r69_p, 0)
-		runtime.Fill(st.r79_s, 0)
-		runtime.Fill(st.r86_s, 0)
-		runtime.Fill(st.r95_s, 0)
-		runtime.SetMask(st.r95_ok)
-		runtime.Fill(st.r97_s, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.Fill(st.r90_s, 0)
+		runtime.Fill(st.r99_s, 0)
+		runtime.SetMask(st.r99_ok)
+		runtime.Fill(st.r101_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
@@ -471,44 +471,44 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
-			runtime.MergeSum(sts[0].r95_s, sts[c].r95_s)
-			runtime.MergeMask(sts[0].r95_ok, sts[c].r95_ok)
-			runtime.MergeSum(sts[0].r97_s, sts[c].r97_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
+			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
+			runtime.MergeMask(sts[0].r99_ok, sts[c].r99_ok)
+			runtime.MergeSum(sts[0].r101_s, sts[c].r101_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r95_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r99_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r47_s, 8)
+	runtime.FinishSum(st.res[:1], st.r51_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r52_s, 8)
-	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r69_s, 8)
+	runtime.FinishSum(st.res[:1], st.r73_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r79_s, 1)
+	runtime.FinishSum(st.res[:48], st.r83_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r86_s, 1)
+	runtime.FinishSum(st.res[:48], st.r90_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r95_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r97_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r101_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -534,10 +534,10 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r103_s, 0)
-		runtime.Fill(st.r103_p, 0)
-		runtime.Fill(st.r104_s, 0)
-		runtime.Fill(st.r104_p, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
+		runtime.Fill(st.r108_s, 0)
+		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
@@ -555,8 +555,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r103_s, sts[c].r103_s)
-			runtime.MergeSum(sts[0].r104_s, sts[c].r104_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
+			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -565,9 +565,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r103_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r104_s, 8)
+	runtime.FinishSum(st.res[:1], st.r108_s, 8)
 	s.s13 = float32(st.res[0])
 }
 

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $320-144
+TEXT ·pass0AVX2(SB), $352-144
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -146,13 +146,15 @@ blocks_2:
 	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y8, Y4, Y4
-	VMOVUPS lgc12<>+0(SB), Y5
+	VMAXPS  Y8, Y4, Y5
+	VMOVUPS lgc12<>+0(SB), Y9
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y4, Y5, Y4
+	VMINPS  Y5, Y9, Y5
 	VMOVUPS Y3, 192(SP)
 	VMOVUPS Y2, 224(SP)
+	VMOVUPS Y7, 256(SP)
+	VMOVUPS Y5, 288(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc13<>+0(SB), Y2
@@ -164,88 +166,99 @@ blocks_2:
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y5
-	VMOVUPS      lgc18<>+0(SB), Y9
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y9
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
 	VMOVUPS      lgc20<>+0(SB), Y10
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  Y10, Y5, Y7
 	VMOVUPS      lgc22<>+0(SB), Y10
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y5, Y9
-	VFMADD213PS  Y2, Y5, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VFMADD213PS  Y10, Y5, Y7
+	VFMADD213PS  Y2, Y5, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y3, Y2
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y9, Y9
-	VMULPS       Y2, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMULPS       Y3, Y7, Y7
+	VMULPS       Y2, Y7, Y7
 
-	// v38 = ge(v29, 0)
-	VCMPPS  $0x1d, Y2, Y6, Y2
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y9, Y8, Y2
 	VMOVUPS lgc25<>+0(SB), Y3
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y3, Y3
-	VMOVUPS Y7, 256(SP)
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMINPS Y7, Y3, Y3
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y5, Y5
-	VMOVUPS Y9, 288(SP)
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y2, Y3, Y7, Y2
 
-	// ratioClipped = where(v38, v40, v42)
-	VBLENDVPS Y2, Y3, Y5, Y2
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y8, Y3
+	VMOVUPS lgc26<>+0(SB), Y4
+
+	// v44 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y7, Y4, Y4
+
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y3, Y4, Y7, Y3
+	VMOVUPS   lgc0<>+0(SB), Y4
+
+	// v46 = ge(v29, 0)
+	VCMPPS $0x1d, Y4, Y6, Y4
+
+	// ratioClipped = where(v46, v41, v45)
+	VBLENDVPS Y4, Y2, Y3, Y2
 
 	// gain = mul(v29, ratioClipped)
 	VMULPS Y2, Y6, Y2
 
-	// v45 = neg(gain)
+	// v49 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v46 = where(mask, v45, 0)
+	// v50 = where(mask, v49, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v46) over [B L]
+	// sum(v50) over [B L]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
+	VMOVUPS 288(SP), Y2
 
-	// v50 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y8, Y4, Y2
+	// v54 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y8, Y2, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v51 = where(mask, v50, 0)
-	VANDPS Y2, Y1, Y2
-
-	// sum(v51) over [B L]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	VMOVUPS 224(SP), Y2
-	VMOVUPS 256(SP), Y3
-
-	// v54 = sub(v4, v31)
-	VSUBPS Y3, Y2, Y2
 
 	// v55 = where(mask, v54, 0)
 	VANDPS Y2, Y1, Y2
 
 	// sum(v55) over [B L]
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
+	VMOVUPS 224(SP), Y2
+	VMOVUPS 256(SP), Y3
+
+	// v58 = sub(v4, v31)
+	VSUBPS Y3, Y2, Y2
+
+	// v59 = where(mask, v58, 0)
+	VANDPS Y2, Y1, Y2
+
+	// sum(v59) over [B L]
 	VADDPS  1216(BX), Y2, Y2
 	VMOVUPS Y2, 1216(BX)
 	VMOVUPS 192(SP), Y2
 
-	// v58 = where(mask, valueTarget, 0)
+	// v62 = where(mask, valueTarget, 0)
 	VANDPS  Y2, Y1, Y2
 	MOVQ    stateValue+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v59 = where(mask, stateValue, 0)
+	// v63 = where(mask, stateValue, 0)
 	VANDPS Y3, Y1, Y3
 
-	// diff = sub(v58, v59)
+	// diff = sub(v62, v63)
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
@@ -253,25 +266,26 @@ blocks_2:
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v63 = lt(absDiff, 1)
+	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 
-	// v64 = mul(0.5, absDiff)
+	// v68 = mul(0.5, absDiff)
 	VMULPS lgc23<>+0(SB), Y4, Y6
 
-	// v65 = mul(v64, absDiff)
+	// v69 = mul(v68, absDiff)
 	VMULPS Y4, Y6, Y6
 
-	// v66 = sub(absDiff, 0.5)
-	VSUBPS lgc23<>+0(SB), Y4, Y4
+	// v70 = sub(absDiff, 0.5)
+	VSUBPS  lgc23<>+0(SB), Y4, Y4
+	VMOVUPS Y7, 320(SP)
 
-	// smoothL1 = where(v63, v65, v66)
+	// smoothL1 = where(v67, v69, v70)
 	VBLENDVPS Y5, Y6, Y4, Y4
 
-	// v68 = where(mask, smoothL1, 0)
+	// v72 = where(mask, smoothL1, 0)
 	VANDPS Y4, Y1, Y4
 
-	// sum(v68) over [B L]
+	// sum(v72) over [B L]
 	VADDPS  1536(BX), Y4, Y4
 	VMOVUPS Y4, 1536(BX)
 	VMOVUPS 160(SP), Y4
@@ -286,10 +300,10 @@ blocks_2:
 	VADDPD       1696(BX)(DI*8), Y4, Y4
 	VMOVUPD      Y4, 1696(BX)(DI*8)
 
-	// v73 = where(mask, diff, 0)
+	// v77 = where(mask, diff, 0)
 	VANDPS Y3, Y1, Y3
 
-	// sum(v73) over [B]
+	// sum(v77) over [B]
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -298,7 +312,7 @@ blocks_2:
 	VADDPD       2208(BX)(DI*8), Y3, Y3
 	VMOVUPD      Y3, 2208(BX)(DI*8)
 
-	// sum(v58) over [B]
+	// sum(v62) over [B]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -308,11 +322,11 @@ blocks_2:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v94 = where(mask, logWeight, -Inf)
+	// v98 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y8, Y2, Y2
-	VMOVUPS   288(SP), Y3
+	VMOVUPS   320(SP), Y3
 
-	// logsumexp(v94) over [B]
+	// logsumexp(v98) over [B]
 	VANDPS       Y3, Y1, Y1
 	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
@@ -851,27 +865,27 @@ TEXT ·pass1AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v48 = max(numValid, 1)
+	// v52 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v47, v48)
+	// lossObjective = div(v51, v52)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v52, v48)
+	// clipFraction = div(v56, v52)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v56, v48)
+	// klApprox = div(v60, v52)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v69, v48)
+	// lossCritic = div(v73, v52)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -908,15 +922,15 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v98 = mul(2, logSumW)
+	// v102 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v99 = sub(v98, logSumW2)
+	// v103 = sub(v102, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v99)
+	// essCol = exp(v103)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc14<>+0(SB), Y3
@@ -948,17 +962,17 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v101 = gt(v71, 0)
+	// v105 = gt(v75, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y3
 
-	// v102 = where(v101, essCol, 0)
+	// v106 = where(v105, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v102) over [L]
+	// sum(v106) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v101) over [L]
+	// sum(v105) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
@@ -1068,37 +1082,37 @@ blocks_8:
 	VPMOVZXBD (DX)(BX*1), Y2
 	VPCMPGTD  lgc0<>+0(SB), Y2, Y2
 
-	// v58 = where(mask, valueTarget, 0)
+	// v62 = where(mask, valueTarget, 0)
 	VANDPS Y0, Y2, Y0
 
-	// v59 = where(mask, stateValue, 0)
+	// v63 = where(mask, stateValue, 0)
 	VANDPS Y1, Y2, Y1
 
-	// diff = sub(v58, v59)
+	// diff = sub(v62, v63)
 	VSUBPS  Y1, Y0, Y1
 	MOVQ    s5+32(FP), DX
 	MOVQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v72 = max(v71, 1)
+	// v76 = max(v75, 1)
 	VMAXPS  Y3, Y4, Y3
 	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
-	// v75 = div(v74, v72)
+	// v79 = div(v78, v76)
 	VDIVPS Y3, Y4, Y4
 
-	// v76 = sub(diff, v75)
+	// v80 = sub(diff, v79)
 	VSUBPS Y4, Y1, Y1
 
-	// v77 = mul(v76, v76)
+	// v81 = mul(v80, v80)
 	VMULPS Y1, Y1, Y1
 
-	// v78 = where(mask, v77, 0)
+	// v82 = where(mask, v81, 0)
 	VANDPS Y1, Y2, Y1
 
-	// sum(v78) over [B]
+	// sum(v82) over [B]
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1110,19 +1124,19 @@ blocks_8:
 	MOVQ         s8+56(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v82 = div(v81, v72)
+	// v86 = div(v85, v76)
 	VDIVPS Y3, Y1, Y1
 
-	// v83 = sub(v58, v82)
+	// v87 = sub(v62, v86)
 	VSUBPS Y1, Y0, Y0
 
-	// v84 = mul(v83, v83)
+	// v88 = mul(v87, v87)
 	VMULPS Y0, Y0, Y0
 
-	// v85 = where(mask, v84, 0)
+	// v89 = where(mask, v88, 0)
 	VANDPS Y0, Y2, Y0
 
-	// sum(v85) over [B]
+	// sum(v89) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1147,16 +1161,16 @@ TEXT ·pass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v105 = max(v104, 1)
+	// v109 = max(v108, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v106 = div(v103, v105)
+	// v110 = div(v107, v109)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v106, 16)
+	// ess = div(v110, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1188,26 +1202,26 @@ blocks_9:
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v72 = max(v71, 1)
+	// v76 = max(v75, 1)
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    s7+24(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// residVar = div(v79, v72)
+	// residVar = div(v83, v76)
 	VDIVPS  Y0, Y2, Y2
 	MOVQ    s9+32(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// targetVar = div(v86, v72)
+	// targetVar = div(v90, v76)
 	VDIVPS Y0, Y3, Y0
 
-	// v89 = add(targetVar, 1.1920929e-07)
+	// v93 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc35<>+0(SB), Y0, Y0
 
-	// v90 = div(residVar, v89)
+	// v94 = div(residVar, v93)
 	VDIVPS Y0, Y2, Y0
 
-	// explainedVariance = sub(1, v90)
+	// explainedVariance = sub(1, v94)
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
@@ -1358,13 +1372,13 @@ blocks_12:
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v58 = where(mask, valueTarget, 0)
+	// v62 = where(mask, valueTarget, 0)
 	VANDPS Y2, Y1, Y6
 
-	// v59 = where(mask, stateValue, 0)
+	// v63 = where(mask, stateValue, 0)
 	VANDPS Y8, Y1, Y7
 
-	// diff = sub(v58, v59)
+	// diff = sub(v62, v63)
 	VSUBPS Y7, Y6, Y7
 
 	// sum(v27) over [B]
@@ -1377,10 +1391,10 @@ blocks_12:
 	VADDPD       416(BX)(DI*8), Y5, Y5
 	VMOVUPD      Y5, 416(BX)(DI*8)
 
-	// v73 = where(mask, diff, 0)
+	// v77 = where(mask, diff, 0)
 	VANDPS Y7, Y1, Y1
 
-	// sum(v73) over [B]
+	// sum(v77) over [B]
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1389,7 +1403,7 @@ blocks_12:
 	VADDPD       928(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 928(BX)(DI*8)
 
-	// sum(v58) over [B]
+	// sum(v62) over [B]
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
@@ -1474,17 +1488,17 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $288-112
+TEXT ·fbPass1AVX2(SB), $416-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v48 = max(numValid, 1)
+	// v52 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v109 = div(1, v48)
+	// v113 = div(1, v52)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1518,29 +1532,30 @@ blocks_15:
 	VMOVUPS (BX)(SI*4), Y5
 
 	// v31 = where(mask, logProb, 0)
-	VANDPS Y5, Y0, Y6
+	VANDPS Y5, Y0, Y5
 
 	// logWeight = sub(v31, v4)
-	VSUBPS  Y1, Y6, Y1
-	VMOVUPS lgc11<>+0(SB), Y6
+	VSUBPS  Y1, Y5, Y1
+	VMOVUPS lgc11<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y6, Y6
+	VMAXPS  Y1, Y5, Y6
 	VMOVUPS lgc12<>+0(SB), Y7
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y6, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y1, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y7
-	VMINPS       Y3, Y7, Y3
-	VMULPS       lgc15<>+0(SB), Y3, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y3
+	VMOVUPS      lgc14<>+0(SB), Y6
+	VMINPS       Y3, Y6, Y3
+	VMULPS       lgc15<>+0(SB), Y3, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y3
 	VMULPS       Y3, Y3, Y8
 	VMOVUPS      lgc18<>+0(SB), Y9
 	VFMADD213PS  lgc19<>+0(SB), Y3, Y9
@@ -1552,171 +1567,188 @@ blocks_15:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y3
+	VCVTPS2DQ    Y6, Y3
 	VPADDD       lgc24<>+0(SB), Y3, Y3
-	VPSRLD       $0x01, Y3, Y7
-	VPSUBD       Y7, Y3, Y3
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y3, Y6
+	VPSUBD       Y6, Y3, Y3
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 	VMULPS       Y3, Y9, Y9
-	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v38 = ge(v29, 0)
-	VCMPPS  $0x1d, Y3, Y4, Y3
-	VMOVUPS Y4, 64(SP)
-	VMOVUPS lgc25<>+0(SB), Y4
+	// v38 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y7, Y1, Y3
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y4, Y4
+	VMINPS Y9, Y6, Y6
+
+	// v41 = where(v38, v40, ratio)
+	VBLENDVPS Y3, Y6, Y9, Y6
+
+	// v42 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y5, Y1, Y5
 	VMOVUPS lgc26<>+0(SB), Y7
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
+	// v44 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y9, 96(SP)
+	VMOVUPS Y3, 96(SP)
 
-	// v43 = where(v38, v40, v42)
-	VBLENDVPS Y3, Y4, Y7, Y4
+	// v45 = where(v42, v44, ratio)
+	VBLENDVPS Y5, Y7, Y9, Y3
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// gain = mul(gae, v43)
-	VMULPS Y4, Y2, Y2
+	// v46 = ge(v29, 0)
+	VCMPPS  $0x1d, Y7, Y4, Y7
+	VMOVUPS Y5, 128(SP)
+	VMOVUPS Y4, 160(SP)
 
-	// v45 = neg(gain)
+	// v47 = where(v46, v41, v45)
+	VBLENDVPS Y7, Y6, Y3, Y3
+
+	// gain = mul(gae, v47)
+	VMULPS Y3, Y2, Y2
+
+	// v49 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v46 = where(mask, v45, 0)
+	// v50 = where(mask, v49, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v46) over [B L]
+	// sum(v50) over [B L]
 	MOVQ    state+56(FP), BX
 	VADDPS  2240(BX), Y2, Y2
 	VMOVUPS Y2, 2240(BX)
+	VMOVUPS 64(SP), Y2
 
-	// v50 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y6, Y2
+	// v54 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y1, Y2, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v51 = where(mask, v50, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v51) over [B L]
-	VADDPS  2560(BX), Y2, Y2
-	VMOVUPS Y2, 2560(BX)
-	MOVQ    sampleLogProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-
-	// v54 = sub(sampleLogProb, logProb)
-	VSUBPS Y5, Y2, Y2
 
 	// v55 = where(mask, v54, 0)
 	VANDPS Y2, Y0, Y2
 
 	// sum(v55) over [B L]
+	VADDPS  2560(BX), Y2, Y2
+	VMOVUPS Y2, 2560(BX)
+	MOVQ    sampleLogProb+24(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
+	MOVQ    logProb+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v58 = sub(sampleLogProb, logProb)
+	VSUBPS Y3, Y2, Y2
+
+	// v59 = where(mask, v58, 0)
+	VANDPS Y2, Y0, Y2
+
+	// sum(v59) over [B L]
 	VADDPS  2880(BX), Y2, Y2
 	VMOVUPS Y2, 2880(BX)
 	VMOVUPS 32(SP), Y2
 
-	// v58 = where(mask, valueTarget, 0)
+	// v62 = where(mask, valueTarget, 0)
 	VANDPS  Y2, Y0, Y2
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
-	// v59 = where(mask, stateValue, 0)
-	VANDPS Y4, Y0, Y4
-
-	// diff = sub(v58, v59)
-	VSUBPS Y4, Y2, Y4
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
-
-	// v63 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y7
-
-	// v64 = mul(0.5, absDiff)
-	VMULPS lgc23<>+0(SB), Y5, Y8
-
-	// v65 = mul(v64, absDiff)
-	VMULPS Y5, Y8, Y9
-
-	// v66 = sub(absDiff, 0.5)
-	VSUBPS  lgc23<>+0(SB), Y5, Y10
-	VMOVUPS Y3, 128(SP)
-	VMOVUPS Y8, 160(SP)
-	VMOVUPS Y5, 192(SP)
-
-	// v67 = where(v63, v65, v66)
-	VBLENDVPS Y7, Y9, Y10, Y3
-
-	// v68 = where(mask, v67, 0)
+	// v63 = where(mask, stateValue, 0)
 	VANDPS Y3, Y0, Y3
 
-	// sum(v68) over [B L]
-	VADDPS  3200(BX), Y3, Y3
-	VMOVUPS Y3, 3200(BX)
+	// diff = sub(v62, v63)
+	VSUBPS Y3, Y2, Y3
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
+
+	// v67 = lt(absDiff, 1)
+	VCMPPS $0x11, Y5, Y4, Y6
+
+	// v68 = mul(0.5, absDiff)
+	VMULPS  lgc23<>+0(SB), Y4, Y8
+	VMOVUPS Y7, 192(SP)
+
+	// v69 = mul(v68, absDiff)
+	VMULPS Y4, Y8, Y7
+
+	// v70 = sub(absDiff, 0.5)
+	VSUBPS  lgc23<>+0(SB), Y4, Y10
+	VMOVUPS Y8, 224(SP)
+	VMOVUPS Y4, 256(SP)
+	VMOVUPS Y9, 288(SP)
+
+	// v71 = where(v67, v69, v70)
+	VBLENDVPS Y6, Y7, Y10, Y4
+
+	// v72 = where(mask, v71, 0)
+	VANDPS Y4, Y0, Y4
+
+	// sum(v72) over [B L]
+	VADDPS  3200(BX), Y4, Y4
+	VMOVUPS Y4, 3200(BX)
 	MOVQ    s5+64(FP), DI
 	MOVQ    CX, R8
-	VMOVUPS (DI)(R8*4), Y3
+	VMOVUPS (DI)(R8*4), Y4
 
-	// v72 = max(v71, 1)
-	VMAXPS  Y3, Y6, Y3
+	// v76 = max(v75, 1)
+	VMAXPS  Y4, Y5, Y4
 	MOVQ    s6+72(FP), DI
 	VMOVUPS (DI)(R8*4), Y5
 
-	// v75 = div(v74, v72)
-	VDIVPS Y3, Y5, Y5
+	// v79 = div(v78, v76)
+	VDIVPS Y4, Y5, Y5
 
-	// v76 = sub(diff, v75)
-	VSUBPS Y5, Y4, Y5
+	// v80 = sub(diff, v79)
+	VSUBPS Y5, Y3, Y5
 
-	// v77 = mul(v76, v76)
+	// v81 = mul(v80, v80)
 	VMULPS Y5, Y5, Y5
 
-	// v78 = where(mask, v77, 0)
+	// v82 = where(mask, v81, 0)
 	VANDPS Y5, Y0, Y5
 
-	// sum(v78) over [B]
-	VCVTPS2PD    X5, Y6
+	// sum(v82) over [B]
+	VCVTPS2PD    X5, Y7
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VADDPD       3328(BX)(R8*8), Y6, Y6
-	VMOVUPD      Y6, 3328(BX)(R8*8)
+	VADDPD       3328(BX)(R8*8), Y7, Y7
+	VMOVUPD      Y7, 3328(BX)(R8*8)
 	VADDPD       3360(BX)(R8*8), Y5, Y5
 	VMOVUPD      Y5, 3360(BX)(R8*8)
 	MOVQ         s8+80(FP), DI
 	VMOVUPS      (DI)(R8*4), Y5
 
-	// v82 = div(v81, v72)
-	VDIVPS Y3, Y5, Y3
+	// v86 = div(v85, v76)
+	VDIVPS Y4, Y5, Y4
 
-	// v83 = sub(v58, v82)
-	VSUBPS Y3, Y2, Y2
+	// v87 = sub(v62, v86)
+	VSUBPS Y4, Y2, Y2
 
-	// v84 = mul(v83, v83)
+	// v88 = mul(v87, v87)
 	VMULPS Y2, Y2, Y2
 
-	// v85 = where(mask, v84, 0)
+	// v89 = where(mask, v88, 0)
 	VANDPS Y2, Y0, Y2
 
-	// sum(v85) over [B]
-	VCVTPS2PD    X2, Y3
+	// sum(v89) over [B]
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3840(BX)(R8*8), Y3, Y3
-	VMOVUPD      Y3, 3840(BX)(R8*8)
+	VADDPD       3840(BX)(R8*8), Y4, Y4
+	VMOVUPD      Y4, 3840(BX)(R8*8)
 	VADDPD       3872(BX)(R8*8), Y2, Y2
 	VMOVUPD      Y2, 3872(BX)(R8*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v94 = where(mask, logWeight, -Inf)
+	// v98 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y0, Y1, Y2, Y1
-	VMOVUPS   Y4, 224(SP)
-	VMOVUPS   Y7, 256(SP)
-	VMOVUPS   96(SP), Y2
+	VMOVUPS   Y3, 320(SP)
+	VMOVUPS   Y6, 352(SP)
+	VMOVUPS   288(SP), Y2
 
-	// logsumexp(v94) over [B]
+	// logsumexp(v98) over [B]
 	VANDPS       Y2, Y0, Y2
 	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
@@ -1740,142 +1772,168 @@ blocks_15:
 	VMOVUPD      Y1, 5216(BX)(R8*8)
 	VMOVUPS      (SP), Y1
 
-	// v111 = where(mask, v109, 0)
+	// v115 = where(mask, v113, 0)
 	VANDPS  Y1, Y0, Y1
-	VMOVUPS 256(SP), Y2
+	VMOVUPS 352(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y2, Y3
 
-	// v112 = where(v63, v111, 0)
+	// v116 = where(v67, v115, 0)
 	VANDPS Y1, Y3, Y2
 
-	// v113 = where(v63, 0, v111)
+	// v117 = where(v67, 0, v115)
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v114 = ne(v112, 0)
+	// v118 = ne(v116, 0)
 	VCMPPS  $0x04, Y4, Y2, Y5
-	VMOVUPS 192(SP), Y6
+	VMOVUPS 256(SP), Y6
 
-	// v115 = mul(v112, absDiff)
+	// v119 = mul(v116, absDiff)
 	VMULPS Y6, Y2, Y6
 
-	// v116 = where(v114, v115, v112)
+	// v120 = where(v118, v119, v116)
 	VBLENDVPS Y5, Y6, Y2, Y6
-	VMOVUPS   160(SP), Y7
+	VMOVUPS   224(SP), Y7
 
-	// v117 = mul(v112, v64)
+	// v121 = mul(v116, v68)
 	VMULPS Y7, Y2, Y7
 
-	// v118 = where(v114, v117, v112)
+	// v122 = where(v118, v121, v116)
 	VBLENDVPS Y5, Y7, Y2, Y2
 
-	// v119 = add(v113, v118)
+	// v123 = add(v117, v122)
 	VADDPS Y2, Y3, Y2
 
-	// v120 = mul(v116, 0.5)
+	// v124 = mul(v120, 0.5)
 	VMULPS lgc23<>+0(SB), Y6, Y3
 
-	// v121 = add(v119, v120)
+	// v125 = add(v123, v124)
 	VADDPS  Y3, Y2, Y2
-	VMOVUPS 224(SP), Y3
+	VMOVUPS 320(SP), Y3
 
-	// v122 = gt(diff, 0)
+	// v126 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v123 = lt(diff, 0)
+	// v127 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v124 = mul(diff, 0)
+	// v128 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc36<>+0(SB), Y7
 
-	// v125 = where(v123, -1, v124)
+	// v129 = where(v127, -1, v128)
 	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v126 = where(v122, 1, v125)
+	// v130 = where(v126, 1, v129)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v127 = ne(v121, 0)
+	// v131 = ne(v125, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v128 = mul(v121, v126)
+	// v132 = mul(v125, v130)
 	VMULPS Y3, Y2, Y3
 
-	// v129 = where(v127, v128, v121)
+	// v133 = where(v131, v132, v125)
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// v130 = neg(v129)
+	// v134 = neg(v133)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// gradStateValue = where(mask, v130, 0)
+	// gradStateValue = where(mask, v134, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v132 = neg(v111)
+	// v136 = neg(v115)
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// v133 = ne(v132, 0)
+	// v137 = ne(v136, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
-	VMOVUPS 64(SP), Y5
+	VMOVUPS 160(SP), Y5
 
-	// v134 = mul(v132, v29)
+	// v138 = mul(v136, v29)
 	VMULPS Y5, Y1, Y5
 
-	// v135 = where(v133, v134, v132)
+	// v139 = where(v137, v138, v136)
 	VBLENDVPS Y3, Y5, Y1, Y1
-	VMOVUPS   128(SP), Y3
+	VMOVUPS   192(SP), Y3
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
-	// v136 = where(v38, v135, 0)
+	// v140 = where(v46, v139, 0)
 	VANDPS Y1, Y5, Y3
 
-	// v137 = where(v38, 0, v135)
+	// v141 = where(v46, 0, v139)
 	VANDNPS Y1, Y5, Y1
-	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc26<>+0(SB), Y6
+	VMOVUPS 128(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v138 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y5, Y6
+	// v142 = where(v42, v141, 0)
+	VANDPS Y1, Y6, Y5
 
-	// v139 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y7
+	// v143 = where(v42, 0, v141)
+	VANDNPS Y1, Y6, Y1
+	VMOVUPS 288(SP), Y6
+	VMOVUPS lgc26<>+0(SB), Y7
 
-	// v140 = max(v138, v139)
-	VORPS Y6, Y7, Y6
+	// v144 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y7, Y6, Y7
 
-	// v141 = where(v140, v137, 0)
-	VANDPS  Y1, Y6, Y1
-	VMOVUPS lgc25<>+0(SB), Y6
+	// v145 = ne(ratio, ratio)
+	VCMPPS $0x04, Y6, Y6, Y8
 
-	// v142 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y6, Y5, Y6
+	// v146 = max(v144, v145)
+	VORPS   Y7, Y8, Y7
+	VMOVUPS Y2, 384(SP)
 
-	// v143 = max(v142, v139)
-	VORPS Y6, Y7, Y6
+	// v147 = where(v146, v142, 0)
+	VANDPS Y5, Y7, Y2
 
-	// v144 = where(v143, v136, 0)
-	VANDPS Y3, Y6, Y3
+	// v148 = add(v143, v147)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 96(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y2, Y5
 
-	// v145 = add(v141, v144)
-	VADDPS Y3, Y1, Y1
+	// v149 = where(v38, v140, 0)
+	VANDPS Y3, Y5, Y2
 
-	// v146 = ne(v145, 0)
-	VCMPPS $0x04, Y4, Y1, Y3
+	// v150 = where(v38, 0, v140)
+	VANDNPS Y3, Y5, Y3
 
-	// v147 = mul(v145, ratio)
-	VMULPS Y5, Y1, Y4
+	// v151 = add(v148, v150)
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y3
 
-	// v148 = where(v146, v147, v145)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	// v152 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y6, Y3
 
-	// gradLogProb = where(mask, v148, 0)
-	VANDPS Y1, Y0, Y0
+	// v153 = max(v152, v145)
+	VORPS Y3, Y8, Y3
+
+	// v154 = where(v153, v149, 0)
+	VANDPS Y2, Y3, Y2
+
+	// v155 = add(v151, v154)
+	VADDPS Y2, Y1, Y1
+
+	// v156 = ne(v155, 0)
+	VCMPPS $0x04, Y4, Y1, Y2
+
+	// v157 = mul(v155, ratio)
+	VMULPS Y6, Y1, Y3
+
+	// v158 = where(v156, v157, v155)
+	VBLENDVPS Y2, Y3, Y1, Y1
+
+	// gradLogProb = where(mask, v158, 0)
+	VANDPS  Y1, Y0, Y0
+	VMOVUPS 384(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
-	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS Y1, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+96(FP), BX
@@ -2026,27 +2084,27 @@ TEXT ·fbPass2AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v48 = max(numValid, 1)
+	// v52 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v47, v48)
+	// lossObjective = div(v51, v52)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v52, v48)
+	// clipFraction = div(v56, v52)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v56, v48)
+	// klApprox = div(v60, v52)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v69, v48)
+	// lossCritic = div(v73, v52)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -2081,39 +2139,39 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v72 = max(v71, 1)
+	// v76 = max(v75, 1)
 	VMAXPS  Y0, Y1, Y2
 	MOVQ    s7+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// residVar = div(v79, v72)
+	// residVar = div(v83, v76)
 	VDIVPS  Y2, Y3, Y3
 	MOVQ    s9+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y4
 
-	// targetVar = div(v86, v72)
+	// targetVar = div(v90, v76)
 	VDIVPS Y2, Y4, Y2
 
-	// v89 = add(targetVar, 1.1920929e-07)
+	// v93 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc35<>+0(SB), Y2, Y2
 
-	// v90 = div(residVar, v89)
+	// v94 = div(residVar, v93)
 	VDIVPS Y2, Y3, Y2
 
-	// explainedVariance = sub(1, v90)
+	// explainedVariance = sub(1, v94)
 	VSUBPS  Y2, Y1, Y1
 	MOVQ    s10+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v98 = mul(2, logSumW)
+	// v102 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v99 = sub(v98, logSumW2)
+	// v103 = sub(v102, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v99)
+	// essCol = exp(v103)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc14<>+0(SB), Y3
@@ -2143,19 +2201,19 @@ blocks_17:
 	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v101 = gt(v71, 0)
+	// v105 = gt(v75, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
-	// v102 = where(v101, essCol, 0)
+	// v106 = where(v105, essCol, 0)
 	VANDPS Y5, Y0, Y0
 
-	// sum(v102) over [L]
+	// sum(v106) over [L]
 	MOVQ    state+56(FP), DX
 	VADDPS  6016(DX), Y0, Y0
 	VMOVUPS Y0, 6016(DX)
 
-	// sum(v101) over [L]
+	// sum(v105) over [L]
 	VADDPS  6336(DX), Y2, Y0
 	VMOVUPS Y0, 6336(DX)
 
@@ -2247,16 +2305,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v105 = max(v104, 1)
+	// v109 = max(v108, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v106 = div(v103, v105)
+	// v110 = div(v107, v109)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v106, 16)
+	// ess = div(v110, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

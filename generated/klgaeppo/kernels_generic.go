@@ -13,30 +13,30 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
-	s1       float32             // v47 = sum(v46) over B,L
-	s2       float32             // v52 = sum(v51) over B,L
-	s3       float32             // v56 = sum(v55) over B,L
-	s4       float32             // v69 = sum(v68) over B,L
-	s5       []float32           // v71 = sum(v27) over B [L=48]
-	s6       []float32           // v74 = sum(v73) over B [L=48]
-	s7       []float32           // v79 = sum(v78) over B [L=48]
-	s8       []float32           // v81 = sum(v58) over B [L=48]
-	s9       []float32           // v86 = sum(v85) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v94) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v96) over B [L=48]
-	s12      float32             // v103 = sum(v102) over L
-	s13      float32             // v104 = sum(v101) over L
-	acc71    []float64           // accumulators of v71
-	acc74    []float64           // accumulators of v74
-	acc81    []float64           // accumulators of v81
+	s1       float32             // v51 = sum(v50) over B,L
+	s2       float32             // v56 = sum(v55) over B,L
+	s3       float32             // v60 = sum(v59) over B,L
+	s4       float32             // v73 = sum(v72) over B,L
+	s5       []float32           // v75 = sum(v27) over B [L=48]
+	s6       []float32           // v78 = sum(v77) over B [L=48]
+	s7       []float32           // v83 = sum(v82) over B [L=48]
+	s8       []float32           // v85 = sum(v62) over B [L=48]
+	s9       []float32           // v90 = sum(v89) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v98) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v100) over B [L=48]
+	s12      float32             // v107 = sum(v106) over L
+	s13      float32             // v108 = sum(v105) over L
+	acc75    []float64           // accumulators of v75
+	acc78    []float64           // accumulators of v78
+	acc85    []float64           // accumulators of v85
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc79    []float64           // accumulators of v79
-	acc86    []float64           // accumulators of v86
+	acc83    []float64           // accumulators of v83
+	acc90    []float64           // accumulators of v90
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc71: make([]float64, 48), acc74: make([]float64, 48), acc81: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc79: make([]float64, 48), acc86: make([]float64, 48)}
+	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc75: make([]float64, 48), acc78: make([]float64, 48), acc85: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48), acc83: make([]float64, 48), acc90: make([]float64, 48)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -48,32 +48,32 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64             // numValid = sum(v27) over B,L
-	acc47    float64             // v47 = sum(v46) over B,L
-	acc52    float64             // v52 = sum(v51) over B,L
+	acc51    float64             // v51 = sum(v50) over B,L
 	acc56    float64             // v56 = sum(v55) over B,L
-	acc69    float64             // v69 = sum(v68) over B,L
-	acc71    []float64           // v71 = sum(v27) over B
-	acc74    []float64           // v74 = sum(v73) over B
-	acc81    []float64           // v81 = sum(v58) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v94) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v96) over B
+	acc60    float64             // v60 = sum(v59) over B,L
+	acc73    float64             // v73 = sum(v72) over B,L
+	acc75    []float64           // v75 = sum(v27) over B
+	acc78    []float64           // v78 = sum(v77) over B
+	acc85    []float64           // v85 = sum(v62) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v98) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v100) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc47, b.acc47)
-	mergeSum(&a.acc52, b.acc52)
+	mergeSum(&a.acc51, b.acc51)
 	mergeSum(&a.acc56, b.acc56)
-	mergeSum(&a.acc69, b.acc69)
-	for k := range a.acc71 {
-		mergeSum(&a.acc71[k], b.acc71[k])
+	mergeSum(&a.acc60, b.acc60)
+	mergeSum(&a.acc73, b.acc73)
+	for k := range a.acc75 {
+		mergeSum(&a.acc75[k], b.acc75[k])
 	}
-	for k := range a.acc74 {
-		mergeSum(&a.acc74[k], b.acc74[k])
+	for k := range a.acc78 {
+		mergeSum(&a.acc78[k], b.acc78[k])
 	}
-	for k := range a.acc81 {
-		mergeSum(&a.acc81[k], b.acc81[k])
+	for k := range a.acc85 {
+		mergeSum(&a.acc85[k], b.acc85[k])
 	}
 	for k := range a.logSumW {
 		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
@@ -92,23 +92,23 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c41 := float32(0.8)
+	c43 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c93 := float32(math.Inf(-1))
+	c97 := float32(math.Inf(-1))
 	numValid := 0.0
-	acc47 := 0.0
-	acc52 := 0.0
+	acc51 := 0.0
 	acc56 := 0.0
-	acc69 := 0.0
-	for k := range st.acc71 {
-		st.acc71[k] = 0.0
+	acc60 := 0.0
+	acc73 := 0.0
+	for k := range st.acc75 {
+		st.acc75[k] = 0.0
 	}
-	for k := range st.acc74 {
-		st.acc74[k] = 0.0
+	for k := range st.acc78 {
+		st.acc78[k] = 0.0
 	}
-	for k := range st.acc81 {
-		st.acc81[k] = 0.0
+	for k := range st.acc85 {
+		st.acc85[k] = 0.0
 	}
 	for k := range st.logSumW {
 		st.logSumW[k] = runtime.NewLogSumExp()
@@ -156,55 +156,59 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(v29 >= zero)
+			v38 := b2f(logWeight > c34)
 			v40 := min(ratio, c39)
-			v42 := max(ratio, c41)
-			ratioClipped := sel(v38, v40, v42)
+			v41 := sel(v38, v40, ratio)
+			v42 := b2f(logWeight < c33)
+			v44 := max(ratio, c43)
+			v45 := sel(v42, v44, ratio)
+			v46 := b2f(v29 >= zero)
+			ratioClipped := sel(v46, v41, v45)
 			gain := float32(v29 * ratioClipped)
-			v45 := -gain
-			v46 := sel(mask, v45, zero)
-			acc47 += float64(v46)
-			v50 := b2f(logWeightClip != logWeight)
-			v51 := sel(mask, v50, zero)
-			acc52 += float64(v51)
-			v54 := v4 - v31
+			v49 := -gain
+			v50 := sel(mask, v49, zero)
+			acc51 += float64(v50)
+			v54 := b2f(logWeightClip != logWeight)
 			v55 := sel(mask, v54, zero)
 			acc56 += float64(v55)
-			v58 := sel(mask, valueTarget, zero)
-			v59 := sel(mask, stateValue, zero)
-			diff := v58 - v59
+			v58 := v4 - v31
+			v59 := sel(mask, v58, zero)
+			acc60 += float64(v59)
+			v62 := sel(mask, valueTarget, zero)
+			v63 := sel(mask, stateValue, zero)
+			diff := v62 - v63
 			absDiff := float32(math.Abs(float64(diff)))
-			v63 := b2f(absDiff < one)
-			v64 := float32(half * absDiff)
-			v65 := float32(v64 * absDiff)
-			v66 := absDiff - half
-			smoothL1 := sel(v63, v65, v66)
-			v68 := sel(mask, smoothL1, zero)
-			acc69 += float64(v68)
-			st.acc71[iL] += float64(v27)
-			v73 := sel(mask, diff, zero)
-			st.acc74[iL] += float64(v73)
-			st.acc81[iL] += float64(v58)
-			v94 := sel(mask, logWeight, c93)
-			st.logSumW[iL].Add(float64(v94))
-			v96 := float32(two * v94)
-			st.logSumW2[iL].Add(float64(v96))
+			v67 := b2f(absDiff < one)
+			v68 := float32(half * absDiff)
+			v69 := float32(v68 * absDiff)
+			v70 := absDiff - half
+			smoothL1 := sel(v67, v69, v70)
+			v72 := sel(mask, smoothL1, zero)
+			acc73 += float64(v72)
+			st.acc75[iL] += float64(v27)
+			v77 := sel(mask, diff, zero)
+			st.acc78[iL] += float64(v77)
+			st.acc85[iL] += float64(v62)
+			v98 := sel(mask, logWeight, c97)
+			st.logSumW[iL].Add(float64(v98))
+			v100 := float32(two * v98)
+			st.logSumW2[iL].Add(float64(v100))
 		}
 	}
 	st.numValid = numValid
-	st.acc47 = acc47
-	st.acc52 = acc52
+	st.acc51 = acc51
 	st.acc56 = acc56
-	st.acc69 = acc69
+	st.acc60 = acc60
+	st.acc73 = acc73
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over
 // [B=16 L=48], in pass0GoChunks chunks of rows of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	st.acc71 = s.acc71
-	st.acc74 = s.acc74
-	st.acc81 = s.acc81
+	st.acc75 = s.acc75
+	st.acc78 = s.acc78
+	st.acc85 = s.acc85
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
 	if n := min(pass0GoChunks, 16); n <= 1 {
@@ -212,9 +216,9 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	} else {
 		sts := make([]pass0GoStates, n)
 		for c := range sts {
-			sts[c].acc71 = make([]float64, 48)
-			sts[c].acc74 = make([]float64, 48)
-			sts[c].acc81 = make([]float64, 48)
+			sts[c].acc75 = make([]float64, 48)
+			sts[c].acc78 = make([]float64, 48)
+			sts[c].acc85 = make([]float64, 48)
 			sts[c].logSumW = make([]runtime.LogSumExp, 48)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
 		}
@@ -227,18 +231,18 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s1 = float32(st.acc47)
-	s.s2 = float32(st.acc52)
-	s.s3 = float32(st.acc56)
-	s.s4 = float32(st.acc69)
-	for k := range st.acc71 {
-		s.s5[k] = float32(st.acc71[k])
+	s.s1 = float32(st.acc51)
+	s.s2 = float32(st.acc56)
+	s.s3 = float32(st.acc60)
+	s.s4 = float32(st.acc73)
+	for k := range st.acc75 {
+		s.s5[k] = float32(st.acc75[k])
 	}
-	for k := range st.acc74 {
-		s.s6[k] = float32(st.acc74[k])
+	for k := range st.acc78 {
+		s.s6[k] = float32(st.acc78[k])
 	}
-	for k := range st.acc81 {
-		s.s8[k] = float32(st.acc81[k])
+	for k := range st.acc85 {
+		s.s8[k] = float32(st.acc85[k])
 	}
 	for k := range st.logSumW {
 		s.s10[k] = float32(st.logSumW[k].Result())
@@ -252,18 +256,18 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v47 := s.s1
-	v48 := max(numValid, one)
-	lossObjective := v47 / v48
+	v51 := s.s1
+	v52 := max(numValid, one)
+	lossObjective := v51 / v52
 	out.LossObjective = lossObjective
-	v52 := s.s2
-	clipFraction := v52 / v48
+	v56 := s.s2
+	clipFraction := v56 / v52
 	out.ClipFraction = clipFraction
-	v56 := s.s3
-	klApprox := v56 / v48
+	v60 := s.s3
+	klApprox := v60 / v52
 	out.KLApprox = klApprox
-	v69 := s.s4
-	lossCritic := v69 / v48
+	v73 := s.s4
+	lossCritic := v73 / v52
 	out.LossCritic = lossCritic
 }
 
@@ -275,36 +279,36 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of L.
 type pass2GoStates struct {
-	acc103 float64 // v103 = sum(v102) over L
-	acc104 float64 // v104 = sum(v101) over L
+	acc107 float64 // v107 = sum(v106) over L
+	acc108 float64 // v108 = sum(v105) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
-	mergeSum(&a.acc103, b.acc103)
-	mergeSum(&a.acc104, b.acc104)
+	mergeSum(&a.acc107, b.acc107)
+	mergeSum(&a.acc108, b.acc108)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
-	acc103 := 0.0
-	acc104 := 0.0
+	acc107 := 0.0
+	acc108 := 0.0
 	for iL := lo; iL < hi; iL++ {
-		v71 := s.s5[iL]
+		v75 := s.s5[iL]
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v98 := float32(two * logSumW)
-		v99 := v98 - logSumW2
-		essCol := float32(math.Exp(float64(v99)))
-		v101 := b2f(v71 > zero)
-		v102 := sel(v101, essCol, zero)
-		acc103 += float64(v102)
-		acc104 += float64(v101)
+		v102 := float32(two * logSumW)
+		v103 := v102 - logSumW2
+		essCol := float32(math.Exp(float64(v103)))
+		v105 := b2f(v75 > zero)
+		v106 := sel(v105, essCol, zero)
+		acc107 += float64(v106)
+		acc108 += float64(v105)
 	}
-	st.acc103 = acc103
-	st.acc104 = acc104
+	st.acc107 = acc107
+	st.acc108 = acc108
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
@@ -323,8 +327,8 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc103)
-	s.s13 = float32(st.acc104)
+	s.s12 = float32(st.acc107)
+	s.s13 = float32(st.acc108)
 }
 
 // pass3GoChunks is how many chunks of rows of B pass3Go runs as, concurrently, each with its own
@@ -335,17 +339,17 @@ var pass3GoChunks = 1
 
 // pass3GoStates are the reduction states of pass3Go over one chunk of B.
 type pass3GoStates struct {
-	acc79 []float64 // v79 = sum(v78) over B
-	acc86 []float64 // v86 = sum(v85) over B
+	acc83 []float64 // v83 = sum(v82) over B
+	acc90 []float64 // v90 = sum(v89) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass3GoStates) merge(b *pass3GoStates) {
-	for k := range a.acc79 {
-		mergeSum(&a.acc79[k], b.acc79[k])
+	for k := range a.acc83 {
+		mergeSum(&a.acc83[k], b.acc83[k])
 	}
-	for k := range a.acc86 {
-		mergeSum(&a.acc86[k], b.acc86[k])
+	for k := range a.acc90 {
+		mergeSum(&a.acc90[k], b.acc90[k])
 	}
 }
 
@@ -353,11 +357,11 @@ func (a *pass3GoStates) merge(b *pass3GoStates) {
 func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	for k := range st.acc79 {
-		st.acc79[k] = 0.0
+	for k := range st.acc83 {
+		st.acc83[k] = 0.0
 	}
-	for k := range st.acc86 {
-		st.acc86[k] = 0.0
+	for k := range st.acc90 {
+		st.acc90[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 48; iL++ {
@@ -365,23 +369,23 @@ func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3G
 			stateValue := in.StateValue[iB*48+iL]
 			gae := s.s0[iB*48+iL]
 			valueTarget := gae + stateValue
-			v58 := sel(mask, valueTarget, zero)
-			v59 := sel(mask, stateValue, zero)
-			diff := v58 - v59
-			v71 := s.s5[iL]
-			v72 := max(v71, one)
-			v74 := s.s6[iL]
-			v75 := v74 / v72
-			v76 := diff - v75
-			v77 := float32(v76 * v76)
-			v78 := sel(mask, v77, zero)
-			st.acc79[iL] += float64(v78)
-			v81 := s.s8[iL]
-			v82 := v81 / v72
-			v83 := v58 - v82
-			v84 := float32(v83 * v83)
-			v85 := sel(mask, v84, zero)
-			st.acc86[iL] += float64(v85)
+			v62 := sel(mask, valueTarget, zero)
+			v63 := sel(mask, stateValue, zero)
+			diff := v62 - v63
+			v75 := s.s5[iL]
+			v76 := max(v75, one)
+			v78 := s.s6[iL]
+			v79 := v78 / v76
+			v80 := diff - v79
+			v81 := float32(v80 * v80)
+			v82 := sel(mask, v81, zero)
+			st.acc83[iL] += float64(v82)
+			v85 := s.s8[iL]
+			v86 := v85 / v76
+			v87 := v62 - v86
+			v88 := float32(v87 * v87)
+			v89 := sel(mask, v88, zero)
+			st.acc90[iL] += float64(v89)
 		}
 	}
 }
@@ -390,15 +394,15 @@ func pass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass3G
 // pass3GoChunks chunks of rows of B (pass3GoChunk).
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass3GoStates
-	st.acc79 = s.acc79
-	st.acc86 = s.acc86
+	st.acc83 = s.acc83
+	st.acc90 = s.acc90
 	if n := min(pass3GoChunks, 16); n <= 1 {
 		pass3GoChunk(in, out, grads, s, &st, 0, 16)
 	} else {
 		sts := make([]pass3GoStates, n)
 		for c := range sts {
-			sts[c].acc79 = make([]float64, 48)
-			sts[c].acc86 = make([]float64, 48)
+			sts[c].acc83 = make([]float64, 48)
+			sts[c].acc90 = make([]float64, 48)
 		}
 		runtime.ForChunks(n, 16, func(c, lo, hi int) {
 			pass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -408,23 +412,23 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	for k := range st.acc79 {
-		s.s7[k] = float32(st.acc79[k])
+	for k := range st.acc83 {
+		s.s7[k] = float32(st.acc83[k])
 	}
-	for k := range st.acc86 {
-		s.s9[k] = float32(st.acc86[k])
+	for k := range st.acc90 {
+		s.s9[k] = float32(st.acc90[k])
 	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c107 := float32(16)
-	v103 := s.s12
-	v104 := s.s13
-	v105 := max(v104, one)
-	v106 := v103 / v105
-	ess := v106 / c107
+	c111 := float32(16)
+	v107 := s.s12
+	v108 := s.s13
+	v109 := max(v108, one)
+	v110 := v107 / v109
+	ess := v110 / c111
 	out.ESS = ess
 }
 
@@ -437,17 +441,17 @@ var pass5GoChunks = 1
 // pass5GoChunk runs pass5Go over indices [lo, hi) of L.
 func pass5GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
 	one := float32(1)
-	c88 := float32(1.1920929e-07)
+	c92 := float32(1.1920929e-07)
 	for iL := lo; iL < hi; iL++ {
-		v71 := s.s5[iL]
-		v72 := max(v71, one)
-		v79 := s.s7[iL]
-		residVar := v79 / v72
-		v86 := s.s9[iL]
-		targetVar := v86 / v72
-		v89 := targetVar + c88
-		v90 := residVar / v89
-		explainedVariance := one - v90
+		v75 := s.s5[iL]
+		v76 := max(v75, one)
+		v83 := s.s7[iL]
+		residVar := v83 / v76
+		v90 := s.s9[iL]
+		targetVar := v90 / v76
+		v93 := targetVar + c92
+		v94 := residVar / v93
+		explainedVariance := one - v94
 		out.ExplainedVariance[iL] = explainedVariance
 	}
 }
@@ -468,30 +472,30 @@ func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
-	s1       float32             // v47 = sum(v46) over B,L
-	s2       float32             // v52 = sum(v51) over B,L
-	s3       float32             // v56 = sum(v55) over B,L
-	s4       float32             // v69 = sum(v68) over B,L
-	s5       []float32           // v71 = sum(v27) over B [L=48]
-	s6       []float32           // v74 = sum(v73) over B [L=48]
-	s7       []float32           // v79 = sum(v78) over B [L=48]
-	s8       []float32           // v81 = sum(v58) over B [L=48]
-	s9       []float32           // v86 = sum(v85) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v94) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v96) over B [L=48]
-	s12      float32             // v103 = sum(v102) over L
-	s13      float32             // v104 = sum(v101) over L
-	acc71    []float64           // accumulators of v71
-	acc74    []float64           // accumulators of v74
-	acc81    []float64           // accumulators of v81
-	acc79    []float64           // accumulators of v79
-	acc86    []float64           // accumulators of v86
+	s1       float32             // v51 = sum(v50) over B,L
+	s2       float32             // v56 = sum(v55) over B,L
+	s3       float32             // v60 = sum(v59) over B,L
+	s4       float32             // v73 = sum(v72) over B,L
+	s5       []float32           // v75 = sum(v27) over B [L=48]
+	s6       []float32           // v78 = sum(v77) over B [L=48]
+	s7       []float32           // v83 = sum(v82) over B [L=48]
+	s8       []float32           // v85 = sum(v62) over B [L=48]
+	s9       []float32           // v90 = sum(v89) over B [L=48]
+	s10      []float32           // logSumW = logsumexp(v98) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v100) over B [L=48]
+	s12      float32             // v107 = sum(v106) over L
+	s13      float32             // v108 = sum(v105) over L
+	acc75    []float64           // accumulators of v75
+	acc78    []float64           // accumulators of v78
+	acc85    []float64           // accumulators of v85
+	acc83    []float64           // accumulators of v83
+	acc90    []float64           // accumulators of v90
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc71: make([]float64, 48), acc74: make([]float64, 48), acc81: make([]float64, 48), acc79: make([]float64, 48), acc86: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
+	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc75: make([]float64, 48), acc78: make([]float64, 48), acc85: make([]float64, 48), acc83: make([]float64, 48), acc90: make([]float64, 48), logSumW: make([]runtime.LogSumExp, 48), logSumW2: make([]runtime.LogSumExp, 48)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -503,22 +507,22 @@ var fbPass0GoChunks = 1
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
 	numValid float64   // numValid = sum(v27) over B,L
-	acc71    []float64 // v71 = sum(v27) over B
-	acc74    []float64 // v74 = sum(v73) over B
-	acc81    []float64 // v81 = sum(v58) over B
+	acc75    []float64 // v75 = sum(v27) over B
+	acc78    []float64 // v78 = sum(v77) over B
+	acc85    []float64 // v85 = sum(v62) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	for k := range a.acc71 {
-		mergeSum(&a.acc71[k], b.acc71[k])
+	for k := range a.acc75 {
+		mergeSum(&a.acc75[k], b.acc75[k])
 	}
-	for k := range a.acc74 {
-		mergeSum(&a.acc74[k], b.acc74[k])
+	for k := range a.acc78 {
+		mergeSum(&a.acc78[k], b.acc78[k])
 	}
-	for k := range a.acc81 {
-		mergeSum(&a.acc81[k], b.acc81[k])
+	for k := range a.acc85 {
+		mergeSum(&a.acc85[k], b.acc85[k])
 	}
 }
 
@@ -529,14 +533,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	c21 := float32(0.95)
 	numValid := 0.0
-	for k := range st.acc71 {
-		st.acc71[k] = 0.0
+	for k := range st.acc75 {
+		st.acc75[k] = 0.0
 	}
-	for k := range st.acc74 {
-		st.acc74[k] = 0.0
+	for k := range st.acc78 {
+		st.acc78[k] = 0.0
 	}
-	for k := range st.acc81 {
-		st.acc81[k] = 0.0
+	for k := range st.acc85 {
+		st.acc85[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		gaeCarry := float32(0)
@@ -571,13 +575,13 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			out.ValueTarget[iB*48+iL] = valueTarget
 			v27 := sel(mask, one, zero)
 			numValid += float64(v27)
-			v58 := sel(mask, valueTarget, zero)
-			v59 := sel(mask, stateValue, zero)
-			diff := v58 - v59
-			st.acc71[iL] += float64(v27)
-			v73 := sel(mask, diff, zero)
-			st.acc74[iL] += float64(v73)
-			st.acc81[iL] += float64(v58)
+			v62 := sel(mask, valueTarget, zero)
+			v63 := sel(mask, stateValue, zero)
+			diff := v62 - v63
+			st.acc75[iL] += float64(v27)
+			v77 := sel(mask, diff, zero)
+			st.acc78[iL] += float64(v77)
+			st.acc85[iL] += float64(v62)
 		}
 	}
 	st.numValid = numValid
@@ -587,17 +591,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 // L over [B=16 L=48], in fbPass0GoChunks chunks of rows of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass0GoStates
-	st.acc71 = s.acc71
-	st.acc74 = s.acc74
-	st.acc81 = s.acc81
+	st.acc75 = s.acc75
+	st.acc78 = s.acc78
+	st.acc85 = s.acc85
 	if n := min(fbPass0GoChunks, 16); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, &st, 0, 16)
 	} else {
 		sts := make([]fbPass0GoStates, n)
 		for c := range sts {
-			sts[c].acc71 = make([]float64, 48)
-			sts[c].acc74 = make([]float64, 48)
-			sts[c].acc81 = make([]float64, 48)
+			sts[c].acc75 = make([]float64, 48)
+			sts[c].acc78 = make([]float64, 48)
+			sts[c].acc85 = make([]float64, 48)
 		}
 		runtime.ForChunks(n, 16, func(c, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -608,14 +612,14 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	for k := range st.acc71 {
-		s.s5[k] = float32(st.acc71[k])
+	for k := range st.acc75 {
+		s.s5[k] = float32(st.acc75[k])
 	}
-	for k := range st.acc74 {
-		s.s6[k] = float32(st.acc74[k])
+	for k := range st.acc78 {
+		s.s6[k] = float32(st.acc78[k])
 	}
-	for k := range st.acc81 {
-		s.s8[k] = float32(st.acc81[k])
+	for k := range st.acc85 {
+		s.s8[k] = float32(st.acc85[k])
 	}
 }
 
@@ -627,27 +631,27 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc47    float64             // v47 = sum(v46) over B,L
-	acc52    float64             // v52 = sum(v51) over B,L
+	acc51    float64             // v51 = sum(v50) over B,L
 	acc56    float64             // v56 = sum(v55) over B,L
-	acc69    float64             // v69 = sum(v68) over B,L
-	acc79    []float64           // v79 = sum(v78) over B
-	acc86    []float64           // v86 = sum(v85) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v94) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v96) over B
+	acc60    float64             // v60 = sum(v59) over B,L
+	acc73    float64             // v73 = sum(v72) over B,L
+	acc83    []float64           // v83 = sum(v82) over B
+	acc90    []float64           // v90 = sum(v89) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v98) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v100) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc47, b.acc47)
-	mergeSum(&a.acc52, b.acc52)
+	mergeSum(&a.acc51, b.acc51)
 	mergeSum(&a.acc56, b.acc56)
-	mergeSum(&a.acc69, b.acc69)
-	for k := range a.acc79 {
-		mergeSum(&a.acc79[k], b.acc79[k])
+	mergeSum(&a.acc60, b.acc60)
+	mergeSum(&a.acc73, b.acc73)
+	for k := range a.acc83 {
+		mergeSum(&a.acc83[k], b.acc83[k])
 	}
-	for k := range a.acc86 {
-		mergeSum(&a.acc86[k], b.acc86[k])
+	for k := range a.acc90 {
+		mergeSum(&a.acc90[k], b.acc90[k])
 	}
 	for k := range a.logSumW {
 		mergeLogsumexp(&a.logSumW[k], b.logSumW[k])
@@ -664,20 +668,20 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c41 := float32(0.8)
+	c43 := float32(0.8)
 	half := float32(0.5)
 	two := float32(2)
-	c93 := float32(math.Inf(-1))
+	c97 := float32(math.Inf(-1))
 	minusOne := float32(-1)
-	acc47 := 0.0
-	acc52 := 0.0
+	acc51 := 0.0
 	acc56 := 0.0
-	acc69 := 0.0
-	for k := range st.acc79 {
-		st.acc79[k] = 0.0
+	acc60 := 0.0
+	acc73 := 0.0
+	for k := range st.acc83 {
+		st.acc83[k] = 0.0
 	}
-	for k := range st.acc86 {
-		st.acc86[k] = 0.0
+	for k := range st.acc90 {
+		st.acc90[k] = 0.0
 	}
 	for k := range st.logSumW {
 		st.logSumW[k] = runtime.NewLogSumExp()
@@ -701,106 +705,116 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(v29 >= zero)
+			v38 := b2f(logWeight > c34)
 			v40 := min(ratio, c39)
-			v42 := max(ratio, c41)
-			v43 := sel(v38, v40, v42)
-			gain := float32(gae * v43)
-			v45 := -gain
-			v46 := sel(mask, v45, zero)
-			acc47 += float64(v46)
-			v48 := max(numValid, one)
-			v50 := b2f(logWeightClip != logWeight)
-			v51 := sel(mask, v50, zero)
-			acc52 += float64(v51)
-			v54 := sampleLogProb - logProb
+			v41 := sel(v38, v40, ratio)
+			v42 := b2f(logWeight < c33)
+			v44 := max(ratio, c43)
+			v45 := sel(v42, v44, ratio)
+			v46 := b2f(v29 >= zero)
+			v47 := sel(v46, v41, v45)
+			gain := float32(gae * v47)
+			v49 := -gain
+			v50 := sel(mask, v49, zero)
+			acc51 += float64(v50)
+			v52 := max(numValid, one)
+			v54 := b2f(logWeightClip != logWeight)
 			v55 := sel(mask, v54, zero)
 			acc56 += float64(v55)
-			v58 := sel(mask, valueTarget, zero)
-			v59 := sel(mask, stateValue, zero)
-			diff := v58 - v59
+			v58 := sampleLogProb - logProb
+			v59 := sel(mask, v58, zero)
+			acc60 += float64(v59)
+			v62 := sel(mask, valueTarget, zero)
+			v63 := sel(mask, stateValue, zero)
+			diff := v62 - v63
 			absDiff := float32(math.Abs(float64(diff)))
-			v63 := b2f(absDiff < one)
-			v64 := float32(half * absDiff)
-			v65 := float32(v64 * absDiff)
-			v66 := absDiff - half
-			v67 := sel(v63, v65, v66)
-			v68 := sel(mask, v67, zero)
-			acc69 += float64(v68)
-			v71 := s.s5[iL]
-			v72 := max(v71, one)
-			v74 := s.s6[iL]
-			v75 := v74 / v72
-			v76 := diff - v75
-			v77 := float32(v76 * v76)
-			v78 := sel(mask, v77, zero)
-			st.acc79[iL] += float64(v78)
-			v81 := s.s8[iL]
-			v82 := v81 / v72
-			v83 := v58 - v82
-			v84 := float32(v83 * v83)
-			v85 := sel(mask, v84, zero)
-			st.acc86[iL] += float64(v85)
-			v94 := sel(mask, logWeight, c93)
-			st.logSumW[iL].Add(float64(v94))
-			v96 := float32(two * v94)
-			st.logSumW2[iL].Add(float64(v96))
-			v109 := one / v48
-			v111 := sel(mask, v109, zero)
-			v112 := sel(v63, v111, zero)
-			v113 := sel(v63, zero, v111)
-			v114 := b2f(v112 != zero)
-			v115 := float32(v112 * absDiff)
-			v116 := sel(v114, v115, v112)
-			v117 := float32(v112 * v64)
-			v118 := sel(v114, v117, v112)
-			v119 := v113 + v118
-			v120 := float32(v116 * half)
-			v121 := v119 + v120
-			v122 := b2f(diff > zero)
-			v123 := b2f(diff < zero)
-			v124 := float32(diff * zero)
-			v125 := sel(v123, minusOne, v124)
-			v126 := sel(v122, one, v125)
-			v127 := b2f(v121 != zero)
-			v128 := float32(v121 * v126)
-			v129 := sel(v127, v128, v121)
-			v130 := -v129
-			gradStateValue := sel(mask, v130, zero)
+			v67 := b2f(absDiff < one)
+			v68 := float32(half * absDiff)
+			v69 := float32(v68 * absDiff)
+			v70 := absDiff - half
+			v71 := sel(v67, v69, v70)
+			v72 := sel(mask, v71, zero)
+			acc73 += float64(v72)
+			v75 := s.s5[iL]
+			v76 := max(v75, one)
+			v78 := s.s6[iL]
+			v79 := v78 / v76
+			v80 := diff - v79
+			v81 := float32(v80 * v80)
+			v82 := sel(mask, v81, zero)
+			st.acc83[iL] += float64(v82)
+			v85 := s.s8[iL]
+			v86 := v85 / v76
+			v87 := v62 - v86
+			v88 := float32(v87 * v87)
+			v89 := sel(mask, v88, zero)
+			st.acc90[iL] += float64(v89)
+			v98 := sel(mask, logWeight, c97)
+			st.logSumW[iL].Add(float64(v98))
+			v100 := float32(two * v98)
+			st.logSumW2[iL].Add(float64(v100))
+			v113 := one / v52
+			v115 := sel(mask, v113, zero)
+			v116 := sel(v67, v115, zero)
+			v117 := sel(v67, zero, v115)
+			v118 := b2f(v116 != zero)
+			v119 := float32(v116 * absDiff)
+			v120 := sel(v118, v119, v116)
+			v121 := float32(v116 * v68)
+			v122 := sel(v118, v121, v116)
+			v123 := v117 + v122
+			v124 := float32(v120 * half)
+			v125 := v123 + v124
+			v126 := b2f(diff > zero)
+			v127 := b2f(diff < zero)
+			v128 := float32(diff * zero)
+			v129 := sel(v127, minusOne, v128)
+			v130 := sel(v126, one, v129)
+			v131 := b2f(v125 != zero)
+			v132 := float32(v125 * v130)
+			v133 := sel(v131, v132, v125)
+			v134 := -v133
+			gradStateValue := sel(mask, v134, zero)
 			grads.StateValue[iB*48+iL] = gradStateValue
-			v132 := -v111
-			v133 := b2f(v132 != zero)
-			v134 := float32(v132 * v29)
-			v135 := sel(v133, v134, v132)
-			v136 := sel(v38, v135, zero)
-			v137 := sel(v38, zero, v135)
-			v138 := b2f(ratio >= c41)
-			v139 := b2f(ratio != ratio)
-			v140 := max(v138, v139)
-			v141 := sel(v140, v137, zero)
-			v142 := b2f(ratio <= c39)
-			v143 := max(v142, v139)
-			v144 := sel(v143, v136, zero)
-			v145 := v141 + v144
-			v146 := b2f(v145 != zero)
-			v147 := float32(v145 * ratio)
-			v148 := sel(v146, v147, v145)
-			gradLogProb := sel(mask, v148, zero)
+			v136 := -v115
+			v137 := b2f(v136 != zero)
+			v138 := float32(v136 * v29)
+			v139 := sel(v137, v138, v136)
+			v140 := sel(v46, v139, zero)
+			v141 := sel(v46, zero, v139)
+			v142 := sel(v42, v141, zero)
+			v143 := sel(v42, zero, v141)
+			v144 := b2f(ratio >= c43)
+			v145 := b2f(ratio != ratio)
+			v146 := max(v144, v145)
+			v147 := sel(v146, v142, zero)
+			v148 := v143 + v147
+			v149 := sel(v38, v140, zero)
+			v150 := sel(v38, zero, v140)
+			v151 := v148 + v150
+			v152 := b2f(ratio <= c39)
+			v153 := max(v152, v145)
+			v154 := sel(v153, v149, zero)
+			v155 := v151 + v154
+			v156 := b2f(v155 != zero)
+			v157 := float32(v155 * ratio)
+			v158 := sel(v156, v157, v155)
+			gradLogProb := sel(mask, v158, zero)
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
-	st.acc47 = acc47
-	st.acc52 = acc52
+	st.acc51 = acc51
 	st.acc56 = acc56
-	st.acc69 = acc69
+	st.acc60 = acc60
+	st.acc73 = acc73
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16
 // L=48], in fbPass1GoChunks chunks of rows of B (fbPass1GoChunk).
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
-	st.acc79 = s.acc79
-	st.acc86 = s.acc86
+	st.acc83 = s.acc83
+	st.acc90 = s.acc90
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
 	if n := min(fbPass1GoChunks, 16); n <= 1 {
@@ -808,8 +822,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	} else {
 		sts := make([]fbPass1GoStates, n)
 		for c := range sts {
-			sts[c].acc79 = make([]float64, 48)
-			sts[c].acc86 = make([]float64, 48)
+			sts[c].acc83 = make([]float64, 48)
+			sts[c].acc90 = make([]float64, 48)
 			sts[c].logSumW = make([]runtime.LogSumExp, 48)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 48)
 		}
@@ -821,15 +835,15 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s1 = float32(st.acc47)
-	s.s2 = float32(st.acc52)
-	s.s3 = float32(st.acc56)
-	s.s4 = float32(st.acc69)
-	for k := range st.acc79 {
-		s.s7[k] = float32(st.acc79[k])
+	s.s1 = float32(st.acc51)
+	s.s2 = float32(st.acc56)
+	s.s3 = float32(st.acc60)
+	s.s4 = float32(st.acc73)
+	for k := range st.acc83 {
+		s.s7[k] = float32(st.acc83[k])
 	}
-	for k := range st.acc86 {
-		s.s9[k] = float32(st.acc86[k])
+	for k := range st.acc90 {
+		s.s9[k] = float32(st.acc90[k])
 	}
 	for k := range st.logSumW {
 		s.s10[k] = float32(st.logSumW[k].Result())
@@ -843,18 +857,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v47 := s.s1
-	v48 := max(numValid, one)
-	lossObjective := v47 / v48
+	v51 := s.s1
+	v52 := max(numValid, one)
+	lossObjective := v51 / v52
 	out.LossObjective = lossObjective
-	v52 := s.s2
-	clipFraction := v52 / v48
+	v56 := s.s2
+	clipFraction := v56 / v52
 	out.ClipFraction = clipFraction
-	v56 := s.s3
-	klApprox := v56 / v48
+	v60 := s.s3
+	klApprox := v60 / v52
 	out.KLApprox = klApprox
-	v69 := s.s4
-	lossCritic := v69 / v48
+	v73 := s.s4
+	lossCritic := v73 / v52
 	out.LossCritic = lossCritic
 }
 
@@ -866,47 +880,47 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
 type fbPass3GoStates struct {
-	acc103 float64 // v103 = sum(v102) over L
-	acc104 float64 // v104 = sum(v101) over L
+	acc107 float64 // v107 = sum(v106) over L
+	acc108 float64 // v108 = sum(v105) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
-	mergeSum(&a.acc103, b.acc103)
-	mergeSum(&a.acc104, b.acc104)
+	mergeSum(&a.acc107, b.acc107)
+	mergeSum(&a.acc108, b.acc108)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
 func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	zero := float32(0)
 	one := float32(1)
-	c88 := float32(1.1920929e-07)
+	c92 := float32(1.1920929e-07)
 	two := float32(2)
-	acc103 := 0.0
-	acc104 := 0.0
+	acc107 := 0.0
+	acc108 := 0.0
 	for iL := lo; iL < hi; iL++ {
-		v71 := s.s5[iL]
-		v72 := max(v71, one)
-		v79 := s.s7[iL]
-		residVar := v79 / v72
-		v86 := s.s9[iL]
-		targetVar := v86 / v72
-		v89 := targetVar + c88
-		v90 := residVar / v89
-		explainedVariance := one - v90
+		v75 := s.s5[iL]
+		v76 := max(v75, one)
+		v83 := s.s7[iL]
+		residVar := v83 / v76
+		v90 := s.s9[iL]
+		targetVar := v90 / v76
+		v93 := targetVar + c92
+		v94 := residVar / v93
+		explainedVariance := one - v94
 		out.ExplainedVariance[iL] = explainedVariance
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v98 := float32(two * logSumW)
-		v99 := v98 - logSumW2
-		essCol := float32(math.Exp(float64(v99)))
-		v101 := b2f(v71 > zero)
-		v102 := sel(v101, essCol, zero)
-		acc103 += float64(v102)
-		acc104 += float64(v101)
+		v102 := float32(two * logSumW)
+		v103 := v102 - logSumW2
+		essCol := float32(math.Exp(float64(v103)))
+		v105 := b2f(v75 > zero)
+		v106 := sel(v105, essCol, zero)
+		acc107 += float64(v106)
+		acc108 += float64(v105)
 	}
-	st.acc103 = acc103
-	st.acc104 = acc104
+	st.acc107 = acc107
+	st.acc108 = acc108
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48],
@@ -925,19 +939,19 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc103)
-	s.s13 = float32(st.acc104)
+	s.s12 = float32(st.acc107)
+	s.s13 = float32(st.acc108)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c107 := float32(16)
-	v103 := s.s12
-	v104 := s.s13
-	v105 := max(v104, one)
-	v106 := v103 / v105
-	ess := v106 / c107
+	c111 := float32(16)
+	v107 := s.s12
+	v108 := s.s13
+	v109 := max(v108, one)
+	v110 := v107 / v109
+	ess := v110 / c111
 	out.ESS = ess
 }
 

@@ -232,43 +232,43 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v71.s",
+		Name:   "scratch/pass0.v75.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v74.s",
+		Name:   "scratch/pass0.v78.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v81.s",
+		Name:   "scratch/pass0.v85.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v95.m",
+		Name:   "scratch/pass0.v99.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v95.s",
+		Name:   "scratch/pass0.v99.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v97.m",
+		Name:   "scratch/pass0.v101.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v97.s",
+		Name:   "scratch/pass0.v101.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
@@ -280,13 +280,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v47.s",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass0.v52.s",
+		Name:   "scratch/pass0.v51.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -298,19 +292,25 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v69.s",
+		Name:   "scratch/pass0.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v103.s",
+		Name:   "scratch/pass0.v73.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v104.s",
+		Name:   "scratch/pass2.v107.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass2.v108.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -319,12 +319,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v71.s", "scratch/pass0.v74.s", "scratch/pass0.v81.s", "scratch/pass0.v95.m", "scratch/pass0.v95.s", "scratch/pass0.v97.m", "scratch/pass0.v97.s", "scratch/pass0.v28.s", "scratch/pass0.v47.s", "scratch/pass0.v52.s", "scratch/pass0.v56.s", "scratch/pass0.v69.s"},
+		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v75.s", "scratch/pass0.v78.s", "scratch/pass0.v85.s", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/pass0.v101.m", "scratch/pass0.v101.s", "scratch/pass0.v28.s", "scratch/pass0.v51.s", "scratch/pass0.v56.s", "scratch/pass0.v60.s", "scratch/pass0.v73.s"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v47.s", "scratch/s1", "scratch/pass0.v52.s", "scratch/s2", "scratch/pass0.v56.s", "scratch/s3", "scratch/pass0.v69.s", "scratch/s4", "scratch/pass0.v71.s", "scratch/s5", "scratch/pass0.v74.s", "scratch/s6", "scratch/pass0.v81.s", "scratch/s8", "scratch/pass0.v95.m", "scratch/pass0.v95.s", "scratch/s10", "scratch/pass0.v97.m", "scratch/pass0.v97.s", "scratch/s11"},
+		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v51.s", "scratch/s1", "scratch/pass0.v56.s", "scratch/s2", "scratch/pass0.v60.s", "scratch/s3", "scratch/pass0.v73.s", "scratch/s4", "scratch/pass0.v75.s", "scratch/s5", "scratch/pass0.v78.s", "scratch/s6", "scratch/pass0.v85.s", "scratch/s8", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/s10", "scratch/pass0.v101.m", "scratch/pass0.v101.s", "scratch/s11"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -334,12 +334,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v103.s", "scratch/pass2.v104.s"},
+		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v107.s", "scratch/pass2.v108.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v103.s", "scratch/s12", "scratch/pass2.v104.s", "scratch/s13"},
+		Params: []string{"scratch/pass2.v107.s", "scratch/s12", "scratch/pass2.v108.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -589,19 +589,19 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v71.s",
+		Name:   "scratch/pass0.v75.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v74.s",
+		Name:   "scratch/pass0.v78.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v81.s",
+		Name:   "scratch/pass0.v85.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
@@ -613,13 +613,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v47.s",
-		Role:   "scratch",
-		Shape:  []int{1},
-	}, {
-		DType:  "float64",
-		Length: 1,
-		Name:   "scratch/pass1.v52.s",
+		Name:   "scratch/pass1.v51.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -631,19 +625,25 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v69.s",
+		Name:   "scratch/pass1.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v103.s",
+		Name:   "scratch/pass1.v73.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v104.s",
+		Name:   "scratch/pass3.v107.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass3.v108.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -652,22 +652,22 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "scratch/pass0.v71.s", "scratch/pass0.v74.s", "scratch/pass0.v81.s", "scratch/pass0.v28.s"},
+		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "scratch/pass0.v75.s", "scratch/pass0.v78.s", "scratch/pass0.v85.s", "scratch/pass0.v28.s"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v71.s", "scratch/s5", "scratch/pass0.v74.s", "scratch/s6", "scratch/pass0.v81.s", "scratch/s8"},
+		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v75.s", "scratch/s5", "scratch/pass0.v78.s", "scratch/s6", "scratch/pass0.v85.s", "scratch/s8"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/sample_log_prob", "in/mask", "in/state_value", "scratch/s0", "out/num_valid", "in/log_prob", "scratch/s5", "scratch/s6", "scratch/s8", "grad/state_value", "grad/log_prob", "scratch/pass1.v47.s", "scratch/pass1.v52.s", "scratch/pass1.v56.s", "scratch/pass1.v69.s", "scratch/s7", "scratch/s9", "scratch/s10", "scratch/s11"},
+		Params: []string{"in/sample_log_prob", "in/mask", "in/state_value", "scratch/s0", "out/num_valid", "in/log_prob", "scratch/s5", "scratch/s6", "scratch/s8", "grad/state_value", "grad/log_prob", "scratch/pass1.v51.s", "scratch/pass1.v56.s", "scratch/pass1.v60.s", "scratch/pass1.v73.s", "scratch/s7", "scratch/s9", "scratch/s10", "scratch/s11"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v47.s", "scratch/s1", "scratch/pass1.v52.s", "scratch/s2", "scratch/pass1.v56.s", "scratch/s3", "scratch/pass1.v69.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v51.s", "scratch/s1", "scratch/pass1.v56.s", "scratch/s2", "scratch/pass1.v60.s", "scratch/s3", "scratch/pass1.v73.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -677,12 +677,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v103.s", "scratch/pass3.v104.s"},
+		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v107.s", "scratch/pass3.v108.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v103.s", "scratch/s12", "scratch/pass3.v104.s", "scratch/s13"},
+		Params: []string{"scratch/pass3.v107.s", "scratch/s12", "scratch/pass3.v108.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

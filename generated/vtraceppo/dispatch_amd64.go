@@ -19,62 +19,62 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r48_s    []float64
-	r48_p    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r52_s    []float64
+	r52_p    []float32
 	r54_s    []float64
 	r54_p    []float32
-	r55_s    []float64
-	r55_p    []float32
-	r64_s    []float64
-	r64_p    []float32
-	r65_n    []float64
-	r65_mean []float64
-	r65_m2   []float64
-	r66_n    []float64
-	r66_mean []float64
-	r66_m2   []float64
-	r72_s    []float64
-	r72_ok   []float32
-	r74_s    []float64
-	p0_ok    []float32
+	r58_s    []float64
+	r58_p    []float32
+	r59_s    []float64
+	r59_p    []float32
+	r68_s    []float64
+	r68_p    []float32
+	r69_n    []float64
+	r69_mean []float64
+	r69_m2   []float64
+	r70_n    []float64
+	r70_mean []float64
+	r70_m2   []float64
+	r76_s    []float64
+	r76_ok   []float32
 	r78_s    []float64
-	r78_p    []float32
+	p0_ok    []float32
+	r82_s    []float64
+	r82_p    []float32
 	p1_ok    []float32
-	r46_s    []float64
-	r46_p    []float32
+	r50_s    []float64
+	r50_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4072)}
-	st.r48_s = st.buf[8:24]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r50_s = st.buf[48:64]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r54_s = st.buf[88:104]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r55_s = st.buf[128:144]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r64_s = st.buf[168:184]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r65_n = st.buf[208:637]
-	st.r65_mean = st.buf[648:1077]
-	st.r65_m2 = st.buf[1088:1517]
-	st.r66_n = st.buf[1528:1957]
-	st.r66_mean = st.buf[1968:2397]
-	st.r66_m2 = st.buf[2408:2837]
-	st.r72_s = st.buf[2848:3277]
-	st.r72_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r74_s = st.buf[3512:3941]
+	st.r52_s = st.buf[8:24]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r54_s = st.buf[48:64]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r58_s = st.buf[88:104]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r59_s = st.buf[128:144]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r68_s = st.buf[168:184]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r69_n = st.buf[208:637]
+	st.r69_mean = st.buf[648:1077]
+	st.r69_m2 = st.buf[1088:1517]
+	st.r70_n = st.buf[1528:1957]
+	st.r70_mean = st.buf[1968:2397]
+	st.r70_m2 = st.buf[2408:2837]
+	st.r76_s = st.buf[2848:3277]
+	st.r76_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r78_s = st.buf[3512:3941]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
-	st.r78_s = st.buf[3968:3984]
-	st.r78_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.r82_s = st.buf[3968:3984]
+	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
-	st.r46_s = st.buf[4024:4040]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.r50_s = st.buf[4024:4040]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -90,25 +90,25 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r54_s, 0)
 		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r65_n, float64((hi-lo)*1))
-		runtime.Fill(st.r65_mean, 0)
-		runtime.Fill(st.r65_m2, 0)
-		runtime.Fill(st.r66_n, float64((hi-lo)*1))
-		runtime.Fill(st.r66_mean, 0)
-		runtime.Fill(st.r66_m2, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.SetMask(st.r72_ok)
-		runtime.Fill(st.r74_s, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r69_n, float64((hi-lo)*1))
+		runtime.Fill(st.r69_mean, 0)
+		runtime.Fill(st.r69_m2, 0)
+		runtime.Fill(st.r70_n, float64((hi-lo)*1))
+		runtime.Fill(st.r70_mean, 0)
+		runtime.Fill(st.r70_m2, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.SetMask(st.r76_ok)
+		runtime.Fill(st.r78_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], hi)
 	}
@@ -126,47 +126,47 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeVar(sts[0].r65_n, sts[0].r65_mean, sts[0].r65_m2, sts[c].r65_n, sts[c].r65_mean, sts[c].r65_m2)
-			runtime.MergeVar(sts[0].r66_n, sts[0].r66_mean, sts[0].r66_m2, sts[c].r66_n, sts[c].r66_mean, sts[c].r66_m2)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeMask(sts[0].r72_ok, sts[c].r72_ok)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeVar(sts[0].r69_n, sts[0].r69_mean, sts[0].r69_m2, sts[c].r69_n, sts[c].r69_mean, sts[c].r69_m2)
+			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeMask(sts[0].r76_ok, sts[c].r76_ok)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r72_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r76_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
-	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r64_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r68_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r65_n, st.r65_mean, st.r65_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r69_n, st.r69_mean, st.r69_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r66_n, st.r66_mean, st.r66_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r72_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -183,8 +183,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r78_s, 0)
-		runtime.Fill(st.r78_p, 0)
+		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -202,7 +202,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -211,7 +211,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r78_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r82_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -225,8 +225,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextDone[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], hi)
 	}
@@ -244,7 +244,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -253,7 +253,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 
@@ -268,62 +268,62 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r48_s    []float64
-	r48_p    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r52_s    []float64
+	r52_p    []float32
 	r54_s    []float64
 	r54_p    []float32
-	r55_s    []float64
-	r55_p    []float32
-	r64_s    []float64
-	r64_p    []float32
-	r65_n    []float64
-	r65_mean []float64
-	r65_m2   []float64
-	r66_n    []float64
-	r66_mean []float64
-	r66_m2   []float64
-	r72_s    []float64
-	r72_ok   []float32
-	r74_s    []float64
-	p0_ok    []float32
+	r58_s    []float64
+	r58_p    []float32
+	r59_s    []float64
+	r59_p    []float32
+	r68_s    []float64
+	r68_p    []float32
+	r69_n    []float64
+	r69_mean []float64
+	r69_m2   []float64
+	r70_n    []float64
+	r70_mean []float64
+	r70_m2   []float64
+	r76_s    []float64
+	r76_ok   []float32
 	r78_s    []float64
-	r78_p    []float32
+	p0_ok    []float32
+	r82_s    []float64
+	r82_p    []float32
 	p1_ok    []float32
-	r46_s    []float64
-	r46_p    []float32
+	r50_s    []float64
+	r50_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4072)}
-	st.r48_s = st.buf[8:24]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r50_s = st.buf[48:64]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r54_s = st.buf[88:104]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r55_s = st.buf[128:144]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r64_s = st.buf[168:184]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r65_n = st.buf[208:637]
-	st.r65_mean = st.buf[648:1077]
-	st.r65_m2 = st.buf[1088:1517]
-	st.r66_n = st.buf[1528:1957]
-	st.r66_mean = st.buf[1968:2397]
-	st.r66_m2 = st.buf[2408:2837]
-	st.r72_s = st.buf[2848:3277]
-	st.r72_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r74_s = st.buf[3512:3941]
+	st.r52_s = st.buf[8:24]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r54_s = st.buf[48:64]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r58_s = st.buf[88:104]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r59_s = st.buf[128:144]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r68_s = st.buf[168:184]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r69_n = st.buf[208:637]
+	st.r69_mean = st.buf[648:1077]
+	st.r69_m2 = st.buf[1088:1517]
+	st.r70_n = st.buf[1528:1957]
+	st.r70_mean = st.buf[1968:2397]
+	st.r70_m2 = st.buf[2408:2837]
+	st.r76_s = st.buf[2848:3277]
+	st.r76_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r78_s = st.buf[3512:3941]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
-	st.r78_s = st.buf[3968:3984]
-	st.r78_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.r82_s = st.buf[3968:3984]
+	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
-	st.r46_s = st.buf[4024:4040]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.r50_s = st.buf[4024:4040]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -340,25 +340,25 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r54_s, 0)
 		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r65_n, float64((hi-lo)*1))
-		runtime.Fill(st.r65_mean, 0)
-		runtime.Fill(st.r65_m2, 0)
-		runtime.Fill(st.r66_n, float64((hi-lo)*1))
-		runtime.Fill(st.r66_mean, 0)
-		runtime.Fill(st.r66_m2, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.SetMask(st.r72_ok)
-		runtime.Fill(st.r74_s, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r69_n, float64((hi-lo)*1))
+		runtime.Fill(st.r69_mean, 0)
+		runtime.Fill(st.r69_m2, 0)
+		runtime.Fill(st.r70_n, float64((hi-lo)*1))
+		runtime.Fill(st.r70_mean, 0)
+		runtime.Fill(st.r70_m2, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.SetMask(st.r76_ok)
+		runtime.Fill(st.r78_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], &g.StateValue[0], &g.Entropy[0], hi)
 	}
@@ -376,47 +376,47 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeVar(sts[0].r65_n, sts[0].r65_mean, sts[0].r65_m2, sts[c].r65_n, sts[c].r65_mean, sts[c].r65_m2)
-			runtime.MergeVar(sts[0].r66_n, sts[0].r66_mean, sts[0].r66_m2, sts[c].r66_n, sts[c].r66_mean, sts[c].r66_m2)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeMask(sts[0].r72_ok, sts[c].r72_ok)
-			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeVar(sts[0].r69_n, sts[0].r69_mean, sts[0].r69_m2, sts[c].r69_n, sts[c].r69_mean, sts[c].r69_m2)
+			runtime.MergeVar(sts[0].r70_n, sts[0].r70_mean, sts[0].r70_m2, sts[c].r70_n, sts[c].r70_mean, sts[c].r70_m2)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeMask(sts[0].r76_ok, sts[c].r76_ok)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r72_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r76_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
-	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r64_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r68_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r65_n, st.r65_mean, st.r65_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r69_n, st.r69_mean, st.r69_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r66_n, st.r66_mean, st.r66_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r70_n, st.r70_mean, st.r70_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r72_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -434,8 +434,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r78_s, 0)
-		runtime.Fill(st.r78_p, 0)
+		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 	}
@@ -453,7 +453,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
@@ -462,7 +462,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r78_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r82_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -477,8 +477,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
 		runtime.SetMask(st.p2_ok)
 		fbPass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextDone[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], &g.LogProb[0], hi)
 	}
@@ -496,7 +496,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -505,7 +505,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 

@@ -184,11 +184,11 @@ outer0_1:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(logWeightClip, logWeight)
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v51) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -197,10 +197,10 @@ outer0_1:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v49 = sub(sampleLogProb, logProb)
+	// v53 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -212,7 +212,7 @@ outer0_1:
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v53 = mul(-0.01, entropy)
+	// v57 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
@@ -224,7 +224,7 @@ outer0_1:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
@@ -241,19 +241,19 @@ outer0_1:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v59 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v60 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v62 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v59, v61, v62)
+	// smoothL1 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// mean(smoothL1) over [N T]
@@ -533,31 +533,31 @@ blocks_2:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(logWeightClip, logWeight)
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v51) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v49 = sub(sampleLogProb, logProb)
+	// v53 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v53 = mul(-0.01, entropy)
+	// v57 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -569,19 +569,19 @@ blocks_2:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v59 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v60 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v62 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// smoothL1 = where(v59, v61, v62)
+	// smoothL1 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y6, Y2, Y2
 
 	// mean(smoothL1) over [N T]
@@ -1197,29 +1197,29 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v68 = add(targetVar, 1.1920929e-07)
+	// v72 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v69 = div(residVar, v68)
+	// v73 = div(residVar, v72)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v69)
+	// explainedVariance = sub(1, v73)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = mul(2, logSumW)
+	// v79 = mul(2, logSumW)
 	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v76 = sub(v75, logSumW2)
+	// v80 = sub(v79, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v76)
+	// essCol = exp(v80)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -1289,32 +1289,32 @@ chunkdone_5:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v68 = add(targetVar, 1.1920929e-07)
+	// v72 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v69 = div(residVar, v68)
+	// v73 = div(residVar, v72)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v69)
+	// explainedVariance = sub(1, v73)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v75 = mul(2, logSumW)
+	// v79 = mul(2, logSumW)
 	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v76 = sub(v75, logSumW2)
+	// v80 = sub(v79, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v76)
+	// essCol = exp(v80)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -1500,55 +1500,69 @@ blocks_9:
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc12<>+0(SB), Y5
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc15<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      lgc26<>+0(SB), Y2
 
-	// v38 = ge(v30, 0)
-	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	// v37 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y2, Y0, Y2
+	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y2, Y2
+	// v39 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y5, Y3, Y3
+
+	// v40 = where(v37, v39, ratio)
+	VBLENDVPS Y2, Y3, Y5, Y2
+	VMOVUPS   lgc25<>+0(SB), Y3
+
+	// v41 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y3, Y0, Y0
 	VMOVUPS lgc39<>+0(SB), Y3
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y3, Y3
+	// v43 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y5, Y3, Y3
 
-	// ratioClipped = where(v38, v40, v42)
-	VBLENDVPS Y0, Y2, Y3, Y0
+	// v44 = where(v41, v43, ratio)
+	VBLENDVPS Y0, Y3, Y5, Y0
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v46 = ge(v30, 0)
+	VCMPPS $0x1d, Y3, Y1, Y3
+
+	// ratioClipped = where(v46, v40, v44)
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v45 = neg(gain)
+	// v49 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v45) over [N T]
+	// mean(v49) over [N T]
 	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y0, Y0
 	VMOVUPS Y0, 32384(BX)
@@ -1699,55 +1713,69 @@ noflush_10:
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc12<>+0(SB), Y5
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc15<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      lgc26<>+0(SB), Y2
 
-	// v38 = ge(v30, 0)
-	VCMPPS  $0x1d, Y0, Y1, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	// v37 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y2, Y0, Y2
+	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y2, Y2
+	// v39 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y5, Y3, Y3
+
+	// v40 = where(v37, v39, ratio)
+	VBLENDVPS Y2, Y3, Y5, Y2
+	VMOVUPS   lgc25<>+0(SB), Y3
+
+	// v41 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y3, Y0, Y0
 	VMOVUPS lgc39<>+0(SB), Y3
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y3, Y3
+	// v43 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y5, Y3, Y3
 
-	// ratioClipped = where(v38, v40, v42)
-	VBLENDVPS Y0, Y2, Y3, Y0
+	// v44 = where(v41, v43, ratio)
+	VBLENDVPS Y0, Y3, Y5, Y0
+	VMOVUPS   lgc0<>+0(SB), Y3
+
+	// v46 = ge(v30, 0)
+	VCMPPS $0x1d, Y3, Y1, Y3
+
+	// ratioClipped = where(v46, v40, v44)
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v45 = neg(gain)
+	// v49 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v45) over [N T]
+	// mean(v49) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -1825,7 +1853,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// ess = div(v78, 64)
+	// ess = div(v82, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -2024,11 +2052,11 @@ outer0_11:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(logWeightClip, logWeight)
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v51) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -2037,10 +2065,10 @@ outer0_11:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v49 = sub(sampleLogProb, logProb)
+	// v53 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -2052,7 +2080,7 @@ outer0_11:
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v53 = mul(-0.01, entropy)
+	// v57 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
@@ -2064,7 +2092,7 @@ outer0_11:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
@@ -2081,23 +2109,23 @@ outer0_11:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v59 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v60 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v62 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 24(SP)
 
-	// v63 = where(v59, v61, v62)
+	// v67 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(v63) over [N T]
+	// mean(v67) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
@@ -2240,61 +2268,61 @@ outer0_11:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc41<>+0(SB), Y1
 
-	// v82 = where(v59, 0, 3.7114014251781474e-05)
+	// v86 = where(v63, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 56(SP), Y3
 
-	// v83 = mul(3.7114014251781474e-05, absDiff)
+	// v87 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc41<>+0(SB), Y3, Y3
 
-	// v84 = where(v59, v83, 0)
+	// v88 = where(v63, v87, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 24(SP), Y4
 
-	// v85 = mul(3.7114014251781474e-05, v60)
+	// v89 = mul(3.7114014251781474e-05, v64)
 	VMULPS lgc41<>+0(SB), Y4, Y4
 
-	// v86 = where(v59, v85, 0)
+	// v90 = where(v63, v89, 0)
 	VANDPS Y4, Y2, Y2
 
-	// v87 = add(v82, v86)
+	// v91 = add(v86, v90)
 	VADDPS Y2, Y1, Y1
 
-	// v88 = mul(v84, 0.5)
+	// v92 = mul(v88, 0.5)
 	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v89 = add(v87, v88)
+	// v93 = add(v91, v92)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v90 = gt(diff, 0)
+	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v91 = lt(diff, 0)
+	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v93 = mul(diff, 0)
+	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc42<>+0(SB), Y6
 
-	// v94 = where(v91, -1, v93)
+	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v95 = where(v90, 1, v94)
+	// v99 = where(v94, 1, v98)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v96 = ne(v89, 0)
+	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v97 = mul(v89, v95)
+	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
-	// v98 = where(v96, v97, v89)
+	// v102 = where(v100, v101, v93)
 	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v98)
+	// gradStateValue = neg(v102)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
 	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
@@ -2449,31 +2477,31 @@ blocks_12:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(logWeightClip, logWeight)
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v51) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v49 = sub(sampleLogProb, logProb)
+	// v53 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v53 = mul(-0.01, entropy)
+	// v57 = mul(-0.01, entropy)
 	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -2485,23 +2513,23 @@ blocks_12:
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v59 = lt(absDiff, 1)
+	// v63 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 
-	// v60 = mul(0.5, absDiff)
+	// v64 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, absDiff)
+	// v65 = mul(v64, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v62 = sub(absDiff, 0.5)
+	// v66 = sub(absDiff, 0.5)
 	VSUBPS  lgc13<>+0(SB), Y2, Y8
 	VMOVUPS Y6, 184(SP)
 
-	// v63 = where(v59, v61, v62)
+	// v67 = where(v63, v65, v66)
 	VBLENDVPS Y5, Y7, Y8, Y6
 
-	// mean(v63) over [N T]
+	// mean(v67) over [N T]
 	VADDPS  1536(BX), Y6, Y6
 	VMOVUPS Y6, 1536(BX)
 	VMOVUPS Y2, 216(SP)
@@ -2607,61 +2635,61 @@ blocks_12:
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc41<>+0(SB), Y1
 
-	// v82 = where(v59, 0, 3.7114014251781474e-05)
+	// v86 = where(v63, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 216(SP), Y3
 
-	// v83 = mul(3.7114014251781474e-05, absDiff)
+	// v87 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc41<>+0(SB), Y3, Y3
 
-	// v84 = where(v59, v83, 0)
+	// v88 = where(v63, v87, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 184(SP), Y4
 
-	// v85 = mul(3.7114014251781474e-05, v60)
+	// v89 = mul(3.7114014251781474e-05, v64)
 	VMULPS lgc41<>+0(SB), Y4, Y4
 
-	// v86 = where(v59, v85, 0)
+	// v90 = where(v63, v89, 0)
 	VANDPS Y4, Y2, Y2
 
-	// v87 = add(v82, v86)
+	// v91 = add(v86, v90)
 	VADDPS Y2, Y1, Y1
 
-	// v88 = mul(v84, 0.5)
+	// v92 = mul(v88, 0.5)
 	VMULPS lgc13<>+0(SB), Y3, Y2
 
-	// v89 = add(v87, v88)
+	// v93 = add(v91, v92)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 280(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v90 = gt(diff, 0)
+	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 
-	// v91 = lt(diff, 0)
+	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 
-	// v93 = mul(diff, 0)
+	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc42<>+0(SB), Y6
 
-	// v94 = where(v91, -1, v93)
+	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v95 = where(v90, 1, v94)
+	// v99 = where(v94, 1, v98)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v96 = ne(v89, 0)
+	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v97 = mul(v89, v95)
+	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
-	// v98 = where(v96, v97, v89)
+	// v102 = where(v100, v101, v93)
 	VBLENDVPS Y3, Y2, Y1, Y1
 
-	// gradStateValue = neg(v98)
+	// gradStateValue = neg(v102)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
 	VMOVUPS lgc43<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
@@ -2875,29 +2903,29 @@ blocks_14:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v68 = add(targetVar, 1.1920929e-07)
+	// v72 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v69 = div(residVar, v68)
+	// v73 = div(residVar, v72)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc14<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v69)
+	// explainedVariance = sub(1, v73)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = mul(2, logSumW)
+	// v79 = mul(2, logSumW)
 	VMULPS  lgc36<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v76 = sub(v75, logSumW2)
+	// v80 = sub(v79, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v76)
+	// essCol = exp(v80)
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -2967,32 +2995,32 @@ chunkdone_15:
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
-	// v68 = add(targetVar, 1.1920929e-07)
+	// v72 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc35<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v69 = div(residVar, v68)
+	// v73 = div(residVar, v72)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v69)
+	// explainedVariance = sub(1, v73)
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       s2+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
-	// v75 = mul(2, logSumW)
+	// v79 = mul(2, logSumW)
 	VMULPS     lgc36<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
 
-	// v76 = sub(v75, logSumW2)
+	// v80 = sub(v79, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v76)
+	// essCol = exp(v80)
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -3062,7 +3090,7 @@ notail_17:
 
 // func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $16-104
+TEXT ·fbPass2AVX2(SB), $80-104
 	MOVQ lo+0(FP), AX
 
 outer0_18:
@@ -3158,100 +3186,138 @@ blocks_19:
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc12<>+0(SB), Y5
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc15<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      lgc26<>+0(SB), Y2
 
-	// v38 = ge(v30, 0)
-	VCMPPS  $0x1d, Y0, Y1, Y2
+	// v37 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y2, Y0, Y2
 	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc39<>+0(SB), Y6
+	// v39 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y5, Y3, Y3
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y7
+	// v40 = where(v37, v39, ratio)
+	VBLENDVPS Y2, Y3, Y5, Y3
+	VMOVUPS   lgc25<>+0(SB), Y4
 
-	// v43 = where(v38, v40, v42)
-	VBLENDVPS Y2, Y5, Y7, Y5
+	// v41 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y0, Y0
+	VMOVUPS lgc39<>+0(SB), Y4
 
-	// gain = mul(v30, v43)
-	VMULPS Y5, Y1, Y5
+	// v43 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y5, Y4, Y6
 
-	// v45 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y5, Y5
+	// v44 = where(v41, v43, ratio)
+	VBLENDVPS Y0, Y6, Y5, Y6
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// mean(v45) over [N T]
+	// v46 = ge(v30, 0)
+	VCMPPS  $0x1d, Y7, Y1, Y7
+	VMOVUPS Y2, (SP)
+
+	// v47 = where(v46, v40, v44)
+	VBLENDVPS Y7, Y3, Y6, Y2
+
+	// gain = mul(v30, v47)
+	VMULPS Y2, Y1, Y2
+
+	// v49 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y2, Y2
+
+	// mean(v49) over [N T]
 	MOVQ    state+72(FP), BX
-	VADDPS  32384(BX), Y5, Y5
-	VMOVUPS Y5, 32384(BX)
+	VADDPS  32384(BX), Y2, Y2
+	VMOVUPS Y2, 32384(BX)
 
-	// v102 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y5
+	// v106 = mul(-3.7114014251781474e-05, v30)
+	VMULPS lgc44<>+0(SB), Y1, Y2
 
-	// v103 = where(v38, v102, 0)
-	VANDPS Y5, Y2, Y7
+	// v107 = where(v46, v106, 0)
+	VANDPS Y2, Y7, Y3
 
-	// v104 = where(v38, 0, v102)
-	VANDNPS Y5, Y2, Y2
+	// v108 = where(v46, 0, v106)
+	VANDNPS Y2, Y7, Y2
 
-	// v105 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y5
+	// v109 = where(v41, v108, 0)
+	VANDPS Y2, Y0, Y6
 
-	// v106 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y6
+	// v110 = where(v41, 0, v108)
+	VANDNPS Y2, Y0, Y0
 
-	// v107 = max(v105, v106)
-	VORPS Y5, Y6, Y5
+	// v111 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y4, Y5, Y2
 
-	// v108 = where(v107, v104, 0)
-	VANDPS Y2, Y5, Y2
+	// v112 = ne(ratio, ratio)
+	VCMPPS $0x04, Y5, Y5, Y4
 
-	// v109 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y3
+	// v113 = max(v111, v112)
+	VORPS Y2, Y4, Y2
 
-	// v110 = max(v109, v106)
-	VORPS Y3, Y6, Y3
+	// v114 = where(v113, v109, 0)
+	VANDPS Y6, Y2, Y2
 
-	// v111 = where(v110, v103, 0)
-	VANDPS Y7, Y3, Y3
+	// v115 = add(v110, v114)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS (SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y2, Y6
 
-	// v112 = add(v108, v111)
-	VADDPS Y3, Y2, Y2
+	// v116 = where(v37, v107, 0)
+	VANDPS Y3, Y6, Y2
 
-	// v113 = ne(v112, 0)
-	VCMPPS $0x04, Y0, Y2, Y0
+	// v117 = where(v37, 0, v107)
+	VANDNPS Y3, Y6, Y3
 
-	// v114 = mul(v112, ratio)
-	VMULPS Y4, Y2, Y3
+	// v118 = add(v115, v117)
+	VADDPS  Y3, Y0, Y0
+	VMOVUPS lgc38<>+0(SB), Y3
 
-	// gradLogProb = where(v113, v114, v112)
-	VBLENDVPS Y0, Y3, Y2, Y0
+	// v119 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y5, Y3
+
+	// v120 = max(v119, v112)
+	VORPS Y3, Y4, Y3
+
+	// v121 = where(v120, v116, 0)
+	VANDPS Y2, Y3, Y2
+
+	// v122 = add(v118, v121)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y2
+
+	// v123 = ne(v122, 0)
+	VCMPPS $0x04, Y2, Y0, Y2
+
+	// v124 = mul(v122, ratio)
+	VMULPS Y5, Y0, Y3
+
+	// gradLogProb = where(v123, v124, v122)
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -3329,18 +3395,18 @@ noflush_20:
 	// rhoClipped = min(rho, 1)
 	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
-	MOVQ      $+0, (SP)
+	MOVQ      $+0, 32(SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, (SP)
+	MOVB      SI, 32(SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 1(SP)
+	MOVB      SI, 33(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 2(SP)
+	MOVB      SI, 34(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 3(SP)
+	MOVB      SI, 35(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 4(SP)
-	VPMOVZXBD (SP), Y3
+	MOVB      SI, 36(SP)
+	VPMOVZXBD 32(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v13 = sub(1, nextTerminated)
@@ -3364,18 +3430,18 @@ noflush_20:
 	VMASKMOVPS   4(CX)(BX*4), Y4, Y5
 	VBLENDVPS    Y4, Y5, Y3, Y4
 	MOVQ         nextDone+48(FP), CX
-	MOVQ         $+0, 8(SP)
+	MOVQ         $+0, 40(SP)
 	MOVB         (CX)(BX*1), SI
-	MOVB         SI, 8(SP)
+	MOVB         SI, 40(SP)
 	MOVB         1(CX)(BX*1), SI
-	MOVB         SI, 9(SP)
+	MOVB         SI, 41(SP)
 	MOVB         2(CX)(BX*1), SI
-	MOVB         SI, 10(SP)
+	MOVB         SI, 42(SP)
 	MOVB         3(CX)(BX*1), SI
-	MOVB         SI, 11(SP)
+	MOVB         SI, 43(SP)
 	MOVB         4(CX)(BX*1), SI
-	MOVB         SI, 12(SP)
-	VPMOVZXBD    8(SP), Y5
+	MOVB         SI, 44(SP)
+	VPMOVZXBD    40(SP), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y5, Y6
@@ -3403,105 +3469,143 @@ noflush_20:
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y0
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMINPS       Y0, Y2, Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y0
-	VMULPS       Y0, Y0, Y3
-	VMOVUPS      lgc8<>+0(SB), Y4
-	VFMADD213PS  lgc9<>+0(SB), Y0, Y4
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc12<>+0(SB), Y5
-	VFMADD213PS  lgc13<>+0(SB), Y0, Y5
-	VFMADD213PS  Y5, Y3, Y4
-	VFMADD213PS  Y0, Y3, Y4
-	VADDPS       lgc14<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y0
-	VPADDD       lgc15<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y2
-	VPSUBD       Y2, Y0, Y0
+	VMAXPS       Y0, Y2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMINPS       Y2, Y3, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VMOVUPS      lgc12<>+0(SB), Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  Y6, Y4, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       lgc14<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y3, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y0, Y4, Y4
-	VMOVUPS      lgc0<>+0(SB), Y0
+	VMULPS       Y3, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VMOVUPS      lgc26<>+0(SB), Y2
 
-	// v38 = ge(v30, 0)
-	VCMPPS  $0x1d, Y0, Y1, Y2
+	// v37 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y2, Y0, Y2
 	VMOVUPS lgc38<>+0(SB), Y3
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc39<>+0(SB), Y6
+	// v39 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y5, Y3, Y3
 
-	// v42 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y7
+	// v40 = where(v37, v39, ratio)
+	VBLENDVPS Y2, Y3, Y5, Y3
+	VMOVUPS   lgc25<>+0(SB), Y4
 
-	// v43 = where(v38, v40, v42)
-	VBLENDVPS Y2, Y5, Y7, Y5
+	// v41 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y4, Y0, Y0
+	VMOVUPS lgc39<>+0(SB), Y4
 
-	// gain = mul(v30, v43)
-	VMULPS Y5, Y1, Y5
+	// v43 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y5, Y4, Y6
 
-	// v45 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y5, Y5
+	// v44 = where(v41, v43, ratio)
+	VBLENDVPS Y0, Y6, Y5, Y6
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// mean(v45) over [N T]
-	VMOVUPS      lgc2<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y5, Y5
+	// v46 = ge(v30, 0)
+	VCMPPS  $0x1d, Y7, Y1, Y7
+	VMOVUPS Y2, 48(SP)
+
+	// v47 = where(v46, v40, v44)
+	VBLENDVPS Y7, Y3, Y6, Y2
+
+	// gain = mul(v30, v47)
+	VMULPS Y2, Y1, Y2
+
+	// v49 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y2, Y2
+
+	// mean(v49) over [N T]
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y6
+	VEXTRACTI128 $0x01, Y3, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y3, Y2, Y2
 	MOVQ         state+72(FP), CX
-	VADDPS       32384(CX), Y5, Y5
-	VMOVUPS      Y5, 32384(CX)
+	VADDPS       32384(CX), Y2, Y2
+	VMOVUPS      Y2, 32384(CX)
 
-	// v102 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y5
+	// v106 = mul(-3.7114014251781474e-05, v30)
+	VMULPS lgc44<>+0(SB), Y1, Y2
 
-	// v103 = where(v38, v102, 0)
-	VANDPS Y5, Y2, Y7
+	// v107 = where(v46, v106, 0)
+	VANDPS Y2, Y7, Y3
 
-	// v104 = where(v38, 0, v102)
-	VANDNPS Y5, Y2, Y2
+	// v108 = where(v46, 0, v106)
+	VANDNPS Y2, Y7, Y2
 
-	// v105 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y4, Y5
+	// v109 = where(v41, v108, 0)
+	VANDPS Y2, Y0, Y6
 
-	// v106 = ne(ratio, ratio)
-	VCMPPS $0x04, Y4, Y4, Y6
+	// v110 = where(v41, 0, v108)
+	VANDNPS Y2, Y0, Y0
 
-	// v107 = max(v105, v106)
-	VORPS Y5, Y6, Y5
+	// v111 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y4, Y5, Y2
 
-	// v108 = where(v107, v104, 0)
-	VANDPS Y2, Y5, Y2
+	// v112 = ne(ratio, ratio)
+	VCMPPS $0x04, Y5, Y5, Y4
 
-	// v109 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y4, Y3
+	// v113 = max(v111, v112)
+	VORPS Y2, Y4, Y2
 
-	// v110 = max(v109, v106)
-	VORPS Y3, Y6, Y3
+	// v114 = where(v113, v109, 0)
+	VANDPS Y6, Y2, Y2
 
-	// v111 = where(v110, v103, 0)
-	VANDPS Y7, Y3, Y3
+	// v115 = add(v110, v114)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 48(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y2, Y6
 
-	// v112 = add(v108, v111)
-	VADDPS Y3, Y2, Y2
+	// v116 = where(v37, v107, 0)
+	VANDPS Y3, Y6, Y2
 
-	// v113 = ne(v112, 0)
-	VCMPPS $0x04, Y0, Y2, Y0
+	// v117 = where(v37, 0, v107)
+	VANDNPS Y3, Y6, Y3
 
-	// v114 = mul(v112, ratio)
-	VMULPS Y4, Y2, Y3
+	// v118 = add(v115, v117)
+	VADDPS  Y3, Y0, Y0
+	VMOVUPS lgc38<>+0(SB), Y3
 
-	// gradLogProb = where(v113, v114, v112)
-	VBLENDVPS Y0, Y3, Y2, Y0
+	// v119 = le(ratio, 1.2000000078829447)
+	VCMPPS $0x12, Y3, Y5, Y3
+
+	// v120 = max(v119, v112)
+	VORPS Y3, Y4, Y3
+
+	// v121 = where(v120, v116, 0)
+	VANDPS Y2, Y3, Y2
+
+	// v122 = add(v118, v121)
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y2
+
+	// v123 = ne(v122, 0)
+	VCMPPS $0x04, Y2, Y0, Y2
+
+	// v124 = mul(v122, ratio)
+	VMULPS Y5, Y0, Y3
+
+	// gradLogProb = where(v123, v124, v122)
+	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -3556,7 +3660,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc40<>+0(SB), Y1
 
-	// ess = div(v78, 64)
+	// ess = div(v82, 64)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

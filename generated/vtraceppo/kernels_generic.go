@@ -14,8 +14,8 @@ type scratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v73) over N [T=421]
-	s4        float32             // v78 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v77) over N [T=421]
+	s4        float32             // v82 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -34,15 +34,15 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v47) over N,T
-	klApprox     runtime.Mean        // klApprox = mean(v49) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v51) over N,T
+	klApprox     runtime.Mean        // klApprox = mean(v53) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy  runtime.Mean        // lossEntropy = mean(v53) over N,T
+	lossEntropy  runtime.Mean        // lossEntropy = mean(v57) over N,T
 	lossCritic   runtime.Mean        // lossCritic = mean(smoothL1) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v73) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v77) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -72,7 +72,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c1 := float32(0.99)
 	c32 := float32(-0.22314355)
 	c33 := float32(0.18232156)
-	c52 := float32(-0.01)
+	c56 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	clipFraction := runtime.Mean{}
@@ -120,27 +120,27 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			out.ValueTarget[iN*421+iT] = vs
 			v34 := max(logWeight, c32)
 			logWeightClip := min(v34, c33)
-			v47 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v47))
-			v49 := sampleLogProb - logProb
-			klApprox.Add(float64(v49))
+			v51 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v51))
+			v53 := sampleLogProb - logProb
+			klApprox.Add(float64(v53))
 			entropy := in.Entropy[iN*421+iT]
-			v53 := float32(c52 * entropy)
+			v57 := float32(c56 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v53))
+			lossEntropy.Add(float64(v57))
 			diff := vs - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v59 := b2f(absDiff < one)
-			v60 := float32(half * absDiff)
-			v61 := float32(v60 * absDiff)
-			v62 := absDiff - half
-			smoothL1 := sel(v59, v61, v62)
+			v63 := b2f(absDiff < one)
+			v64 := float32(half * absDiff)
+			v65 := float32(v64 * absDiff)
+			v66 := absDiff - half
+			smoothL1 := sel(v63, v65, v66)
 			lossCritic.Add(float64(smoothL1))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v73 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v73))
+			v77 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v77))
 		}
 	}
 	st.clipFraction = clipFraction
@@ -203,35 +203,35 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of T.
 type pass1GoStates struct {
-	acc78 runtime.Mean // v78 = mean(essCol) over T
+	acc82 runtime.Mean // v82 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass1GoStates) merge(b *pass1GoStates) {
-	mergeMean(&a.acc78, b.acc78)
+	mergeMean(&a.acc82, b.acc82)
 }
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of T, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
 	one := float32(1)
-	c67 := float32(1.1920929e-07)
+	c71 := float32(1.1920929e-07)
 	two := float32(2)
-	acc78 := runtime.Mean{}
+	acc82 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v68 := targetVar + c67
-		v69 := residVar / v68
-		explainedVariance := one - v69
+		v72 := targetVar + c71
+		v73 := residVar / v72
+		explainedVariance := one - v73
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v75 := float32(two * logSumW)
-		v76 := v75 - logSumW2
-		essCol := float32(math.Exp(float64(v76)))
-		acc78.Add(float64(essCol))
+		v79 := float32(two * logSumW)
+		v80 := v79 - logSumW2
+		essCol := float32(math.Exp(float64(v80)))
+		acc82.Add(float64(essCol))
 	}
-	st.acc78 = acc78
+	st.acc82 = acc82
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
@@ -250,7 +250,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc78.Result())
+	s.s4 = float32(st.acc82.Result())
 }
 
 // pass2GoChunks is how many chunks of rows of N pass2Go runs as, concurrently, each with its own
@@ -261,7 +261,7 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of N.
 type pass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v45) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v49) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -273,9 +273,11 @@ func (a *pass2GoStates) merge(b *pass2GoStates) {
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	one := float32(1)
 	c1 := float32(0.99)
+	c32 := float32(-0.22314355)
+	c33 := float32(0.18232156)
+	c38 := float32(1.2)
+	c42 := float32(0.8)
 	zero := float32(0)
-	c39 := float32(1.2)
-	c41 := float32(0.8)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -304,13 +306,17 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 			v30 := float32(rhoClipped * v29)
 			out.Advantage[iN*421+iT] = v30
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(v30 >= zero)
-			v40 := min(ratio, c39)
-			v42 := max(ratio, c41)
-			ratioClipped := sel(v38, v40, v42)
+			v37 := b2f(logWeight > c33)
+			v39 := min(ratio, c38)
+			v40 := sel(v37, v39, ratio)
+			v41 := b2f(logWeight < c32)
+			v43 := max(ratio, c42)
+			v44 := sel(v41, v43, ratio)
+			v46 := b2f(v30 >= zero)
+			ratioClipped := sel(v46, v40, v44)
 			gain := float32(v30 * ratioClipped)
-			v45 := -gain
-			lossObjective.Add(float64(v45))
+			v49 := -gain
+			lossObjective.Add(float64(v49))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -337,9 +343,9 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c79 := float32(64)
-	v78 := s.s4
-	ess := v78 / c79
+	c83 := float32(64)
+	v82 := s.s4
+	ess := v82 / c83
 	out.ESS = ess
 }
 
@@ -349,8 +355,8 @@ type fbScratch struct {
 	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
 	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
 	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
-	s3        []float32           // logSumW2 = logsumexp(v73) over N [T=421]
-	s4        float32             // v78 = mean(essCol) over T
+	s3        []float32           // logSumW2 = logsumexp(v77) over N [T=421]
+	s4        float32             // v82 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -369,15 +375,15 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v47) over N,T
-	klApprox     runtime.Mean        // klApprox = mean(v49) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v51) over N,T
+	klApprox     runtime.Mean        // klApprox = mean(v53) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy  runtime.Mean        // lossEntropy = mean(v53) over N,T
-	lossCritic   runtime.Mean        // lossCritic = mean(v63) over N,T
+	lossEntropy  runtime.Mean        // lossEntropy = mean(v57) over N,T
+	lossCritic   runtime.Mean        // lossCritic = mean(v67) over N,T
 	residVar     []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar    []runtime.Welford   // targetVar = var(vs) over N correction=0
 	logSumW      []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v73) over N
+	logSumW2     []runtime.LogSumExp // logSumW2 = logsumexp(v77) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -408,12 +414,12 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c32 := float32(-0.22314355)
 	c33 := float32(0.18232156)
 	zero := float32(0)
-	c52 := float32(-0.01)
+	c56 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c81 := float32(3.7114016e-05)
+	c85 := float32(3.7114016e-05)
 	minusOne := float32(-1)
-	c100 := float32(-3.7114015e-07)
+	c104 := float32(-3.7114015e-07)
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
 	meanEntropy := runtime.Mean{}
@@ -459,46 +465,46 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			out.ValueTarget[iN*421+iT] = vs
 			v34 := max(logWeight, c32)
 			logWeightClip := min(v34, c33)
-			v47 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v47))
-			v49 := sampleLogProb - logProb
-			klApprox.Add(float64(v49))
+			v51 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v51))
+			v53 := sampleLogProb - logProb
+			klApprox.Add(float64(v53))
 			entropy := in.Entropy[iN*421+iT]
-			v53 := float32(c52 * entropy)
+			v57 := float32(c56 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v53))
+			lossEntropy.Add(float64(v57))
 			diff := vs - stateValue
 			absDiff := float32(math.Abs(float64(diff)))
-			v59 := b2f(absDiff < one)
-			v60 := float32(half * absDiff)
-			v61 := float32(v60 * absDiff)
-			v62 := absDiff - half
-			v63 := sel(v59, v61, v62)
-			lossCritic.Add(float64(v63))
+			v63 := b2f(absDiff < one)
+			v64 := float32(half * absDiff)
+			v65 := float32(v64 * absDiff)
+			v66 := absDiff - half
+			v67 := sel(v63, v65, v66)
+			lossCritic.Add(float64(v67))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(vs))
 			st.logSumW[iT].Add(float64(logWeight))
-			v73 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v73))
-			v82 := sel(v59, zero, c81)
-			v83 := float32(c81 * absDiff)
-			v84 := sel(v59, v83, zero)
-			v85 := float32(c81 * v60)
-			v86 := sel(v59, v85, zero)
-			v87 := v82 + v86
-			v88 := float32(v84 * half)
-			v89 := v87 + v88
-			v90 := b2f(diff > zero)
-			v91 := b2f(diff < zero)
-			v93 := float32(diff * zero)
-			v94 := sel(v91, minusOne, v93)
-			v95 := sel(v90, one, v94)
-			v96 := b2f(v89 != zero)
-			v97 := float32(v89 * v95)
-			v98 := sel(v96, v97, v89)
-			gradStateValue := -v98
+			v77 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v77))
+			v86 := sel(v63, zero, c85)
+			v87 := float32(c85 * absDiff)
+			v88 := sel(v63, v87, zero)
+			v89 := float32(c85 * v64)
+			v90 := sel(v63, v89, zero)
+			v91 := v86 + v90
+			v92 := float32(v88 * half)
+			v93 := v91 + v92
+			v94 := b2f(diff > zero)
+			v95 := b2f(diff < zero)
+			v97 := float32(diff * zero)
+			v98 := sel(v95, minusOne, v97)
+			v99 := sel(v94, one, v98)
+			v100 := b2f(v93 != zero)
+			v101 := float32(v93 * v99)
+			v102 := sel(v100, v101, v93)
+			gradStateValue := -v102
 			grads.StateValue[iN*421+iT] = gradStateValue
-			grads.Entropy[iN*421+iT] = c100
+			grads.Entropy[iN*421+iT] = c104
 		}
 	}
 	st.clipFraction = clipFraction
@@ -561,35 +567,35 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of T.
 type fbPass1GoStates struct {
-	acc78 runtime.Mean // v78 = mean(essCol) over T
+	acc82 runtime.Mean // v82 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeMean(&a.acc78, b.acc78)
+	mergeMean(&a.acc82, b.acc82)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
 	one := float32(1)
-	c67 := float32(1.1920929e-07)
+	c71 := float32(1.1920929e-07)
 	two := float32(2)
-	acc78 := runtime.Mean{}
+	acc82 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s0[iT]
 		targetVar := s.s1[iT]
-		v68 := targetVar + c67
-		v69 := residVar / v68
-		explainedVariance := one - v69
+		v72 := targetVar + c71
+		v73 := residVar / v72
+		explainedVariance := one - v73
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s2[iT]
 		logSumW2 := s.s3[iT]
-		v75 := float32(two * logSumW)
-		v76 := v75 - logSumW2
-		essCol := float32(math.Exp(float64(v76)))
-		acc78.Add(float64(essCol))
+		v79 := float32(two * logSumW)
+		v80 := v79 - logSumW2
+		essCol := float32(math.Exp(float64(v80)))
+		acc82.Add(float64(essCol))
 	}
-	st.acc78 = acc78
+	st.acc82 = acc82
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -608,7 +614,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s4 = float32(st.acc78.Result())
+	s.s4 = float32(st.acc82.Result())
 }
 
 // fbPass2GoChunks is how many chunks of rows of N fbPass2Go runs as, concurrently, each with its
@@ -619,7 +625,7 @@ var fbPass2GoChunks = 1
 
 // fbPass2GoStates are the reduction states of fbPass2Go over one chunk of N.
 type fbPass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v45) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v49) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -631,10 +637,12 @@ func (a *fbPass2GoStates) merge(b *fbPass2GoStates) {
 func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass2GoStates, lo, hi int) {
 	one := float32(1)
 	c1 := float32(0.99)
+	c32 := float32(-0.22314355)
+	c33 := float32(0.18232156)
+	c38 := float32(1.2)
+	c42 := float32(0.8)
 	zero := float32(0)
-	c39 := float32(1.2)
-	c41 := float32(0.8)
-	c101 := float32(-3.7114016e-05)
+	c105 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
@@ -663,27 +671,37 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v30 := float32(rhoClipped * v29)
 			out.Advantage[iN*421+iT] = v30
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(v30 >= zero)
-			v40 := min(ratio, c39)
-			v42 := max(ratio, c41)
-			v43 := sel(v38, v40, v42)
-			gain := float32(v30 * v43)
-			v45 := -gain
-			lossObjective.Add(float64(v45))
-			v102 := float32(c101 * v30)
-			v103 := sel(v38, v102, zero)
-			v104 := sel(v38, zero, v102)
-			v105 := b2f(ratio >= c41)
-			v106 := b2f(ratio != ratio)
-			v107 := max(v105, v106)
-			v108 := sel(v107, v104, zero)
-			v109 := b2f(ratio <= c39)
-			v110 := max(v109, v106)
-			v111 := sel(v110, v103, zero)
-			v112 := v108 + v111
-			v113 := b2f(v112 != zero)
-			v114 := float32(v112 * ratio)
-			gradLogProb := sel(v113, v114, v112)
+			v37 := b2f(logWeight > c33)
+			v39 := min(ratio, c38)
+			v40 := sel(v37, v39, ratio)
+			v41 := b2f(logWeight < c32)
+			v43 := max(ratio, c42)
+			v44 := sel(v41, v43, ratio)
+			v46 := b2f(v30 >= zero)
+			v47 := sel(v46, v40, v44)
+			gain := float32(v30 * v47)
+			v49 := -gain
+			lossObjective.Add(float64(v49))
+			v106 := float32(c105 * v30)
+			v107 := sel(v46, v106, zero)
+			v108 := sel(v46, zero, v106)
+			v109 := sel(v41, v108, zero)
+			v110 := sel(v41, zero, v108)
+			v111 := b2f(ratio >= c42)
+			v112 := b2f(ratio != ratio)
+			v113 := max(v111, v112)
+			v114 := sel(v113, v109, zero)
+			v115 := v110 + v114
+			v116 := sel(v37, v107, zero)
+			v117 := sel(v37, zero, v107)
+			v118 := v115 + v117
+			v119 := b2f(ratio <= c38)
+			v120 := max(v119, v112)
+			v121 := sel(v120, v116, zero)
+			v122 := v118 + v121
+			v123 := b2f(v122 != zero)
+			v124 := float32(v122 * ratio)
+			gradLogProb := sel(v123, v124, v122)
 			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}
@@ -711,9 +729,9 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c79 := float32(64)
-	v78 := s.s4
-	ess := v78 / c79
+	c83 := float32(64)
+	v82 := s.s4
+	ess := v82 / c83
 	out.ESS = ess
 }
 

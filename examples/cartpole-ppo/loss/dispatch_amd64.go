@@ -28,30 +28,30 @@ type avxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r54_s    []float64
-	r54_p    []float32
-	r56_s    []float64
-	r56_p    []float32
 	r58_s    []float64
 	r58_p    []float32
-	r66_s    []float64
-	r66_p    []float32
-	r67_s    []float64
-	r67_p    []float32
-	r72_s    []float64
-	r72_p    []float32
-	r73_n    []float64
-	r73_mean []float64
-	r73_m2   []float64
-	r74_n    []float64
-	r74_mean []float64
-	r74_m2   []float64
-	r80_s    []float64
-	r80_ok   []float32
-	r82_s    []float64
-	p1_ok    []float32
+	r60_s    []float64
+	r60_p    []float32
+	r62_s    []float64
+	r62_p    []float32
+	r70_s    []float64
+	r70_p    []float32
+	r71_s    []float64
+	r71_p    []float32
+	r76_s    []float64
+	r76_p    []float32
+	r77_n    []float64
+	r77_mean []float64
+	r77_m2   []float64
+	r78_n    []float64
+	r78_mean []float64
+	r78_m2   []float64
+	r84_s    []float64
+	r84_ok   []float32
 	r86_s    []float64
-	r86_p    []float32
+	p1_ok    []float32
+	r90_s    []float64
+	r90_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -67,30 +67,30 @@ var avxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r54_s = st.buf[184:200]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r56_s = st.buf[224:240]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r58_s = st.buf[264:280]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r66_s = st.buf[304:320]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r67_s = st.buf[344:360]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r72_s = st.buf[384:400]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r73_n = st.buf[424:560]
-	st.r73_mean = st.buf[568:704]
-	st.r73_m2 = st.buf[712:848]
-	st.r74_n = st.buf[856:992]
-	st.r74_mean = st.buf[1000:1136]
-	st.r74_m2 = st.buf[1144:1280]
-	st.r80_s = st.buf[1288:1424]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
-	st.r82_s = st.buf[1512:1648]
+	st.r58_s = st.buf[184:200]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r60_s = st.buf[224:240]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r62_s = st.buf[264:280]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r70_s = st.buf[304:320]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r71_s = st.buf[344:360]
+	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r76_s = st.buf[384:400]
+	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r77_n = st.buf[424:560]
+	st.r77_mean = st.buf[568:704]
+	st.r77_m2 = st.buf[712:848]
+	st.r78_n = st.buf[856:992]
+	st.r78_mean = st.buf[1000:1136]
+	st.r78_m2 = st.buf[1144:1280]
+	st.r84_s = st.buf[1288:1424]
+	st.r84_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r86_s = st.buf[1512:1648]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
-	st.r86_s = st.buf[1672:1688]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.r90_s = st.buf[1672:1688]
+	st.r90_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -157,27 +157,27 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r58_s, 0)
 		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r72_p, 0)
-		runtime.Fill(st.r73_n, float64((hi-lo)*1))
-		runtime.Fill(st.r73_mean, 0)
-		runtime.Fill(st.r73_m2, 0)
-		runtime.Fill(st.r74_n, float64((hi-lo)*1))
-		runtime.Fill(st.r74_mean, 0)
-		runtime.Fill(st.r74_m2, 0)
-		runtime.Fill(st.r80_s, 0)
-		runtime.SetMask(st.r80_ok)
-		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r70_s, 0)
+		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r77_n, float64((hi-lo)*1))
+		runtime.Fill(st.r77_mean, 0)
+		runtime.Fill(st.r77_m2, 0)
+		runtime.Fill(st.r78_n, float64((hi-lo)*1))
+		runtime.Fill(st.r78_mean, 0)
+		runtime.Fill(st.r78_m2, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.SetMask(st.r84_ok)
+		runtime.Fill(st.r86_s, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -195,50 +195,50 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
-			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
-			runtime.MergeMask(sts[0].r80_ok, sts[c].r80_ok)
-			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeVar(sts[0].r77_n, sts[0].r77_mean, sts[0].r77_m2, sts[c].r77_n, sts[c].r77_mean, sts[c].r77_m2)
+			runtime.MergeVar(sts[0].r78_n, sts[0].r78_mean, sts[0].r78_m2, sts[c].r78_n, sts[c].r78_mean, sts[c].r78_m2)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].r84_ok, sts[c].r84_ok)
+			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r84_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r56_s, 8, 256.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r60_s, 8, 256.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r67_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r71_s, 8, 256.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r72_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:128], st.r73_n, st.r73_mean, st.r73_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s3[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:128], st.r74_n, st.r74_mean, st.r74_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r78_n, st.r78_mean, st.r78_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s4[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r80_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r84_s, 1)
 	for k, v := range st.res[:128] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r82_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r86_s, 1)
 	for k, v := range st.res[:128] {
 		s.s6[k] = float32(v)
 	}
@@ -255,8 +255,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r86_s, 0)
-		runtime.Fill(st.r86_p, 0)
+		runtime.Fill(st.r90_s, 0)
+		runtime.Fill(st.r90_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
@@ -274,7 +274,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -283,7 +283,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
+	runtime.FinishMean(st.res[:1], st.r90_s, 8, 128.0)
 	s.s7 = float32(st.res[0])
 }
 
@@ -307,30 +307,30 @@ type fbAvxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r54_s    []float64
-	r54_p    []float32
-	r56_s    []float64
-	r56_p    []float32
 	r58_s    []float64
 	r58_p    []float32
-	r66_s    []float64
-	r66_p    []float32
-	r67_s    []float64
-	r67_p    []float32
-	r72_s    []float64
-	r72_p    []float32
-	r73_n    []float64
-	r73_mean []float64
-	r73_m2   []float64
-	r74_n    []float64
-	r74_mean []float64
-	r74_m2   []float64
-	r80_s    []float64
-	r80_ok   []float32
-	r82_s    []float64
-	p1_ok    []float32
+	r60_s    []float64
+	r60_p    []float32
+	r62_s    []float64
+	r62_p    []float32
+	r70_s    []float64
+	r70_p    []float32
+	r71_s    []float64
+	r71_p    []float32
+	r76_s    []float64
+	r76_p    []float32
+	r77_n    []float64
+	r77_mean []float64
+	r77_m2   []float64
+	r78_n    []float64
+	r78_mean []float64
+	r78_m2   []float64
+	r84_s    []float64
+	r84_ok   []float32
 	r86_s    []float64
-	r86_p    []float32
+	p1_ok    []float32
+	r90_s    []float64
+	r90_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -346,30 +346,30 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r54_s = st.buf[184:200]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r56_s = st.buf[224:240]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r58_s = st.buf[264:280]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r66_s = st.buf[304:320]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r67_s = st.buf[344:360]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r72_s = st.buf[384:400]
-	st.r72_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r73_n = st.buf[424:560]
-	st.r73_mean = st.buf[568:704]
-	st.r73_m2 = st.buf[712:848]
-	st.r74_n = st.buf[856:992]
-	st.r74_mean = st.buf[1000:1136]
-	st.r74_m2 = st.buf[1144:1280]
-	st.r80_s = st.buf[1288:1424]
-	st.r80_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
-	st.r82_s = st.buf[1512:1648]
+	st.r58_s = st.buf[184:200]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r60_s = st.buf[224:240]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r62_s = st.buf[264:280]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r70_s = st.buf[304:320]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r71_s = st.buf[344:360]
+	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r76_s = st.buf[384:400]
+	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r77_n = st.buf[424:560]
+	st.r77_mean = st.buf[568:704]
+	st.r77_m2 = st.buf[712:848]
+	st.r78_n = st.buf[856:992]
+	st.r78_mean = st.buf[1000:1136]
+	st.r78_m2 = st.buf[1144:1280]
+	st.r84_s = st.buf[1288:1424]
+	st.r84_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r86_s = st.buf[1512:1648]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
-	st.r86_s = st.buf[1672:1688]
-	st.r86_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.r90_s = st.buf[1672:1688]
+	st.r90_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -438,27 +438,27 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r58_s, 0)
 		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r72_p, 0)
-		runtime.Fill(st.r73_n, float64((hi-lo)*1))
-		runtime.Fill(st.r73_mean, 0)
-		runtime.Fill(st.r73_m2, 0)
-		runtime.Fill(st.r74_n, float64((hi-lo)*1))
-		runtime.Fill(st.r74_mean, 0)
-		runtime.Fill(st.r74_m2, 0)
-		runtime.Fill(st.r80_s, 0)
-		runtime.SetMask(st.r80_ok)
-		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r70_s, 0)
+		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r77_n, float64((hi-lo)*1))
+		runtime.Fill(st.r77_mean, 0)
+		runtime.Fill(st.r77_m2, 0)
+		runtime.Fill(st.r78_n, float64((hi-lo)*1))
+		runtime.Fill(st.r78_mean, 0)
+		runtime.Fill(st.r78_m2, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.SetMask(st.r84_ok)
+		runtime.Fill(st.r86_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
 	}
@@ -476,50 +476,50 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
-			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
-			runtime.MergeMask(sts[0].r80_ok, sts[c].r80_ok)
-			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeVar(sts[0].r77_n, sts[0].r77_mean, sts[0].r77_m2, sts[c].r77_n, sts[c].r77_mean, sts[c].r77_m2)
+			runtime.MergeVar(sts[0].r78_n, sts[0].r78_mean, sts[0].r78_m2, sts[c].r78_n, sts[c].r78_mean, sts[c].r78_m2)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].r84_ok, sts[c].r84_ok)
+			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r80_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r84_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 256.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r56_s, 8, 256.0)
-	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r60_s, 8, 256.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r67_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r71_s, 8, 256.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r72_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:128], st.r73_n, st.r73_mean, st.r73_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s3[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:128], st.r74_n, st.r74_mean, st.r74_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r78_n, st.r78_mean, st.r78_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s4[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r80_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r84_s, 1)
 	for k, v := range st.res[:128] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r82_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r86_s, 1)
 	for k, v := range st.res[:128] {
 		s.s6[k] = float32(v)
 	}
@@ -537,8 +537,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r86_s, 0)
-		runtime.Fill(st.r86_p, 0)
+		runtime.Fill(st.r90_s, 0)
+		runtime.Fill(st.r90_p, 0)
 		runtime.SetMask(st.p2_ok)
 		fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
@@ -556,7 +556,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -565,7 +565,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r86_s, 8, 128.0)
+	runtime.FinishMean(st.res[:1], st.r90_s, 8, 128.0)
 	s.s7 = float32(st.res[0])
 }
 

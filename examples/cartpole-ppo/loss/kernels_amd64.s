@@ -562,13 +562,13 @@ inner_A_7:
 	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v59 = max(v30, -3.4028235e+38) tie=first
+	// v63 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
-	// v60 = mul(v31, v59)
+	// v64 = mul(v31, v63)
 	VMULPS Y0, Y6, Y0
 
-	// sum(v60) over [A]
+	// sum(v64) over [A]
 	VADDPS Y2, Y0, Y2
 	INCQ   BX
 	CMPQ   BX, $+2
@@ -693,107 +693,119 @@ indexdone_9:
 	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMAXPS  Y4, Y6, Y7
+	VMOVUPS lgc50<>+0(SB), Y8
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y5, 264(SP)
+	VMOVUPS Y0, 296(SP)
+	VMOVUPS Y1, 328(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc51<>+0(SB), Y7
-	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VMULPS       Y5, Y5, Y8
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMAXPS       Y4, Y0, Y0
+	VMOVUPS      lgc51<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
+	VMULPS       Y0, Y0, Y5
 	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y9
 	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
-	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y10
+	VFMADD213PS  Y10, Y5, Y9
 	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y5, Y8, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y10
+	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  Y0, Y5, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VMOVUPS      168(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VCVTPS2DQ    Y1, Y0
+	VPADDD       lgc28<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPSLLD       $0x17, Y1, Y1
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y9, Y9
+	VMULPS       Y0, Y9, Y9
 
-	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VMOVUPS Y0, 296(SP)
-	VMOVUPS lgc52<>+0(SB), Y0
+	// v45 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y8, Y4, Y0
+	VMOVUPS lgc52<>+0(SB), Y1
 
-	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y0, Y0
-	VMOVUPS Y1, 328(SP)
-	VMOVUPS lgc53<>+0(SB), Y1
+	// v47 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y1, Y1
 
-	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y1, Y1
+	// v48 = where(v45, v47, ratio)
+	VBLENDVPS Y0, Y1, Y9, Y0
+
+	// v49 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y6, Y4, Y1
+	VMOVUPS lgc53<>+0(SB), Y5
+
+	// v51 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS Y9, Y5, Y5
+
+	// v52 = where(v49, v51, ratio)
+	VBLENDVPS Y1, Y5, Y9, Y1
+	VMOVUPS   168(SP), Y5
+	VMOVUPS   lgc0<>+0(SB), Y6
+
+	// v54 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y6, Y5, Y6
 	VMOVUPS Y9, 360(SP)
 
-	// ratioClipped = where(v46, v48, v50)
-	VBLENDVPS Y7, Y0, Y1, Y0
+	// ratioClipped = where(v54, v48, v52)
+	VBLENDVPS Y6, Y0, Y1, Y0
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y0, Y5, Y0
 
-	// v53 = neg(gain)
+	// v57 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y0
+	// v59 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y7, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// mean(v55) over [N T]
+	// mean(v59) over [N T]
 	VADDPS  1984(BX), Y0, Y0
 	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 328(SP), Y0
 
-	// v57 = sub(sampleLogProb, logSoftmax)
+	// v61 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
-	// mean(v57) over [N T]
+	// mean(v61) over [N T]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 
-	// finish v61
+	// finish v65
 	VMOVUPS Y2, Y0
 	VMOVUPS 296(SP), Y1
 
-	// v62 = div(v61, v32)
+	// v66 = div(v65, v32)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 264(SP), Y1
 
-	// entropy = sub(v33, v62)
+	// entropy = sub(v33, v66)
 	VSUBPS Y0, Y1, Y0
 
-	// v65 = mul(-0.01, entropy)
+	// v69 = mul(-0.01, entropy)
 	VMULPS lgc55<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y0, Y0
 	VMOVUPS Y0, 2624(BX)
 
-	// mean(v65) over [N T]
+	// mean(v69) over [N T]
 	VADDPS  2944(BX), Y1, Y0
 	VMOVUPS Y0, 2944(BX)
 	VMOVUPS 136(SP), Y0
@@ -806,10 +818,10 @@ indexdone_9:
 	// l2 = mul(diff, diff)
 	VMULPS Y1, Y1, Y2
 
-	// v71 = mul(0.5, l2)
+	// v75 = mul(0.5, l2)
 	VMULPS lgc27<>+0(SB), Y2, Y2
 
-	// mean(v71) over [N T]
+	// mean(v75) over [N T]
 	VADDPS  3264(BX), Y2, Y2
 	VMOVUPS Y2, 3264(BX)
 
@@ -1515,29 +1527,29 @@ blocks_11:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v76 = add(targetVar, 1.1920929e-07)
+	// v80 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v77 = div(residVar, v76)
+	// v81 = div(residVar, v80)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v77)
+	// explainedVariance = sub(1, v81)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v83 = mul(2, logSumW)
+	// v87 = mul(2, logSumW)
 	VMULPS  lgc59<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v84 = sub(v83, logSumW2)
+	// v88 = sub(v87, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v84)
+	// essCol = exp(v88)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
@@ -1651,7 +1663,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v86, 2)
+	// ess = div(v90, 2)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1925,7 +1937,7 @@ noflush_16:
 
 // func fbPass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $776-112
+TEXT ·fbPass1AVX2(SB), $840-112
 	// values every block reads alike, computed once
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
@@ -2077,13 +2089,13 @@ inner_A_20:
 	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v59 = max(v30, -3.4028235e+38) tie=first
+	// v63 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
-	// v60 = mul(v31, v59)
+	// v64 = mul(v31, v63)
 	VMULPS Y0, Y6, Y0
 
-	// sum(v60) over [A]
+	// sum(v64) over [A]
 	VADDPS Y2, Y0, Y2
 	INCQ   BX
 	CMPQ   BX, $+2
@@ -2208,107 +2220,121 @@ indexdone_22:
 	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMAXPS  Y4, Y6, Y7
+	VMOVUPS lgc50<>+0(SB), Y8
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
+	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y5, 392(SP)
+	VMOVUPS Y0, 424(SP)
+	VMOVUPS Y1, 456(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc51<>+0(SB), Y7
-	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
-	VMULPS       Y5, Y5, Y8
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMAXPS       Y4, Y0, Y0
+	VMOVUPS      lgc51<>+0(SB), Y1
+	VMINPS       Y0, Y1, Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
+	VMULPS       Y0, Y0, Y5
 	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y9
 	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
-	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y0, Y10
+	VFMADD213PS  Y10, Y5, Y9
 	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y5, Y8, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y0, Y10
+	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  Y0, Y5, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y5, Y9, Y9
-	VMOVUPS      296(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VCVTPS2DQ    Y1, Y0
+	VPADDD       lgc28<>+0(SB), Y0, Y0
+	VPSRLD       $0x01, Y0, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPSLLD       $0x17, Y1, Y1
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y9, Y9
+	VMULPS       Y0, Y9, Y9
 
-	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VMOVUPS Y0, 424(SP)
-	VMOVUPS lgc52<>+0(SB), Y0
+	// v45 = gt(logWeight, 0.18232156)
+	VCMPPS  $0x1e, Y8, Y4, Y0
+	VMOVUPS lgc52<>+0(SB), Y1
 
-	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y9, Y0, Y0
-	VMOVUPS Y1, 456(SP)
-	VMOVUPS lgc53<>+0(SB), Y1
+	// v47 = min(ratio, 1.2000000078829447) tie=first
+	VMINPS Y9, Y1, Y1
 
-	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y1, Y1
-	VMOVUPS Y9, 488(SP)
+	// v48 = where(v45, v47, ratio)
+	VBLENDVPS Y0, Y1, Y9, Y1
 
-	// v51 = where(v46, v48, v50)
-	VBLENDVPS Y7, Y0, Y1, Y0
+	// v49 = lt(logWeight, -0.22314355)
+	VCMPPS  $0x11, Y6, Y4, Y5
+	VMOVUPS lgc53<>+0(SB), Y6
 
-	// gain = mul(advantageNormalized, v51)
-	VMULPS Y0, Y5, Y0
+	// v51 = max(ratio, 0.8000000028326788) tie=first
+	VMAXPS  Y9, Y6, Y6
+	VMOVUPS Y0, 488(SP)
 
-	// v53 = neg(gain)
+	// v52 = where(v49, v51, ratio)
+	VBLENDVPS Y5, Y6, Y9, Y0
+	VMOVUPS   296(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y8
+
+	// v54 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y8, Y6, Y8
+	VMOVUPS Y5, 520(SP)
+	VMOVUPS Y9, 552(SP)
+
+	// v55 = where(v54, v48, v52)
+	VBLENDVPS Y8, Y1, Y0, Y0
+
+	// gain = mul(advantageNormalized, v55)
+	VMULPS Y0, Y6, Y0
+
+	// v57 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v53) over [N T]
+	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y0
+	// v59 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y7, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// mean(v55) over [N T]
+	// mean(v59) over [N T]
 	VADDPS  1984(BX), Y0, Y0
 	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 456(SP), Y0
 
-	// v57 = sub(sampleLogProb, logSoftmax)
+	// v61 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
-	// mean(v57) over [N T]
+	// mean(v61) over [N T]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 
-	// finish v61
+	// finish v65
 	VMOVUPS Y2, Y0
 	VMOVUPS 424(SP), Y1
 
-	// v62 = div(v61, v32)
+	// v66 = div(v65, v32)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 392(SP), Y1
 
-	// entropy = sub(v33, v62)
+	// entropy = sub(v33, v66)
 	VSUBPS Y0, Y1, Y1
 
-	// v65 = mul(-0.01, entropy)
+	// v69 = mul(-0.01, entropy)
 	VMULPS lgc55<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y1, Y1
 	VMOVUPS Y1, 2624(BX)
 
-	// mean(v65) over [N T]
+	// mean(v69) over [N T]
 	VADDPS  2944(BX), Y2, Y1
 	VMOVUPS Y1, 2944(BX)
 	VMOVUPS 264(SP), Y1
@@ -2321,13 +2347,13 @@ indexdone_22:
 	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// v71 = mul(0.5, l2)
+	// v75 = mul(0.5, l2)
 	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// mean(v71) over [N T]
+	// mean(v75) over [N T]
 	VADDPS  3264(BX), Y3, Y3
 	VMOVUPS Y3, 3264(BX)
-	VMOVUPS Y7, 520(SP)
+	VMOVUPS Y8, 584(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
@@ -2373,9 +2399,9 @@ indexdone_22:
 	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y5, 8032(BX)(R8*8)
 	VMOVUPD      Y3, 9184(BX)(R8*8)
-	VMOVUPS      Y0, 552(SP)
-	VMOVUPS      Y2, 584(SP)
-	VMOVUPS      488(SP), Y0
+	VMOVUPS      Y0, 616(SP)
+	VMOVUPS      Y2, 648(SP)
+	VMOVUPS      552(SP), Y0
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
@@ -2398,99 +2424,123 @@ indexdone_22:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       12128(BX)(R8*8), Y1, Y1
 	VMOVUPD      Y1, 12128(BX)(R8*8)
-	VMOVUPS      584(SP), Y1
+	VMOVUPS      648(SP), Y1
 
-	// v89 = mul(0.001953125, diff)
+	// v93 = mul(0.001953125, diff)
 	VMULPS lgc60<>+0(SB), Y1, Y1
 
-	// v90 = add(v89, v89)
+	// v94 = add(v93, v93)
 	VADDPS Y1, Y1, Y1
 
-	// gradStateValue = neg(v90)
+	// gradStateValue = neg(v94)
 	VXORPS  lgc54<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 424(SP), Y3
 
-	// v94 = div(3.90625e-05, v32)
+	// v98 = div(3.90625e-05, v32)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 552(SP), Y4
+	VMOVUPS 616(SP), Y4
 
-	// v95 = div(v62, v32)
+	// v99 = div(v66, v32)
 	VDIVPS Y3, Y4, Y4
 
-	// v96 = mul(-3.90625e-05, v95)
+	// v100 = mul(-3.90625e-05, v99)
 	VMULPS  lgc62<>+0(SB), Y4, Y4
 	VMOVUPS 296(SP), Y5
 
-	// v104 = mul(-0.00390625, advantageNormalized)
+	// v108 = mul(-0.00390625, advantageNormalized)
 	VMULPS  lgc63<>+0(SB), Y5, Y5
-	VMOVUPS 520(SP), Y6
+	VMOVUPS 584(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v105 = where(v46, v104, 0)
+	// v109 = where(v54, v108, 0)
 	VANDPS Y5, Y7, Y6
 
-	// v106 = where(v46, 0, v104)
+	// v110 = where(v54, 0, v108)
 	VANDNPS Y5, Y7, Y5
-	VMOVUPS lgc53<>+0(SB), Y7
+	VMOVUPS 520(SP), Y7
+	VMOVUPS lgc0<>+0(SB), Y8
+	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v107 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y0, Y7
+	// v111 = where(v49, v110, 0)
+	VANDPS Y5, Y8, Y7
 
-	// v108 = ne(ratio, ratio)
-	VCMPPS $0x04, Y0, Y0, Y8
+	// v112 = where(v49, 0, v110)
+	VANDNPS Y5, Y8, Y5
+	VMOVUPS lgc53<>+0(SB), Y8
 
-	// v109 = max(v107, v108)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y1, 616(SP)
+	// v113 = ge(ratio, 0.8000000028326788)
+	VCMPPS $0x1d, Y8, Y0, Y8
 
-	// v110 = where(v109, v106, 0)
-	VANDPS  Y5, Y7, Y1
+	// v114 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y0, Y0, Y9
+	VMOVUPS Y1, 680(SP)
+
+	// v115 = max(v113, v114)
+	VORPS   Y8, Y9, Y1
+	VMOVUPS Y2, 712(SP)
+
+	// v116 = where(v115, v111, 0)
+	VANDPS Y7, Y1, Y1
+
+	// v117 = add(v112, v116)
+	VADDPS  Y1, Y5, Y1
+	VMOVUPS 488(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y5
+	VCMPPS  $0x04, Y5, Y2, Y5
+
+	// v118 = where(v45, v109, 0)
+	VANDPS Y6, Y5, Y2
+
+	// v119 = where(v45, 0, v109)
+	VANDNPS Y6, Y5, Y5
+
+	// v120 = add(v117, v119)
+	VADDPS  Y5, Y1, Y1
 	VMOVUPS lgc52<>+0(SB), Y5
 
-	// v111 = le(ratio, 1.2000000078829447)
+	// v121 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
 
-	// v112 = max(v111, v108)
-	VORPS Y5, Y8, Y5
+	// v122 = max(v121, v114)
+	VORPS Y5, Y9, Y5
 
-	// v113 = where(v112, v105, 0)
-	VANDPS Y6, Y5, Y5
+	// v123 = where(v122, v118, 0)
+	VANDPS Y2, Y5, Y2
 
-	// v114 = add(v110, v113)
-	VADDPS  Y5, Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y5
+	// v124 = add(v120, v123)
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v115 = ne(v114, 0)
-	VCMPPS $0x04, Y5, Y1, Y6
+	// v125 = ne(v124, 0)
+	VCMPPS $0x04, Y2, Y1, Y5
 
-	// v116 = mul(v114, ratio)
+	// v126 = mul(v124, ratio)
 	VMULPS Y0, Y1, Y0
 
-	// v117 = where(v115, v116, v114)
-	VBLENDVPS Y6, Y0, Y1, Y0
+	// v127 = where(v125, v126, v124)
+	VBLENDVPS Y5, Y0, Y1, Y0
 
-	// v118 = neg(v117)
+	// v128 = neg(v127)
 	VXORPS lgc54<>+0(SB), Y0, Y1
 
-	// v119 = add(-3.90625e-05, v118)
+	// v129 = add(-3.90625e-05, v128)
 	VADDPS lgc62<>+0(SB), Y1, Y1
 
-	// v123 = ne(v119, 0)
-	VCMPPS $0x04, Y5, Y1, Y5
+	// v133 = ne(v129, 0)
+	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v124 = div(v119, v32)
+	// v134 = div(v129, v32)
 	VDIVPS Y3, Y1, Y3
 
-	// v125 = where(v123, v124, v119)
-	VBLENDVPS Y5, Y3, Y1, Y1
+	// v135 = where(v133, v134, v129)
+	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v126 = add(v96, v125)
+	// v136 = add(v100, v135)
 	VADDPS  Y1, Y4, Y1
-	VMOVUPS Y2, 648(SP)
-	VMOVUPS Y0, 680(SP)
-	VMOVUPS Y1, 712(SP)
+	VMOVUPS Y0, 744(SP)
+	VMOVUPS Y1, 776(SP)
 	XORQ    BX, BX
 
 inner_A_23:
@@ -2502,27 +2552,27 @@ inner_A_23:
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS lgc29<>+0(SB), Y1
 
-	// v59 = max(v30, -3.4028235e+38) tie=first
+	// v63 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 648(SP), Y3
+	VMOVUPS 712(SP), Y3
 
-	// v97 = mul(v94, v59)
+	// v101 = mul(v98, v63)
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS 40(SP)(R8*1), Y4
 
-	// v98 = mul(v94, v31)
+	// v102 = mul(v98, v31)
 	VMULPS Y4, Y3, Y3
 
-	// v99 = ge(v30, -3.4028235e+38)
+	// v103 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
 
-	// v100 = ne(v30, v30)
+	// v104 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
 
-	// v101 = max(v99, v100)
+	// v105 = max(v103, v104)
 	VORPS Y1, Y0, Y0
 
-	// v102 = where(v101, v98, 0)
+	// v106 = where(v105, v102, 0)
 	VANDPS       Y3, Y0, Y0
 	MOVQ         BX, R9
 	VMOVD        R9, X1
@@ -2544,53 +2594,53 @@ inner_A_23:
 
 wideindex_24:
 	VMOVUPS    lgc0<>+0(SB), Y3
-	VMOVUPS    Y3, 744(SP)
+	VMOVUPS    Y3, 808(SP)
 	VMOVUPS    lgc0<>+0(SB), X3
 	MOVQ       (R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 744(SP)
+	VMOVSS     X3, 808(SP)
 	MOVQ       8(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 748(SP)
+	VMOVSS     X3, 812(SP)
 	MOVQ       16(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 752(SP)
+	VMOVSS     X3, 816(SP)
 	MOVQ       24(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 756(SP)
+	VMOVSS     X3, 820(SP)
 	MOVQ       32(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 760(SP)
+	VMOVSS     X3, 824(SP)
 	MOVQ       40(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 764(SP)
+	VMOVSS     X3, 828(SP)
 	MOVQ       48(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 768(SP)
+	VMOVSS     X3, 832(SP)
 	MOVQ       56(R9)(DI*8), R10
 	VCVTSI2SSQ R10, X3, X3
-	VMOVSS     X3, 772(SP)
-	VMOVUPS    744(SP), Y3
+	VMOVSS     X3, 836(SP)
+	VMOVUPS    808(SP), Y3
 
 indexdone_25:
-	// v121 = eq(v120, action)
+	// v131 = eq(v130, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
-	VMOVUPS 680(SP), Y3
+	VMOVUPS 744(SP), Y3
 
-	// v122 = where(v121, v117, 0)
+	// v132 = where(v131, v127, 0)
 	VANDPS  Y3, Y1, Y1
-	VMOVUPS 712(SP), Y3
+	VMOVUPS 776(SP), Y3
 
-	// v127 = add(v97, v126)
+	// v137 = add(v101, v136)
 	VADDPS Y3, Y2, Y2
 
-	// v128 = mul(v127, v31)
+	// v138 = mul(v137, v31)
 	VMULPS Y4, Y2, Y2
 
-	// v129 = add(v102, v128)
+	// v139 = add(v106, v138)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogits = add(v122, v129)
+	// gradLogits = add(v132, v139)
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits
@@ -2608,7 +2658,7 @@ indexdone_25:
 	// store valueTarget2
 	MOVQ    valueTarget+80(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
-	VMOVUPS 616(SP), Y0
+	VMOVUPS 680(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
@@ -2892,29 +2942,29 @@ blocks_27:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v76 = add(targetVar, 1.1920929e-07)
+	// v80 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v77 = div(residVar, v76)
+	// v81 = div(residVar, v80)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v77)
+	// explainedVariance = sub(1, v81)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v83 = mul(2, logSumW)
+	// v87 = mul(2, logSumW)
 	VMULPS  lgc59<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v84 = sub(v83, logSumW2)
+	// v88 = sub(v87, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v84)
+	// essCol = exp(v88)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
@@ -3008,7 +3058,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v86, 2)
+	// ess = div(v90, 2)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -17,8 +17,8 @@ type scratch struct {
 	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
 	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
 	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
-	s6        []float32           // logSumW2 = logsumexp(v81) over N [T=128]
-	s7        float32             // v86 = mean(essCol) over T
+	s6        []float32           // logSumW2 = logsumexp(v85) over N [T=128]
+	s7        float32             // v90 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -108,16 +108,16 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of N.
 type pass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v53) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v55) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v57) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v59) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v61) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v65) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v71) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v69) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v75) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v81) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v85) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -148,10 +148,10 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c27 := float32(-3.4028235e+38)
 	c40 := float32(-0.22314355)
 	c41 := float32(0.18232156)
+	c46 := float32(1.2)
+	c50 := float32(0.8)
 	zero := float32(0)
-	c47 := float32(1.2)
-	c49 := float32(0.8)
-	c64 := float32(-0.01)
+	c68 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
@@ -192,15 +192,15 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 			}
 			v28 := float32(acc28)
 			acc32 := 0.0
-			acc61 := 0.0
+			acc65 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
-				v59 := max(v30, c27)
-				v60 := float32(v31 * v59)
-				acc61 += float64(v60)
+				v63 := max(v30, c27)
+				v64 := float32(v31 * v63)
+				acc65 += float64(v64)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
@@ -213,32 +213,36 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 			v42 := max(logWeight, c40)
 			logWeightClip := min(v42, c41)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v46 := b2f(advantageNormalized >= zero)
-			v48 := min(ratio, c47)
-			v50 := max(ratio, c49)
-			ratioClipped := sel(v46, v48, v50)
+			v45 := b2f(logWeight > c41)
+			v47 := min(ratio, c46)
+			v48 := sel(v45, v47, ratio)
+			v49 := b2f(logWeight < c40)
+			v51 := max(ratio, c50)
+			v52 := sel(v49, v51, ratio)
+			v54 := b2f(advantageNormalized >= zero)
+			ratioClipped := sel(v54, v48, v52)
 			gain := float32(advantageNormalized * ratioClipped)
-			v53 := -gain
-			lossObjective.Add(float64(v53))
-			v55 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v55))
-			v57 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v57))
-			v61 := float32(acc61)
-			v62 := v61 / v32
-			entropy := v33 - v62
-			v65 := float32(c64 * entropy)
+			v57 := -gain
+			lossObjective.Add(float64(v57))
+			v59 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v59))
+			v61 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v61))
+			v65 := float32(acc65)
+			v66 := v65 / v32
+			entropy := v33 - v66
+			v69 := float32(c68 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v65))
+			lossEntropy.Add(float64(v69))
 			diff := valueTarget - stateValue
 			l2 := float32(diff * diff)
-			v71 := float32(half * l2)
-			lossCritic.Add(float64(v71))
+			v75 := float32(half * l2)
+			lossCritic.Add(float64(v75))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v81 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v81))
+			v85 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v85))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -303,35 +307,35 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of T.
 type pass2GoStates struct {
-	acc86 runtime.Mean // v86 = mean(essCol) over T
+	acc90 runtime.Mean // v90 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
-	mergeMean(&a.acc86, b.acc86)
+	mergeMean(&a.acc90, b.acc90)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of T, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	one := float32(1)
-	c75 := float32(1.1920929e-07)
+	c79 := float32(1.1920929e-07)
 	two := float32(2)
-	acc86 := runtime.Mean{}
+	acc90 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s3[iT]
 		targetVar := s.s4[iT]
-		v76 := targetVar + c75
-		v77 := residVar / v76
-		explainedVariance := one - v77
+		v80 := targetVar + c79
+		v81 := residVar / v80
+		explainedVariance := one - v81
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s5[iT]
 		logSumW2 := s.s6[iT]
-		v83 := float32(two * logSumW)
-		v84 := v83 - logSumW2
-		essCol := float32(math.Exp(float64(v84)))
-		acc86.Add(float64(essCol))
+		v87 := float32(two * logSumW)
+		v88 := v87 - logSumW2
+		essCol := float32(math.Exp(float64(v88)))
+		acc90.Add(float64(essCol))
 	}
-	st.acc86 = acc86
+	st.acc90 = acc90
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [T=128], in
@@ -350,14 +354,14 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s7 = float32(st.acc86.Result())
+	s.s7 = float32(st.acc90.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	two := float32(2)
-	v86 := s.s7
-	ess := v86 / two
+	v90 := s.s7
+	ess := v90 / two
 	out.ESS = ess
 }
 
@@ -370,8 +374,8 @@ type fbScratch struct {
 	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
 	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
 	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
-	s6        []float32           // logSumW2 = logsumexp(v81) over N [T=128]
-	s7        float32             // v86 = mean(essCol) over T
+	s6        []float32           // logSumW2 = logsumexp(v85) over N [T=128]
+	s7        float32             // v90 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -461,16 +465,16 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of N.
 type fbPass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v53) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v55) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v57) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v59) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v61) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v65) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v71) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v69) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v75) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v81) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v85) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -501,16 +505,16 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c27 := float32(-3.4028235e+38)
 	c40 := float32(-0.22314355)
 	c41 := float32(0.18232156)
+	c46 := float32(1.2)
+	c50 := float32(0.8)
 	zero := float32(0)
-	c47 := float32(1.2)
-	c49 := float32(0.8)
-	c64 := float32(-0.01)
+	c68 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c88 := float32(0.001953125)
-	c92 := float32(-3.90625e-05)
-	c93 := float32(3.90625e-05)
-	c103 := float32(-0.00390625)
+	c92 := float32(0.001953125)
+	c96 := float32(-3.90625e-05)
+	c97 := float32(3.90625e-05)
+	c107 := float32(-0.00390625)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -549,15 +553,15 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			}
 			v28 := float32(acc28)
 			acc32 := 0.0
-			acc61 := 0.0
+			acc65 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
-				v59 := max(v30, c27)
-				v60 := float32(v31 * v59)
-				acc61 += float64(v60)
+				v63 := max(v30, c27)
+				v64 := float32(v31 * v63)
+				acc65 += float64(v64)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
@@ -570,77 +574,87 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v42 := max(logWeight, c40)
 			logWeightClip := min(v42, c41)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v46 := b2f(advantageNormalized >= zero)
-			v48 := min(ratio, c47)
-			v50 := max(ratio, c49)
-			v51 := sel(v46, v48, v50)
-			gain := float32(advantageNormalized * v51)
-			v53 := -gain
-			lossObjective.Add(float64(v53))
-			v55 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v55))
-			v57 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v57))
-			v61 := float32(acc61)
-			v62 := v61 / v32
-			entropy := v33 - v62
-			v65 := float32(c64 * entropy)
+			v45 := b2f(logWeight > c41)
+			v47 := min(ratio, c46)
+			v48 := sel(v45, v47, ratio)
+			v49 := b2f(logWeight < c40)
+			v51 := max(ratio, c50)
+			v52 := sel(v49, v51, ratio)
+			v54 := b2f(advantageNormalized >= zero)
+			v55 := sel(v54, v48, v52)
+			gain := float32(advantageNormalized * v55)
+			v57 := -gain
+			lossObjective.Add(float64(v57))
+			v59 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v59))
+			v61 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v61))
+			v65 := float32(acc65)
+			v66 := v65 / v32
+			entropy := v33 - v66
+			v69 := float32(c68 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v65))
+			lossEntropy.Add(float64(v69))
 			diff := valueTarget - stateValue
 			l2 := float32(diff * diff)
-			v71 := float32(half * l2)
-			lossCritic.Add(float64(v71))
+			v75 := float32(half * l2)
+			lossCritic.Add(float64(v75))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v81 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v81))
-			v89 := float32(c88 * diff)
-			v90 := v89 + v89
-			gradStateValue := -v90
+			v85 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v85))
+			v93 := float32(c92 * diff)
+			v94 := v93 + v93
+			gradStateValue := -v94
 			grads.StateValue[iN*128+iT] = gradStateValue
-			v94 := c93 / v32
-			v95 := v62 / v32
-			v96 := float32(c92 * v95)
-			v104 := float32(c103 * advantageNormalized)
-			v105 := sel(v46, v104, zero)
-			v106 := sel(v46, zero, v104)
-			v107 := b2f(ratio >= c49)
-			v108 := b2f(ratio != ratio)
-			v109 := max(v107, v108)
-			v110 := sel(v109, v106, zero)
-			v111 := b2f(ratio <= c47)
-			v112 := max(v111, v108)
-			v113 := sel(v112, v105, zero)
-			v114 := v110 + v113
-			v115 := b2f(v114 != zero)
-			v116 := float32(v114 * ratio)
-			v117 := sel(v115, v116, v114)
-			v118 := -v117
-			v119 := c92 + v118
-			v123 := b2f(v119 != zero)
-			v124 := v119 / v32
-			v125 := sel(v123, v124, v119)
-			v126 := v96 + v125
+			v98 := c97 / v32
+			v99 := v66 / v32
+			v100 := float32(c96 * v99)
+			v108 := float32(c107 * advantageNormalized)
+			v109 := sel(v54, v108, zero)
+			v110 := sel(v54, zero, v108)
+			v111 := sel(v49, v110, zero)
+			v112 := sel(v49, zero, v110)
+			v113 := b2f(ratio >= c50)
+			v114 := b2f(ratio != ratio)
+			v115 := max(v113, v114)
+			v116 := sel(v115, v111, zero)
+			v117 := v112 + v116
+			v118 := sel(v45, v109, zero)
+			v119 := sel(v45, zero, v109)
+			v120 := v117 + v119
+			v121 := b2f(ratio <= c46)
+			v122 := max(v121, v114)
+			v123 := sel(v122, v118, zero)
+			v124 := v120 + v123
+			v125 := b2f(v124 != zero)
+			v126 := float32(v124 * ratio)
+			v127 := sel(v125, v126, v124)
+			v128 := -v127
+			v129 := c96 + v128
+			v133 := b2f(v129 != zero)
+			v134 := v129 / v32
+			v135 := sel(v133, v134, v129)
+			v136 := v100 + v135
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
-				v59 := max(v30, c27)
-				v97 := float32(v94 * v59)
-				v98 := float32(v94 * v31)
-				v99 := b2f(v30 >= c27)
-				v100 := b2f(v30 != v30)
-				v101 := max(v99, v100)
-				v102 := sel(v101, v98, zero)
-				v120 := float32(iA)
-				v121 := b2f(v120 == action)
-				v122 := sel(v121, v117, zero)
-				v127 := v97 + v126
-				v128 := float32(v127 * v31)
-				v129 := v102 + v128
-				gradLogits := v122 + v129
+				v63 := max(v30, c27)
+				v101 := float32(v98 * v63)
+				v102 := float32(v98 * v31)
+				v103 := b2f(v30 >= c27)
+				v104 := b2f(v30 != v30)
+				v105 := max(v103, v104)
+				v106 := sel(v105, v102, zero)
+				v130 := float32(iA)
+				v131 := b2f(v130 == action)
+				v132 := sel(v131, v127, zero)
+				v137 := v101 + v136
+				v138 := float32(v137 * v31)
+				v139 := v106 + v138
+				gradLogits := v132 + v139
 				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}
@@ -707,35 +721,35 @@ var fbPass2GoChunks = 1
 
 // fbPass2GoStates are the reduction states of fbPass2Go over one chunk of T.
 type fbPass2GoStates struct {
-	acc86 runtime.Mean // v86 = mean(essCol) over T
+	acc90 runtime.Mean // v90 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass2GoStates) merge(b *fbPass2GoStates) {
-	mergeMean(&a.acc86, b.acc86)
+	mergeMean(&a.acc90, b.acc90)
 }
 
 // fbPass2GoChunk runs fbPass2Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass2GoStates, lo, hi int) {
 	one := float32(1)
-	c75 := float32(1.1920929e-07)
+	c79 := float32(1.1920929e-07)
 	two := float32(2)
-	acc86 := runtime.Mean{}
+	acc90 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s3[iT]
 		targetVar := s.s4[iT]
-		v76 := targetVar + c75
-		v77 := residVar / v76
-		explainedVariance := one - v77
+		v80 := targetVar + c79
+		v81 := residVar / v80
+		explainedVariance := one - v81
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s5[iT]
 		logSumW2 := s.s6[iT]
-		v83 := float32(two * logSumW)
-		v84 := v83 - logSumW2
-		essCol := float32(math.Exp(float64(v84)))
-		acc86.Add(float64(essCol))
+		v87 := float32(two * logSumW)
+		v88 := v87 - logSumW2
+		essCol := float32(math.Exp(float64(v88)))
+		acc90.Add(float64(essCol))
 	}
-	st.acc86 = acc86
+	st.acc90 = acc90
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -754,14 +768,14 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s7 = float32(st.acc86.Result())
+	s.s7 = float32(st.acc90.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	two := float32(2)
-	v86 := s.s7
-	ess := v86 / two
+	v90 := s.s7
+	ess := v90 / two
 	out.ESS = ess
 }
 
