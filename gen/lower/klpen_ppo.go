@@ -59,7 +59,7 @@ func lowerKLPEN(l *Lowerer, st *spec.Stage) {
 	l.klApprox(c)
 	l.ppoEnd(c)
 
-	dtarg := l.Hyper("dtarg", st.Float("dtarg"), true, "the target KL")
+	dtarg := l.Hyper("dtarg", st.Float("dtarg"), false, "the target KL")
 	inc := l.Hyper("increment", st.Float("increment"), true, "β's growth factor")
 	dec := l.Hyper("decrement", st.Float("decrement"), true, "β's shrink factor")
 	m := b.Detach(l.mean(kl))

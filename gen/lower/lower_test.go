@@ -69,8 +69,8 @@ func hyper(hs []lower.Hyper, name string) float64 {
 }
 
 // Hyper-parameter precision (SEMANTICS.md §11.14): by default coefficients are held where and
-// as TorchRL holds them, float32-rounded even in a float64 kernel; param_dtype float64 keeps
-// them in double.
+// as TorchRL holds them, float32-rounded even in a float64 kernel (those in float32 buffers);
+// param_dtype float64 keeps them in double.
 func TestHyperParameterPrecision(t *testing.T) {
 	const src = "package: p\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clip_ppo, clip_value: 0.3}\n"
 	_, hs := lowerSrc(t, src)
@@ -87,6 +87,16 @@ func TestHyperParameterPrecision(t *testing.T) {
 	require.Equal(t, 0.99*0.95, hyper(hs, "lmbda*gamma"))
 	require.Equal(t, math.Log1p(-0.2), hyper(hs, "log1p(-clip_epsilon)"))
 	require.Equal(t, 0.01, hyper(hs, "entropy_coeff"))
+
+	// Per-head entropy coefficients and KLPEN's dtarg are Python floats in TorchRL (ppo.py
+	// as_tensor(coeff, dtype=entropy.dtype); kl.mean() > self.dtarg * 1.5): never rounded to
+	// float32 beside a critic_coeff that is (the TorchRL-numerics review).
+	_, hs = lowerSrc(t, "package: p\ndtype: float64\ndims: {B: 4}\nbatch: [B]\nloss: {type: ppo, heads: [move, turn], entropy_coeff: {move: 0.013, turn: 0.051}, critic_coeff: 0.7}\n")
+	require.Equal(t, 0.013, hyper(hs, "entropy_coeff.move"))
+	require.Equal(t, 0.051, hyper(hs, "entropy_coeff.turn"))
+	require.Equal(t, f32(0.7), hyper(hs, "critic_coeff"))
+	_, hs = lowerSrc(t, "package: p\ndtype: float64\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, dtarg: 0.01}\n")
+	require.Equal(t, 0.01, hyper(hs, "dtarg"))
 
 	// TD(1) and TD(λ) fill tensors of the data's dtype with γ, λ: doubles in a float64 kernel.
 	_, hs = lowerSrc(t, "package: p\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.99, lmbda: 0.9}\n")

@@ -327,7 +327,7 @@ func (l *Lowerer) entropyTerm(st *spec.Stage, pol *policy, src string) {
 		for _, head := range heads {
 			key := "entropy." + head
 			hh := l.readDerived(key, keyEntropy, []string{head + "_entropy"})
-			c := l.Hyper("entropy_coeff."+head, coeffs[head], true, "weighs head "+head+"'s entropy in loss_entropy")
+			c := l.Hyper("entropy_coeff."+head, coeffs[head], false, "weighs head "+head+"'s entropy in loss_entropy")
 			term := b.Mul(b.Const(-c), hh)
 			if h == nil {
 				h, loss = hh, term

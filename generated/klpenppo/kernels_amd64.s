@@ -767,7 +767,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VCVTPS2PD  X4, Y4
 	VMOVUPD    lgc45<>+0(SB), Y5
 
-	// v68 = lt(v61, 0.006666666517655055)
+	// v68 = lt(v61, 0.006666666666666667)
 	VCMPPD $0x11, Y5, Y1, Y1
 
 	// v69 = mul(beta, 0.5)
@@ -799,16 +799,16 @@ DATA lgc43<>+16(SB)/8, $0x3cb0000000000000
 DATA lgc43<>+24(SB)/8, $0x3cb0000000000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3f8eb851e0000000
-DATA lgc44<>+8(SB)/8, $0x3f8eb851e0000000
-DATA lgc44<>+16(SB)/8, $0x3f8eb851e0000000
-DATA lgc44<>+24(SB)/8, $0x3f8eb851e0000000
+DATA lgc44<>+0(SB)/8, $0x3f8eb851eb851eb8
+DATA lgc44<>+8(SB)/8, $0x3f8eb851eb851eb8
+DATA lgc44<>+16(SB)/8, $0x3f8eb851eb851eb8
+DATA lgc44<>+24(SB)/8, $0x3f8eb851eb851eb8
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc45<>+8(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc45<>+16(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc45<>+24(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc45<>+0(SB)/8, $0x3f7b4e81b4e81b4f
+DATA lgc45<>+8(SB)/8, $0x3f7b4e81b4e81b4f
+DATA lgc45<>+16(SB)/8, $0x3f7b4e81b4e81b4f
+DATA lgc45<>+24(SB)/8, $0x3f7b4e81b4e81b4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(stateBeta *float64, lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
@@ -1640,7 +1640,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VCVTPS2PD  X4, Y4
 	VMOVUPD    lgc45<>+0(SB), Y5
 
-	// v68 = lt(v61, 0.006666666517655055)
+	// v68 = lt(v61, 0.006666666666666667)
 	VCMPPD $0x11, Y5, Y1, Y1
 
 	// v69 = mul(beta, 0.5)

@@ -178,8 +178,8 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	half := float64(0.5)
 	one := float64(1)
 	c57 := float64(2.220446049250313e-16)
-	c63 := float64(0.014999999664723873)
-	c67 := float64(0.006666666517655055)
+	c63 := float64(0.015)
+	c67 := float64(0.006666666666666667)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1
@@ -450,8 +450,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	half := float64(0.5)
 	one := float64(1)
 	c57 := float64(2.220446049250313e-16)
-	c63 := float64(0.014999999664723873)
-	c67 := float64(0.006666666517655055)
+	c63 := float64(0.015)
+	c67 := float64(0.006666666666666667)
 	beta := in.stateBeta[0]
 	residVar := s.s0
 	targetVar := s.s1

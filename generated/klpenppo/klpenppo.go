@@ -11,7 +11,7 @@ Hyper-parameters as the kernel uses them (param_dtype float32: SEMANTICS.md §11
   - beta = 1: β₀, the KL coefficient State starts from and Reset restores
   - entropy_coeff = 0.009999999776482582: weighs the entropy bonus: loss_entropy = −entropy_coeff·H
   - critic_coeff = 1: scales the critic loss
-  - dtarg = 0.009999999776482582: the target KL
+  - dtarg = 0.01: the target KL
   - increment = 2: β's growth factor
   - decrement = 0.5: β's shrink factor
 
