@@ -171,8 +171,8 @@ func TestExtremeInputs(t *testing.T) {
 	})
 }
 
-// TestExtremeNormalisation covers the flat-minibatch example: advantages of 1e30 and
-// all-equal advantages, whose unbiased std is 0 so the 1e-6 floor applies and every
+// TestExtremeNormalisation covers the flat-minibatch example: advantages of 1e30 (finite
+// normalised advantages, as torch.std's) and all-equal advantages, whose unbiased std is 0 so the 1e-6 floor applies and every
 // normalised advantage is exactly 0 (a float32 mean of equal values is that value).
 func TestExtremeNormalisation(t *testing.T) {
 	if testing.Short() {
@@ -202,11 +202,11 @@ func TestExtremeNormalisation(t *testing.T) {
 	})
 
 	t.Run("huge_advantage", func(t *testing.T) {
-		// Advantages of 1e30: their float32 variance (~1e58) overflows to +inf, as torch's
-		// float32 std does, so every normalised advantage and the surrogate are 0 in float32
-		// kernels while the float64 interpreter stays finite. The backends must agree with
-		// each other; the critic and policy logs, which do not read the advantage, with the
-		// interpreter.
+		// Advantages of 1e30: their variance (~1e58) is beyond float32, but torch.std
+		// accumulates it in double and rounds only the root (~1e29), so TorchRL's float32
+		// normalised advantages are finite; so are lossgen's (OpStd: the root of the float64
+		// variance). Every output of every backend agrees with the interpreter. (Until the
+		// float32 review they were all 0, the variance rounded to +inf first.)
 		in, want := perturb(g, func(key string, v []float64) {
 			if key == "advantage" {
 				for i := 0; i < len(v); i += 97 {
@@ -214,13 +214,11 @@ func TestExtremeNormalisation(t *testing.T) {
 				}
 			}
 		})
-		outs := run(in)
-		for _, o := range g.Outputs {
-			sameSpecials(t, "go vs default "+o.Name, outs["go"][o.Name].Float64s(), outs["default"][o.Name].Float64s(), tol)
-		}
-		require.Equal(t, 0.0, outs["go"]["loss_objective"].Float64s()[0])
-		for _, name := range []string{"clip_fraction", "kl_approx", "entropy", "loss_critic", "ESS"} {
-			sameSpecials(t, name, want.Want[name].Float64s(), outs["default"][name].Float64s(), tol)
+		require.NotEqual(t, 0.0, want.Want["loss_objective"].Float64s()[0])
+		for b, out := range run(in) {
+			for _, o := range g.Outputs {
+				sameSpecials(t, b+" "+o.Name, want.Want[o.Name].Float64s(), out[o.Name].Float64s(), tol)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,4 +200,67 @@ func arrayOf(dt string, vals []float64) golden.Array {
 		f[i] = float32(v)
 	}
 	return golden.Array{Shape: []int{len(vals)}, Data: f}
+}
+
+// Advantages spread over 1.1e20 in float32: their variance (1e39) overflows float32, but
+// torch.std takes the root of its float64 variance and TorchRL's normalize_advantage still
+// standardises them (the float32 review: every backend returned loss 0, the standardised
+// advantages all 0). Unmasked and masked (two padded elements holding NaN), every backend,
+// against the scale-free value −mean(e^lw·(i − ī)/s) computed here in float64.
+func TestStandardiseBeyondFloat32Variance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, masked := range []bool{false, true} {
+		t.Run(fmt.Sprint("masked=", masked), func(t *testing.T) {
+			t.Parallel()
+			src := "package: p\ndtype: float32\ndims: {B: 12}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, critic_coeff: null, entropy_bonus: false}\n"
+			valid := 12
+			if masked {
+				src += "keys: {mask: mask}\n"
+				valid = 10
+			}
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+			c, err := gen.Compile(path)
+			require.NoError(t, err)
+			adv, lw, mask := make([]float64, 12), make([]float64, 12), make([]bool, 12)
+			for i := range adv {
+				adv[i], lw[i], mask[i] = float64(i)*1e19, 0.01*float64(i), i < valid
+			}
+			if masked {
+				adv[10], adv[11] = math.NaN(), math.NaN()
+			}
+			in := map[string]golden.Array{"advantage": arrayOf("float32", adv), "log_prob": arrayOf("float32", lw), "sample_log_prob": arrayOf("float32", make([]float64, 12))}
+			if masked {
+				in["mask"] = golden.Array{Shape: []int{12}, Data: mask}
+			}
+			mean, ss, want := float64(valid-1)/2, 0.0, 0.0
+			for i := range valid {
+				ss += (float64(i) - mean) * (float64(i) - mean)
+			}
+			s := math.Sqrt(ss / float64(valid-1))
+			for i := range valid {
+				want -= math.Exp(lw[i]) * (float64(i) - mean) / s / float64(valid)
+			}
+			m, err := runner.NewModule(c)
+			require.NoError(t, err)
+			t.Cleanup(func() { m.Close() })
+			outs := map[string]map[string]golden.Array{}
+			for name, tags := range map[string]string{"go": "purego", "default": ""} {
+				bin, err := m.Build(tags)
+				require.NoError(t, err)
+				outs[name], err = m.Run(bin, in)
+				require.NoError(t, err)
+			}
+			mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+			require.NoError(t, err)
+			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, in)
+			require.NoError(t, err)
+			for backend, out := range outs {
+				require.InEpsilon(t, want, out["loss_objective"].Float64s()[0], 1e-5, backend)
+			}
+		})
+	}
 }

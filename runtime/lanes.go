@@ -136,6 +136,16 @@ func FinishVar(dst, n, mean, m2 []float64, lps, correction int) {
 	}
 }
 
+// FinishStd sets dst[k] to slot k's standard deviation with the given correction: the root of
+// FinishVar's float64 variance (torch.std), so a float32 kernel's std stays finite where the
+// variance alone would overflow float32.
+func FinishStd(dst, n, mean, m2 []float64, lps, correction int) {
+	FinishVar(dst, n, mean, m2, lps, correction)
+	for k, v := range dst {
+		dst[k] = math.Sqrt(v)
+	}
+}
+
 // FinishArgMax sets dst[k] to the first index of slot k's maximum (a NaN counting as the
 // maximum), from its lanes' (best value, index).
 func FinishArgMax[T Float](dst []float64, best []T, idx []float64, lps int) {

@@ -167,3 +167,20 @@ func TestEnvOn(t *testing.T) {
 		}
 	}
 }
+
+// FinishStd is the root of FinishVar's float64 variance, also where the variance is far
+// beyond float32 (lanes of values 0 and 2e20, and 4e20: M2 ~ 1e40).
+func TestFinishStd(t *testing.T) {
+	var a, b Welford
+	for _, x := range []float64{0, 2e20} {
+		a.Add(x)
+	}
+	b.Add(4e20)
+	n, mean, m2 := []float64{a.N, b.N}, []float64{a.Mean, b.Mean}, []float64{a.M2, b.M2}
+	v, s := make([]float64, 1), make([]float64, 1)
+	FinishVar(v, n, mean, m2, 2, 1)
+	FinishStd(s, n, mean, m2, 2, 1)
+	if want := 2e20; math.Abs(s[0]-want) > 1e-12*want || s[0] != math.Sqrt(v[0]) {
+		t.Fatalf("FinishStd = %v, want %v = √%v", s[0], want, v[0])
+	}
+}

@@ -283,3 +283,33 @@ func TestEvalIndexFault(t *testing.T) {
 	require.Equal(t, 1, code, out.String())
 	require.Contains(t, errb.String(), "\n  ptx: c: in/action[2] = 3 is out of range [0, 3)\n", errb.String())
 }
+
+// An estimator's own output at padding is the padding's (SEMANTICS.md §11.18): a NaN reward
+// in the padding gives a NaN advantage there, in the interpreter and in every backend, and
+// eval agrees (the float32 review: it said FAIL for go's advantage though every backend
+// matched the interpreter bit for bit). The loss terms stay checked as before.
+func TestEvalEstimatorPaddingIsThePaddings(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("package: g\ndtype: float32\ndims: {N: 1, T: 4}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo}\nkeys: {mask: mask}\n"), 0o644))
+	c, err := gen.Compile(p)
+	require.NoError(t, err)
+	g := c.Reference()
+	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{1, 4}, Data: v} }
+	flags := func(v ...bool) golden.Array { return golden.Array{Shape: []int{1, 4}, Data: v} }
+	nan := float32(math.NaN())
+	inputs := map[string]golden.Array{"next.reward": f(1, 1, 1, nan), "state_value": f(0, 0, 0, 0), "next.state_value": f(0, 0, 0, 0),
+		"next.terminated": flags(false, false, true, false), "next.done": flags(false, false, true, false),
+		"log_prob": f(0, 0, 0, 0), "sample_log_prob": f(0, 0, 0, 0), "entropy": f(0, 0, 0, 0), "mask": flags(true, true, true, false)}
+	ref := golden.Case{Name: "t", Inputs: inputs}
+	require.NoError(t, cases.Want(g, &ref))
+	require.True(t, math.IsNaN(ref.Want["advantage"].Float64s()[3]), "the padding's advantage is the padding's")
+	results := map[string]map[string]golden.Array{"ref": ref.Want, "go": ref.Want}
+	var out strings.Builder
+	verdict, err := compareBackends(&out, g, inputs, results, []string{"ref", "go"})
+	require.NoError(t, err, verdict)
+	// A NaN in a loss term's masked element is still a failure.
+	bad := perturbed(ref.Want, "grad.log_prob", func(x []float64) { x[3] = math.NaN() })
+	results = map[string]map[string]golden.Array{"ref": bad, "go": bad}
+	_, err = compareBackends(&out, g, inputs, results, []string{"ref", "go"})
+	require.Error(t, err)
+}

@@ -411,7 +411,7 @@ func (pg *passGen) temps(it bitem) int {
 		switch it.n.Op {
 		case ir.OpLogSumExp:
 			return 13
-		case ir.OpVar, ir.OpArgMax:
+		case ir.OpVar, ir.OpStd, ir.OpArgMax:
 			return 9
 		case ir.OpSum, ir.OpMean:
 			return 2 // the state's load and the masked value

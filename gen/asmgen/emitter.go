@@ -452,7 +452,7 @@ func (e *emitter) merges(pg *passGen, rs []*ir.Node) []jen.Code {
 			if pg.twins[r.ID] == nil {
 				merges = append(merges, jen.Qual(rt, "MergeMask").Call(at(c0, r, "ok"), at(c, r, "ok")))
 			}
-		case ir.OpVar:
+		case ir.OpVar, ir.OpStd:
 			merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
 		}
 	}
@@ -551,7 +551,7 @@ func (e *emitter) finishCall(pg *passGen, r *ir.Node, res jen.Code, field func(s
 	switch r.Op {
 	case ir.OpMean:
 		args = append(args, jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))
-	case ir.OpVar:
+	case ir.OpVar, ir.OpStd:
 		args = append(args, jen.Lit(r.Corr))
 	}
 	return jen.Qual(gogen.RuntimePath, laneCode[r.Op]).Call(args...)

@@ -20,7 +20,7 @@ import (
 // against the interpreter.
 var laneCode = map[ir.Op]string{
 	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
-	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
+	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpStd: "FinishStd", ir.OpArgMax: "FinishArgMax",
 }
 
 // own reports whether r runs the hand-written lane code of its op (laneCode).
@@ -266,7 +266,7 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 // whole blocks). Each lane's count is then the same n, and 1/n is one scalar division per
 // block instead of a vector division per half.
 func (pg *passGen) equalLaneCounts(r *ir.Node) bool {
-	if !pg.own(r) || r.Op != ir.OpVar || pg.e.g.InnerReduce(r) || pg.layout(r).lps == 1 || pg.rem > 0 {
+	if !pg.own(r) || !r.Op.Welford() || pg.e.g.InnerReduce(r) || pg.layout(r).lps == 1 || pg.rem > 0 {
 		return false
 	}
 	v := pg.dom[len(pg.dom)-1]
@@ -424,9 +424,9 @@ func (pg *passGen) flushPartials(nb reg.VecVirtual) {
 	for _, r := range pg.ps.Reduces {
 		var fin reg.VecVirtual
 		switch {
-		case !pg.partial(r), r.Op == ir.OpVar && nb == nil: // no full block: nothing in the partials
+		case !pg.partial(r), r.Op.Welford() && nb == nil: // no full block: nothing in the partials
 			continue
-		case r.Op == ir.OpVar:
+		case r.Op.Welford():
 			fin = pg.flushWelford(r, nb)
 		default:
 			fin = pg.flushSum(r)

@@ -59,7 +59,7 @@ func (pg *passGen) fields(r *ir.Node) []field {
 			fs = append(fs, field{"p", true})
 		}
 		return fs
-	case ir.OpVar:
+	case ir.OpVar, ir.OpStd:
 		if pg.partial(r) {
 			return []field{{"n", false}, {"mean", false}, {"m2", false}, {"p", true}, {"pm2", true}, {"pc", true}}
 		}
@@ -84,7 +84,7 @@ func (pg *passGen) partial(r *ir.Node) bool {
 	switch {
 	case pg.f64 || !pg.own(r) || pg.layout(r).lps <= 1:
 		return false
-	case r.Op == ir.OpLogSumExp, r.Op == ir.OpVar:
+	case r.Op == ir.OpLogSumExp, r.Op.Welford():
 		return !pg.e.g.InnerReduce(r)
 	}
 	return r.Op == ir.OpSum || r.Op == ir.OpMean
@@ -117,7 +117,7 @@ func (pg *passGen) innerF32(r *ir.Node) bool {
 // same for every lane and known per block.
 func (pg *passGen) knownCount(r *ir.Node) bool {
 	g := pg.e.g
-	return pg.own(r) && r.Op == ir.OpVar && !g.InnerReduce(r) && pg.layout(r).lps == 1 && len(g.InnerPart(r.Args[0].Shape)) == 0
+	return pg.own(r) && r.Op.Welford() && !g.InnerReduce(r) && pg.layout(r).lps == 1 && len(g.InnerPart(r.Args[0].Shape)) == 0
 }
 
 // stateMem addresses element off (+disp elements; nil off is 0) of r's state array f. All
@@ -265,7 +265,7 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		l.commitE("m", m)
 	case ir.OpLogSumExp:
 		l.logSumExp(x)
-	case ir.OpVar:
+	case ir.OpVar, ir.OpStd:
 		l.welford(x)
 	case ir.OpArgMax:
 		l.argMax(x)
@@ -546,13 +546,16 @@ func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
 			a.mov(at("s", h), v)
 			hs = append(hs, a.log64(v))
 		}
-	case ir.OpVar:
+	case ir.OpVar, ir.OpStd:
 		for h := range pg.nHalves() {
 			n, v := a.ymm(), a.ymm()
 			a.mov(at("n", h), n)
 			a.sub(a.cf(float64(r.Corr)), n, n)
 			a.mov(at("m2", h), v)
 			a.div(n, v, v)
+			if r.Op == ir.OpStd {
+				a.sqrt(v, v) // the root of the float64 variance, as runtime.FinishStd
+			}
 			hs = append(hs, v)
 		}
 	default:

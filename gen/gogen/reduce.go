@@ -35,6 +35,11 @@ var goAccs = map[ir.Op]goAcc{
 	ir.OpVar: {jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
 		func(r *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)) },
 		[]string{"N", "Mean", "M2"}},
+	ir.OpStd: {jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
+		func(r *ir.Node, acc jen.Code) jen.Code {
+			return jen.Qual("math", "Sqrt").Call(jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)))
+		},
+		[]string{"N", "Mean", "M2"}},
 	ir.OpArgMax: {jen.Qual(RuntimePath, "ArgMax"), jen.Qual(RuntimePath, "NewArgMax").Call(),
 		func(p *pass, r *ir.Node, acc, x jen.Code) jen.Code {
 			axis := r.Axes[0]

@@ -135,6 +135,10 @@ func (o Op) Arity() int { return opInfo[o].arity }
 // Class returns the op's class.
 func (o Op) Class() Class { return opInfo[o].class }
 
+// Welford reports whether o is a variance or a standard deviation: the same Welford states
+// (count, mean, M2), merged alike; a std takes the root of the finished float64 variance.
+func (o Op) Welford() bool { return o == OpVar || o == OpStd }
+
 // AllOps lists every op, for tests that check a backend covers them all.
 func AllOps() []Op {
 	out := make([]Op, 0, numOps)

@@ -102,15 +102,28 @@ func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
 	}
 	if m == nil {
 		mean := b.Note(b.Mean(x, over...), "mean")
-		std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
+		// torch.std: the root taken on the float64 variance before rounding, so a float32
+		// spread beyond 1.8e19 (whose variance overflows float32) still standardises.
+		std := b.Note(b.Std(x, 1, over...), "std")
 		return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
 	}
 	valid := func(x *ir.Node) *ir.Node { return b.Where(m, x, b.Const(0)) }
 	n := b.Sum(valid(b.Const(1)), over...)
 	mean := b.Note(b.Div(b.Sum(valid(x), over...), b.Max(n, b.Const(1))), "mean")
 	d := b.Sub(x, mean)
-	v := b.Div(b.Sum(valid(b.Square(d)), over...), b.Max(b.Sub(n, b.Const(1)), b.Const(1)))
-	std := b.Note(b.Sqrt(v), "std")
+	// Σ over the valid elements of d² / max(n − 1, 1), as torch.std's float64 Welford: the
+	// unbiased std over all N elements with the padding set to the mean (where it deviates
+	// by nothing) is √(Σ_valid d² / (N − 1)); rescaled to n − 1. Squares formed in float32
+	// would overflow beyond a spread of 1.8e19 and standardise everything to 0.
+	total := 1
+	for _, name := range over {
+		total *= x.Shape[x.Shape.Index(name)].Size
+	}
+	if total == 1 {
+		return b.Mul(d, b.Const(0)) // one element: 0 where valid, as (x − x)/eps
+	}
+	sd := b.Std(b.Where(m, x, mean), 1, over...)
+	std := b.Note(b.Mul(sd, b.Sqrt(b.Div(b.Const(float64(total-1)), b.Max(b.Sub(n, b.Const(1)), b.Const(1))))), "std")
 	return b.Div(d, b.Max(std, b.Const(eps)))
 }
 

@@ -194,7 +194,7 @@ func chunking(ps *Pass, lanes int) *Chunking {
 		switch {
 		case !mergesInChunks(r):
 			return nil
-		case !slices.Contains(r.Axes, d.Name) && r.Op == ir.OpVar:
+		case !slices.Contains(r.Axes, d.Name) && r.Op.Welford():
 			return nil // a per-row variance's count is not the chunk's rows × elements per row
 		}
 	}
@@ -216,7 +216,7 @@ func chunking(ps *Pass, lanes int) *Chunking {
 // Chan's update).
 func mergesInChunks(r *ir.Node) bool {
 	switch r.Op {
-	case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpLogSumExp:
+	case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpStd, ir.OpLogSumExp:
 		return true
 	}
 	return false

@@ -28,37 +28,37 @@ type avxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r29_s    []float64
-	r29_p    []float32
-	r31_s    []float64
-	r31_p    []float32
-	r33_s    []float64
-	r33_p    []float32
+	r28_s    []float64
+	r28_p    []float32
+	r30_s    []float64
+	r30_p    []float32
+	r32_s    []float64
+	r32_p    []float32
+	r36_s    []float64
+	r36_p    []float32
 	r37_s    []float64
 	r37_p    []float32
-	r38_s    []float64
-	r38_p    []float32
-	r50_s    []float64
-	r50_p    []float32
-	r56_s    []float64
+	r49_s    []float64
+	r49_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r56_n    []float64
+	r56_mean []float64
+	r56_m2   []float64
 	r56_p    []float32
+	r56_pm2  []float32
+	r56_pc   []float32
 	r57_n    []float64
 	r57_mean []float64
 	r57_m2   []float64
 	r57_p    []float32
 	r57_pm2  []float32
 	r57_pc   []float32
-	r58_n    []float64
-	r58_mean []float64
-	r58_m2   []float64
-	r58_p    []float32
-	r58_pm2  []float32
-	r58_pc   []float32
-	r64_s    []float64
-	r64_ok   []float32
-	r64_p    []float32
-	r66_s    []float64
-	r66_p    []float32
+	r63_s    []float64
+	r63_ok   []float32
+	r63_p    []float32
+	r65_s    []float64
+	r65_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -74,37 +74,37 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r29_s = st.buf[184:200]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r31_s = st.buf[224:240]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r33_s = st.buf[264:280]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r37_s = st.buf[304:320]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r38_s = st.buf[344:360]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r50_s = st.buf[384:400]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r56_s = st.buf[424:440]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r57_n = st.buf[464:480]
-	st.r57_mean = st.buf[488:504]
-	st.r57_m2 = st.buf[512:528]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r58_n = st.buf[584:600]
-	st.r58_mean = st.buf[608:624]
-	st.r58_m2 = st.buf[632:648]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r58_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r58_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r64_s = st.buf[704:720]
-	st.r64_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r66_s = st.buf[760:776]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r28_s = st.buf[184:200]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r30_s = st.buf[224:240]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r32_s = st.buf[264:280]
+	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r36_s = st.buf[304:320]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r37_s = st.buf[344:360]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r49_s = st.buf[384:400]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r55_s = st.buf[424:440]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r56_n = st.buf[464:480]
+	st.r56_mean = st.buf[488:504]
+	st.r56_m2 = st.buf[512:528]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r56_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r56_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r57_n = st.buf[584:600]
+	st.r57_mean = st.buf[608:624]
+	st.r57_m2 = st.buf[632:648]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r63_s = st.buf[704:720]
+	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r65_s = st.buf[760:776]
+	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -158,7 +158,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
+	runtime.FinishStd(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
 }
 
@@ -173,37 +173,37 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r29_s, 0)
-		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r31_s, 0)
-		runtime.Fill(st.r31_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r30_s, 0)
+		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r32_s, 0)
+		runtime.Fill(st.r32_p, 0)
+		runtime.Fill(st.r36_s, 0)
+		runtime.Fill(st.r36_p, 0)
 		runtime.Fill(st.r37_s, 0)
 		runtime.Fill(st.r37_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
-		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r56_n, 0)
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
 		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r56_pm2, 0)
+		runtime.Fill(st.r56_pc, 0)
 		runtime.Fill(st.r57_n, 0)
 		runtime.Fill(st.r57_mean, 0)
 		runtime.Fill(st.r57_m2, 0)
 		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r57_pm2, 0)
 		runtime.Fill(st.r57_pc, 0)
-		runtime.Fill(st.r58_n, 0)
-		runtime.Fill(st.r58_mean, 0)
-		runtime.Fill(st.r58_m2, 0)
-		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r58_pm2, 0)
-		runtime.Fill(st.r58_pc, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.SetMask(st.r64_ok)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.r63_ok)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	}
@@ -221,47 +221,47 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
+			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
 			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
 			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeVar(sts[0].r58_n, sts[0].r58_mean, sts[0].r58_m2, sts[c].r58_n, sts[c].r58_mean, sts[c].r58_m2)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeMask(sts[0].r64_ok, sts[c].r64_ok)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r64_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r63_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r32_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r36_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r38_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r56_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r58_n, st.r58_mean, st.r58_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r66_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r65_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -285,37 +285,37 @@ type fbAvxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r29_s    []float64
-	r29_p    []float32
-	r31_s    []float64
-	r31_p    []float32
-	r33_s    []float64
-	r33_p    []float32
+	r28_s    []float64
+	r28_p    []float32
+	r30_s    []float64
+	r30_p    []float32
+	r32_s    []float64
+	r32_p    []float32
+	r36_s    []float64
+	r36_p    []float32
 	r37_s    []float64
 	r37_p    []float32
-	r38_s    []float64
-	r38_p    []float32
-	r50_s    []float64
-	r50_p    []float32
-	r56_s    []float64
+	r49_s    []float64
+	r49_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r56_n    []float64
+	r56_mean []float64
+	r56_m2   []float64
 	r56_p    []float32
+	r56_pm2  []float32
+	r56_pc   []float32
 	r57_n    []float64
 	r57_mean []float64
 	r57_m2   []float64
 	r57_p    []float32
 	r57_pm2  []float32
 	r57_pc   []float32
-	r58_n    []float64
-	r58_mean []float64
-	r58_m2   []float64
-	r58_p    []float32
-	r58_pm2  []float32
-	r58_pc   []float32
-	r64_s    []float64
-	r64_ok   []float32
-	r64_p    []float32
-	r66_s    []float64
-	r66_p    []float32
+	r63_s    []float64
+	r63_ok   []float32
+	r63_p    []float32
+	r65_s    []float64
+	r65_p    []float32
 	p1_ok    []float32
 	res      []float64
 }
@@ -331,37 +331,37 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r29_s = st.buf[184:200]
-	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r31_s = st.buf[224:240]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r33_s = st.buf[264:280]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r37_s = st.buf[304:320]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r38_s = st.buf[344:360]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r50_s = st.buf[384:400]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r56_s = st.buf[424:440]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r57_n = st.buf[464:480]
-	st.r57_mean = st.buf[488:504]
-	st.r57_m2 = st.buf[512:528]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
-	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
-	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
-	st.r58_n = st.buf[584:600]
-	st.r58_mean = st.buf[608:624]
-	st.r58_m2 = st.buf[632:648]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
-	st.r58_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
-	st.r58_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
-	st.r64_s = st.buf[704:720]
-	st.r64_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
-	st.r66_s = st.buf[760:776]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
+	st.r28_s = st.buf[184:200]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r30_s = st.buf[224:240]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r32_s = st.buf[264:280]
+	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r36_s = st.buf[304:320]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r37_s = st.buf[344:360]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r49_s = st.buf[384:400]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r55_s = st.buf[424:440]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r56_n = st.buf[464:480]
+	st.r56_mean = st.buf[488:504]
+	st.r56_m2 = st.buf[512:528]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 16)
+	st.r56_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[552])), 16)
+	st.r56_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 16)
+	st.r57_n = st.buf[584:600]
+	st.r57_mean = st.buf[608:624]
+	st.r57_m2 = st.buf[632:648]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
+	st.r57_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[672])), 16)
+	st.r57_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[688])), 16)
+	st.r63_s = st.buf[704:720]
+	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[728])), 16)
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[744])), 16)
+	st.r65_s = st.buf[760:776]
+	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[784])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[800])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -416,7 +416,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
+	runtime.FinishStd(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
 }
 
@@ -432,37 +432,37 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r29_s, 0)
-		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r31_s, 0)
-		runtime.Fill(st.r31_p, 0)
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r30_s, 0)
+		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r32_s, 0)
+		runtime.Fill(st.r32_p, 0)
+		runtime.Fill(st.r36_s, 0)
+		runtime.Fill(st.r36_p, 0)
 		runtime.Fill(st.r37_s, 0)
 		runtime.Fill(st.r37_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
-		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r56_n, 0)
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
 		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r56_pm2, 0)
+		runtime.Fill(st.r56_pc, 0)
 		runtime.Fill(st.r57_n, 0)
 		runtime.Fill(st.r57_mean, 0)
 		runtime.Fill(st.r57_m2, 0)
 		runtime.Fill(st.r57_p, 0)
 		runtime.Fill(st.r57_pm2, 0)
 		runtime.Fill(st.r57_pc, 0)
-		runtime.Fill(st.r58_n, 0)
-		runtime.Fill(st.r58_mean, 0)
-		runtime.Fill(st.r58_m2, 0)
-		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r58_pm2, 0)
-		runtime.Fill(st.r58_pc, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.SetMask(st.r64_ok)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.r63_ok)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 	}
@@ -480,47 +480,47 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
+			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
 			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
 			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
-			runtime.MergeVar(sts[0].r58_n, sts[0].r58_mean, sts[0].r58_m2, sts[c].r58_n, sts[c].r58_mean, sts[c].r58_m2)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeMask(sts[0].r64_ok, sts[c].r64_ok)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r64_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r63_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r32_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r36_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r38_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r56_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r56_n, st.r56_mean, st.r56_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r58_n, st.r58_mean, st.r58_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r57_n, st.r57_mean, st.r57_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r66_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r65_s, 8)
 	s.s5 = float32(st.res[0])
 }
 

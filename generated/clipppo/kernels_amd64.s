@@ -22,7 +22,7 @@ blocks_1:
 	// mean(advantage) over [B]
 	VADDPS Y0, Y1, Y0
 
-	// var(advantage) over [B]
+	// std(advantage) over [B]
 	VMOVQ        CX, X2
 	VPBROADCASTD X2, Y2
 	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
@@ -258,12 +258,9 @@ TEXT ·pass1AVX2(SB), $32-96
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
-
-	// v6 = max(std, 1e-06)
+	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    $+8, CX
@@ -279,11 +276,11 @@ blocks_4:
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
-	// v4 = sub(advantage, mean)
+	// v3 = sub(advantage, mean)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// advantageNormalized = div(v4, v6)
+	// advantageNormalized = div(v3, v5)
 	VDIVPS  Y1, Y0, Y0
 	MOVQ    logProb+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
@@ -294,11 +291,11 @@ blocks_4:
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc7<>+0(SB), Y3
 
-	// v13 = max(logWeight, -0.22314355) tie=first
+	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y1, Y3, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
-	// logWeightClip = min(v13, 0.18232156) tie=first
+	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
@@ -330,71 +327,71 @@ blocks_4:
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
 
-	// v16 = gt(logWeight, 0.18232156)
+	// v15 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y5, Y1, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v18 = min(ratio, 1.2000000078829447) tie=first
+	// v17 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y6, Y6
 
-	// v19 = where(v16, v18, ratio)
+	// v18 = where(v15, v17, ratio)
 	VBLENDVPS Y5, Y6, Y9, Y5
 
-	// v20 = lt(logWeight, -0.22314355)
+	// v19 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y3, Y1, Y3
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v22 = max(ratio, 0.8000000028326788) tie=first
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y9, Y6, Y6
 
-	// v23 = where(v20, v22, ratio)
+	// v22 = where(v19, v21, ratio)
 	VBLENDVPS Y3, Y6, Y9, Y3
 	VMOVUPS   lgc4<>+0(SB), Y6
 
-	// v25 = ge(advantageNormalized, 0)
+	// v24 = ge(advantageNormalized, 0)
 	VCMPPS $0x1d, Y6, Y0, Y6
 
-	// ratioClipped = where(v25, v19, v23)
+	// ratioClipped = where(v24, v18, v22)
 	VBLENDVPS Y6, Y5, Y3, Y3
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y3, Y0, Y0
 
-	// v28 = neg(gain)
+	// v27 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// mean(v28) over [B]
+	// mean(v27) over [B]
 	MOVQ    state+56(FP), DX
 	VADDPS  1664(DX), Y0, Y0
 	VMOVUPS Y0, 1664(DX)
 
-	// v30 = ne(logWeightClip, logWeight)
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y1, Y4, Y0
 	VANDPS lgc20<>+0(SB), Y0, Y0
 
-	// mean(v30) over [B]
+	// mean(v29) over [B]
 	VADDPS  1984(DX), Y0, Y0
 	VMOVUPS Y0, 1984(DX)
 	MOVQ    logProb+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v32 = sub(sampleLogProb, logProb)
+	// v31 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y2, Y0
 
-	// mean(v32) over [B]
+	// mean(v31) over [B]
 	VADDPS  2304(DX), Y0, Y0
 	VMOVUPS Y0, 2304(DX)
 	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v36 = mul(-0.01, entropy)
+	// v35 = mul(-0.01, entropy)
 	VMULPS lgc25<>+0(SB), Y0, Y2
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y0, Y0
 	VMOVUPS Y0, 2624(DX)
 
-	// mean(v36) over [B]
+	// mean(v35) over [B]
 	VADDPS  2944(DX), Y2, Y0
 	VMOVUPS Y0, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
@@ -410,35 +407,35 @@ blocks_4:
 	MOVQ    oldStateValue+88(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v44 = sub(stateValue, oldStateValue)
+	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y2, Y2
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v47 = max(v44, -0.2) tie=first
+	// v46 = max(v43, -0.2) tie=first
 	VMAXPS  Y2, Y6, Y6
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v48 = min(v47, 0.2) tie=first
+	// v47 = min(v46, 0.2) tie=first
 	VMINPS Y6, Y7, Y6
 
-	// v49 = ne(v44, v48)
+	// v48 = ne(v43, v47)
 	VCMPPS $0x04, Y6, Y2, Y2
 	VANDPS lgc20<>+0(SB), Y2, Y2
 
-	// mean(v49) over [B]
+	// mean(v48) over [B]
 	VADDPS  3264(DX), Y2, Y2
 	VMOVUPS Y2, 3264(DX)
 
-	// v51 = add(oldStateValue, v48)
+	// v50 = add(oldStateValue, v47)
 	VADDPS Y6, Y5, Y2
 
-	// diff2 = sub(valueTarget, v51)
+	// diff2 = sub(valueTarget, v50)
 	VSUBPS Y2, Y0, Y2
 
 	// l22 = mul(diff2, diff2)
 	VMULPS Y2, Y2, Y2
 
-	// v54 = max(l2, l22)
+	// v53 = max(l2, l22)
 	VXORPS lgc24<>+0(SB), Y4, Y4
 	VXORPS lgc24<>+0(SB), Y2, Y2
 	VMINPS Y4, Y2, Y5
@@ -446,7 +443,7 @@ blocks_4:
 	VORPS  Y5, Y2, Y2
 	VXORPS lgc24<>+0(SB), Y2, Y2
 
-	// mean(v54) over [B]
+	// mean(v53) over [B]
 	VADDPS  3584(DX), Y2, Y2
 	VMOVUPS Y2, 3584(DX)
 
@@ -1231,29 +1228,29 @@ TEXT ·pass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v60 = add(targetVar, 1.1920929e-07)
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = div(residVar, v60)
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v61)
+	// explainedVariance = sub(1, v60)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v67 = mul(2, logSumW)
+	// v66 = mul(2, logSumW)
 	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v68 = sub(v67, logSumW2)
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v68)
+	// essCol = exp(v67)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2
@@ -1344,7 +1341,7 @@ blocks_7:
 	// mean(advantage) over [B]
 	VADDPS Y0, Y1, Y0
 
-	// var(advantage) over [B]
+	// std(advantage) over [B]
 	VMOVQ        CX, X2
 	VPBROADCASTD X2, Y2
 	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
@@ -1528,12 +1525,9 @@ TEXT ·fbPass1AVX2(SB), $352-120
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
-
-	// v6 = max(std, 1e-06)
+	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    $+8, CX
@@ -1549,11 +1543,11 @@ blocks_10:
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
-	// v4 = sub(advantage, mean)
+	// v3 = sub(advantage, mean)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// advantageNormalized = div(v4, v6)
+	// advantageNormalized = div(v3, v5)
 	VDIVPS  Y1, Y0, Y0
 	MOVQ    logProb+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
@@ -1564,11 +1558,11 @@ blocks_10:
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc7<>+0(SB), Y3
 
-	// v13 = max(logWeight, -0.22314355) tie=first
+	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y1, Y3, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
-	// logWeightClip = min(v13, 0.18232156) tie=first
+	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
@@ -1600,73 +1594,73 @@ blocks_10:
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y6, Y9, Y9
 
-	// v16 = gt(logWeight, 0.18232156)
+	// v15 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y5, Y1, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v18 = min(ratio, 1.2000000078829447) tie=first
+	// v17 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y6, Y6
 
-	// v19 = where(v16, v18, ratio)
+	// v18 = where(v15, v17, ratio)
 	VBLENDVPS Y5, Y6, Y9, Y6
 
-	// v20 = lt(logWeight, -0.22314355)
+	// v19 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y3, Y1, Y3
 	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v22 = max(ratio, 0.8000000028326788) tie=first
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y7, Y7
 	VMOVUPS Y5, 32(SP)
 
-	// v23 = where(v20, v22, ratio)
+	// v22 = where(v19, v21, ratio)
 	VBLENDVPS Y3, Y7, Y9, Y5
 	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// v25 = ge(advantageNormalized, 0)
+	// v24 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y0, Y7
 	VMOVUPS Y3, 64(SP)
 
-	// v26 = where(v25, v19, v23)
+	// v25 = where(v24, v18, v22)
 	VBLENDVPS Y7, Y6, Y5, Y3
 
-	// gain = mul(advantageNormalized, v26)
+	// gain = mul(advantageNormalized, v25)
 	VMULPS Y3, Y0, Y3
 
-	// v28 = neg(gain)
+	// v27 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y3, Y3
 
-	// mean(v28) over [B]
+	// mean(v27) over [B]
 	MOVQ    state+56(FP), DX
 	VADDPS  1664(DX), Y3, Y3
 	VMOVUPS Y3, 1664(DX)
 
-	// v30 = ne(logWeightClip, logWeight)
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y1, Y4, Y3
 	VANDPS lgc20<>+0(SB), Y3, Y3
 
-	// mean(v30) over [B]
+	// mean(v29) over [B]
 	VADDPS  1984(DX), Y3, Y3
 	VMOVUPS Y3, 1984(DX)
 	MOVQ    logProb+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
-	// v32 = sub(sampleLogProb, logProb)
+	// v31 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y2, Y2
 
-	// mean(v32) over [B]
+	// mean(v31) over [B]
 	VADDPS  2304(DX), Y2, Y2
 	VMOVUPS Y2, 2304(DX)
 	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
-	// v36 = mul(-0.01, entropy)
+	// v35 = mul(-0.01, entropy)
 	VMULPS lgc25<>+0(SB), Y2, Y3
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y2, Y2
 	VMOVUPS Y2, 2624(DX)
 
-	// mean(v36) over [B]
+	// mean(v35) over [B]
 	VADDPS  2944(DX), Y3, Y2
 	VMOVUPS Y2, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
@@ -1682,38 +1676,38 @@ blocks_10:
 	MOVQ    oldStateValue+88(FP), SI
 	VMOVUPS (SI)(BX*4), Y6
 
-	// v44 = sub(stateValue, oldStateValue)
+	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS  Y6, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y8
 
-	// v47 = max(v44, -0.2) tie=first
+	// v46 = max(v43, -0.2) tie=first
 	VMAXPS  Y3, Y8, Y8
 	VMOVUPS Y7, 96(SP)
 	VMOVUPS Y0, 128(SP)
 	VMOVUPS lgc27<>+0(SB), Y0
 
-	// v48 = min(v47, 0.2) tie=first
+	// v47 = min(v46, 0.2) tie=first
 	VMINPS Y8, Y0, Y0
 
-	// v49 = ne(v44, v48)
+	// v48 = ne(v43, v47)
 	VCMPPS $0x04, Y0, Y3, Y7
 	VANDPS lgc20<>+0(SB), Y7, Y7
 
-	// mean(v49) over [B]
+	// mean(v48) over [B]
 	VADDPS  3264(DX), Y7, Y7
 	VMOVUPS Y7, 3264(DX)
 
-	// v51 = add(oldStateValue, v48)
+	// v50 = add(oldStateValue, v47)
 	VADDPS Y0, Y6, Y0
 
-	// diff2 = sub(valueTarget, v51)
+	// diff2 = sub(valueTarget, v50)
 	VSUBPS Y0, Y2, Y0
 
 	// l22 = mul(diff2, diff2)
 	VMULPS  Y0, Y0, Y6
 	VMOVUPS Y3, 160(SP)
 
-	// v54 = max(l2, l22)
+	// v53 = max(l2, l22)
 	VXORPS lgc24<>+0(SB), Y5, Y3
 	VXORPS lgc24<>+0(SB), Y6, Y10
 	VMINPS Y3, Y10, Y7
@@ -1721,7 +1715,7 @@ blocks_10:
 	VORPS  Y7, Y3, Y3
 	VXORPS lgc24<>+0(SB), Y3, Y3
 
-	// mean(v54) over [B]
+	// mean(v53) over [B]
 	VADDPS  3584(DX), Y3, Y3
 	VMOVUPS Y3, 3584(DX)
 	VMOVUPS Y8, 192(SP)
@@ -1774,163 +1768,163 @@ blocks_10:
 	VMOVUPS 256(SP), Y0
 	VMOVUPS 320(SP), Y1
 
-	// v74 = eq(l2, l22)
+	// v73 = eq(l2, l22)
 	VCMPPS $0x00, Y1, Y0, Y2
 
-	// v75 = lt(l2, l22)
+	// v74 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
 	VMOVUPS lgc34<>+0(SB), Y4
 	VMOVUPS lgc35<>+0(SB), Y5
 
-	// v76 = where(v74, 0.00012207031, 0.00024414063)
+	// v75 = where(v73, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y2, Y4, Y5, Y6
 
-	// v77 = where(v75, 0, v76)
+	// v76 = where(v74, 0, v75)
 	VANDNPS Y6, Y3, Y3
 
-	// v78 = ge(l2, l22)
+	// v77 = ge(l2, l22)
 	VCMPPS $0x1d, Y1, Y0, Y0
 
-	// v79 = where(v74, 0.00012207031, 0)
+	// v78 = where(v73, 0.00012207031, 0)
 	VANDPS Y4, Y2, Y1
 
-	// v80 = where(v78, v79, 0.00024414063)
+	// v79 = where(v77, v78, 0.00024414063)
 	VBLENDVPS Y0, Y1, Y5, Y0
 	VMOVUPS   lgc4<>+0(SB), Y1
 
-	// v81 = ne(v80, 0)
+	// v80 = ne(v79, 0)
 	VCMPPS  $0x04, Y1, Y0, Y2
 	VMOVUPS 224(SP), Y4
 
-	// v82 = mul(v80, diff2)
+	// v81 = mul(v79, diff2)
 	VMULPS Y4, Y0, Y4
 
-	// v83 = where(v81, v82, v80)
+	// v82 = where(v80, v81, v79)
 	VBLENDVPS Y2, Y4, Y0, Y0
 
-	// v84 = add(v83, v83)
+	// v83 = add(v82, v82)
 	VADDPS Y0, Y0, Y0
 
-	// v85 = neg(v84)
+	// v84 = neg(v83)
 	VXORPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS 192(SP), Y2
 	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v86 = le(v47, 0.2)
+	// v85 = le(v46, 0.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v87 = ne(v47, v47)
+	// v86 = ne(v46, v46)
 	VCMPPS $0x04, Y2, Y2, Y2
 
-	// v88 = max(v86, v87)
+	// v87 = max(v85, v86)
 	VORPS Y4, Y2, Y2
 
-	// v89 = where(v88, v85, 0)
+	// v88 = where(v87, v84, 0)
 	VANDPS  Y0, Y2, Y0
 	VMOVUPS 160(SP), Y2
 	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v90 = ge(v44, -0.2)
+	// v89 = ge(v43, -0.2)
 	VCMPPS $0x1d, Y4, Y2, Y4
 
-	// v91 = ne(v44, v44)
+	// v90 = ne(v43, v43)
 	VCMPPS $0x04, Y2, Y2, Y2
 
-	// v92 = max(v90, v91)
+	// v91 = max(v89, v90)
 	VORPS Y4, Y2, Y2
 
-	// v93 = where(v92, v89, 0)
+	// v92 = where(v91, v88, 0)
 	VANDPS Y0, Y2, Y0
 
-	// v94 = ne(v77, 0)
+	// v93 = ne(v76, 0)
 	VCMPPS  $0x04, Y1, Y3, Y2
 	VMOVUPS 288(SP), Y4
 
-	// v95 = mul(v77, diff)
+	// v94 = mul(v76, diff)
 	VMULPS Y4, Y3, Y4
 
-	// v96 = where(v94, v95, v77)
+	// v95 = where(v93, v94, v76)
 	VBLENDVPS Y2, Y4, Y3, Y2
 
-	// v97 = add(v96, v96)
+	// v96 = add(v95, v95)
 	VADDPS Y2, Y2, Y2
 
-	// v98 = neg(v97)
+	// v97 = neg(v96)
 	VXORPS lgc24<>+0(SB), Y2, Y2
 
-	// gradStateValue = add(v93, v98)
+	// gradStateValue = add(v92, v97)
 	VADDPS  Y2, Y0, Y0
 	VMOVUPS 128(SP), Y2
 
-	// v102 = mul(-0.00024414063, advantageNormalized)
+	// v101 = mul(-0.00024414063, advantageNormalized)
 	VMULPS  lgc36<>+0(SB), Y2, Y2
 	VMOVUPS 96(SP), Y3
 	VMOVUPS lgc4<>+0(SB), Y4
 	VCMPPS  $0x04, Y4, Y3, Y4
 
-	// v103 = where(v25, v102, 0)
+	// v102 = where(v24, v101, 0)
 	VANDPS Y2, Y4, Y3
 
-	// v104 = where(v25, 0, v102)
+	// v103 = where(v24, 0, v101)
 	VANDNPS Y2, Y4, Y2
 	VMOVUPS 64(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v105 = where(v20, v104, 0)
+	// v104 = where(v19, v103, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v106 = where(v20, 0, v104)
+	// v105 = where(v19, 0, v103)
 	VANDNPS Y2, Y5, Y2
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v107 = ge(ratio, 0.8000000028326788)
+	// v106 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v108 = ne(ratio, ratio)
+	// v107 = ne(ratio, ratio)
 	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v109 = max(v107, v108)
+	// v108 = max(v106, v107)
 	VORPS Y5, Y6, Y5
 
-	// v110 = where(v109, v105, 0)
+	// v109 = where(v108, v104, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v111 = add(v106, v110)
+	// v110 = add(v105, v109)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS 32(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v112 = where(v16, v103, 0)
+	// v111 = where(v15, v102, 0)
 	VANDPS Y3, Y5, Y4
 
-	// v113 = where(v16, 0, v103)
+	// v112 = where(v15, 0, v102)
 	VANDNPS Y3, Y5, Y3
 
-	// v114 = add(v111, v113)
+	// v113 = add(v110, v112)
 	VADDPS  Y3, Y2, Y2
 	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v115 = le(ratio, 1.2000000078829447)
+	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y9, Y3
 
-	// v116 = max(v115, v108)
+	// v115 = max(v114, v107)
 	VORPS Y3, Y6, Y3
 
-	// v117 = where(v116, v112, 0)
+	// v116 = where(v115, v111, 0)
 	VANDPS Y4, Y3, Y3
 
-	// v118 = add(v114, v117)
+	// v117 = add(v113, v116)
 	VADDPS Y3, Y2, Y2
 
-	// v119 = ne(v118, 0)
+	// v118 = ne(v117, 0)
 	VCMPPS $0x04, Y1, Y2, Y1
 
-	// v120 = mul(v118, ratio)
+	// v119 = mul(v117, ratio)
 	VMULPS Y9, Y2, Y3
 
-	// gradLogProb = where(v119, v120, v118)
+	// gradLogProb = where(v118, v119, v117)
 	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   lgc37<>+0(SB), Y2
 
@@ -2475,29 +2469,29 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v60 = add(targetVar, 1.1920929e-07)
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc31<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = div(residVar, v60)
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc20<>+0(SB), Y1
 
-	// explainedVariance = sub(1, v61)
+	// explainedVariance = sub(1, v60)
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v67 = mul(2, logSumW)
+	// v66 = mul(2, logSumW)
 	VMULPS       lgc32<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v68 = sub(v67, logSumW2)
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// essCol = exp(v68)
+	// essCol = exp(v67)
 	VMOVUPS      lgc9<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
 	VMOVUPS      lgc10<>+0(SB), Y2

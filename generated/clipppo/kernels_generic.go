@@ -12,11 +12,11 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0 float32 // mean = mean(advantage) over B
-	s1 float32 // v2 = var(advantage) over B correction=1
+	s1 float32 // std = std(advantage) over B correction=1
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v65) over B
+	s5 float32 // logSumW2 = logsumexp(v64) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -32,26 +32,26 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	mean runtime.Mean    // mean = mean(advantage) over B
-	acc2 runtime.Welford // v2 = var(advantage) over B correction=1
+	std  runtime.Welford // std = std(advantage) over B correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc2, b.acc2)
+	mergeStd(&a.std, b.std)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
-	acc2 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean.Add(float64(advantage))
-		acc2.Add(float64(advantage))
+		std.Add(float64(advantage))
 	}
 	st.mean = mean
-	st.acc2 = acc2
+	st.std = std
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096], in
@@ -71,7 +71,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	s.s0 = float32(st.mean.Result())
-	s.s1 = float32(st.acc2.Var(1))
+	s.s1 = float32(math.Sqrt(st.std.Var(1)))
 }
 
 // pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
@@ -82,17 +82,17 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of B.
 type pass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v30) over B
-	klApprox          runtime.Mean      // klApprox = mean(v32) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v27) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v29) over B
+	klApprox          runtime.Mean      // klApprox = mean(v31) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
-	lossEntropy       runtime.Mean      // lossEntropy = mean(v36) over B
-	valueClipFraction runtime.Mean      // valueClipFraction = mean(v49) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v54) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v35) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v48) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v53) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v65) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v64) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -112,15 +112,15 @@ func (a *pass1GoStates) merge(b *pass1GoStates) {
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of B, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
-	c5 := float32(1e-06)
-	c11 := float32(-0.22314355)
-	c12 := float32(0.18232156)
-	c17 := float32(1.2)
-	c21 := float32(0.8)
+	c4 := float32(1e-06)
+	c10 := float32(-0.22314355)
+	c11 := float32(0.18232156)
+	c16 := float32(1.2)
+	c20 := float32(0.8)
 	zero := float32(0)
-	c35 := float32(-0.01)
-	c45 := float32(-0.2)
-	c46 := float32(0.2)
+	c34 := float32(-0.01)
+	c44 := float32(-0.2)
+	c45 := float32(0.2)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
@@ -136,56 +136,55 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean := s.s0
-		v2 := s.s1
-		std := float32(math.Sqrt(float64(v2)))
-		v4 := advantage - mean
-		v6 := max(std, c5)
-		advantageNormalized := v4 / v6
+		std := s.s1
+		v3 := advantage - mean
+		v5 := max(std, c4)
+		advantageNormalized := v3 / v5
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
-		v13 := max(logWeight, c11)
-		logWeightClip := min(v13, c12)
+		v12 := max(logWeight, c10)
+		logWeightClip := min(v12, c11)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v16 := b2f(logWeight > c12)
-		v18 := min(ratio, c17)
-		v19 := sel(v16, v18, ratio)
-		v20 := b2f(logWeight < c11)
-		v22 := max(ratio, c21)
-		v23 := sel(v20, v22, ratio)
-		v25 := b2f(advantageNormalized >= zero)
-		ratioClipped := sel(v25, v19, v23)
+		v15 := b2f(logWeight > c11)
+		v17 := min(ratio, c16)
+		v18 := sel(v15, v17, ratio)
+		v19 := b2f(logWeight < c10)
+		v21 := max(ratio, c20)
+		v22 := sel(v19, v21, ratio)
+		v24 := b2f(advantageNormalized >= zero)
+		ratioClipped := sel(v24, v18, v22)
 		gain := float32(advantageNormalized * ratioClipped)
-		v28 := -gain
-		lossObjective.Add(float64(v28))
-		v30 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v30))
-		v32 := sampleLogProb - logProb
-		klApprox.Add(float64(v32))
+		v27 := -gain
+		lossObjective.Add(float64(v27))
+		v29 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v29))
+		v31 := sampleLogProb - logProb
+		klApprox.Add(float64(v31))
 		entropy := in.Entropy[iB]
-		v36 := float32(c35 * entropy)
+		v35 := float32(c34 * entropy)
 		meanEntropy.Add(float64(entropy))
-		lossEntropy.Add(float64(v36))
+		lossEntropy.Add(float64(v35))
 		valueTarget := in.ValueTarget[iB]
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float32(diff * diff)
 		oldStateValue := in.OldStateValue[iB]
-		v44 := stateValue - oldStateValue
-		v47 := max(v44, c45)
-		v48 := min(v47, c46)
-		v49 := b2f(v44 != v48)
-		valueClipFraction.Add(float64(v49))
-		v51 := oldStateValue + v48
-		diff2 := valueTarget - v51
+		v43 := stateValue - oldStateValue
+		v46 := max(v43, c44)
+		v47 := min(v46, c45)
+		v48 := b2f(v43 != v47)
+		valueClipFraction.Add(float64(v48))
+		v50 := oldStateValue + v47
+		diff2 := valueTarget - v50
 		l22 := float32(diff2 * diff2)
-		v54 := max(l2, l22)
-		lossCritic.Add(float64(v54))
+		v53 := max(l2, l22)
+		lossCritic.Add(float64(v53))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v65 := float32(two * logWeight)
-		logSumW2.Add(float64(v65))
+		v64 := float32(two * logWeight)
+		logSumW2.Add(float64(v64))
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -232,21 +231,21 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c59 := float32(1.1920929e-07)
+	c58 := float32(1.1920929e-07)
 	two := float32(2)
-	c70 := float32(4096)
+	c69 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v60 := targetVar + c59
-	v61 := residVar / v60
-	explainedVariance := one - v61
+	v59 := targetVar + c58
+	v60 := residVar / v59
+	explainedVariance := one - v60
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v67 := float32(two * logSumW)
-	v68 := v67 - logSumW2
-	essCol := float32(math.Exp(float64(v68)))
-	ess := essCol / c70
+	v66 := float32(two * logSumW)
+	v67 := v66 - logSumW2
+	essCol := float32(math.Exp(float64(v67)))
+	ess := essCol / c69
 	out.ESS = ess
 }
 
@@ -254,11 +253,11 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0 float32 // mean = mean(advantage) over B
-	s1 float32 // v2 = var(advantage) over B correction=1
+	s1 float32 // std = std(advantage) over B correction=1
 	s2 float32 // residVar = var(diff) over B correction=0
 	s3 float32 // targetVar = var(valueTarget) over B correction=0
 	s4 float32 // logSumW = logsumexp(logWeight) over B
-	s5 float32 // logSumW2 = logsumexp(v65) over B
+	s5 float32 // logSumW2 = logsumexp(v64) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -274,26 +273,26 @@ var fbPass0GoChunks = 1
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of B.
 type fbPass0GoStates struct {
 	mean runtime.Mean    // mean = mean(advantage) over B
-	acc2 runtime.Welford // v2 = var(advantage) over B correction=1
+	std  runtime.Welford // std = std(advantage) over B correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc2, b.acc2)
+	mergeStd(&a.std, b.std)
 }
 
 // fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of B, its reduction states into st.
 func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
-	acc2 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean.Add(float64(advantage))
-		acc2.Add(float64(advantage))
+		std.Add(float64(advantage))
 	}
 	st.mean = mean
-	st.acc2 = acc2
+	st.std = std
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -313,7 +312,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	s.s0 = float32(st.mean.Result())
-	s.s1 = float32(st.acc2.Var(1))
+	s.s1 = float32(math.Sqrt(st.std.Var(1)))
 }
 
 // fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
@@ -324,17 +323,17 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v30) over B
-	klApprox          runtime.Mean      // klApprox = mean(v32) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v27) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v29) over B
+	klApprox          runtime.Mean      // klApprox = mean(v31) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
-	lossEntropy       runtime.Mean      // lossEntropy = mean(v36) over B
-	valueClipFraction runtime.Mean      // valueClipFraction = mean(v49) over B
-	lossCritic        runtime.Mean      // lossCritic = mean(v54) over B
+	lossEntropy       runtime.Mean      // lossEntropy = mean(v35) over B
+	valueClipFraction runtime.Mean      // valueClipFraction = mean(v48) over B
+	lossCritic        runtime.Mean      // lossCritic = mean(v53) over B
 	residVar          runtime.Welford   // residVar = var(diff) over B correction=0
 	targetVar         runtime.Welford   // targetVar = var(valueTarget) over B correction=0
 	logSumW           runtime.LogSumExp // logSumW = logsumexp(logWeight) over B
-	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v65) over B
+	logSumW2          runtime.LogSumExp // logSumW2 = logsumexp(v64) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -354,20 +353,20 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
-	c5 := float32(1e-06)
-	c11 := float32(-0.22314355)
-	c12 := float32(0.18232156)
-	c17 := float32(1.2)
-	c21 := float32(0.8)
+	c4 := float32(1e-06)
+	c10 := float32(-0.22314355)
+	c11 := float32(0.18232156)
+	c16 := float32(1.2)
+	c20 := float32(0.8)
 	zero := float32(0)
-	c35 := float32(-0.01)
-	c45 := float32(-0.2)
-	c46 := float32(0.2)
+	c34 := float32(-0.01)
+	c44 := float32(-0.2)
+	c45 := float32(0.2)
 	two := float32(2)
-	c72 := float32(0.00024414063)
-	c73 := float32(0.00012207031)
-	c100 := float32(-2.4414062e-06)
-	c101 := float32(-0.00024414063)
+	c71 := float32(0.00024414063)
+	c72 := float32(0.00012207031)
+	c99 := float32(-2.4414062e-06)
+	c100 := float32(-0.00024414063)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -382,105 +381,104 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	for iB := lo; iB < hi; iB++ {
 		advantage := in.Advantage[iB]
 		mean := s.s0
-		v2 := s.s1
-		std := float32(math.Sqrt(float64(v2)))
-		v4 := advantage - mean
-		v6 := max(std, c5)
-		advantageNormalized := v4 / v6
+		std := s.s1
+		v3 := advantage - mean
+		v5 := max(std, c4)
+		advantageNormalized := v3 / v5
 		logProb := in.LogProb[iB]
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
-		v13 := max(logWeight, c11)
-		logWeightClip := min(v13, c12)
+		v12 := max(logWeight, c10)
+		logWeightClip := min(v12, c11)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v16 := b2f(logWeight > c12)
-		v18 := min(ratio, c17)
-		v19 := sel(v16, v18, ratio)
-		v20 := b2f(logWeight < c11)
-		v22 := max(ratio, c21)
-		v23 := sel(v20, v22, ratio)
-		v25 := b2f(advantageNormalized >= zero)
-		v26 := sel(v25, v19, v23)
-		gain := float32(advantageNormalized * v26)
-		v28 := -gain
-		lossObjective.Add(float64(v28))
-		v30 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v30))
-		v32 := sampleLogProb - logProb
-		klApprox.Add(float64(v32))
+		v15 := b2f(logWeight > c11)
+		v17 := min(ratio, c16)
+		v18 := sel(v15, v17, ratio)
+		v19 := b2f(logWeight < c10)
+		v21 := max(ratio, c20)
+		v22 := sel(v19, v21, ratio)
+		v24 := b2f(advantageNormalized >= zero)
+		v25 := sel(v24, v18, v22)
+		gain := float32(advantageNormalized * v25)
+		v27 := -gain
+		lossObjective.Add(float64(v27))
+		v29 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v29))
+		v31 := sampleLogProb - logProb
+		klApprox.Add(float64(v31))
 		entropy := in.Entropy[iB]
-		v36 := float32(c35 * entropy)
+		v35 := float32(c34 * entropy)
 		meanEntropy.Add(float64(entropy))
-		lossEntropy.Add(float64(v36))
+		lossEntropy.Add(float64(v35))
 		valueTarget := in.ValueTarget[iB]
 		stateValue := in.StateValue[iB]
 		diff := valueTarget - stateValue
 		l2 := float32(diff * diff)
 		oldStateValue := in.OldStateValue[iB]
-		v44 := stateValue - oldStateValue
-		v47 := max(v44, c45)
-		v48 := min(v47, c46)
-		v49 := b2f(v44 != v48)
-		valueClipFraction.Add(float64(v49))
-		v51 := oldStateValue + v48
-		diff2 := valueTarget - v51
+		v43 := stateValue - oldStateValue
+		v46 := max(v43, c44)
+		v47 := min(v46, c45)
+		v48 := b2f(v43 != v47)
+		valueClipFraction.Add(float64(v48))
+		v50 := oldStateValue + v47
+		diff2 := valueTarget - v50
 		l22 := float32(diff2 * diff2)
-		v54 := max(l2, l22)
-		lossCritic.Add(float64(v54))
+		v53 := max(l2, l22)
+		lossCritic.Add(float64(v53))
 		residVar.Add(float64(diff))
 		targetVar.Add(float64(valueTarget))
 		logSumW.Add(float64(logWeight))
-		v65 := float32(two * logWeight)
-		logSumW2.Add(float64(v65))
-		v74 := b2f(l2 == l22)
-		v75 := b2f(l2 < l22)
-		v76 := sel(v74, c73, c72)
-		v77 := sel(v75, zero, v76)
-		v78 := b2f(l2 >= l22)
-		v79 := sel(v74, c73, zero)
-		v80 := sel(v78, v79, c72)
-		v81 := b2f(v80 != zero)
-		v82 := float32(v80 * diff2)
-		v83 := sel(v81, v82, v80)
-		v84 := v83 + v83
-		v85 := -v84
-		v86 := b2f(v47 <= c46)
-		v87 := b2f(v47 != v47)
-		v88 := max(v86, v87)
-		v89 := sel(v88, v85, zero)
-		v90 := b2f(v44 >= c45)
-		v91 := b2f(v44 != v44)
-		v92 := max(v90, v91)
-		v93 := sel(v92, v89, zero)
-		v94 := b2f(v77 != zero)
-		v95 := float32(v77 * diff)
-		v96 := sel(v94, v95, v77)
-		v97 := v96 + v96
-		v98 := -v97
-		gradStateValue := v93 + v98
+		v64 := float32(two * logWeight)
+		logSumW2.Add(float64(v64))
+		v73 := b2f(l2 == l22)
+		v74 := b2f(l2 < l22)
+		v75 := sel(v73, c72, c71)
+		v76 := sel(v74, zero, v75)
+		v77 := b2f(l2 >= l22)
+		v78 := sel(v73, c72, zero)
+		v79 := sel(v77, v78, c71)
+		v80 := b2f(v79 != zero)
+		v81 := float32(v79 * diff2)
+		v82 := sel(v80, v81, v79)
+		v83 := v82 + v82
+		v84 := -v83
+		v85 := b2f(v46 <= c45)
+		v86 := b2f(v46 != v46)
+		v87 := max(v85, v86)
+		v88 := sel(v87, v84, zero)
+		v89 := b2f(v43 >= c44)
+		v90 := b2f(v43 != v43)
+		v91 := max(v89, v90)
+		v92 := sel(v91, v88, zero)
+		v93 := b2f(v76 != zero)
+		v94 := float32(v76 * diff)
+		v95 := sel(v93, v94, v76)
+		v96 := v95 + v95
+		v97 := -v96
+		gradStateValue := v92 + v97
 		grads.StateValue[iB] = gradStateValue
-		v102 := float32(c101 * advantageNormalized)
-		v103 := sel(v25, v102, zero)
-		v104 := sel(v25, zero, v102)
-		v105 := sel(v20, v104, zero)
-		v106 := sel(v20, zero, v104)
-		v107 := b2f(ratio >= c21)
-		v108 := b2f(ratio != ratio)
-		v109 := max(v107, v108)
-		v110 := sel(v109, v105, zero)
-		v111 := v106 + v110
-		v112 := sel(v16, v103, zero)
-		v113 := sel(v16, zero, v103)
-		v114 := v111 + v113
-		v115 := b2f(ratio <= c17)
-		v116 := max(v115, v108)
-		v117 := sel(v116, v112, zero)
-		v118 := v114 + v117
-		v119 := b2f(v118 != zero)
-		v120 := float32(v118 * ratio)
-		gradLogProb := sel(v119, v120, v118)
+		v101 := float32(c100 * advantageNormalized)
+		v102 := sel(v24, v101, zero)
+		v103 := sel(v24, zero, v101)
+		v104 := sel(v19, v103, zero)
+		v105 := sel(v19, zero, v103)
+		v106 := b2f(ratio >= c20)
+		v107 := b2f(ratio != ratio)
+		v108 := max(v106, v107)
+		v109 := sel(v108, v104, zero)
+		v110 := v105 + v109
+		v111 := sel(v15, v102, zero)
+		v112 := sel(v15, zero, v102)
+		v113 := v110 + v112
+		v114 := b2f(ratio <= c16)
+		v115 := max(v114, v107)
+		v116 := sel(v115, v111, zero)
+		v117 := v113 + v116
+		v118 := b2f(v117 != zero)
+		v119 := float32(v117 * ratio)
+		gradLogProb := sel(v118, v119, v117)
 		grads.LogProb[iB] = gradLogProb
-		grads.Entropy[iB] = c100
+		grads.Entropy[iB] = c99
 	}
 	st.lossObjective = lossObjective
 	st.clipFraction = clipFraction
@@ -527,21 +525,21 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c59 := float32(1.1920929e-07)
+	c58 := float32(1.1920929e-07)
 	two := float32(2)
-	c70 := float32(4096)
+	c69 := float32(4096)
 	residVar := s.s2
 	targetVar := s.s3
-	v60 := targetVar + c59
-	v61 := residVar / v60
-	explainedVariance := one - v61
+	v59 := targetVar + c58
+	v60 := residVar / v59
+	explainedVariance := one - v60
 	out.ExplainedVariance = explainedVariance
 	logSumW := s.s4
 	logSumW2 := s.s5
-	v67 := float32(two * logSumW)
-	v68 := v67 - logSumW2
-	essCol := float32(math.Exp(float64(v68)))
-	ess := essCol / c70
+	v66 := float32(two * logSumW)
+	v67 := v66 - logSumW2
+	essCol := float32(math.Exp(float64(v67)))
+	ess := essCol / c69
 	out.ESS = ess
 }
 
@@ -560,6 +558,12 @@ func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
 // mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
 // lossgen's ir.ReductionOf).
 func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
+}
+
+// mergeStd merges b, the state of the elements after a's, into a: std's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeStd(a *runtime.Welford, b runtime.Welford) {
 	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 

@@ -80,7 +80,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r17_s, 4, 26944.0)
 	s.s1 = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r18_n, st.r18_mean, st.r18_m2, 4, 1)
+	runtime.FinishStd(st.res[:1], st.r18_n, st.r18_mean, st.r18_m2, 4, 1)
 	s.s2 = float64(st.res[0])
 }
 

@@ -93,7 +93,7 @@ outer0_1:
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 
-	// var(gae) over [N T]
+	// std(gae) over [N T]
 	VMOVUPD     lgc3<>+0(SB), Y3
 	VMOVUPD     448(CX), Y4
 	VSUBPD      Y4, Y2, Y5
@@ -193,7 +193,7 @@ blocks_2:
 	VADDPD  64(DX), Y2, Y3
 	VMOVUPD Y3, 64(DX)
 
-	// var(gae) over [N T]
+	// std(gae) over [N T]
 	VMOVUPD     448(DX), Y3
 	VSUBPD      Y3, Y2, Y4
 	VMOVUPD     256(DX), Y5
@@ -277,12 +277,9 @@ TEXT ·pass1AVX2(SB), $32-48
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
+	VMOVUPD      lgc8<>+0(SB), Y1
 
-	// std = sqrt(v18)
-	VSQRTPD Y0, Y0
-	VMOVUPD lgc8<>+0(SB), Y1
-
-	// v22 = max(std, 0.0001)
+	// v21 = max(std, 0.0001)
 	VMAXPD  Y0, Y1, Y0
 	VMOVUPD Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -299,11 +296,11 @@ blocks_4:
 	XORQ         SI, SI
 	VBROADCASTSD (DX)(SI*8), Y1
 
-	// v20 = sub(gae, mean)
+	// v19 = sub(gae, mean)
 	VSUBPD  Y1, Y0, Y0
 	VMOVUPD (SP), Y1
 
-	// v23 = div(v20, v22)
+	// v22 = div(v19, v21)
 	VDIVPD Y1, Y0, Y0
 
 	// store advantage
@@ -321,11 +318,11 @@ blocks_4:
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y1
 
-	// v20 = sub(gae, mean)
+	// v19 = sub(gae, mean)
 	VSUBPD  Y1, Y0, Y0
 	VMOVUPD (SP), Y1
 
-	// v23 = div(v20, v22)
+	// v22 = div(v19, v21)
 	VDIVPD Y1, Y0, Y0
 
 	// store advantage

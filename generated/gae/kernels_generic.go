@@ -13,7 +13,7 @@ import (
 type scratch struct {
 	s0 []float64 // gae = scan(delta, discount) over T reverse [N=64 T=421]
 	s1 float64   // mean = mean(gae) over N,T
-	s2 float64   // v18 = var(gae) over N,T correction=1
+	s2 float64   // std = std(gae) over N,T correction=1
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -28,14 +28,14 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	mean  runtime.Mean    // mean = mean(gae) over N,T
-	acc18 runtime.Welford // v18 = var(gae) over N,T correction=1
+	mean runtime.Mean    // mean = mean(gae) over N,T
+	std  runtime.Welford // std = std(gae) over N,T correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc18, b.acc18)
+	mergeStd(&a.std, b.std)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
@@ -44,7 +44,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, h
 	c8 := float64(0.9900000095367432)
 	c13 := float64(0.940500020980835)
 	mean := runtime.Mean{}
-	acc18 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float64(0)
 		for iT := 420; iT >= 0; iT-- {
@@ -65,12 +65,12 @@ func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, h
 			s.s0[iN*421+iT] = gae
 			valueTarget := gae + stateValue
 			mean.Add(gae)
-			acc18.Add(gae)
+			std.Add(gae)
 			out.ValueTarget[iN*421+iT] = valueTarget
 		}
 	}
 	st.mean = mean
-	st.acc18 = acc18
+	st.std = std
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
@@ -90,7 +90,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		}
 	}
 	s.s1 = st.mean.Result()
-	s.s2 = st.acc18.Var(1)
+	s.s2 = math.Sqrt(st.std.Var(1))
 }
 
 // pass1GoChunks is how many chunks of rows of N pass1Go runs as, concurrently, each with its own
@@ -101,17 +101,16 @@ var pass1GoChunks = 1
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of N.
 func pass1GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
-	c21 := float64(0.0001)
+	c20 := float64(0.0001)
 	for iN := lo; iN < hi; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			gae := s.s0[iN*421+iT]
 			mean := s.s1
-			v18 := s.s2
-			std := math.Sqrt(v18)
-			v20 := gae - mean
-			v22 := max(std, c21)
-			v23 := v20 / v22
-			out.Advantage[iN*421+iT] = v23
+			std := s.s2
+			v19 := gae - mean
+			v21 := max(std, c20)
+			v22 := v19 / v21
+			out.Advantage[iN*421+iT] = v22
 		}
 	}
 }
@@ -134,9 +133,9 @@ func mergeMean(a *runtime.Mean, b runtime.Mean) {
 	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
-// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// mergeStd merges b, the state of the elements after a's, into a: std's merge (its description,
 // lossgen's ir.ReductionOf).
-func mergeVar(a *runtime.Welford, b runtime.Welford) {
+func mergeStd(a *runtime.Welford, b runtime.Welford) {
 	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 

@@ -30,7 +30,7 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: whole: every block of every launch (2798877 instructions).
+//   - forward: whole: every block of every launch (2766110 instructions).
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Whole},

@@ -28,21 +28,21 @@ type avxState struct {
 	r2_pm2  []float32
 	r2_pc   []float32
 	p0_ok   []float32
-	r14_s   []float64
-	r14_p   []float32
-	r39_s   []float64
-	r39_p   []float32
-	r44_s   []float64
-	r44_p   []float32
-	r48_s   []float64
-	r48_p   []float32
-	r53_s   []float64
-	r53_ok  []float32
-	r53_p   []float32
-	r56_s   []float64
-	r56_p   []float32
-	r68_s   []float64
-	r68_p   []float32
+	r13_s   []float64
+	r13_p   []float32
+	r38_s   []float64
+	r38_p   []float32
+	r43_s   []float64
+	r43_p   []float32
+	r47_s   []float64
+	r47_p   []float32
+	r52_s   []float64
+	r52_ok  []float32
+	r52_p   []float32
+	r55_s   []float64
+	r55_p   []float32
+	r67_s   []float64
+	r67_p   []float32
 	p2_ok   []float32
 	res     []float64
 }
@@ -58,21 +58,21 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 40)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 8)
-	st.r14_s = st.buf[344:360]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r39_s = st.buf[384:400]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r44_s = st.buf[424:440]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
-	st.r48_s = st.buf[464:480]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
-	st.r53_s = st.buf[504:520]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r56_s = st.buf[560:576]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r68_s = st.buf[600:616]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
+	st.r13_s = st.buf[344:360]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r38_s = st.buf[384:400]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r43_s = st.buf[424:440]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
+	st.r47_s = st.buf[464:480]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
+	st.r52_s = st.buf[504:520]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r55_s = st.buf[560:576]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r67_s = st.buf[600:616]
+	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -105,7 +105,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
-			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
+			runtime.FinishStd(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
@@ -146,23 +146,23 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r14_s, 0)
-		runtime.Fill(st.r14_p, 0)
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r68_s, 0)
-		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r67_s, 0)
+		runtime.Fill(st.r67_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		pass2AVX2(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 	}
 	n := min(pass2Chunks, 4)
 	if n <= 1 {
@@ -178,35 +178,35 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
-			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeSum(sts[0].r13_s, sts[c].r13_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r14_s, 8)
+	runtime.FinishSum(st.res[:1], st.r13_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r39_s, 8)
+	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r44_s, 8)
+	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r68_s, 8)
+	runtime.FinishSum(st.res[:1], st.r67_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -221,8 +221,8 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf     []float64
-	r14_s   []float64
-	r14_p   []float32
+	r13_s   []float64
+	r13_p   []float32
 	p0_ok   []float32
 	r1_s    []float64
 	r1_p    []float32
@@ -233,27 +233,27 @@ type fbAvxState struct {
 	r2_pm2  []float32
 	r2_pc   []float32
 	p1_ok   []float32
-	r39_s   []float64
-	r39_p   []float32
-	r44_s   []float64
-	r44_p   []float32
-	r48_s   []float64
-	r48_p   []float32
-	r53_s   []float64
-	r53_ok  []float32
-	r53_p   []float32
-	r56_s   []float64
-	r56_p   []float32
-	r67_s   []float64
-	r67_p   []float32
+	r38_s   []float64
+	r38_p   []float32
+	r43_s   []float64
+	r43_p   []float32
+	r47_s   []float64
+	r47_p   []float32
+	r52_s   []float64
+	r52_ok  []float32
+	r52_p   []float32
+	r55_s   []float64
+	r55_p   []float32
+	r66_s   []float64
+	r66_p   []float32
 	p3_ok   []float32
 	res     []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 664)}
-	st.r14_s = st.buf[8:24]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r13_s = st.buf[8:24]
+	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
 	st.r1_s = st.buf[64:104]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 40)
@@ -264,19 +264,19 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 40)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 40)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
-	st.r39_s = st.buf[400:416]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.r44_s = st.buf[440:456]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
-	st.r48_s = st.buf[480:496]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
-	st.r53_s = st.buf[520:536]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
-	st.r56_s = st.buf[576:592]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r67_s = st.buf[616:632]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.r38_s = st.buf[400:416]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r43_s = st.buf[440:456]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
+	st.r47_s = st.buf[480:496]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
+	st.r52_s = st.buf[520:536]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
+	st.r55_s = st.buf[576:592]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r66_s = st.buf[616:632]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -293,8 +293,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r14_s, 0)
-		runtime.Fill(st.r14_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
 	}
@@ -312,7 +312,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r14_s, sts[c].r14_s)
+			runtime.MergeSum(sts[0].r13_s, sts[c].r13_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
@@ -321,7 +321,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r14_s, 8)
+	runtime.FinishSum(st.res[:1], st.r13_s, 8)
 	out.NumValid = float32(st.res[0])
 }
 
@@ -353,7 +353,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
 			}
-			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
+			runtime.FinishStd(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
@@ -395,21 +395,21 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(&out.NumValid, lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+		fbPass3AVX2(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass3Chunks, 4)
 	if n <= 1 {
@@ -425,32 +425,32 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r39_s, 8)
+	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r44_s, 8)
+	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r48_s, 8)
+	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r67_s, 8)
+	runtime.FinishSum(st.res[:1], st.r66_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -20,7 +20,7 @@ func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage 
 // same loop in Go.
 //
 //go:noescape
-func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func pass2AVX2(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -50,7 +50,7 @@ func fbPass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantag
 // same loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+func fbPass3AVX2(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop
 // in Go.

@@ -26,7 +26,7 @@ blocks_2:
 	// mean(nextReward) over [N]
 	VADDPS Y0, Y1, Y0
 
-	// var(nextReward) over [N]
+	// std(nextReward) over [N]
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVQ        DX, X2
@@ -274,12 +274,9 @@ outer0_4:
 	MOVQ         s1+8(FP), CX
 	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
-
-	// v6 = max(std, 1e-06)
+	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	XORQ    CX, CX
@@ -293,11 +290,11 @@ blocks_5:
 	MOVQ         AX, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
-	// v4 = sub(nextReward, mean)
+	// v3 = sub(nextReward, mean)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// v7 = div(v4, v6)
+	// v6 = div(v3, v5)
 	VDIVPS Y1, Y0, Y0
 
 	// store advantage
@@ -322,7 +319,7 @@ DATA lgc6<>+24(SB)/4, $0x358637bd
 DATA lgc6<>+28(SB)/4, $0x358637bd
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+// func pass2AVX2(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $64-80
 	MOVQ lo+0(FP), AX
@@ -335,28 +332,25 @@ outer1_7:
 	XORQ DX, DX
 
 blocks_8:
-	MOVQ         s1+8(FP), SI
-	MOVQ         AX, DI
+	MOVQ         nextReward+8(FP), SI
+	IMUL3Q       $+8, AX, DI
+	ADDQ         CX, DI
 	VBROADCASTSS (SI)(DI*4), Y0
+	MOVQ         s0+16(FP), SI
+	MOVQ         AX, DI
+	VBROADCASTSS (SI)(DI*4), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+16(FP), SI
-	IMUL3Q       $+8, AX, R8
-	ADDQ         CX, R8
-	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         s0+24(FP), SI
-	VBROADCASTSS (SI)(DI*4), Y2
+	// v3 = sub(nextReward, mean)
+	VSUBPS       Y1, Y0, Y0
+	MOVQ         s1+24(FP), SI
+	VBROADCASTSS (SI)(DI*4), Y1
+	VMOVUPS      lgc6<>+0(SB), Y2
 
-	// v4 = sub(nextReward, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	// v5 = max(std, 1e-06)
+	VMAXPS Y1, Y2, Y1
 
-	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
-
-	// v7 = div(v4, v6)
-	VDIVPS    Y0, Y1, Y0
+	// v6 = div(v3, v5)
+	VDIVPS    Y1, Y0, Y0
 	MOVQ      mask+32(FP), SI
 	IMUL3Q    $+512, AX, DI
 	IMUL3Q    $+64, CX, R8
@@ -366,36 +360,36 @@ blocks_8:
 	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y2
 
-	// v13 = where(mask, 1, 0)
+	// v12 = where(mask, 1, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v13) over [G N L]
+	// sum(v12) over [G N L]
 	MOVQ    state+40(FP), SI
 	VADDPS  2944(SI), Y2, Y2
 	VMOVUPS Y2, 2944(SI)
 	MOVQ    logProb+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y2
 
-	// v16 = where(mask, logProb, 0)
+	// v15 = where(mask, logProb, 0)
 	VANDPS  Y2, Y1, Y2
 	MOVQ    sampleLogProb+56(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
 
-	// v18 = where(mask, sampleLogProb, 0)
+	// v17 = where(mask, sampleLogProb, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v19 = where(mask, v7, 0)
+	// v18 = where(mask, v6, 0)
 	VANDPS Y0, Y1, Y0
 
-	// logWeight = sub(v16, v18)
+	// logWeight = sub(v15, v17)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
-	// v23 = max(logWeight, -0.22314355) tie=first
+	// v22 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y6
 	VMOVUPS lgc9<>+0(SB), Y7
 
-	// logWeightClip = min(v23, 0.18232156) tie=first
+	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y3, 32(SP)
@@ -429,74 +423,74 @@ blocks_8:
 	VMULPS       Y3, Y9, Y9
 	VMULPS       Y2, Y9, Y9
 
-	// v26 = gt(logWeight, 0.18232156)
+	// v25 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y7, Y4, Y2
 	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v28 = min(ratio, 1.2000000078829447) tie=first
+	// v27 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y3, Y3
 
-	// v29 = where(v26, v28, ratio)
+	// v28 = where(v25, v27, ratio)
 	VBLENDVPS Y2, Y3, Y9, Y2
 
-	// v30 = lt(logWeight, -0.22314355)
+	// v29 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y5, Y4, Y3
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
+	// v31 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y9, Y5, Y5
 
-	// v33 = where(v30, v32, ratio)
+	// v32 = where(v29, v31, ratio)
 	VBLENDVPS Y3, Y5, Y9, Y3
 	VMOVUPS   lgc4<>+0(SB), Y5
 
-	// v34 = ge(v19, 0)
+	// v33 = ge(v18, 0)
 	VCMPPS $0x1d, Y5, Y0, Y5
 
-	// ratioClipped = where(v34, v29, v33)
+	// ratioClipped = where(v33, v28, v32)
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// gain = mul(v19, ratioClipped)
+	// gain = mul(v18, ratioClipped)
 	VMULPS Y2, Y0, Y0
 
-	// v37 = neg(gain)
+	// v36 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v38 = where(mask, v37, 0)
+	// v37 = where(mask, v36, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v38) over [G N L]
+	// sum(v37) over [G N L]
 	VADDPS  3264(SI), Y0, Y0
 	VMOVUPS Y0, 3264(SI)
 
-	// v42 = ne(logWeightClip, logWeight)
+	// v41 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y0
 	VANDPS lgc7<>+0(SB), Y0, Y0
 
-	// v43 = where(mask, v42, 0)
+	// v42 = where(mask, v41, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v43) over [G N L]
+	// sum(v42) over [G N L]
 	VADDPS  3584(SI), Y0, Y0
 	VMOVUPS Y0, 3584(SI)
 	VMOVUPS 32(SP), Y0
 	VMOVUPS (SP), Y2
 
-	// v46 = sub(v18, v16)
+	// v45 = sub(v17, v15)
 	VSUBPS Y2, Y0, Y0
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v47) over [G N L]
+	// sum(v46) over [G N L]
 	VADDPS  3904(SI), Y0, Y0
 	VMOVUPS Y0, 3904(SI)
 	VMOVUPS lgc25<>+0(SB), Y0
 
-	// v51 = where(mask, logWeight, -Inf)
+	// v50 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y4, Y0, Y0
 
-	// logsumexp(v51) over [G N L]
+	// logsumexp(v50) over [G N L]
 	VANDPS  Y9, Y1, Y2
 	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
 	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
@@ -513,17 +507,17 @@ blocks_8:
 	MOVQ    refLogProb+64(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
-	// v63 = where(mask, refLogProb, 0)
+	// v62 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y1, Y0
 	VMOVUPS (SP), Y2
 
-	// v64 = sub(v63, v16)
+	// v63 = sub(v62, v15)
 	VSUBPS Y2, Y0, Y0
 
-	// v65 = where(mask, v64, 0)
+	// v64 = where(mask, v63, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v65)
+	// k3 = expm1_minus_x(v64)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
 	VMOVUPS      lgc11<>+0(SB), Y3
@@ -558,10 +552,10 @@ blocks_8:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y2, Y6, Y6
 
-	// v67 = where(mask, k3, 0)
+	// v66 = where(mask, k3, 0)
 	VANDPS Y6, Y1, Y0
 
-	// sum(v67) over [G N L]
+	// sum(v66) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
 	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
@@ -991,35 +985,35 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v40 = max(numValid, 1)
+	// v39 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v39, v40)
+	// lossObjective = div(v38, v39)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v44, v40)
+	// clipFraction = div(v43, v39)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v48, v40)
+	// klApprox = div(v47, v39)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v54 = mul(2, v53)
+	// v53 = mul(2, v52)
 	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v57 = sub(v54, v56)
+	// v56 = sub(v53, v55)
 	VSUBPS Y6, Y5, Y5
 
-	// v58 = exp(v57)
+	// v57 = exp(v56)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -1049,18 +1043,18 @@ TEXT ·pass3AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v58 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v40)
+	// v59 = div(v57, v39)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v58, v59, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v68, v40)
+	// klToRef = div(v67, v39)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
@@ -1136,10 +1130,10 @@ blocks_12:
 	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y2
 
-	// v13 = where(mask, 1, 0)
+	// v12 = where(mask, 1, 0)
 	VANDPS Y2, Y1, Y1
 
-	// sum(v13) over [G N L]
+	// sum(v12) over [G N L]
 	VADDPS       Y0, Y1, Y0
 	DECQ         BX
 	JNZ          noflush_13
@@ -1216,7 +1210,7 @@ blocks_15:
 	// mean(nextReward) over [N]
 	VADDPS Y0, Y1, Y0
 
-	// var(nextReward) over [N]
+	// std(nextReward) over [N]
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVQ        DX, X2
@@ -1412,12 +1406,9 @@ outer0_17:
 	MOVQ         s1+8(FP), CX
 	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
-
-	// v6 = max(std, 1e-06)
+	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	XORQ    CX, CX
@@ -1431,11 +1422,11 @@ blocks_18:
 	MOVQ         AX, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
-	// v4 = sub(nextReward, mean)
+	// v3 = sub(nextReward, mean)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// v7 = div(v4, v6)
+	// v6 = div(v3, v5)
 	VDIVPS Y1, Y0, Y0
 
 	// store advantage
@@ -1450,7 +1441,7 @@ blocks_18:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(numValid *float32, lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+// func fbPass3AVX2(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $256-96
 	// values every block reads alike, computed once
@@ -1459,14 +1450,14 @@ TEXT ·fbPass3AVX2(SB), $256-96
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v40 = max(numValid, 1)
+	// v39 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v72 = div(0.04, v40)
+	// v71 = div(0.04, v39)
 	VDIVPS Y0, Y2, Y2
 
-	// v79 = div(1, v40)
+	// v78 = div(1, v39)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1477,28 +1468,25 @@ outer0_19:
 
 outer1_20:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         s1+16(FP), DX
-	MOVQ         AX, BX
+	MOVQ         nextReward+16(FP), DX
+	IMUL3Q       $+8, AX, BX
+	ADDQ         CX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
+	MOVQ         s0+24(FP), DX
+	MOVQ         AX, BX
+	VBROADCASTSS (DX)(BX*4), Y1
 
-	// std = sqrt(v2)
-	VSQRTPS      Y0, Y0
-	MOVQ         nextReward+24(FP), DX
-	IMUL3Q       $+8, AX, SI
-	ADDQ         CX, SI
-	VBROADCASTSS (DX)(SI*4), Y1
-	MOVQ         s0+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Y2
+	// v3 = sub(nextReward, mean)
+	VSUBPS       Y1, Y0, Y0
+	MOVQ         s1+32(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y1
+	VMOVUPS      lgc6<>+0(SB), Y2
 
-	// v4 = sub(nextReward, mean)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	// v5 = max(std, 1e-06)
+	VMAXPS Y1, Y2, Y1
 
-	// v6 = max(std, 1e-06)
-	VMAXPS Y0, Y2, Y0
-
-	// v7 = div(v4, v6)
-	VDIVPS  Y0, Y1, Y0
+	// v6 = div(v3, v5)
+	VDIVPS  Y1, Y0, Y0
 	VMOVUPS Y0, 64(SP)
 	MOVQ    $+8, BX
 	XORQ    DX, DX
@@ -1515,26 +1503,26 @@ blocks_21:
 	MOVQ      logProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
 
-	// v16 = where(mask, logProb, 0)
+	// v15 = where(mask, logProb, 0)
 	VANDPS  Y2, Y1, Y2
 	MOVQ    sampleLogProb+56(FP), SI
 	VMOVUPS (SI)(DI*4), Y3
 
-	// v18 = where(mask, sampleLogProb, 0)
+	// v17 = where(mask, sampleLogProb, 0)
 	VANDPS Y3, Y1, Y3
 
-	// v19 = where(mask, v7, 0)
+	// v18 = where(mask, v6, 0)
 	VANDPS Y0, Y1, Y4
 
-	// logWeight = sub(v16, v18)
+	// logWeight = sub(v15, v17)
 	VSUBPS  Y3, Y2, Y2
 	VMOVUPS lgc8<>+0(SB), Y3
 
-	// v23 = max(logWeight, -0.22314355) tie=first
+	// v22 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y2, Y3, Y5
 	VMOVUPS lgc9<>+0(SB), Y6
 
-	// logWeightClip = min(v23, 0.18232156) tie=first
+	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y5, 96(SP)
 
@@ -1567,59 +1555,59 @@ blocks_21:
 	VMULPS       Y7, Y9, Y9
 	VMULPS       Y5, Y9, Y9
 
-	// v26 = gt(logWeight, 0.18232156)
+	// v25 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y6, Y2, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
 
-	// v28 = min(ratio, 1.2000000078829447) tie=first
+	// v27 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y6, Y6
 
-	// v29 = where(v26, v28, ratio)
+	// v28 = where(v25, v27, ratio)
 	VBLENDVPS Y5, Y6, Y9, Y6
 
-	// v30 = lt(logWeight, -0.22314355)
+	// v29 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y3, Y2, Y3
 	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v32 = max(ratio, 0.8000000028326788) tie=first
+	// v31 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y7, Y7
 	VMOVUPS Y5, 128(SP)
 
-	// v33 = where(v30, v32, ratio)
+	// v32 = where(v29, v31, ratio)
 	VBLENDVPS Y3, Y7, Y9, Y5
 	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// v34 = ge(v19, 0)
+	// v33 = ge(v18, 0)
 	VCMPPS  $0x1d, Y7, Y4, Y7
 	VMOVUPS Y3, 160(SP)
 	VMOVUPS Y4, 192(SP)
 
-	// v35 = where(v34, v29, v33)
+	// v34 = where(v33, v28, v32)
 	VBLENDVPS Y7, Y6, Y5, Y3
 
-	// gain = mul(v7, v35)
+	// gain = mul(v6, v34)
 	VMULPS Y3, Y0, Y0
 
-	// v37 = neg(gain)
+	// v36 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v38 = where(mask, v37, 0)
+	// v37 = where(mask, v36, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v38) over [G N L]
+	// sum(v37) over [G N L]
 	MOVQ    state+64(FP), SI
 	VADDPS  3392(SI), Y0, Y0
 	VMOVUPS Y0, 3392(SI)
 	VMOVUPS 96(SP), Y0
 
-	// v42 = ne(logWeightClip, logWeight)
+	// v41 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y2, Y0, Y0
 	VANDPS lgc7<>+0(SB), Y0, Y0
 
-	// v43 = where(mask, v42, 0)
+	// v42 = where(mask, v41, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v43) over [G N L]
+	// sum(v42) over [G N L]
 	VADDPS  3712(SI), Y0, Y0
 	VMOVUPS Y0, 3712(SI)
 	MOVQ    sampleLogProb+56(FP), R8
@@ -1627,22 +1615,22 @@ blocks_21:
 	MOVQ    logProb+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
 
-	// v46 = sub(sampleLogProb, logProb)
+	// v45 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y0, Y0
 
-	// v47 = where(mask, v46, 0)
+	// v46 = where(mask, v45, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v47) over [G N L]
+	// sum(v46) over [G N L]
 	VADDPS  4032(SI), Y0, Y0
 	VMOVUPS Y0, 4032(SI)
 	VMOVUPS lgc25<>+0(SB), Y0
 
-	// v51 = where(mask, logWeight, -Inf)
+	// v50 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y2, Y0, Y0
 	VMOVUPS   Y7, 224(SP)
 
-	// logsumexp(v51) over [G N L]
+	// logsumexp(v50) over [G N L]
 	VANDPS  Y9, Y1, Y2
 	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
 	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
@@ -1661,13 +1649,13 @@ blocks_21:
 	MOVQ    logProb+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y2
 
-	// v63 = sub(refLogProb, logProb)
+	// v62 = sub(refLogProb, logProb)
 	VSUBPS Y2, Y0, Y0
 
-	// v64 = where(mask, v63, 0)
+	// v63 = where(mask, v62, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v64)
+	// k3 = expm1_minus_x(v63)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
 	VMOVUPS      lgc11<>+0(SB), Y3
@@ -1702,124 +1690,124 @@ blocks_21:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v66 = where(mask, k3, 0)
+	// v65 = where(mask, k3, 0)
 	VANDPS Y6, Y1, Y2
 
-	// sum(v66) over [G N L]
+	// sum(v65) over [G N L]
 	VADDPS  5120(SI), Y2, Y2
 	VMOVUPS Y2, 5120(SI)
 	VMOVUPS lgc30<>+0(SB), Y2
 
-	// v74 = lt(v64, -40)
+	// v73 = lt(v63, -40)
 	VCMPPS $0x11, Y2, Y0, Y2
 
-	// v76 = add(k3, v64)
+	// v75 = add(k3, v63)
 	VADDPS  Y0, Y6, Y0
 	VMOVUPS lgc31<>+0(SB), Y3
 
-	// v77 = where(v74, -1, v76)
+	// v76 = where(v73, -1, v75)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   (SP), Y2
 
-	// v78 = mul(v72, v77)
+	// v77 = mul(v71, v76)
 	VMULPS  Y0, Y2, Y0
 	VMOVUPS 32(SP), Y2
 
-	// v80 = where(mask, v79, 0)
+	// v79 = where(mask, v78, 0)
 	VANDPS Y2, Y1, Y1
 
-	// v81 = neg(v80)
+	// v80 = neg(v79)
 	VXORPS  lgc24<>+0(SB), Y1, Y1
 	VMOVUPS lgc4<>+0(SB), Y2
 
-	// v82 = ne(v81, 0)
+	// v81 = ne(v80, 0)
 	VCMPPS  $0x04, Y2, Y1, Y3
 	VMOVUPS 192(SP), Y4
 
-	// v83 = mul(v81, v19)
+	// v82 = mul(v80, v18)
 	VMULPS Y4, Y1, Y4
 
-	// v84 = where(v82, v83, v81)
+	// v83 = where(v81, v82, v80)
 	VBLENDVPS Y3, Y4, Y1, Y1
 	VMOVUPS   224(SP), Y3
 	VMOVUPS   lgc4<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 
-	// v85 = where(v34, v84, 0)
+	// v84 = where(v33, v83, 0)
 	VANDPS Y1, Y4, Y3
 
-	// v86 = where(v34, 0, v84)
+	// v85 = where(v33, 0, v83)
 	VANDNPS Y1, Y4, Y1
 	VMOVUPS 160(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v87 = where(v30, v86, 0)
+	// v86 = where(v29, v85, 0)
 	VANDPS Y1, Y5, Y4
 
-	// v88 = where(v30, 0, v86)
+	// v87 = where(v29, 0, v85)
 	VANDNPS Y1, Y5, Y1
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v89 = ge(ratio, 0.8000000028326788)
+	// v88 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v90 = ne(ratio, ratio)
+	// v89 = ne(ratio, ratio)
 	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v91 = max(v89, v90)
+	// v90 = max(v88, v89)
 	VORPS Y5, Y6, Y5
 
-	// v92 = where(v91, v87, 0)
+	// v91 = where(v90, v86, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v93 = add(v88, v92)
+	// v92 = add(v87, v91)
 	VADDPS  Y4, Y1, Y1
 	VMOVUPS 128(SP), Y4
 	VMOVUPS lgc4<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v94 = where(v26, v85, 0)
+	// v93 = where(v25, v84, 0)
 	VANDPS Y3, Y5, Y4
 
-	// v95 = where(v26, 0, v85)
+	// v94 = where(v25, 0, v84)
 	VANDNPS Y3, Y5, Y3
 
-	// v96 = add(v93, v95)
+	// v95 = add(v92, v94)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS lgc22<>+0(SB), Y3
 
-	// v97 = le(ratio, 1.2000000078829447)
+	// v96 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y9, Y3
 
-	// v98 = max(v97, v90)
+	// v97 = max(v96, v89)
 	VORPS Y3, Y6, Y3
 
-	// v99 = where(v98, v94, 0)
+	// v98 = where(v97, v93, 0)
 	VANDPS Y4, Y3, Y3
 
-	// v100 = add(v96, v99)
+	// v99 = add(v95, v98)
 	VADDPS Y3, Y1, Y1
 
-	// v101 = ne(v100, 0)
+	// v100 = ne(v99, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v102 = mul(v100, ratio)
+	// v101 = mul(v99, ratio)
 	VMULPS Y9, Y1, Y3
 
-	// v103 = where(v101, v102, v100)
+	// v102 = where(v100, v101, v99)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v104 = neg(v78)
+	// v103 = neg(v77)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v105 = add(v104, v103)
+	// v104 = add(v103, v102)
 	VADDPS    Y1, Y0, Y0
 	MOVQ      mask+40(FP), SI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v105, 0)
+	// gradLogProb = where(mask, v104, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -2036,35 +2024,35 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v40 = max(numValid, 1)
+	// v39 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v39, v40)
+	// lossObjective = div(v38, v39)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v44, v40)
+	// clipFraction = div(v43, v39)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v48, v40)
+	// klApprox = div(v47, v39)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v54 = mul(2, v53)
+	// v53 = mul(2, v52)
 	VMULPS       lgc28<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v57 = sub(v54, v56)
+	// v56 = sub(v53, v55)
 	VSUBPS Y6, Y5, Y5
 
-	// v58 = exp(v57)
+	// v57 = exp(v56)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -2094,18 +2082,18 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v58 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v40)
+	// v59 = div(v57, v39)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v58, v59, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v67, v40)
+	// klToRef = div(v66, v39)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)

@@ -13,19 +13,19 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
-	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
-	s2   float32           // v39 = sum(v38) over G,N,L
-	s3   float32           // v44 = sum(v43) over G,N,L
-	s4   float32           // v48 = sum(v47) over G,N,L
-	s5   float32           // v53 = logsumexp(v51) over G,N,L
-	s6   float32           // v56 = logsumexp(v55) over G,N,L
-	s7   float32           // v68 = sum(v67) over G,N,L
+	s1   []float32         // std = std(nextReward) over N correction=1 [G=4]
+	s2   float32           // v38 = sum(v37) over G,N,L
+	s3   float32           // v43 = sum(v42) over G,N,L
+	s4   float32           // v47 = sum(v46) over G,N,L
+	s5   float32           // v52 = logsumexp(v50) over G,N,L
+	s6   float32           // v55 = logsumexp(v54) over G,N,L
+	s7   float32           // v67 = sum(v66) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
-	acc2 []runtime.Welford // accumulators of v2
+	std  []runtime.Welford // accumulators of std
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
+	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), std: make([]runtime.Welford, 4)}
 }}
 
 // pass0GoChunks is how many chunks of rows of G pass0Go runs as, concurrently, each with its own
@@ -36,24 +36,23 @@ var pass0GoChunks = 1
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of G.
 func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int) {
-	c5 := float32(1e-06)
+	c4 := float32(1e-06)
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			s.mean[iG].Add(float64(nextReward))
-			s.acc2[iG].Add(float64(nextReward))
+			s.std[iG].Add(float64(nextReward))
 		}
 		s.s0[iG] = float32(s.mean[iG].Result())
-		s.s1[iG] = float32(s.acc2[iG].Var(1))
+		s.s1[iG] = float32(math.Sqrt(s.std[iG].Var(1)))
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			mean := s.s0[iG]
-			v2 := s.s1[iG]
-			std := float32(math.Sqrt(float64(v2)))
-			v4 := nextReward - mean
-			v6 := max(std, c5)
-			v7 := v4 / v6
-			out.Advantage[iG*8+iN] = v7
+			std := s.s1[iG]
+			v3 := nextReward - mean
+			v5 := max(std, c4)
+			v6 := v3 / v5
+			out.Advantage[iG*8+iN] = v6
 		}
 	}
 }
@@ -65,8 +64,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	for k := range s.mean {
 		s.mean[k] = runtime.Mean{}
 	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
+	for k := range s.std {
+		s.std[k] = runtime.Welford{}
 	}
 	if n := min(pass0GoChunks, 4); n <= 1 {
 		pass0GoChunk(in, out, grads, s, 0, 4)
@@ -85,105 +84,104 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of G.
 type pass2GoStates struct {
-	numValid float64           // numValid = sum(v13) over G,N,L
-	acc39    float64           // v39 = sum(v38) over G,N,L
-	acc44    float64           // v44 = sum(v43) over G,N,L
-	acc48    float64           // v48 = sum(v47) over G,N,L
-	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over G,N,L
-	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over G,N,L
-	acc68    float64           // v68 = sum(v67) over G,N,L
+	numValid float64           // numValid = sum(v12) over G,N,L
+	acc38    float64           // v38 = sum(v37) over G,N,L
+	acc43    float64           // v43 = sum(v42) over G,N,L
+	acc47    float64           // v47 = sum(v46) over G,N,L
+	acc52    runtime.LogSumExp // v52 = logsumexp(v50) over G,N,L
+	acc55    runtime.LogSumExp // v55 = logsumexp(v54) over G,N,L
+	acc67    float64           // v67 = sum(v66) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc39, b.acc39)
-	mergeSum(&a.acc44, b.acc44)
-	mergeSum(&a.acc48, b.acc48)
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
-	mergeSum(&a.acc68, b.acc68)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc43, b.acc43)
+	mergeSum(&a.acc47, b.acc47)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeSum(&a.acc67, b.acc67)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
-	c5 := float32(1e-06)
+	c4 := float32(1e-06)
 	one := float32(1)
 	zero := float32(0)
-	c21 := float32(-0.22314355)
-	c22 := float32(0.18232156)
-	c27 := float32(1.2)
-	c31 := float32(0.8)
-	c50 := float32(math.Inf(-1))
+	c20 := float32(-0.22314355)
+	c21 := float32(0.18232156)
+	c26 := float32(1.2)
+	c30 := float32(0.8)
+	c49 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	acc39 := 0.0
-	acc44 := 0.0
-	acc48 := 0.0
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
-	acc68 := 0.0
+	acc38 := 0.0
+	acc43 := 0.0
+	acc47 := 0.0
+	acc52 := runtime.NewLogSumExp()
+	acc55 := runtime.NewLogSumExp()
+	acc67 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				nextReward := in.NextReward[iG*8+iN]
 				mean := s.s0[iG]
-				v2 := s.s1[iG]
-				std := float32(math.Sqrt(float64(v2)))
-				v4 := nextReward - mean
-				v6 := max(std, c5)
-				v7 := v4 / v6
+				std := s.s1[iG]
+				v3 := nextReward - mean
+				v5 := max(std, c4)
+				v6 := v3 / v5
 				mask := b2f(in.Mask[iG*512+iN*64+iL])
-				v13 := sel(mask, one, zero)
-				numValid += float64(v13)
+				v12 := sel(mask, one, zero)
+				numValid += float64(v12)
 				logProb := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(mask, logProb, zero)
+				v15 := sel(mask, logProb, zero)
 				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(mask, sampleLogProb, zero)
-				v19 := sel(mask, v7, zero)
-				logWeight := v16 - v18
-				v23 := max(logWeight, c21)
-				logWeightClip := min(v23, c22)
+				v17 := sel(mask, sampleLogProb, zero)
+				v18 := sel(mask, v6, zero)
+				logWeight := v15 - v17
+				v22 := max(logWeight, c20)
+				logWeightClip := min(v22, c21)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v26 := b2f(logWeight > c22)
-				v28 := min(ratio, c27)
-				v29 := sel(v26, v28, ratio)
-				v30 := b2f(logWeight < c21)
-				v32 := max(ratio, c31)
-				v33 := sel(v30, v32, ratio)
-				v34 := b2f(v19 >= zero)
-				ratioClipped := sel(v34, v29, v33)
-				gain := float32(v19 * ratioClipped)
-				v37 := -gain
-				v38 := sel(mask, v37, zero)
-				acc39 += float64(v38)
-				v42 := b2f(logWeightClip != logWeight)
-				v43 := sel(mask, v42, zero)
-				acc44 += float64(v43)
-				v46 := v18 - v16
-				v47 := sel(mask, v46, zero)
-				acc48 += float64(v47)
-				v51 := sel(mask, logWeight, c50)
-				acc53.Add(float64(v51))
-				v55 := float32(two * v51)
-				acc56.Add(float64(v55))
+				v25 := b2f(logWeight > c21)
+				v27 := min(ratio, c26)
+				v28 := sel(v25, v27, ratio)
+				v29 := b2f(logWeight < c20)
+				v31 := max(ratio, c30)
+				v32 := sel(v29, v31, ratio)
+				v33 := b2f(v18 >= zero)
+				ratioClipped := sel(v33, v28, v32)
+				gain := float32(v18 * ratioClipped)
+				v36 := -gain
+				v37 := sel(mask, v36, zero)
+				acc38 += float64(v37)
+				v41 := b2f(logWeightClip != logWeight)
+				v42 := sel(mask, v41, zero)
+				acc43 += float64(v42)
+				v45 := v17 - v15
+				v46 := sel(mask, v45, zero)
+				acc47 += float64(v46)
+				v50 := sel(mask, logWeight, c49)
+				acc52.Add(float64(v50))
+				v54 := float32(two * v50)
+				acc55.Add(float64(v54))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v63 := sel(mask, refLogProb, zero)
-				v64 := v63 - v16
-				v65 := sel(mask, v64, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v65)))
-				v67 := sel(mask, k3, zero)
-				acc68 += float64(v67)
+				v62 := sel(mask, refLogProb, zero)
+				v63 := v62 - v15
+				v64 := sel(mask, v63, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v64)))
+				v66 := sel(mask, k3, zero)
+				acc67 += float64(v66)
 			}
 		}
 	}
 	st.numValid = numValid
-	st.acc39 = acc39
-	st.acc44 = acc44
-	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc56 = acc56
-	st.acc68 = acc68
+	st.acc38 = acc38
+	st.acc43 = acc43
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc55 = acc55
+	st.acc67 = acc67
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
@@ -203,12 +201,12 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s2 = float32(st.acc39)
-	s.s3 = float32(st.acc44)
-	s.s4 = float32(st.acc48)
-	s.s5 = float32(st.acc53.Result())
-	s.s6 = float32(st.acc56.Result())
-	s.s7 = float32(st.acc68)
+	s.s2 = float32(st.acc38)
+	s.s3 = float32(st.acc43)
+	s.s4 = float32(st.acc47)
+	s.s5 = float32(st.acc52.Result())
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc67)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -216,30 +214,30 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c70 := float32(0.04)
+	c69 := float32(0.04)
 	numValid := out.NumValid
-	v39 := s.s2
-	v40 := max(numValid, one)
-	lossObjective := v39 / v40
+	v38 := s.s2
+	v39 := max(numValid, one)
+	lossObjective := v38 / v39
 	out.LossObjective = lossObjective
-	v44 := s.s3
-	clipFraction := v44 / v40
+	v43 := s.s3
+	clipFraction := v43 / v39
 	out.ClipFraction = clipFraction
-	v48 := s.s4
-	klApprox := v48 / v40
+	v47 := s.s4
+	klApprox := v47 / v39
 	out.KLApprox = klApprox
-	v53 := s.s5
-	v54 := float32(two * v53)
-	v56 := s.s6
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v40
-	ess := sel(v59, v60, zero)
+	v52 := s.s5
+	v53 := float32(two * v52)
+	v55 := s.s6
+	v56 := v53 - v55
+	v57 := float32(math.Exp(float64(v56)))
+	v58 := b2f(numValid > zero)
+	v59 := v57 / v39
+	ess := sel(v58, v59, zero)
 	out.ESS = ess
-	v68 := s.s7
-	klToRef := v68 / v40
-	lossKLToRef := float32(c70 * klToRef)
+	v67 := s.s7
+	klToRef := v67 / v39
+	lossKLToRef := float32(c69 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -248,19 +246,19 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
-	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
-	s2   float32           // v39 = sum(v38) over G,N,L
-	s3   float32           // v44 = sum(v43) over G,N,L
-	s4   float32           // v48 = sum(v47) over G,N,L
-	s5   float32           // v53 = logsumexp(v51) over G,N,L
-	s6   float32           // v56 = logsumexp(v55) over G,N,L
-	s7   float32           // v67 = sum(v66) over G,N,L
+	s1   []float32         // std = std(nextReward) over N correction=1 [G=4]
+	s2   float32           // v38 = sum(v37) over G,N,L
+	s3   float32           // v43 = sum(v42) over G,N,L
+	s4   float32           // v47 = sum(v46) over G,N,L
+	s5   float32           // v52 = logsumexp(v50) over G,N,L
+	s6   float32           // v55 = logsumexp(v54) over G,N,L
+	s7   float32           // v66 = sum(v65) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
-	acc2 []runtime.Welford // accumulators of v2
+	std  []runtime.Welford // accumulators of std
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
+	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), std: make([]runtime.Welford, 4)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of G fbPass0Go runs as, concurrently, each with its
@@ -271,7 +269,7 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of G.
 type fbPass0GoStates struct {
-	numValid float64 // numValid = sum(v13) over G,N,L
+	numValid float64 // numValid = sum(v12) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -288,8 +286,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				mask := b2f(in.Mask[iG*512+iN*64+iL])
-				v13 := sel(mask, one, zero)
-				numValid += float64(v13)
+				v12 := sel(mask, one, zero)
+				numValid += float64(v12)
 			}
 		}
 	}
@@ -323,24 +321,23 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of G.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, lo, hi int) {
-	c5 := float32(1e-06)
+	c4 := float32(1e-06)
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			s.mean[iG].Add(float64(nextReward))
-			s.acc2[iG].Add(float64(nextReward))
+			s.std[iG].Add(float64(nextReward))
 		}
 		s.s0[iG] = float32(s.mean[iG].Result())
-		s.s1[iG] = float32(s.acc2[iG].Var(1))
+		s.s1[iG] = float32(math.Sqrt(s.std[iG].Var(1)))
 		for iN := 0; iN < 8; iN++ {
 			nextReward := in.NextReward[iG*8+iN]
 			mean := s.s0[iG]
-			v2 := s.s1[iG]
-			std := float32(math.Sqrt(float64(v2)))
-			v4 := nextReward - mean
-			v6 := max(std, c5)
-			v7 := v4 / v6
-			out.Advantage[iG*8+iN] = v7
+			std := s.s1[iG]
+			v3 := nextReward - mean
+			v5 := max(std, c4)
+			v6 := v3 / v5
+			out.Advantage[iG*8+iN] = v6
 		}
 	}
 }
@@ -352,8 +349,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.mean {
 		s.mean[k] = runtime.Mean{}
 	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
+	for k := range s.std {
+		s.std[k] = runtime.Welford{}
 	}
 	if n := min(fbPass1GoChunks, 4); n <= 1 {
 		fbPass1GoChunk(in, out, grads, s, 0, 4)
@@ -372,137 +369,136 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of G.
 type fbPass3GoStates struct {
-	acc39 float64           // v39 = sum(v38) over G,N,L
-	acc44 float64           // v44 = sum(v43) over G,N,L
-	acc48 float64           // v48 = sum(v47) over G,N,L
-	acc53 runtime.LogSumExp // v53 = logsumexp(v51) over G,N,L
-	acc56 runtime.LogSumExp // v56 = logsumexp(v55) over G,N,L
-	acc67 float64           // v67 = sum(v66) over G,N,L
+	acc38 float64           // v38 = sum(v37) over G,N,L
+	acc43 float64           // v43 = sum(v42) over G,N,L
+	acc47 float64           // v47 = sum(v46) over G,N,L
+	acc52 runtime.LogSumExp // v52 = logsumexp(v50) over G,N,L
+	acc55 runtime.LogSumExp // v55 = logsumexp(v54) over G,N,L
+	acc66 float64           // v66 = sum(v65) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
-	mergeSum(&a.acc39, b.acc39)
-	mergeSum(&a.acc44, b.acc44)
-	mergeSum(&a.acc48, b.acc48)
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
-	mergeSum(&a.acc67, b.acc67)
+	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc43, b.acc43)
+	mergeSum(&a.acc47, b.acc47)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeSum(&a.acc66, b.acc66)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
 func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
-	c5 := float32(1e-06)
+	c4 := float32(1e-06)
 	one := float32(1)
 	zero := float32(0)
-	c21 := float32(-0.22314355)
-	c22 := float32(0.18232156)
-	c27 := float32(1.2)
-	c31 := float32(0.8)
-	c50 := float32(math.Inf(-1))
+	c20 := float32(-0.22314355)
+	c21 := float32(0.18232156)
+	c26 := float32(1.2)
+	c30 := float32(0.8)
+	c49 := float32(math.Inf(-1))
 	two := float32(2)
-	c69 := float32(0.04)
-	c73 := float32(-40)
+	c68 := float32(0.04)
+	c72 := float32(-40)
 	minusOne := float32(-1)
-	acc39 := 0.0
-	acc44 := 0.0
-	acc48 := 0.0
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
-	acc67 := 0.0
+	acc38 := 0.0
+	acc43 := 0.0
+	acc47 := 0.0
+	acc52 := runtime.NewLogSumExp()
+	acc55 := runtime.NewLogSumExp()
+	acc66 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
 				nextReward := in.NextReward[iG*8+iN]
 				mean := s.s0[iG]
-				v2 := s.s1[iG]
-				std := float32(math.Sqrt(float64(v2)))
-				v4 := nextReward - mean
-				v6 := max(std, c5)
-				v7 := v4 / v6
+				std := s.s1[iG]
+				v3 := nextReward - mean
+				v5 := max(std, c4)
+				v6 := v3 / v5
 				mask := b2f(in.Mask[iG*512+iN*64+iL])
 				numValid := out.NumValid
 				logProb := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(mask, logProb, zero)
+				v15 := sel(mask, logProb, zero)
 				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(mask, sampleLogProb, zero)
-				v19 := sel(mask, v7, zero)
-				logWeight := v16 - v18
-				v23 := max(logWeight, c21)
-				logWeightClip := min(v23, c22)
+				v17 := sel(mask, sampleLogProb, zero)
+				v18 := sel(mask, v6, zero)
+				logWeight := v15 - v17
+				v22 := max(logWeight, c20)
+				logWeightClip := min(v22, c21)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v26 := b2f(logWeight > c22)
-				v28 := min(ratio, c27)
-				v29 := sel(v26, v28, ratio)
-				v30 := b2f(logWeight < c21)
-				v32 := max(ratio, c31)
-				v33 := sel(v30, v32, ratio)
-				v34 := b2f(v19 >= zero)
-				v35 := sel(v34, v29, v33)
-				gain := float32(v7 * v35)
-				v37 := -gain
-				v38 := sel(mask, v37, zero)
-				acc39 += float64(v38)
-				v40 := max(numValid, one)
-				v42 := b2f(logWeightClip != logWeight)
-				v43 := sel(mask, v42, zero)
-				acc44 += float64(v43)
-				v46 := sampleLogProb - logProb
-				v47 := sel(mask, v46, zero)
-				acc48 += float64(v47)
-				v51 := sel(mask, logWeight, c50)
-				acc53.Add(float64(v51))
-				v55 := float32(two * v51)
-				acc56.Add(float64(v55))
+				v25 := b2f(logWeight > c21)
+				v27 := min(ratio, c26)
+				v28 := sel(v25, v27, ratio)
+				v29 := b2f(logWeight < c20)
+				v31 := max(ratio, c30)
+				v32 := sel(v29, v31, ratio)
+				v33 := b2f(v18 >= zero)
+				v34 := sel(v33, v28, v32)
+				gain := float32(v6 * v34)
+				v36 := -gain
+				v37 := sel(mask, v36, zero)
+				acc38 += float64(v37)
+				v39 := max(numValid, one)
+				v41 := b2f(logWeightClip != logWeight)
+				v42 := sel(mask, v41, zero)
+				acc43 += float64(v42)
+				v45 := sampleLogProb - logProb
+				v46 := sel(mask, v45, zero)
+				acc47 += float64(v46)
+				v50 := sel(mask, logWeight, c49)
+				acc52.Add(float64(v50))
+				v54 := float32(two * v50)
+				acc55.Add(float64(v54))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v63 := refLogProb - logProb
-				v64 := sel(mask, v63, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v64)))
-				v66 := sel(mask, k3, zero)
-				acc67 += float64(v66)
-				v72 := c69 / v40
-				v74 := b2f(v64 < c73)
-				v76 := k3 + v64
-				v77 := sel(v74, minusOne, v76)
-				v78 := float32(v72 * v77)
-				v79 := one / v40
-				v80 := sel(mask, v79, zero)
-				v81 := -v80
-				v82 := b2f(v81 != zero)
-				v83 := float32(v81 * v19)
-				v84 := sel(v82, v83, v81)
-				v85 := sel(v34, v84, zero)
-				v86 := sel(v34, zero, v84)
-				v87 := sel(v30, v86, zero)
-				v88 := sel(v30, zero, v86)
-				v89 := b2f(ratio >= c31)
-				v90 := b2f(ratio != ratio)
-				v91 := max(v89, v90)
-				v92 := sel(v91, v87, zero)
-				v93 := v88 + v92
-				v94 := sel(v26, v85, zero)
-				v95 := sel(v26, zero, v85)
-				v96 := v93 + v95
-				v97 := b2f(ratio <= c27)
-				v98 := max(v97, v90)
-				v99 := sel(v98, v94, zero)
-				v100 := v96 + v99
-				v101 := b2f(v100 != zero)
-				v102 := float32(v100 * ratio)
-				v103 := sel(v101, v102, v100)
-				v104 := -v78
-				v105 := v104 + v103
-				gradLogProb := sel(mask, v105, zero)
+				v62 := refLogProb - logProb
+				v63 := sel(mask, v62, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v63)))
+				v65 := sel(mask, k3, zero)
+				acc66 += float64(v65)
+				v71 := c68 / v39
+				v73 := b2f(v63 < c72)
+				v75 := k3 + v63
+				v76 := sel(v73, minusOne, v75)
+				v77 := float32(v71 * v76)
+				v78 := one / v39
+				v79 := sel(mask, v78, zero)
+				v80 := -v79
+				v81 := b2f(v80 != zero)
+				v82 := float32(v80 * v18)
+				v83 := sel(v81, v82, v80)
+				v84 := sel(v33, v83, zero)
+				v85 := sel(v33, zero, v83)
+				v86 := sel(v29, v85, zero)
+				v87 := sel(v29, zero, v85)
+				v88 := b2f(ratio >= c30)
+				v89 := b2f(ratio != ratio)
+				v90 := max(v88, v89)
+				v91 := sel(v90, v86, zero)
+				v92 := v87 + v91
+				v93 := sel(v25, v84, zero)
+				v94 := sel(v25, zero, v84)
+				v95 := v92 + v94
+				v96 := b2f(ratio <= c26)
+				v97 := max(v96, v89)
+				v98 := sel(v97, v93, zero)
+				v99 := v95 + v98
+				v100 := b2f(v99 != zero)
+				v101 := float32(v99 * ratio)
+				v102 := sel(v100, v101, v99)
+				v103 := -v77
+				v104 := v103 + v102
+				gradLogProb := sel(mask, v104, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
 	}
-	st.acc39 = acc39
-	st.acc44 = acc44
-	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc56 = acc56
-	st.acc67 = acc67
+	st.acc38 = acc38
+	st.acc43 = acc43
+	st.acc47 = acc47
+	st.acc52 = acc52
+	st.acc55 = acc55
+	st.acc66 = acc66
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -521,12 +517,12 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s2 = float32(st.acc39)
-	s.s3 = float32(st.acc44)
-	s.s4 = float32(st.acc48)
-	s.s5 = float32(st.acc53.Result())
-	s.s6 = float32(st.acc56.Result())
-	s.s7 = float32(st.acc67)
+	s.s2 = float32(st.acc38)
+	s.s3 = float32(st.acc43)
+	s.s4 = float32(st.acc47)
+	s.s5 = float32(st.acc52.Result())
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc66)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -534,30 +530,30 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c69 := float32(0.04)
+	c68 := float32(0.04)
 	numValid := out.NumValid
-	v39 := s.s2
-	v40 := max(numValid, one)
-	lossObjective := v39 / v40
+	v38 := s.s2
+	v39 := max(numValid, one)
+	lossObjective := v38 / v39
 	out.LossObjective = lossObjective
-	v44 := s.s3
-	clipFraction := v44 / v40
+	v43 := s.s3
+	clipFraction := v43 / v39
 	out.ClipFraction = clipFraction
-	v48 := s.s4
-	klApprox := v48 / v40
+	v47 := s.s4
+	klApprox := v47 / v39
 	out.KLApprox = klApprox
-	v53 := s.s5
-	v54 := float32(two * v53)
-	v56 := s.s6
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v40
-	ess := sel(v59, v60, zero)
+	v52 := s.s5
+	v53 := float32(two * v52)
+	v55 := s.s6
+	v56 := v53 - v55
+	v57 := float32(math.Exp(float64(v56)))
+	v58 := b2f(numValid > zero)
+	v59 := v57 / v39
+	ess := sel(v58, v59, zero)
 	out.ESS = ess
-	v67 := s.s7
-	klToRef := v67 / v40
-	lossKLToRef := float32(c69 * klToRef)
+	v66 := s.s7
+	klToRef := v66 / v39
+	lossKLToRef := float32(c68 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -22,7 +22,7 @@ type avxState struct {
 	r4_n      []float64
 	r4_mean   []float64
 	r4_m2     []float64
-	r26_carry []float64
+	r25_carry []float64
 	res       []float64
 }
 
@@ -32,7 +32,7 @@ var avxPool = sync.Pool{New: func() any {
 	st.r4_n = st.buf[32:44]
 	st.r4_mean = st.buf[56:68]
 	st.r4_m2 = st.buf[80:92]
-	st.r26_carry = st.buf[104:176]
+	st.r25_carry = st.buf[104:176]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -73,7 +73,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r3_s, 4, 26944.0)
 	s.s0 = float64(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r4_n, st.r4_mean, st.r4_m2, 4, 1)
+	runtime.FinishStd(st.res[:1], st.r4_n, st.r4_mean, st.r4_m2, 4, 1)
 	s.s1 = float64(st.res[0])
 }
 

@@ -23,7 +23,7 @@ blocks_2:
 	VADDPD  64(DX), Y0, Y1
 	VMOVUPD Y1, 64(DX)
 
-	// var(nextReward) over [T N]
+	// std(nextReward) over [T N]
 	VMOVUPD      256(DX), Y1
 	VADDPD       lgc0<>+0(SB), Y1, Y1
 	VMOVUPD      Y1, 256(DX)
@@ -60,12 +60,9 @@ TEXT ·pass1AVX2(SB), $64-80
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
+	VMOVUPD      lgc1<>+0(SB), Y1
 
-	// std = sqrt(v4)
-	VSQRTPD Y0, Y0
-	VMOVUPD lgc1<>+0(SB), Y1
-
-	// v8 = max(std, 1e-05)
+	// v7 = max(std, 1e-05)
 	VMAXPD  Y0, Y1, Y0
 	VMOVUPD Y0, (SP)
 	MOVQ    state+8(FP), AX
@@ -99,7 +96,7 @@ outer0_3:
 	VCVTDQ2PD    X0, Y0
 	VMOVUPD      lgc2<>+0(SB), Y1
 
-	// v14 = eq(v12, 0)
+	// v13 = eq(v11, 0)
 	VCMPPD  $0x00, Y1, Y0, Y0
 	VANDPD  lgc0<>+0(SB), Y0, Y0
 	VMOVUPD Y0, 32(SP)
@@ -114,18 +111,18 @@ blocks_4:
 	XORQ         SI, SI
 	VBROADCASTSD (DX)(SI*8), Y1
 
-	// v6 = sub(nextReward, mean)
+	// v5 = sub(nextReward, mean)
 	VSUBPD  Y1, Y0, Y0
 	VMOVUPD (SP), Y1
 
-	// rewardStandardized = div(v6, v8)
+	// rewardStandardized = div(v5, v7)
 	VDIVPD    Y1, Y0, Y0
 	MOVQ      nextDone+32(FP), DX
 	VPMOVZXBD (DX)(BX*1), X1
 	VCVTDQ2PD X1, Y1
 	VMOVUPD   32(SP), Y2
 
-	// v15 = max(nextDone, v14)
+	// v14 = max(nextDone, v13)
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VMINPD    Y1, Y2, Y3
@@ -137,30 +134,30 @@ blocks_4:
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v18 = sub(1, nextTerminated)
+	// v17 = sub(1, nextTerminated)
 	VSUBPD Y3, Y2, Y3
 
-	// v19 = mul(0.99, v18)
+	// v18 = mul(0.99, v17)
 	VMULPD lgc4<>+0(SB), Y3, Y4
 
-	// v20 = mul(v15, v18)
+	// v19 = mul(v14, v17)
 	VMULPD Y3, Y1, Y1
 
-	// v21 = mul(v19, v20)
+	// v20 = mul(v18, v19)
 	VMULPD  Y1, Y4, Y3
 	MOVQ    nextStateValue+48(FP), DX
 	VMOVUPD (DX)(BX*8), Y5
 
-	// v22 = mul(v21, nextStateValue)
+	// v21 = mul(v20, nextStateValue)
 	VMULPD Y5, Y3, Y3
 
-	// td1B = add(rewardStandardized, v22)
+	// td1B = add(rewardStandardized, v21)
 	VADDPD Y3, Y0, Y0
 
-	// v24 = sub(1, v20)
+	// v23 = sub(1, v19)
 	VSUBPD Y1, Y2, Y1
 
-	// td1A = mul(v19, v24)
+	// td1A = mul(v18, v23)
 	VMULPD Y1, Y4, Y1
 
 	// td1Return = scan(td1B, td1A) over T reverse
@@ -172,7 +169,7 @@ blocks_4:
 	MOVQ    stateValue+56(FP), DX
 	VMOVUPD (DX)(BX*8), Y0
 
-	// v27 = sub(td1Return, stateValue)
+	// v26 = sub(td1Return, stateValue)
 	VSUBPD Y0, Y1, Y0
 
 	// store advantage

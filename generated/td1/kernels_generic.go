@@ -12,7 +12,7 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0             float64   // mean = mean(nextReward) over T,N
-	s1             float64   // v4 = var(nextReward) over T,N correction=1
+	s1             float64   // std = std(nextReward) over T,N correction=1
 	td1ReturnCarry []float64 // carries of the scan td1Return
 }
 
@@ -29,28 +29,28 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of T.
 type pass0GoStates struct {
 	mean runtime.Mean    // mean = mean(nextReward) over T,N
-	acc4 runtime.Welford // v4 = var(nextReward) over T,N correction=1
+	std  runtime.Welford // std = std(nextReward) over T,N correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc4, b.acc4)
+	mergeStd(&a.std, b.std)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of T, its reduction states into st.
 func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, hi int) {
 	mean := runtime.Mean{}
-	acc4 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iT := lo; iT < hi; iT++ {
 		for iN := 0; iN < 64; iN++ {
 			nextReward := in.NextReward[iT*64+iN]
 			mean.Add(nextReward)
-			acc4.Add(nextReward)
+			std.Add(nextReward)
 		}
 	}
 	st.mean = mean
-	st.acc4 = acc4
+	st.std = std
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [T=421 N=64], in
@@ -70,7 +70,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		}
 	}
 	s.s0 = st.mean.Result()
-	s.s1 = st.acc4.Var(1)
+	s.s1 = math.Sqrt(st.std.Var(1))
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
@@ -78,7 +78,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 	one := float64(1)
 	c1 := float64(0.99)
-	c7 := float64(1e-05)
+	c6 := float64(1e-05)
 	zero := float64(0)
 	for k := range s.td1ReturnCarry {
 		s.td1ReturnCarry[k] = 0
@@ -87,30 +87,29 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 		for iN := 0; iN < 64; iN++ {
 			nextReward := in.NextReward[iT*64+iN]
 			mean := s.s0
-			v4 := s.s1
-			std := math.Sqrt(v4)
-			v6 := nextReward - mean
-			v8 := max(std, c7)
-			rewardStandardized := v6 / v8
+			std := s.s1
+			v5 := nextReward - mean
+			v7 := max(std, c6)
+			rewardStandardized := v5 / v7
 			nextTerminated := b2f(in.NextTerminated[iT*64+iN])
 			nextDone := b2f(in.NextDone[iT*64+iN])
-			v12 := float64(420 - (iT))
-			v14 := b2f(v12 == zero)
-			v15 := max(nextDone, v14)
+			v11 := float64(420 - (iT))
+			v13 := b2f(v11 == zero)
+			v14 := max(nextDone, v13)
 			stateValue := in.StateValue[iT*64+iN]
 			nextStateValue := in.NextStateValue[iT*64+iN]
-			v18 := one - nextTerminated
-			v19 := float64(c1 * v18)
-			v20 := float64(v15 * v18)
-			v21 := float64(v19 * v20)
-			v22 := float64(v21 * nextStateValue)
-			td1B := rewardStandardized + v22
-			v24 := one - v20
-			td1A := float64(v19 * v24)
+			v17 := one - nextTerminated
+			v18 := float64(c1 * v17)
+			v19 := float64(v14 * v17)
+			v20 := float64(v18 * v19)
+			v21 := float64(v20 * nextStateValue)
+			td1B := rewardStandardized + v21
+			v23 := one - v19
+			td1A := float64(v18 * v23)
 			td1Return := td1B + float64(s.td1ReturnCarry[iN]*td1A)
 			s.td1ReturnCarry[iN] = td1Return
-			v27 := td1Return - stateValue
-			out.Advantage[iT*64+iN] = v27
+			v26 := td1Return - stateValue
+			out.Advantage[iT*64+iN] = v26
 			out.ValueTarget[iT*64+iN] = td1Return
 		}
 	}
@@ -122,9 +121,9 @@ func mergeMean(a *runtime.Mean, b runtime.Mean) {
 	a.Sum, a.N = (a.Sum + b.Sum), (a.N + b.N)
 }
 
-// mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
+// mergeStd merges b, the state of the elements after a's, into a: std's merge (its description,
 // lossgen's ir.ReductionOf).
-func mergeVar(a *runtime.Welford, b runtime.Welford) {
+func mergeStd(a *runtime.Welford, b runtime.Welford) {
 	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 

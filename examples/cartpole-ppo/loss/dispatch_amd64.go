@@ -28,30 +28,30 @@ type avxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r58_s    []float64
-	r58_p    []float32
-	r60_s    []float64
-	r60_p    []float32
-	r62_s    []float64
-	r62_p    []float32
+	r57_s    []float64
+	r57_p    []float32
+	r59_s    []float64
+	r59_p    []float32
+	r61_s    []float64
+	r61_p    []float32
+	r69_s    []float64
+	r69_p    []float32
 	r70_s    []float64
 	r70_p    []float32
-	r71_s    []float64
-	r71_p    []float32
-	r76_s    []float64
-	r76_p    []float32
+	r75_s    []float64
+	r75_p    []float32
+	r76_n    []float64
+	r76_mean []float64
+	r76_m2   []float64
 	r77_n    []float64
 	r77_mean []float64
 	r77_m2   []float64
-	r78_n    []float64
-	r78_mean []float64
-	r78_m2   []float64
-	r84_s    []float64
-	r84_ok   []float32
-	r86_s    []float64
+	r83_s    []float64
+	r83_ok   []float32
+	r85_s    []float64
 	p1_ok    []float32
-	r90_s    []float64
-	r90_p    []float32
+	r89_s    []float64
+	r89_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -67,30 +67,30 @@ var avxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r58_s = st.buf[184:200]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r60_s = st.buf[224:240]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r62_s = st.buf[264:280]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r70_s = st.buf[304:320]
-	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r71_s = st.buf[344:360]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r76_s = st.buf[384:400]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r77_n = st.buf[424:560]
-	st.r77_mean = st.buf[568:704]
-	st.r77_m2 = st.buf[712:848]
-	st.r78_n = st.buf[856:992]
-	st.r78_mean = st.buf[1000:1136]
-	st.r78_m2 = st.buf[1144:1280]
-	st.r84_s = st.buf[1288:1424]
-	st.r84_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
-	st.r86_s = st.buf[1512:1648]
+	st.r57_s = st.buf[184:200]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r59_s = st.buf[224:240]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r61_s = st.buf[264:280]
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r69_s = st.buf[304:320]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r70_s = st.buf[344:360]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r75_s = st.buf[384:400]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r76_n = st.buf[424:560]
+	st.r76_mean = st.buf[568:704]
+	st.r76_m2 = st.buf[712:848]
+	st.r77_n = st.buf[856:992]
+	st.r77_mean = st.buf[1000:1136]
+	st.r77_m2 = st.buf[1144:1280]
+	st.r83_s = st.buf[1288:1424]
+	st.r83_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r85_s = st.buf[1512:1648]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
-	st.r90_s = st.buf[1672:1688]
-	st.r90_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.r89_s = st.buf[1672:1688]
+	st.r89_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -143,7 +143,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
 	s.s1 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
+	runtime.FinishStd(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
 	s.s2 = float32(st.res[0])
 }
 
@@ -157,27 +157,27 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r58_s, 0)
-		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
 		runtime.Fill(st.r70_s, 0)
 		runtime.Fill(st.r70_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r76_n, float64((hi-lo)*1))
+		runtime.Fill(st.r76_mean, 0)
+		runtime.Fill(st.r76_m2, 0)
 		runtime.Fill(st.r77_n, float64((hi-lo)*1))
 		runtime.Fill(st.r77_mean, 0)
 		runtime.Fill(st.r77_m2, 0)
-		runtime.Fill(st.r78_n, float64((hi-lo)*1))
-		runtime.Fill(st.r78_mean, 0)
-		runtime.Fill(st.r78_m2, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.SetMask(st.r84_ok)
-		runtime.Fill(st.r86_s, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.SetMask(st.r83_ok)
+		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -195,50 +195,50 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
 			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeVar(sts[0].r76_n, sts[0].r76_mean, sts[0].r76_m2, sts[c].r76_n, sts[c].r76_mean, sts[c].r76_m2)
 			runtime.MergeVar(sts[0].r77_n, sts[0].r77_mean, sts[0].r77_m2, sts[c].r77_n, sts[c].r77_mean, sts[c].r77_m2)
-			runtime.MergeVar(sts[0].r78_n, sts[0].r78_mean, sts[0].r78_m2, sts[c].r78_n, sts[c].r78_mean, sts[c].r78_m2)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
-			runtime.MergeMask(sts[0].r84_ok, sts[c].r84_ok)
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeMask(sts[0].r83_ok, sts[c].r83_ok)
+			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r84_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r83_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r57_s, 8, 256.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r61_s, 8, 256.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r71_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r75_s, 8, 256.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r76_n, st.r76_mean, st.r76_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s3[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:128], st.r78_n, st.r78_mean, st.r78_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s4[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r84_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r83_s, 1)
 	for k, v := range st.res[:128] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r86_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r85_s, 1)
 	for k, v := range st.res[:128] {
 		s.s6[k] = float32(v)
 	}
@@ -255,8 +255,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r90_s, 0)
-		runtime.Fill(st.r90_p, 0)
+		runtime.Fill(st.r89_s, 0)
+		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
@@ -274,7 +274,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
+			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -283,7 +283,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r90_s, 8, 128.0)
+	runtime.FinishMean(st.res[:1], st.r89_s, 8, 128.0)
 	s.s7 = float32(st.res[0])
 }
 
@@ -307,30 +307,30 @@ type fbAvxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r58_s    []float64
-	r58_p    []float32
-	r60_s    []float64
-	r60_p    []float32
-	r62_s    []float64
-	r62_p    []float32
+	r57_s    []float64
+	r57_p    []float32
+	r59_s    []float64
+	r59_p    []float32
+	r61_s    []float64
+	r61_p    []float32
+	r69_s    []float64
+	r69_p    []float32
 	r70_s    []float64
 	r70_p    []float32
-	r71_s    []float64
-	r71_p    []float32
-	r76_s    []float64
-	r76_p    []float32
+	r75_s    []float64
+	r75_p    []float32
+	r76_n    []float64
+	r76_mean []float64
+	r76_m2   []float64
 	r77_n    []float64
 	r77_mean []float64
 	r77_m2   []float64
-	r78_n    []float64
-	r78_mean []float64
-	r78_m2   []float64
-	r84_s    []float64
-	r84_ok   []float32
-	r86_s    []float64
+	r83_s    []float64
+	r83_ok   []float32
+	r85_s    []float64
 	p1_ok    []float32
-	r90_s    []float64
-	r90_p    []float32
+	r89_s    []float64
+	r89_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -346,30 +346,30 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r58_s = st.buf[184:200]
-	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
-	st.r60_s = st.buf[224:240]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r62_s = st.buf[264:280]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r70_s = st.buf[304:320]
-	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r71_s = st.buf[344:360]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r76_s = st.buf[384:400]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
-	st.r77_n = st.buf[424:560]
-	st.r77_mean = st.buf[568:704]
-	st.r77_m2 = st.buf[712:848]
-	st.r78_n = st.buf[856:992]
-	st.r78_mean = st.buf[1000:1136]
-	st.r78_m2 = st.buf[1144:1280]
-	st.r84_s = st.buf[1288:1424]
-	st.r84_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
-	st.r86_s = st.buf[1512:1648]
+	st.r57_s = st.buf[184:200]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r59_s = st.buf[224:240]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
+	st.r61_s = st.buf[264:280]
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r69_s = st.buf[304:320]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r70_s = st.buf[344:360]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r75_s = st.buf[384:400]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r76_n = st.buf[424:560]
+	st.r76_mean = st.buf[568:704]
+	st.r76_m2 = st.buf[712:848]
+	st.r77_n = st.buf[856:992]
+	st.r77_mean = st.buf[1000:1136]
+	st.r77_m2 = st.buf[1144:1280]
+	st.r83_s = st.buf[1288:1424]
+	st.r83_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1432])), 136)
+	st.r85_s = st.buf[1512:1648]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1656])), 8)
-	st.r90_s = st.buf[1672:1688]
-	st.r90_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
+	st.r89_s = st.buf[1672:1688]
+	st.r89_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1696])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1712])), 8)
 	st.res = make([]float64, 128)
 	return st
@@ -423,7 +423,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	runtime.FinishMean(st.res[:1], st.r19_s, 8, 256.0)
 	s.s1 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
+	runtime.FinishStd(st.res[:1], st.r20_n, st.r20_mean, st.r20_m2, 8, 1)
 	s.s2 = float32(st.res[0])
 }
 
@@ -438,27 +438,27 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r58_s, 0)
-		runtime.Fill(st.r58_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r62_s, 0)
-		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r69_s, 0)
+		runtime.Fill(st.r69_p, 0)
 		runtime.Fill(st.r70_s, 0)
 		runtime.Fill(st.r70_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
+		runtime.Fill(st.r76_n, float64((hi-lo)*1))
+		runtime.Fill(st.r76_mean, 0)
+		runtime.Fill(st.r76_m2, 0)
 		runtime.Fill(st.r77_n, float64((hi-lo)*1))
 		runtime.Fill(st.r77_mean, 0)
 		runtime.Fill(st.r77_m2, 0)
-		runtime.Fill(st.r78_n, float64((hi-lo)*1))
-		runtime.Fill(st.r78_mean, 0)
-		runtime.Fill(st.r78_m2, 0)
-		runtime.Fill(st.r84_s, 0)
-		runtime.SetMask(st.r84_ok)
-		runtime.Fill(st.r86_s, 0)
+		runtime.Fill(st.r83_s, 0)
+		runtime.SetMask(st.r83_ok)
+		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
 	}
@@ -476,50 +476,50 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
 			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeVar(sts[0].r76_n, sts[0].r76_mean, sts[0].r76_m2, sts[c].r76_n, sts[c].r76_mean, sts[c].r76_m2)
 			runtime.MergeVar(sts[0].r77_n, sts[0].r77_mean, sts[0].r77_m2, sts[c].r77_n, sts[c].r77_mean, sts[c].r77_m2)
-			runtime.MergeVar(sts[0].r78_n, sts[0].r78_mean, sts[0].r78_m2, sts[c].r78_n, sts[c].r78_mean, sts[c].r78_m2)
-			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
-			runtime.MergeMask(sts[0].r84_ok, sts[c].r84_ok)
-			runtime.MergeSum(sts[0].r86_s, sts[c].r86_s)
+			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
+			runtime.MergeMask(sts[0].r83_ok, sts[c].r83_ok)
+			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r84_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r83_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r57_s, 8, 256.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r62_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r61_s, 8, 256.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 256.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r71_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 256.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r76_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r75_s, 8, 256.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r76_n, st.r76_mean, st.r76_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s3[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:128], st.r78_n, st.r78_mean, st.r78_m2, 1, 0)
+	runtime.FinishVar(st.res[:128], st.r77_n, st.r77_mean, st.r77_m2, 1, 0)
 	for k, v := range st.res[:128] {
 		s.s4[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r84_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r83_s, 1)
 	for k, v := range st.res[:128] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:128], st.r86_s, 1)
+	runtime.FinishSumLog(st.res[:128], st.r85_s, 1)
 	for k, v := range st.res[:128] {
 		s.s6[k] = float32(v)
 	}
@@ -537,8 +537,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r90_s, 0)
-		runtime.Fill(st.r90_p, 0)
+		runtime.Fill(st.r89_s, 0)
+		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
 		fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 	}
@@ -556,7 +556,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
+			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -565,7 +565,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r90_s, 8, 128.0)
+	runtime.FinishMean(st.res[:1], st.r89_s, 8, 128.0)
 	s.s7 = float32(st.res[0])
 }
 

@@ -89,7 +89,7 @@ blocks_2:
 	VADDPS  256(BX), Y2, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// var(advantage) over [N T]
+	// std(advantage) over [N T]
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
 	VPCMPEQD     lgc11<>+0(SB), Y1, Y1
@@ -416,12 +416,9 @@ TEXT ·pass1AVX2(SB), $392-96
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc15<>+0(SB), Y1
 
-	// std = sqrt(v20)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-
-	// v24 = max(std, 1e-06)
+	// v23 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -494,11 +491,11 @@ blocks_5:
 	XORQ         DI, DI
 	VBROADCASTSS (BX)(DI*4), Y2
 
-	// v22 = sub(gae, mean)
+	// v21 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y2
 	VMOVUPS (SP), Y3
 
-	// advantageNormalized = div(v22, v24)
+	// advantageNormalized = div(v21, v23)
 	VDIVPS  Y3, Y2, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
 	VMOVUPS Y0, 104(SP)
@@ -516,7 +513,7 @@ inner_A_6:
 	CMPQ   BX, $+2
 	JL     inner_A_6
 
-	// finish v28
+	// finish v27
 	VMOVUPS Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 	VMOVUPS lgc0<>+0(SB), Y2
@@ -528,10 +525,10 @@ inner_A_7:
 	VMOVUPS 40(SP)(DI*1), Y0
 	VMOVUPS 200(SP), Y3
 
-	// v30 = sub(logits, v28)
+	// v29 = sub(logits, v27)
 	VSUBPS Y3, Y0, Y0
 
-	// v31 = exp(v30)
+	// v30 = exp(v29)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
 	VMULPS       lgc19<>+0(SB), Y3, Y4
@@ -558,26 +555,26 @@ inner_A_7:
 	VMULPS       Y4, Y6, Y6
 	VMULPS       Y3, Y6, Y6
 
-	// sum(v31) over [A]
+	// sum(v30) over [A]
 	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v63 = max(v30, -3.4028235e+38) tie=first
+	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
-	// v64 = mul(v31, v63)
+	// v63 = mul(v30, v62)
 	VMULPS Y0, Y6, Y0
 
-	// sum(v64) over [A]
+	// sum(v63) over [A]
 	VADDPS Y2, Y0, Y2
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_7
 
-	// finish v32
+	// finish v31
 	VMOVUPS Y1, Y0
 
-	// v33 = log(v32)
+	// v32 = log(v31)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
@@ -662,7 +659,7 @@ wideindex_8:
 	VMOVUPS    232(SP), Y1
 
 indexdone_9:
-	// v35 = gather(logits, action) over A
+	// v34 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, DI
 	ADDQ       DI, BX
@@ -680,10 +677,10 @@ indexdone_9:
 	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
 
-	// v36 = sub(v35, v28)
+	// v35 = sub(v34, v27)
 	VSUBPS Y1, Y4, Y1
 
-	// logSoftmax = sub(v36, v33)
+	// logSoftmax = sub(v35, v32)
 	VSUBPS  Y5, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
@@ -692,11 +689,11 @@ indexdone_9:
 	VSUBPS  Y3, Y1, Y4
 	VMOVUPS lgc49<>+0(SB), Y6
 
-	// v42 = max(logWeight, -0.22314355) tie=first
+	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y7
 	VMOVUPS lgc50<>+0(SB), Y8
 
-	// logWeightClip = min(v42, 0.18232156) tie=first
+	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y5, 264(SP)
 	VMOVUPS Y0, 296(SP)
@@ -731,81 +728,81 @@ indexdone_9:
 	VMULPS       Y1, Y9, Y9
 	VMULPS       Y0, Y9, Y9
 
-	// v45 = gt(logWeight, 0.18232156)
+	// v44 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y8, Y4, Y0
 	VMOVUPS lgc52<>+0(SB), Y1
 
-	// v47 = min(ratio, 1.2000000078829447) tie=first
+	// v46 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y1, Y1
 
-	// v48 = where(v45, v47, ratio)
+	// v47 = where(v44, v46, ratio)
 	VBLENDVPS Y0, Y1, Y9, Y0
 
-	// v49 = lt(logWeight, -0.22314355)
+	// v48 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y6, Y4, Y1
 	VMOVUPS lgc53<>+0(SB), Y5
 
-	// v51 = max(ratio, 0.8000000028326788) tie=first
+	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y9, Y5, Y5
 
-	// v52 = where(v49, v51, ratio)
+	// v51 = where(v48, v50, ratio)
 	VBLENDVPS Y1, Y5, Y9, Y1
 	VMOVUPS   168(SP), Y5
 	VMOVUPS   lgc0<>+0(SB), Y6
 
-	// v54 = ge(advantageNormalized, 0)
+	// v53 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y6, Y5, Y6
 	VMOVUPS Y9, 360(SP)
 
-	// ratioClipped = where(v54, v48, v52)
+	// ratioClipped = where(v53, v47, v51)
 	VBLENDVPS Y6, Y0, Y1, Y0
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y0, Y5, Y0
 
-	// v57 = neg(gain)
+	// v56 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v57) over [N T]
+	// mean(v56) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v59 = ne(logWeightClip, logWeight)
+	// v58 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y7, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// mean(v59) over [N T]
+	// mean(v58) over [N T]
 	VADDPS  1984(BX), Y0, Y0
 	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 328(SP), Y0
 
-	// v61 = sub(sampleLogProb, logSoftmax)
+	// v60 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
-	// mean(v61) over [N T]
+	// mean(v60) over [N T]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 
-	// finish v65
+	// finish v64
 	VMOVUPS Y2, Y0
 	VMOVUPS 296(SP), Y1
 
-	// v66 = div(v65, v32)
+	// v65 = div(v64, v31)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 264(SP), Y1
 
-	// entropy = sub(v33, v66)
+	// entropy = sub(v32, v65)
 	VSUBPS Y0, Y1, Y0
 
-	// v69 = mul(-0.01, entropy)
+	// v68 = mul(-0.01, entropy)
 	VMULPS lgc55<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y0, Y0
 	VMOVUPS Y0, 2624(BX)
 
-	// mean(v69) over [N T]
+	// mean(v68) over [N T]
 	VADDPS  2944(BX), Y1, Y0
 	VMOVUPS Y0, 2944(BX)
 	VMOVUPS 136(SP), Y0
@@ -818,10 +815,10 @@ indexdone_9:
 	// l2 = mul(diff, diff)
 	VMULPS Y1, Y1, Y2
 
-	// v75 = mul(0.5, l2)
+	// v74 = mul(0.5, l2)
 	VMULPS lgc27<>+0(SB), Y2, Y2
 
-	// mean(v75) over [N T]
+	// mean(v74) over [N T]
 	VADDPS  3264(BX), Y2, Y2
 	VMOVUPS Y2, 3264(BX)
 
@@ -1527,29 +1524,29 @@ blocks_11:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v80 = add(targetVar, 1.1920929e-07)
+	// v79 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v81 = div(residVar, v80)
+	// v80 = div(residVar, v79)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v81)
+	// explainedVariance = sub(1, v80)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v87 = mul(2, logSumW)
+	// v86 = mul(2, logSumW)
 	VMULPS  lgc59<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v88 = sub(v87, logSumW2)
+	// v87 = sub(v86, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v88)
+	// essCol = exp(v87)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
@@ -1663,7 +1660,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v90, 2)
+	// ess = div(v89, 2)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1757,7 +1754,7 @@ blocks_15:
 	VADDPS  256(BX), Y2, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// var(advantage) over [N T]
+	// std(advantage) over [N T]
 	VMOVQ        DX, X1
 	VPBROADCASTD X1, Y1
 	VPCMPEQD     lgc11<>+0(SB), Y1, Y1
@@ -1942,12 +1939,9 @@ TEXT ·fbPass1AVX2(SB), $840-112
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc15<>+0(SB), Y1
 
-	// std = sqrt(v20)
-	VSQRTPS Y0, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-
-	// v24 = max(std, 1e-06)
+	// v23 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -2020,11 +2014,11 @@ blocks_18:
 	XORQ         R8, R8
 	VBROADCASTSS (BX)(R8*4), Y2
 
-	// v22 = sub(gae, mean)
+	// v21 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y2
 	VMOVUPS (SP), Y3
 
-	// advantageNormalized = div(v22, v24)
+	// advantageNormalized = div(v21, v23)
 	VDIVPS  Y3, Y2, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
 	VMOVUPS Y0, 232(SP)
@@ -2042,7 +2036,7 @@ inner_A_19:
 	CMPQ   BX, $+2
 	JL     inner_A_19
 
-	// finish v28
+	// finish v27
 	VMOVUPS Y3, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 	VMOVUPS lgc0<>+0(SB), Y2
@@ -2054,10 +2048,10 @@ inner_A_20:
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y3
 
-	// v30 = sub(logits, v28)
+	// v29 = sub(logits, v27)
 	VSUBPS Y3, Y0, Y0
 
-	// v31 = exp(v30)
+	// v30 = exp(v29)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
 	VMULPS       lgc19<>+0(SB), Y3, Y4
@@ -2085,26 +2079,26 @@ inner_A_20:
 	VMULPS       Y3, Y6, Y6
 	VMOVUPS      Y6, 40(SP)(R8*1)
 
-	// sum(v31) over [A]
+	// sum(v30) over [A]
 	VADDPS  Y1, Y6, Y1
 	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v63 = max(v30, -3.4028235e+38) tie=first
+	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
 
-	// v64 = mul(v31, v63)
+	// v63 = mul(v30, v62)
 	VMULPS Y0, Y6, Y0
 
-	// sum(v64) over [A]
+	// sum(v63) over [A]
 	VADDPS Y2, Y0, Y2
 	INCQ   BX
 	CMPQ   BX, $+2
 	JL     inner_A_20
 
-	// finish v32
+	// finish v31
 	VMOVUPS Y1, Y0
 
-	// v33 = log(v32)
+	// v32 = log(v31)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
@@ -2189,7 +2183,7 @@ wideindex_21:
 	VMOVUPS    360(SP), Y1
 
 indexdone_22:
-	// v35 = gather(logits, action) over A
+	// v34 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, R8
 	ADDQ       R8, BX
@@ -2207,10 +2201,10 @@ indexdone_22:
 	VGATHERDPS Y3, (R8)(Y1*4), Y4
 	VMOVUPS    328(SP), Y1
 
-	// v36 = sub(v35, v28)
+	// v35 = sub(v34, v27)
 	VSUBPS Y1, Y4, Y1
 
-	// logSoftmax = sub(v36, v33)
+	// logSoftmax = sub(v35, v32)
 	VSUBPS  Y5, Y1, Y1
 	MOVQ    sampleLogProb+56(FP), BX
 	VMOVUPS (BX)(DI*4), Y3
@@ -2219,11 +2213,11 @@ indexdone_22:
 	VSUBPS  Y3, Y1, Y4
 	VMOVUPS lgc49<>+0(SB), Y6
 
-	// v42 = max(logWeight, -0.22314355) tie=first
+	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y7
 	VMOVUPS lgc50<>+0(SB), Y8
 
-	// logWeightClip = min(v42, 0.18232156) tie=first
+	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y5, 392(SP)
 	VMOVUPS Y0, 424(SP)
@@ -2258,83 +2252,83 @@ indexdone_22:
 	VMULPS       Y1, Y9, Y9
 	VMULPS       Y0, Y9, Y9
 
-	// v45 = gt(logWeight, 0.18232156)
+	// v44 = gt(logWeight, 0.18232156)
 	VCMPPS  $0x1e, Y8, Y4, Y0
 	VMOVUPS lgc52<>+0(SB), Y1
 
-	// v47 = min(ratio, 1.2000000078829447) tie=first
+	// v46 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS Y9, Y1, Y1
 
-	// v48 = where(v45, v47, ratio)
+	// v47 = where(v44, v46, ratio)
 	VBLENDVPS Y0, Y1, Y9, Y1
 
-	// v49 = lt(logWeight, -0.22314355)
+	// v48 = lt(logWeight, -0.22314355)
 	VCMPPS  $0x11, Y6, Y4, Y5
 	VMOVUPS lgc53<>+0(SB), Y6
 
-	// v51 = max(ratio, 0.8000000028326788) tie=first
+	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS  Y9, Y6, Y6
 	VMOVUPS Y0, 488(SP)
 
-	// v52 = where(v49, v51, ratio)
+	// v51 = where(v48, v50, ratio)
 	VBLENDVPS Y5, Y6, Y9, Y0
 	VMOVUPS   296(SP), Y6
 	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v54 = ge(advantageNormalized, 0)
+	// v53 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y8, Y6, Y8
 	VMOVUPS Y5, 520(SP)
 	VMOVUPS Y9, 552(SP)
 
-	// v55 = where(v54, v48, v52)
+	// v54 = where(v53, v47, v51)
 	VBLENDVPS Y8, Y1, Y0, Y0
 
-	// gain = mul(advantageNormalized, v55)
+	// gain = mul(advantageNormalized, v54)
 	VMULPS Y0, Y6, Y0
 
-	// v57 = neg(gain)
+	// v56 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v57) over [N T]
+	// mean(v56) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v59 = ne(logWeightClip, logWeight)
+	// v58 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y7, Y0
 	VANDPS lgc1<>+0(SB), Y0, Y0
 
-	// mean(v59) over [N T]
+	// mean(v58) over [N T]
 	VADDPS  1984(BX), Y0, Y0
 	VMOVUPS Y0, 1984(BX)
 	VMOVUPS 456(SP), Y0
 
-	// v61 = sub(sampleLogProb, logSoftmax)
+	// v60 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
 
-	// mean(v61) over [N T]
+	// mean(v60) over [N T]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
 
-	// finish v65
+	// finish v64
 	VMOVUPS Y2, Y0
 	VMOVUPS 424(SP), Y1
 
-	// v66 = div(v65, v32)
+	// v65 = div(v64, v31)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS 392(SP), Y1
 
-	// entropy = sub(v33, v66)
+	// entropy = sub(v32, v65)
 	VSUBPS Y0, Y1, Y1
 
-	// v69 = mul(-0.01, entropy)
+	// v68 = mul(-0.01, entropy)
 	VMULPS lgc55<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y1, Y1
 	VMOVUPS Y1, 2624(BX)
 
-	// mean(v69) over [N T]
+	// mean(v68) over [N T]
 	VADDPS  2944(BX), Y2, Y1
 	VMOVUPS Y1, 2944(BX)
 	VMOVUPS 264(SP), Y1
@@ -2347,10 +2341,10 @@ indexdone_22:
 	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// v75 = mul(0.5, l2)
+	// v74 = mul(0.5, l2)
 	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// mean(v75) over [N T]
+	// mean(v74) over [N T]
 	VADDPS  3264(BX), Y3, Y3
 	VMOVUPS Y3, 3264(BX)
 	VMOVUPS Y8, 584(SP)
@@ -2426,118 +2420,118 @@ indexdone_22:
 	VMOVUPD      Y1, 12128(BX)(R8*8)
 	VMOVUPS      648(SP), Y1
 
-	// v93 = mul(0.001953125, diff)
+	// v92 = mul(0.001953125, diff)
 	VMULPS lgc60<>+0(SB), Y1, Y1
 
-	// v94 = add(v93, v93)
+	// v93 = add(v92, v92)
 	VADDPS Y1, Y1, Y1
 
-	// gradStateValue = neg(v94)
+	// gradStateValue = neg(v93)
 	VXORPS  lgc54<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 424(SP), Y3
 
-	// v98 = div(3.90625e-05, v32)
+	// v97 = div(3.90625e-05, v31)
 	VDIVPS  Y3, Y2, Y2
 	VMOVUPS 616(SP), Y4
 
-	// v99 = div(v66, v32)
+	// v98 = div(v65, v31)
 	VDIVPS Y3, Y4, Y4
 
-	// v100 = mul(-3.90625e-05, v99)
+	// v99 = mul(-3.90625e-05, v98)
 	VMULPS  lgc62<>+0(SB), Y4, Y4
 	VMOVUPS 296(SP), Y5
 
-	// v108 = mul(-0.00390625, advantageNormalized)
+	// v107 = mul(-0.00390625, advantageNormalized)
 	VMULPS  lgc63<>+0(SB), Y5, Y5
 	VMOVUPS 584(SP), Y6
 	VMOVUPS lgc0<>+0(SB), Y7
 	VCMPPS  $0x04, Y7, Y6, Y7
 
-	// v109 = where(v54, v108, 0)
+	// v108 = where(v53, v107, 0)
 	VANDPS Y5, Y7, Y6
 
-	// v110 = where(v54, 0, v108)
+	// v109 = where(v53, 0, v107)
 	VANDNPS Y5, Y7, Y5
 	VMOVUPS 520(SP), Y7
 	VMOVUPS lgc0<>+0(SB), Y8
 	VCMPPS  $0x04, Y8, Y7, Y8
 
-	// v111 = where(v49, v110, 0)
+	// v110 = where(v48, v109, 0)
 	VANDPS Y5, Y8, Y7
 
-	// v112 = where(v49, 0, v110)
+	// v111 = where(v48, 0, v109)
 	VANDNPS Y5, Y8, Y5
 	VMOVUPS lgc53<>+0(SB), Y8
 
-	// v113 = ge(ratio, 0.8000000028326788)
+	// v112 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y8, Y0, Y8
 
-	// v114 = ne(ratio, ratio)
+	// v113 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y0, Y0, Y9
 	VMOVUPS Y1, 680(SP)
 
-	// v115 = max(v113, v114)
+	// v114 = max(v112, v113)
 	VORPS   Y8, Y9, Y1
 	VMOVUPS Y2, 712(SP)
 
-	// v116 = where(v115, v111, 0)
+	// v115 = where(v114, v110, 0)
 	VANDPS Y7, Y1, Y1
 
-	// v117 = add(v112, v116)
+	// v116 = add(v111, v115)
 	VADDPS  Y1, Y5, Y1
 	VMOVUPS 488(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y2, Y5
 
-	// v118 = where(v45, v109, 0)
+	// v117 = where(v44, v108, 0)
 	VANDPS Y6, Y5, Y2
 
-	// v119 = where(v45, 0, v109)
+	// v118 = where(v44, 0, v108)
 	VANDNPS Y6, Y5, Y5
 
-	// v120 = add(v117, v119)
+	// v119 = add(v116, v118)
 	VADDPS  Y5, Y1, Y1
 	VMOVUPS lgc52<>+0(SB), Y5
 
-	// v121 = le(ratio, 1.2000000078829447)
+	// v120 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y0, Y5
 
-	// v122 = max(v121, v114)
+	// v121 = max(v120, v113)
 	VORPS Y5, Y9, Y5
 
-	// v123 = where(v122, v118, 0)
+	// v122 = where(v121, v117, 0)
 	VANDPS Y2, Y5, Y2
 
-	// v124 = add(v120, v123)
+	// v123 = add(v119, v122)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v125 = ne(v124, 0)
+	// v124 = ne(v123, 0)
 	VCMPPS $0x04, Y2, Y1, Y5
 
-	// v126 = mul(v124, ratio)
+	// v125 = mul(v123, ratio)
 	VMULPS Y0, Y1, Y0
 
-	// v127 = where(v125, v126, v124)
+	// v126 = where(v124, v125, v123)
 	VBLENDVPS Y5, Y0, Y1, Y0
 
-	// v128 = neg(v127)
+	// v127 = neg(v126)
 	VXORPS lgc54<>+0(SB), Y0, Y1
 
-	// v129 = add(-3.90625e-05, v128)
+	// v128 = add(-3.90625e-05, v127)
 	VADDPS lgc62<>+0(SB), Y1, Y1
 
-	// v133 = ne(v129, 0)
+	// v132 = ne(v128, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 
-	// v134 = div(v129, v32)
+	// v133 = div(v128, v31)
 	VDIVPS Y3, Y1, Y3
 
-	// v135 = where(v133, v134, v129)
+	// v134 = where(v132, v133, v128)
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// v136 = add(v100, v135)
+	// v135 = add(v99, v134)
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS Y0, 744(SP)
 	VMOVUPS Y1, 776(SP)
@@ -2548,31 +2542,31 @@ inner_A_23:
 	VMOVUPS 104(SP)(R8*1), Y0
 	VMOVUPS 328(SP), Y1
 
-	// v30 = sub(logits, v28)
+	// v29 = sub(logits, v27)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS lgc29<>+0(SB), Y1
 
-	// v63 = max(v30, -3.4028235e+38) tie=first
+	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
 	VMOVUPS 712(SP), Y3
 
-	// v101 = mul(v98, v63)
+	// v100 = mul(v97, v62)
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS 40(SP)(R8*1), Y4
 
-	// v102 = mul(v98, v31)
+	// v101 = mul(v97, v30)
 	VMULPS Y4, Y3, Y3
 
-	// v103 = ge(v30, -3.4028235e+38)
+	// v102 = ge(v29, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
 
-	// v104 = ne(v30, v30)
+	// v103 = ne(v29, v29)
 	VCMPPS $0x04, Y0, Y0, Y0
 
-	// v105 = max(v103, v104)
+	// v104 = max(v102, v103)
 	VORPS Y1, Y0, Y0
 
-	// v106 = where(v105, v102, 0)
+	// v105 = where(v104, v101, 0)
 	VANDPS       Y3, Y0, Y0
 	MOVQ         BX, R9
 	VMOVD        R9, X1
@@ -2623,24 +2617,24 @@ wideindex_24:
 	VMOVUPS    808(SP), Y3
 
 indexdone_25:
-	// v131 = eq(v130, action)
+	// v130 = eq(v129, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
 	VMOVUPS 744(SP), Y3
 
-	// v132 = where(v131, v127, 0)
+	// v131 = where(v130, v126, 0)
 	VANDPS  Y3, Y1, Y1
 	VMOVUPS 776(SP), Y3
 
-	// v137 = add(v101, v136)
+	// v136 = add(v100, v135)
 	VADDPS Y3, Y2, Y2
 
-	// v138 = mul(v137, v31)
+	// v137 = mul(v136, v30)
 	VMULPS Y4, Y2, Y2
 
-	// v139 = add(v106, v138)
+	// v138 = add(v105, v137)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogits = add(v132, v139)
+	// gradLogits = add(v131, v138)
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits
@@ -2942,29 +2936,29 @@ blocks_27:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v80 = add(targetVar, 1.1920929e-07)
+	// v79 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v81 = div(residVar, v80)
+	// v80 = div(residVar, v79)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// explainedVariance = sub(1, v81)
+	// explainedVariance = sub(1, v80)
 	VSUBPS  Y1, Y2, Y1
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v87 = mul(2, logSumW)
+	// v86 = mul(2, logSumW)
 	VMULPS  lgc59<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v88 = sub(v87, logSumW2)
+	// v87 = sub(v86, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v88)
+	// essCol = exp(v87)
 	VMOVUPS      lgc18<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc51<>+0(SB), Y3
@@ -3058,7 +3052,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc59<>+0(SB), Y1
 
-	// ess = div(v90, 2)
+	// ess = div(v89, 2)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess

@@ -13,12 +13,12 @@ import (
 type scratch struct {
 	s0        []float32           // gae = scan(delta, discount) over T reverse [N=2 T=128]
 	s1        float32             // mean = mean(gae) over N,T
-	s2        float32             // v20 = var(gae) over N,T correction=1
+	s2        float32             // std = std(gae) over N,T correction=1
 	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
 	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
 	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
-	s6        []float32           // logSumW2 = logsumexp(v85) over N [T=128]
-	s7        float32             // v90 = mean(essCol) over T
+	s6        []float32           // logSumW2 = logsumexp(v84) over N [T=128]
+	s7        float32             // v89 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -37,14 +37,14 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	mean  runtime.Mean    // mean = mean(gae) over N,T
-	acc20 runtime.Welford // v20 = var(gae) over N,T correction=1
+	mean runtime.Mean    // mean = mean(gae) over N,T
+	std  runtime.Welford // std = std(gae) over N,T correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc20, b.acc20)
+	mergeStd(&a.std, b.std)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of N, its reduction states into st.
@@ -53,7 +53,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
 	mean := runtime.Mean{}
-	acc20 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
@@ -73,11 +73,11 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			gaeCarry = gae
 			s.s0[iN*128+iT] = gae
 			mean.Add(float64(gae))
-			acc20.Add(float64(gae))
+			std.Add(float64(gae))
 		}
 	}
 	st.mean = mean
-	st.acc20 = acc20
+	st.std = std
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
@@ -97,7 +97,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	s.s1 = float32(st.mean.Result())
-	s.s2 = float32(st.acc20.Var(1))
+	s.s2 = float32(math.Sqrt(st.std.Var(1)))
 }
 
 // pass1GoChunks is how many chunks of rows of N pass1Go runs as, concurrently, each with its own
@@ -108,16 +108,16 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of N.
 type pass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v59) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v61) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v56) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v58) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v60) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v69) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v75) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v68) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v74) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v85) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v84) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -144,14 +144,14 @@ func (a *pass1GoStates) merge(b *pass1GoStates) {
 
 // pass1GoChunk runs pass1Go over indices [lo, hi) of N, its reduction states into st.
 func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1GoStates, lo, hi int) {
-	c23 := float32(1e-06)
-	c27 := float32(-3.4028235e+38)
-	c40 := float32(-0.22314355)
-	c41 := float32(0.18232156)
-	c46 := float32(1.2)
-	c50 := float32(0.8)
+	c22 := float32(1e-06)
+	c26 := float32(-3.4028235e+38)
+	c39 := float32(-0.22314355)
+	c40 := float32(0.18232156)
+	c45 := float32(1.2)
+	c49 := float32(0.8)
 	zero := float32(0)
-	c68 := float32(-0.01)
+	c67 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
 	lossObjective := runtime.Mean{}
@@ -180,69 +180,68 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 			out.Advantage[iN*128+iT] = gae
 			out.ValueTarget[iN*128+iT] = valueTarget
 			mean := s.s1
-			v20 := s.s2
-			std := float32(math.Sqrt(float64(v20)))
-			v22 := gae - mean
-			v24 := max(std, c23)
-			advantageNormalized := v22 / v24
-			acc28 := math.Inf(-1)
+			std := s.s2
+			v21 := gae - mean
+			v23 := max(std, c22)
+			advantageNormalized := v21 / v23
+			acc27 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(logits))
+				acc27 = runtime.Max(acc27, float64(logits))
 			}
-			v28 := float32(acc28)
-			acc32 := 0.0
-			acc65 := 0.0
+			v27 := float32(acc27)
+			acc31 := 0.0
+			acc64 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
-				v30 := logits - v28
-				v31 := float32(math.Exp(float64(v30)))
-				acc32 += float64(v31)
-				v63 := max(v30, c27)
-				v64 := float32(v31 * v63)
-				acc65 += float64(v64)
+				v29 := logits - v27
+				v30 := float32(math.Exp(float64(v29)))
+				acc31 += float64(v30)
+				v62 := max(v29, c26)
+				v63 := float32(v30 * v62)
+				acc64 += float64(v63)
 			}
-			v32 := float32(acc32)
-			v33 := float32(math.Log(float64(v32)))
+			v31 := float32(acc31)
+			v32 := float32(math.Log(float64(v31)))
 			action := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(action))]
-			v36 := v35 - v28
-			logSoftmax := v36 - v33
+			v34 := in.Logits[iN*256+iT*2+(int(action))]
+			v35 := v34 - v27
+			logSoftmax := v35 - v32
 			sampleLogProb := in.SampleLogProb[iN*128+iT]
 			logWeight := logSoftmax - sampleLogProb
-			v42 := max(logWeight, c40)
-			logWeightClip := min(v42, c41)
+			v41 := max(logWeight, c39)
+			logWeightClip := min(v41, c40)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v45 := b2f(logWeight > c41)
-			v47 := min(ratio, c46)
-			v48 := sel(v45, v47, ratio)
-			v49 := b2f(logWeight < c40)
-			v51 := max(ratio, c50)
-			v52 := sel(v49, v51, ratio)
-			v54 := b2f(advantageNormalized >= zero)
-			ratioClipped := sel(v54, v48, v52)
+			v44 := b2f(logWeight > c40)
+			v46 := min(ratio, c45)
+			v47 := sel(v44, v46, ratio)
+			v48 := b2f(logWeight < c39)
+			v50 := max(ratio, c49)
+			v51 := sel(v48, v50, ratio)
+			v53 := b2f(advantageNormalized >= zero)
+			ratioClipped := sel(v53, v47, v51)
 			gain := float32(advantageNormalized * ratioClipped)
-			v57 := -gain
-			lossObjective.Add(float64(v57))
-			v59 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v59))
-			v61 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v61))
-			v65 := float32(acc65)
-			v66 := v65 / v32
-			entropy := v33 - v66
-			v69 := float32(c68 * entropy)
+			v56 := -gain
+			lossObjective.Add(float64(v56))
+			v58 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v58))
+			v60 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v60))
+			v64 := float32(acc64)
+			v65 := v64 / v31
+			entropy := v32 - v65
+			v68 := float32(c67 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v69))
+			lossEntropy.Add(float64(v68))
 			diff := valueTarget - stateValue
 			l2 := float32(diff * diff)
-			v75 := float32(half * l2)
-			lossCritic.Add(float64(v75))
+			v74 := float32(half * l2)
+			lossCritic.Add(float64(v74))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v85 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v85))
+			v84 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v84))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -307,35 +306,35 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of T.
 type pass2GoStates struct {
-	acc90 runtime.Mean // v90 = mean(essCol) over T
+	acc89 runtime.Mean // v89 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
-	mergeMean(&a.acc90, b.acc90)
+	mergeMean(&a.acc89, b.acc89)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of T, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	one := float32(1)
-	c79 := float32(1.1920929e-07)
+	c78 := float32(1.1920929e-07)
 	two := float32(2)
-	acc90 := runtime.Mean{}
+	acc89 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s3[iT]
 		targetVar := s.s4[iT]
-		v80 := targetVar + c79
-		v81 := residVar / v80
-		explainedVariance := one - v81
+		v79 := targetVar + c78
+		v80 := residVar / v79
+		explainedVariance := one - v80
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s5[iT]
 		logSumW2 := s.s6[iT]
-		v87 := float32(two * logSumW)
-		v88 := v87 - logSumW2
-		essCol := float32(math.Exp(float64(v88)))
-		acc90.Add(float64(essCol))
+		v86 := float32(two * logSumW)
+		v87 := v86 - logSumW2
+		essCol := float32(math.Exp(float64(v87)))
+		acc89.Add(float64(essCol))
 	}
-	st.acc90 = acc90
+	st.acc89 = acc89
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [T=128], in
@@ -354,14 +353,14 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s7 = float32(st.acc90.Result())
+	s.s7 = float32(st.acc89.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	two := float32(2)
-	v90 := s.s7
-	ess := v90 / two
+	v89 := s.s7
+	ess := v89 / two
 	out.ESS = ess
 }
 
@@ -370,12 +369,12 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 type fbScratch struct {
 	s0        []float32           // gae = scan(delta, discount) over T reverse [N=2 T=128]
 	s1        float32             // mean = mean(gae) over N,T
-	s2        float32             // v20 = var(gae) over N,T correction=1
+	s2        float32             // std = std(gae) over N,T correction=1
 	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
 	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
 	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
-	s6        []float32           // logSumW2 = logsumexp(v85) over N [T=128]
-	s7        float32             // v90 = mean(essCol) over T
+	s6        []float32           // logSumW2 = logsumexp(v84) over N [T=128]
+	s7        float32             // v89 = mean(essCol) over T
 	residVar  []runtime.Welford   // accumulators of residVar
 	targetVar []runtime.Welford   // accumulators of targetVar
 	logSumW   []runtime.LogSumExp // accumulators of logSumW
@@ -394,14 +393,14 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	mean  runtime.Mean    // mean = mean(gae) over N,T
-	acc20 runtime.Welford // v20 = var(gae) over N,T correction=1
+	mean runtime.Mean    // mean = mean(gae) over N,T
+	std  runtime.Welford // std = std(gae) over N,T correction=1
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass0GoStates) merge(b *fbPass0GoStates) {
 	mergeMean(&a.mean, b.mean)
-	mergeVar(&a.acc20, b.acc20)
+	mergeStd(&a.std, b.std)
 }
 
 // fbPass0GoChunk runs fbPass0Go over indices [lo, hi) of N, its reduction states into st.
@@ -410,7 +409,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c8 := float32(0.99)
 	c13 := float32(0.9405)
 	mean := runtime.Mean{}
-	acc20 := runtime.Welford{}
+	std := runtime.Welford{}
 	for iN := lo; iN < hi; iN++ {
 		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
@@ -430,11 +429,11 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			gaeCarry = gae
 			s.s0[iN*128+iT] = gae
 			mean.Add(float64(gae))
-			acc20.Add(float64(gae))
+			std.Add(float64(gae))
 		}
 	}
 	st.mean = mean
-	st.acc20 = acc20
+	st.std = std
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
@@ -454,7 +453,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	s.s1 = float32(st.mean.Result())
-	s.s2 = float32(st.acc20.Var(1))
+	s.s2 = float32(math.Sqrt(st.std.Var(1)))
 }
 
 // fbPass1GoChunks is how many chunks of rows of N fbPass1Go runs as, concurrently, each with its
@@ -465,16 +464,16 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of N.
 type fbPass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v59) over N,T
-	klApprox      runtime.Mean        // klApprox = mean(v61) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v56) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v58) over N,T
+	klApprox      runtime.Mean        // klApprox = mean(v60) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
-	lossEntropy   runtime.Mean        // lossEntropy = mean(v69) over N,T
-	lossCritic    runtime.Mean        // lossCritic = mean(v75) over N,T
+	lossEntropy   runtime.Mean        // lossEntropy = mean(v68) over N,T
+	lossCritic    runtime.Mean        // lossCritic = mean(v74) over N,T
 	residVar      []runtime.Welford   // residVar = var(diff) over N correction=0
 	targetVar     []runtime.Welford   // targetVar = var(valueTarget) over N correction=0
 	logSumW       []runtime.LogSumExp // logSumW = logsumexp(logWeight) over N
-	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v85) over N
+	logSumW2      []runtime.LogSumExp // logSumW2 = logsumexp(v84) over N
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -501,20 +500,20 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of N, its reduction states into st.
 func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass1GoStates, lo, hi int) {
-	c23 := float32(1e-06)
-	c27 := float32(-3.4028235e+38)
-	c40 := float32(-0.22314355)
-	c41 := float32(0.18232156)
-	c46 := float32(1.2)
-	c50 := float32(0.8)
+	c22 := float32(1e-06)
+	c26 := float32(-3.4028235e+38)
+	c39 := float32(-0.22314355)
+	c40 := float32(0.18232156)
+	c45 := float32(1.2)
+	c49 := float32(0.8)
 	zero := float32(0)
-	c68 := float32(-0.01)
+	c67 := float32(-0.01)
 	half := float32(0.5)
 	two := float32(2)
-	c92 := float32(0.001953125)
-	c96 := float32(-3.90625e-05)
-	c97 := float32(3.90625e-05)
-	c107 := float32(-0.00390625)
+	c91 := float32(0.001953125)
+	c95 := float32(-3.90625e-05)
+	c96 := float32(3.90625e-05)
+	c106 := float32(-0.00390625)
 	lossObjective := runtime.Mean{}
 	clipFraction := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -541,120 +540,119 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			out.Advantage[iN*128+iT] = gae
 			out.ValueTarget[iN*128+iT] = valueTarget
 			mean := s.s1
-			v20 := s.s2
-			std := float32(math.Sqrt(float64(v20)))
-			v22 := gae - mean
-			v24 := max(std, c23)
-			advantageNormalized := v22 / v24
-			acc28 := math.Inf(-1)
+			std := s.s2
+			v21 := gae - mean
+			v23 := max(std, c22)
+			advantageNormalized := v21 / v23
+			acc27 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(logits))
+				acc27 = runtime.Max(acc27, float64(logits))
 			}
-			v28 := float32(acc28)
-			acc32 := 0.0
-			acc65 := 0.0
+			v27 := float32(acc27)
+			acc31 := 0.0
+			acc64 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
-				v30 := logits - v28
-				v31 := float32(math.Exp(float64(v30)))
-				acc32 += float64(v31)
-				v63 := max(v30, c27)
-				v64 := float32(v31 * v63)
-				acc65 += float64(v64)
+				v29 := logits - v27
+				v30 := float32(math.Exp(float64(v29)))
+				acc31 += float64(v30)
+				v62 := max(v29, c26)
+				v63 := float32(v30 * v62)
+				acc64 += float64(v63)
 			}
-			v32 := float32(acc32)
-			v33 := float32(math.Log(float64(v32)))
+			v31 := float32(acc31)
+			v32 := float32(math.Log(float64(v31)))
 			action := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(action))]
-			v36 := v35 - v28
-			logSoftmax := v36 - v33
+			v34 := in.Logits[iN*256+iT*2+(int(action))]
+			v35 := v34 - v27
+			logSoftmax := v35 - v32
 			sampleLogProb := in.SampleLogProb[iN*128+iT]
 			logWeight := logSoftmax - sampleLogProb
-			v42 := max(logWeight, c40)
-			logWeightClip := min(v42, c41)
+			v41 := max(logWeight, c39)
+			logWeightClip := min(v41, c40)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v45 := b2f(logWeight > c41)
-			v47 := min(ratio, c46)
-			v48 := sel(v45, v47, ratio)
-			v49 := b2f(logWeight < c40)
-			v51 := max(ratio, c50)
-			v52 := sel(v49, v51, ratio)
-			v54 := b2f(advantageNormalized >= zero)
-			v55 := sel(v54, v48, v52)
-			gain := float32(advantageNormalized * v55)
-			v57 := -gain
-			lossObjective.Add(float64(v57))
-			v59 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v59))
-			v61 := sampleLogProb - logSoftmax
-			klApprox.Add(float64(v61))
-			v65 := float32(acc65)
-			v66 := v65 / v32
-			entropy := v33 - v66
-			v69 := float32(c68 * entropy)
+			v44 := b2f(logWeight > c40)
+			v46 := min(ratio, c45)
+			v47 := sel(v44, v46, ratio)
+			v48 := b2f(logWeight < c39)
+			v50 := max(ratio, c49)
+			v51 := sel(v48, v50, ratio)
+			v53 := b2f(advantageNormalized >= zero)
+			v54 := sel(v53, v47, v51)
+			gain := float32(advantageNormalized * v54)
+			v56 := -gain
+			lossObjective.Add(float64(v56))
+			v58 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v58))
+			v60 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v60))
+			v64 := float32(acc64)
+			v65 := v64 / v31
+			entropy := v32 - v65
+			v68 := float32(c67 * entropy)
 			meanEntropy.Add(float64(entropy))
-			lossEntropy.Add(float64(v69))
+			lossEntropy.Add(float64(v68))
 			diff := valueTarget - stateValue
 			l2 := float32(diff * diff)
-			v75 := float32(half * l2)
-			lossCritic.Add(float64(v75))
+			v74 := float32(half * l2)
+			lossCritic.Add(float64(v74))
 			st.residVar[iT].Add(float64(diff))
 			st.targetVar[iT].Add(float64(valueTarget))
 			st.logSumW[iT].Add(float64(logWeight))
-			v85 := float32(two * logWeight)
-			st.logSumW2[iT].Add(float64(v85))
-			v93 := float32(c92 * diff)
-			v94 := v93 + v93
-			gradStateValue := -v94
+			v84 := float32(two * logWeight)
+			st.logSumW2[iT].Add(float64(v84))
+			v92 := float32(c91 * diff)
+			v93 := v92 + v92
+			gradStateValue := -v93
 			grads.StateValue[iN*128+iT] = gradStateValue
-			v98 := c97 / v32
-			v99 := v66 / v32
-			v100 := float32(c96 * v99)
-			v108 := float32(c107 * advantageNormalized)
-			v109 := sel(v54, v108, zero)
-			v110 := sel(v54, zero, v108)
-			v111 := sel(v49, v110, zero)
-			v112 := sel(v49, zero, v110)
-			v113 := b2f(ratio >= c50)
-			v114 := b2f(ratio != ratio)
-			v115 := max(v113, v114)
-			v116 := sel(v115, v111, zero)
-			v117 := v112 + v116
-			v118 := sel(v45, v109, zero)
-			v119 := sel(v45, zero, v109)
-			v120 := v117 + v119
-			v121 := b2f(ratio <= c46)
-			v122 := max(v121, v114)
-			v123 := sel(v122, v118, zero)
-			v124 := v120 + v123
-			v125 := b2f(v124 != zero)
-			v126 := float32(v124 * ratio)
-			v127 := sel(v125, v126, v124)
-			v128 := -v127
-			v129 := c96 + v128
-			v133 := b2f(v129 != zero)
-			v134 := v129 / v32
-			v135 := sel(v133, v134, v129)
-			v136 := v100 + v135
+			v97 := c96 / v31
+			v98 := v65 / v31
+			v99 := float32(c95 * v98)
+			v107 := float32(c106 * advantageNormalized)
+			v108 := sel(v53, v107, zero)
+			v109 := sel(v53, zero, v107)
+			v110 := sel(v48, v109, zero)
+			v111 := sel(v48, zero, v109)
+			v112 := b2f(ratio >= c49)
+			v113 := b2f(ratio != ratio)
+			v114 := max(v112, v113)
+			v115 := sel(v114, v110, zero)
+			v116 := v111 + v115
+			v117 := sel(v44, v108, zero)
+			v118 := sel(v44, zero, v108)
+			v119 := v116 + v118
+			v120 := b2f(ratio <= c45)
+			v121 := max(v120, v113)
+			v122 := sel(v121, v117, zero)
+			v123 := v119 + v122
+			v124 := b2f(v123 != zero)
+			v125 := float32(v123 * ratio)
+			v126 := sel(v124, v125, v123)
+			v127 := -v126
+			v128 := c95 + v127
+			v132 := b2f(v128 != zero)
+			v133 := v128 / v31
+			v134 := sel(v132, v133, v128)
+			v135 := v99 + v134
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
-				v30 := logits - v28
-				v31 := float32(math.Exp(float64(v30)))
-				v63 := max(v30, c27)
-				v101 := float32(v98 * v63)
-				v102 := float32(v98 * v31)
-				v103 := b2f(v30 >= c27)
-				v104 := b2f(v30 != v30)
-				v105 := max(v103, v104)
-				v106 := sel(v105, v102, zero)
-				v130 := float32(iA)
-				v131 := b2f(v130 == action)
-				v132 := sel(v131, v127, zero)
-				v137 := v101 + v136
-				v138 := float32(v137 * v31)
-				v139 := v106 + v138
-				gradLogits := v132 + v139
+				v29 := logits - v27
+				v30 := float32(math.Exp(float64(v29)))
+				v62 := max(v29, c26)
+				v100 := float32(v97 * v62)
+				v101 := float32(v97 * v30)
+				v102 := b2f(v29 >= c26)
+				v103 := b2f(v29 != v29)
+				v104 := max(v102, v103)
+				v105 := sel(v104, v101, zero)
+				v129 := float32(iA)
+				v130 := b2f(v129 == action)
+				v131 := sel(v130, v126, zero)
+				v136 := v100 + v135
+				v137 := float32(v136 * v30)
+				v138 := v105 + v137
+				gradLogits := v131 + v138
 				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}
@@ -721,35 +719,35 @@ var fbPass2GoChunks = 1
 
 // fbPass2GoStates are the reduction states of fbPass2Go over one chunk of T.
 type fbPass2GoStates struct {
-	acc90 runtime.Mean // v90 = mean(essCol) over T
+	acc89 runtime.Mean // v89 = mean(essCol) over T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass2GoStates) merge(b *fbPass2GoStates) {
-	mergeMean(&a.acc90, b.acc90)
+	mergeMean(&a.acc89, b.acc89)
 }
 
 // fbPass2GoChunk runs fbPass2Go over indices [lo, hi) of T, its reduction states into st.
 func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass2GoStates, lo, hi int) {
 	one := float32(1)
-	c79 := float32(1.1920929e-07)
+	c78 := float32(1.1920929e-07)
 	two := float32(2)
-	acc90 := runtime.Mean{}
+	acc89 := runtime.Mean{}
 	for iT := lo; iT < hi; iT++ {
 		residVar := s.s3[iT]
 		targetVar := s.s4[iT]
-		v80 := targetVar + c79
-		v81 := residVar / v80
-		explainedVariance := one - v81
+		v79 := targetVar + c78
+		v80 := residVar / v79
+		explainedVariance := one - v80
 		out.ExplainedVariance[iT] = explainedVariance
 		logSumW := s.s5[iT]
 		logSumW2 := s.s6[iT]
-		v87 := float32(two * logSumW)
-		v88 := v87 - logSumW2
-		essCol := float32(math.Exp(float64(v88)))
-		acc90.Add(float64(essCol))
+		v86 := float32(two * logSumW)
+		v87 := v86 - logSumW2
+		essCol := float32(math.Exp(float64(v87)))
+		acc89.Add(float64(essCol))
 	}
-	st.acc90 = acc90
+	st.acc89 = acc89
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -768,14 +766,14 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s7 = float32(st.acc90.Result())
+	s.s7 = float32(st.acc89.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	two := float32(2)
-	v90 := s.s7
-	ess := v90 / two
+	v89 := s.s7
+	ess := v89 / two
 	out.ESS = ess
 }
 
@@ -794,6 +792,12 @@ func mergeLogsumexp(a *runtime.LogSumExp, b runtime.LogSumExp) {
 // mergeVar merges b, the state of the elements after a's, into a: var's merge (its description,
 // lossgen's ir.ReductionOf).
 func mergeVar(a *runtime.Welford, b runtime.Welford) {
+	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
+}
+
+// mergeStd merges b, the state of the elements after a's, into a: std's merge (its description,
+// lossgen's ir.ReductionOf).
+func mergeStd(a *runtime.Welford, b runtime.Welford) {
 	a.N, a.Mean, a.M2 = runtime.Sel(runtime.B2F(b.N == 0.0), a.N, runtime.Sel(runtime.B2F(a.N == 0.0), b.N, (a.N+b.N))), runtime.Sel(runtime.B2F(b.N == 0.0), a.Mean, runtime.Sel(runtime.B2F(a.N == 0.0), b.Mean, (a.Mean+(float64((b.Mean-a.Mean)*b.N)/(a.N+b.N))))), runtime.Sel(runtime.B2F(b.N == 0.0), a.M2, runtime.Sel(runtime.B2F(a.N == 0.0), b.M2, ((a.M2+b.M2)+(float64(float64(float64((b.Mean-a.Mean)*(b.Mean-a.Mean))*a.N)*b.N)/(a.N+b.N)))))
 }
 
