@@ -184,15 +184,22 @@ func foldedArgs(n *ir.Node) []*ir.Node {
 	return n.Args
 }
 
-// constSide finds a min/max whose one argument is a scalar constant other than ±0 and NaN;
-// it returns the positions of the variable and the constant.
+// constSide finds a min/max whose one argument is a number other than ±0 and NaN in every
+// lane (nonzeroNumbers); it returns the positions of the variable and that argument.
 func constSide(n *ir.Node) (v, k int, ok bool) {
 	for i, x := range n.Args {
-		if x.IsScalarConst() && x.Value[0] != 0 && x.Value[0] == x.Value[0] {
+		if nonzeroNumbers(x) {
 			return 1 - i, i, true
 		}
 	}
 	return 0, 0, false
+}
+
+// nonzeroNumbers reports whether every value of x is a number other than ±0 and NaN: a
+// scalar constant, or a where choosing between two (ClipPPO's bound, e^hi or +inf).
+func nonzeroNumbers(x *ir.Node) bool {
+	k := func(x *ir.Node) bool { return x.IsScalarConst() && x.Value[0] != 0 && x.Value[0] == x.Value[0] }
+	return k(x) || x.Op == ir.OpWhere && k(x.Args[1]) && k(x.Args[2])
 }
 
 // minmax is z = min/max(k, v) returning v when either is NaN (Go syntax puts Intel's second

@@ -23,6 +23,7 @@ type Lowerer struct {
 	inputs  map[string]string   // data name -> logical key of the input declared under it
 	read    map[string]bool     // logical keys read from the data
 	written map[string]bool     // logical keys written by a stage
+	cut     bool                // an estimator's recursion is cut at done steps (cutAtDone: keys.mask mapped)
 	stage   *spec.Stage         // the stage being lowered
 	hypers  []Hyper
 	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
@@ -327,7 +328,12 @@ func (l *Lowerer) Log1p32(v float64) float64 {
 // tensor of the kernel has nor a parameter names (SAC's action_dim: D, read as D's size).
 func (l *Lowerer) warnUnused(g *ir.Graph) {
 	for _, k := range (registry{}).Keys() {
-		if l.S.KeyWritten(k) && !l.read[k] && !l.written[k] {
+		switch {
+		case !l.S.KeyWritten(k) || l.read[k] || l.written[k]:
+		case k == keyMask.Name && l.cut:
+			// Not ignored: the mapping cuts the estimator's recursion at done steps.
+			l.S.Warnf("keys."+k, "keys.%s is not read by this spec's %s (the kernel takes no mask), but with it mapped the estimator's recursion is cut at done steps: padding after a done step reaches no valid step, even NaN or ±inf (docs/SEMANTICS.md §11.18); without it, 0·NaN carries NaN back as in TorchRL", k, what(l.S))
+		default:
 			l.S.Warnf("keys."+k, "keys.%s is neither read nor written by this spec's %s; it is ignored", k, what(l.S))
 		}
 	}

@@ -161,3 +161,16 @@ func TestGRPOKLToInferenceNull(t *testing.T) {
 	require.NotContains(t, outs(""), "loss_kl_to_inference")
 	require.Contains(t, outs(", kl_to_inference_coeff: 0.1"), "loss_kl_to_inference")
 }
+
+// A standalone estimator does not read keys.mask, but the mapping cuts its recursion at done
+// steps (the multi-agent review: the warning said the mask was ignored, yet removing it
+// changed the advantages): the warning says what it does; TD(0), which has no recursion,
+// ignores it.
+func TestMaskOnAStandaloneEstimatorWarnsWhatItDoes(t *testing.T) {
+	s, _ := lowerSrc(t, "package: p\ndims: {N: 1, T: 3}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nkeys: {mask: mask}\n")
+	require.Len(t, s.Warnings, 1)
+	require.Contains(t, s.Warnings[0].Msg, "keys.mask is not read by this spec's estimator gae (the kernel takes no mask), but with it mapped the estimator's recursion is cut at done steps")
+	s, _ = lowerSrc(t, "package: p\ndims: {N: 1, T: 3}\nbatch: [N, T]\nestimator: {type: td0, gamma: 0.99}\nkeys: {mask: mask}\n")
+	require.Len(t, s.Warnings, 1)
+	require.Contains(t, s.Warnings[0].Msg, "keys.mask is neither read nor written by this spec's estimator td0; it is ignored")
+}

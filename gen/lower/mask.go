@@ -13,7 +13,7 @@ import (
 // selects the valid entries, tensor[mask]). A mean over no valid element is 0.
 
 var keyMask = spec.KeyDef{Name: "mask", Kind: spec.BoolKey,
-	Doc:    "true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only",
+	Doc:    "true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements",
 	Sample: spec.Sample{Dist: "flag", P: 0.85, ExtremeRows: true}}
 
 // readMask reads keys.mask when the spec maps it, for the loss being lowered, and reports
@@ -32,7 +32,10 @@ func (l *Lowerer) readMask() {
 // cutAtDone reports whether an estimator's recursion cuts at a done step (ir.Node.Cut): in a
 // spec with a mask, where padding after a sequence's done step may hold anything (NaN, ±inf),
 // and 0·NaN would carry it into the valid steps before it.
-func (l *Lowerer) cutAtDone() bool { return l.Mapped("mask") }
+func (l *Lowerer) cutAtDone() bool {
+	l.cut = l.cut || l.Mapped("mask")
+	return l.Mapped("mask")
+}
 
 // selectValid is what a loss with a mask reads for a float or index key: the value where the
 // mask is true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0

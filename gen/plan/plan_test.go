@@ -160,7 +160,7 @@ func TestNormalizationIsABarrier(t *testing.T) {
 	var statsPass, lossPass int = -1, -1
 	for _, ps := range p.Passes {
 		for _, r := range ps.Reduces {
-			if r.Op == ir.OpVar && r.Args[0].Op == ir.OpInput && r.Args[0].Input.Name == "advantage" {
+			if r.Op == ir.OpStd && r.Args[0].Op == ir.OpInput && r.Args[0].Input.Name == "advantage" {
 				statsPass = ps.Index
 			}
 		}

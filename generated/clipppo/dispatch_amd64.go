@@ -28,8 +28,8 @@ type avxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r28_s    []float64
-	r28_p    []float32
+	r29_s    []float64
+	r29_p    []float32
 	r30_s    []float64
 	r30_p    []float32
 	r32_s    []float64
@@ -74,8 +74,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r28_s = st.buf[184:200]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r29_s = st.buf[184:200]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r30_s = st.buf[224:240]
 	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r32_s = st.buf[264:280]
@@ -173,8 +173,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r28_s, 0)
-		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r30_s, 0)
 		runtime.Fill(st.r30_p, 0)
 		runtime.Fill(st.r32_s, 0)
@@ -221,7 +221,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
 			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
 			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
@@ -241,7 +241,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
@@ -285,8 +285,8 @@ type fbAvxState struct {
 	r2_pm2   []float32
 	r2_pc    []float32
 	p0_ok    []float32
-	r28_s    []float64
-	r28_p    []float32
+	r29_s    []float64
+	r29_p    []float32
 	r30_s    []float64
 	r30_p    []float32
 	r32_s    []float64
@@ -331,8 +331,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r28_s = st.buf[184:200]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r29_s = st.buf[184:200]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r30_s = st.buf[224:240]
 	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r32_s = st.buf[264:280]
@@ -432,8 +432,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r28_s, 0)
-		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r30_s, 0)
 		runtime.Fill(st.r30_p, 0)
 		runtime.Fill(st.r32_s, 0)
@@ -480,7 +480,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
 			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
 			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
@@ -500,7 +500,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])

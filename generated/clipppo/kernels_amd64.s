@@ -253,7 +253,7 @@ GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $32-96
+TEXT ·pass1AVX2(SB), $64-96
 	// values every block reads alike, computed once
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
@@ -288,95 +288,90 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc7<>+0(SB), Y3
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y3, Y4
+	VMAXPS  Y3, Y4, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y6
-	VMAXPS       Y1, Y6, Y6
-	VMOVUPS      lgc10<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc11<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc14<>+0(SB), Y9
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y9
-	VMOVUPS      lgc16<>+0(SB), Y10
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc18<>+0(SB), Y10
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
-	VADDPS       lgc20<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc11<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc16<>+0(SB), Y9
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc20<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
-	// v15 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y5, Y1, Y5
+	// v15 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y4, Y4
+	VANDPS  lgc20<>+0(SB), Y4, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v17 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v18 = where(v15, 1.2000000078829447, +Inf)
+	VBLENDVPS Y4, Y6, Y7, Y6
+	VMOVUPS   lgc24<>+0(SB), Y7
+	VMOVUPS   lgc25<>+0(SB), Y9
 
-	// v18 = where(v15, v17, ratio)
-	VBLENDVPS Y5, Y6, Y9, Y5
+	// v21 = where(v15, 0.8000000028326788, -Inf)
+	VBLENDVPS Y4, Y7, Y9, Y4
+	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// v19 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y3, Y1, Y3
-	VMOVUPS lgc23<>+0(SB), Y6
+	// v23 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y7, Y0, Y7
+	VMOVUPS Y3, 32(SP)
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y6, Y6
+	// v24 = min(ratio, v18) tie=first
+	VMINPS Y8, Y6, Y3
 
-	// v22 = where(v19, v21, ratio)
-	VBLENDVPS Y3, Y6, Y9, Y3
-	VMOVUPS   lgc4<>+0(SB), Y6
+	// v25 = max(ratio, v21) tie=first
+	VMAXPS Y8, Y4, Y4
 
-	// v24 = ge(advantageNormalized, 0)
-	VCMPPS $0x1d, Y6, Y0, Y6
-
-	// ratioClipped = where(v24, v18, v22)
-	VBLENDVPS Y6, Y5, Y3, Y3
+	// ratioClipped = where(v23, v24, v25)
+	VBLENDVPS Y7, Y3, Y4, Y3
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y3, Y0, Y0
 
-	// v27 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y0, Y0
+	// v28 = neg(gain)
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
-	// mean(v27) over [B]
+	// mean(v28) over [B]
 	MOVQ    state+56(FP), DX
 	VADDPS  1664(DX), Y0, Y0
 	VMOVUPS Y0, 1664(DX)
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y4, Y0
-	VANDPS lgc20<>+0(SB), Y0, Y0
-
-	// mean(v29) over [B]
-	VADDPS  1984(DX), Y0, Y0
+	// mean(v15) over [B]
+	VADDPS  1984(DX), Y5, Y0
 	VMOVUPS Y0, 1984(DX)
-	MOVQ    logProb+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
 
 	// v31 = sub(sampleLogProb, logProb)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y2, Y0
 
 	// mean(v31) over [B]
 	VADDPS  2304(DX), Y0, Y0
@@ -385,107 +380,108 @@ blocks_4:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y0, Y2
+	VMULPS lgc27<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y0, Y0
 	VMOVUPS Y0, 2624(DX)
 
 	// mean(v35) over [B]
-	VADDPS  2944(DX), Y2, Y0
+	VADDPS  2944(DX), Y1, Y0
 	VMOVUPS Y0, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    stateValue+80(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y2, Y0, Y3
+	VSUBPS Y1, Y0, Y2
 
 	// l2 = mul(diff, diff)
-	VMULPS  Y3, Y3, Y4
+	VMULPS  Y2, Y2, Y3
 	MOVQ    oldStateValue+88(FP), SI
-	VMOVUPS (SI)(BX*4), Y5
+	VMOVUPS (SI)(BX*4), Y4
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS  Y5, Y2, Y2
-	VMOVUPS lgc26<>+0(SB), Y6
+	VSUBPS  Y4, Y1, Y1
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS  Y2, Y6, Y6
-	VMOVUPS lgc27<>+0(SB), Y7
+	VMAXPS  Y1, Y5, Y5
+	VMOVUPS lgc29<>+0(SB), Y6
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Y6, Y7, Y6
+	VMINPS Y5, Y6, Y5
 
 	// v48 = ne(v43, v47)
-	VCMPPS $0x04, Y6, Y2, Y2
-	VANDPS lgc20<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y5, Y1, Y1
+	VANDPS lgc20<>+0(SB), Y1, Y1
 
 	// mean(v48) over [B]
-	VADDPS  3264(DX), Y2, Y2
-	VMOVUPS Y2, 3264(DX)
+	VADDPS  3264(DX), Y1, Y1
+	VMOVUPS Y1, 3264(DX)
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Y6, Y5, Y2
+	VADDPS Y5, Y4, Y1
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Y2, Y0, Y2
+	VSUBPS Y1, Y0, Y1
 
 	// l22 = mul(diff2, diff2)
-	VMULPS Y2, Y2, Y2
+	VMULPS Y1, Y1, Y1
 
 	// v53 = max(l2, l22)
-	VXORPS lgc24<>+0(SB), Y4, Y4
-	VXORPS lgc24<>+0(SB), Y2, Y2
-	VMINPS Y4, Y2, Y5
-	VMINPS Y2, Y4, Y2
-	VORPS  Y5, Y2, Y2
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc26<>+0(SB), Y3, Y3
+	VXORPS lgc26<>+0(SB), Y1, Y1
+	VMINPS Y3, Y1, Y4
+	VMINPS Y1, Y3, Y1
+	VORPS  Y4, Y1, Y1
+	VXORPS lgc26<>+0(SB), Y1, Y1
 
 	// mean(v53) over [B]
-	VADDPS  3584(DX), Y2, Y2
-	VMOVUPS Y2, 3584(DX)
+	VADDPS  3584(DX), Y1, Y1
+	VMOVUPS Y1, 3584(DX)
 
 	// var(diff) over [B]
-	VMOVQ        CX, X2
-	VPBROADCASTD X2, Y2
-	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
-	VMOVUPS      4544(DX), Y4
-	VBLENDVPS    Y2, Y3, Y4, Y4
-	VMOVUPS      Y4, 4544(DX)
-	VSUBPS       Y4, Y3, Y2
-	VADDPS       4288(DX), Y2, Y3
-	VMOVUPS      Y3, 4288(DX)
-	VMOVUPS      4416(DX), Y3
-	VFMADD231PS  Y2, Y2, Y3
-	VMOVUPS      Y3, 4416(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      4544(DX), Y3
+	VBLENDVPS    Y1, Y2, Y3, Y3
+	VMOVUPS      Y3, 4544(DX)
+	VSUBPS       Y3, Y2, Y1
+	VADDPS       4288(DX), Y1, Y2
+	VMOVUPS      Y2, 4288(DX)
+	VMOVUPS      4416(DX), Y2
+	VFMADD231PS  Y1, Y1, Y2
+	VMOVUPS      Y2, 4416(DX)
 
 	// var(valueTarget) over [B]
-	VMOVQ        CX, X2
-	VPBROADCASTD X2, Y2
-	VPCMPEQD     lgc0<>+0(SB), Y2, Y2
-	VMOVUPS      5504(DX), Y3
-	VBLENDVPS    Y2, Y0, Y3, Y3
-	VMOVUPS      Y3, 5504(DX)
-	VSUBPS       Y3, Y0, Y0
-	VADDPS       5248(DX), Y0, Y2
-	VMOVUPS      Y2, 5248(DX)
-	VMOVUPS      5376(DX), Y2
-	VFMADD231PS  Y0, Y0, Y2
-	VMOVUPS      Y2, 5376(DX)
+	VMOVQ        CX, X1
+	VPBROADCASTD X1, Y1
+	VPCMPEQD     lgc0<>+0(SB), Y1, Y1
+	VMOVUPS      5504(DX), Y2
+	VBLENDVPS    Y1, Y0, Y2, Y2
+	VMOVUPS      Y2, 5504(DX)
+	VSUBPS       Y2, Y0, Y0
+	VADDPS       5248(DX), Y0, Y1
+	VMOVUPS      Y1, 5248(DX)
+	VMOVUPS      5376(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 5376(DX)
+	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc28<>+0(SB), Y1, Y0
-	VCMPPS       $0x1a, lgc29<>+0(SB), Y1, Y2
-	VANDPS       Y2, Y0, Y0
-	VCMPPS       $0x00, lgc30<>+0(SB), Y1, Y2
-	VORPS        Y2, Y0, Y0
-	VANDPS       5824(DX), Y0, Y0
-	VMOVUPS      Y0, 5824(DX)
-	VADDPS       5952(DX), Y9, Y0
+	VCMPPS       $0x15, lgc30<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc31<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc25<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       5824(DX), Y1, Y1
+	VMOVUPS      Y1, 5824(DX)
+	VADDPS       5952(DX), Y8, Y0
 	VMOVUPS      Y0, 5952(DX)
-	VMULPS       Y9, Y9, Y0
+	VMULPS       Y8, Y8, Y0
 	VADDPS       6272(DX), Y0, Y0
 	VMOVUPS      Y0, 6272(DX)
 	DECQ         CX
@@ -1141,85 +1137,95 @@ DATA lgc22<>+24(SB)/4, $0x3f99999a
 DATA lgc22<>+28(SB)/4, $0x3f99999a
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f4ccccd
-DATA lgc23<>+4(SB)/4, $0x3f4ccccd
-DATA lgc23<>+8(SB)/4, $0x3f4ccccd
-DATA lgc23<>+12(SB)/4, $0x3f4ccccd
-DATA lgc23<>+16(SB)/4, $0x3f4ccccd
-DATA lgc23<>+20(SB)/4, $0x3f4ccccd
-DATA lgc23<>+24(SB)/4, $0x3f4ccccd
-DATA lgc23<>+28(SB)/4, $0x3f4ccccd
+DATA lgc23<>+0(SB)/4, $0x7f800000
+DATA lgc23<>+4(SB)/4, $0x7f800000
+DATA lgc23<>+8(SB)/4, $0x7f800000
+DATA lgc23<>+12(SB)/4, $0x7f800000
+DATA lgc23<>+16(SB)/4, $0x7f800000
+DATA lgc23<>+20(SB)/4, $0x7f800000
+DATA lgc23<>+24(SB)/4, $0x7f800000
+DATA lgc23<>+28(SB)/4, $0x7f800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x80000000
-DATA lgc24<>+4(SB)/4, $0x80000000
-DATA lgc24<>+8(SB)/4, $0x80000000
-DATA lgc24<>+12(SB)/4, $0x80000000
-DATA lgc24<>+16(SB)/4, $0x80000000
-DATA lgc24<>+20(SB)/4, $0x80000000
-DATA lgc24<>+24(SB)/4, $0x80000000
-DATA lgc24<>+28(SB)/4, $0x80000000
+DATA lgc24<>+0(SB)/4, $0x3f4ccccd
+DATA lgc24<>+4(SB)/4, $0x3f4ccccd
+DATA lgc24<>+8(SB)/4, $0x3f4ccccd
+DATA lgc24<>+12(SB)/4, $0x3f4ccccd
+DATA lgc24<>+16(SB)/4, $0x3f4ccccd
+DATA lgc24<>+20(SB)/4, $0x3f4ccccd
+DATA lgc24<>+24(SB)/4, $0x3f4ccccd
+DATA lgc24<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbc23d70a
-DATA lgc25<>+4(SB)/4, $0xbc23d70a
-DATA lgc25<>+8(SB)/4, $0xbc23d70a
-DATA lgc25<>+12(SB)/4, $0xbc23d70a
-DATA lgc25<>+16(SB)/4, $0xbc23d70a
-DATA lgc25<>+20(SB)/4, $0xbc23d70a
-DATA lgc25<>+24(SB)/4, $0xbc23d70a
-DATA lgc25<>+28(SB)/4, $0xbc23d70a
+DATA lgc25<>+0(SB)/4, $0xff800000
+DATA lgc25<>+4(SB)/4, $0xff800000
+DATA lgc25<>+8(SB)/4, $0xff800000
+DATA lgc25<>+12(SB)/4, $0xff800000
+DATA lgc25<>+16(SB)/4, $0xff800000
+DATA lgc25<>+20(SB)/4, $0xff800000
+DATA lgc25<>+24(SB)/4, $0xff800000
+DATA lgc25<>+28(SB)/4, $0xff800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbe4ccccd
-DATA lgc26<>+4(SB)/4, $0xbe4ccccd
-DATA lgc26<>+8(SB)/4, $0xbe4ccccd
-DATA lgc26<>+12(SB)/4, $0xbe4ccccd
-DATA lgc26<>+16(SB)/4, $0xbe4ccccd
-DATA lgc26<>+20(SB)/4, $0xbe4ccccd
-DATA lgc26<>+24(SB)/4, $0xbe4ccccd
-DATA lgc26<>+28(SB)/4, $0xbe4ccccd
+DATA lgc26<>+0(SB)/4, $0x80000000
+DATA lgc26<>+4(SB)/4, $0x80000000
+DATA lgc26<>+8(SB)/4, $0x80000000
+DATA lgc26<>+12(SB)/4, $0x80000000
+DATA lgc26<>+16(SB)/4, $0x80000000
+DATA lgc26<>+20(SB)/4, $0x80000000
+DATA lgc26<>+24(SB)/4, $0x80000000
+DATA lgc26<>+28(SB)/4, $0x80000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3e4ccccd
-DATA lgc27<>+4(SB)/4, $0x3e4ccccd
-DATA lgc27<>+8(SB)/4, $0x3e4ccccd
-DATA lgc27<>+12(SB)/4, $0x3e4ccccd
-DATA lgc27<>+16(SB)/4, $0x3e4ccccd
-DATA lgc27<>+20(SB)/4, $0x3e4ccccd
-DATA lgc27<>+24(SB)/4, $0x3e4ccccd
-DATA lgc27<>+28(SB)/4, $0x3e4ccccd
+DATA lgc27<>+0(SB)/4, $0xbc23d70a
+DATA lgc27<>+4(SB)/4, $0xbc23d70a
+DATA lgc27<>+8(SB)/4, $0xbc23d70a
+DATA lgc27<>+12(SB)/4, $0xbc23d70a
+DATA lgc27<>+16(SB)/4, $0xbc23d70a
+DATA lgc27<>+20(SB)/4, $0xbc23d70a
+DATA lgc27<>+24(SB)/4, $0xbc23d70a
+DATA lgc27<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xc22c0000
-DATA lgc28<>+4(SB)/4, $0xc22c0000
-DATA lgc28<>+8(SB)/4, $0xc22c0000
-DATA lgc28<>+12(SB)/4, $0xc22c0000
-DATA lgc28<>+16(SB)/4, $0xc22c0000
-DATA lgc28<>+20(SB)/4, $0xc22c0000
-DATA lgc28<>+24(SB)/4, $0xc22c0000
-DATA lgc28<>+28(SB)/4, $0xc22c0000
+DATA lgc28<>+0(SB)/4, $0xbe4ccccd
+DATA lgc28<>+4(SB)/4, $0xbe4ccccd
+DATA lgc28<>+8(SB)/4, $0xbe4ccccd
+DATA lgc28<>+12(SB)/4, $0xbe4ccccd
+DATA lgc28<>+16(SB)/4, $0xbe4ccccd
+DATA lgc28<>+20(SB)/4, $0xbe4ccccd
+DATA lgc28<>+24(SB)/4, $0xbe4ccccd
+DATA lgc28<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x42b00000
-DATA lgc29<>+4(SB)/4, $0x42b00000
-DATA lgc29<>+8(SB)/4, $0x42b00000
-DATA lgc29<>+12(SB)/4, $0x42b00000
-DATA lgc29<>+16(SB)/4, $0x42b00000
-DATA lgc29<>+20(SB)/4, $0x42b00000
-DATA lgc29<>+24(SB)/4, $0x42b00000
-DATA lgc29<>+28(SB)/4, $0x42b00000
+DATA lgc29<>+0(SB)/4, $0x3e4ccccd
+DATA lgc29<>+4(SB)/4, $0x3e4ccccd
+DATA lgc29<>+8(SB)/4, $0x3e4ccccd
+DATA lgc29<>+12(SB)/4, $0x3e4ccccd
+DATA lgc29<>+16(SB)/4, $0x3e4ccccd
+DATA lgc29<>+20(SB)/4, $0x3e4ccccd
+DATA lgc29<>+24(SB)/4, $0x3e4ccccd
+DATA lgc29<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xff800000
-DATA lgc30<>+4(SB)/4, $0xff800000
-DATA lgc30<>+8(SB)/4, $0xff800000
-DATA lgc30<>+12(SB)/4, $0xff800000
-DATA lgc30<>+16(SB)/4, $0xff800000
-DATA lgc30<>+20(SB)/4, $0xff800000
-DATA lgc30<>+24(SB)/4, $0xff800000
-DATA lgc30<>+28(SB)/4, $0xff800000
+DATA lgc30<>+0(SB)/4, $0xc22c0000
+DATA lgc30<>+4(SB)/4, $0xc22c0000
+DATA lgc30<>+8(SB)/4, $0xc22c0000
+DATA lgc30<>+12(SB)/4, $0xc22c0000
+DATA lgc30<>+16(SB)/4, $0xc22c0000
+DATA lgc30<>+20(SB)/4, $0xc22c0000
+DATA lgc30<>+24(SB)/4, $0xc22c0000
+DATA lgc30<>+28(SB)/4, $0xc22c0000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x42b00000
+DATA lgc31<>+4(SB)/4, $0x42b00000
+DATA lgc31<>+8(SB)/4, $0x42b00000
+DATA lgc31<>+12(SB)/4, $0x42b00000
+DATA lgc31<>+16(SB)/4, $0x42b00000
+DATA lgc31<>+20(SB)/4, $0x42b00000
+DATA lgc31<>+24(SB)/4, $0x42b00000
+DATA lgc31<>+28(SB)/4, $0x42b00000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1229,7 +1235,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc31<>+0(SB), Y0, Y0
+	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1243,7 +1249,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS       lgc32<>+0(SB), Y1, Y1
+	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1278,7 +1284,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc33<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -1293,35 +1299,35 @@ TEXT ·pass2AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x34000000
-DATA lgc31<>+4(SB)/4, $0x34000000
-DATA lgc31<>+8(SB)/4, $0x34000000
-DATA lgc31<>+12(SB)/4, $0x34000000
-DATA lgc31<>+16(SB)/4, $0x34000000
-DATA lgc31<>+20(SB)/4, $0x34000000
-DATA lgc31<>+24(SB)/4, $0x34000000
-DATA lgc31<>+28(SB)/4, $0x34000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
+DATA lgc32<>+0(SB)/4, $0x34000000
+DATA lgc32<>+4(SB)/4, $0x34000000
+DATA lgc32<>+8(SB)/4, $0x34000000
+DATA lgc32<>+12(SB)/4, $0x34000000
+DATA lgc32<>+16(SB)/4, $0x34000000
+DATA lgc32<>+20(SB)/4, $0x34000000
+DATA lgc32<>+24(SB)/4, $0x34000000
+DATA lgc32<>+28(SB)/4, $0x34000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x45800000
-DATA lgc33<>+4(SB)/4, $0x45800000
-DATA lgc33<>+8(SB)/4, $0x45800000
-DATA lgc33<>+12(SB)/4, $0x45800000
-DATA lgc33<>+16(SB)/4, $0x45800000
-DATA lgc33<>+20(SB)/4, $0x45800000
-DATA lgc33<>+24(SB)/4, $0x45800000
-DATA lgc33<>+28(SB)/4, $0x45800000
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x45800000
+DATA lgc34<>+4(SB)/4, $0x45800000
+DATA lgc34<>+8(SB)/4, $0x45800000
+DATA lgc34<>+12(SB)/4, $0x45800000
+DATA lgc34<>+16(SB)/4, $0x45800000
+DATA lgc34<>+20(SB)/4, $0x45800000
+DATA lgc34<>+24(SB)/4, $0x45800000
+DATA lgc34<>+28(SB)/4, $0x45800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1520,7 +1526,7 @@ chunkdone_8:
 
 // func fbPass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $352-120
+TEXT ·fbPass1AVX2(SB), $384-120
 	// values every block reads alike, computed once
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
@@ -1555,226 +1561,222 @@ blocks_10:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc7<>+0(SB), Y3
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y3, Y4
+	VMAXPS  Y3, Y4, Y4
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y6
-	VMAXPS       Y1, Y6, Y6
-	VMOVUPS      lgc10<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc11<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc14<>+0(SB), Y9
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y9
-	VMOVUPS      lgc16<>+0(SB), Y10
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc18<>+0(SB), Y10
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y6, Y8, Y9
-	VADDPS       lgc20<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
-	VPSRLD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
+	VMOVUPS      lgc9<>+0(SB), Y5
+	VMAXPS       Y3, Y5, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMINPS       Y5, Y6, Y5
+	VMULPS       lgc11<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VMULPS       Y5, Y5, Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc16<>+0(SB), Y9
+	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y5, Y7, Y8
+	VADDPS       lgc20<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y6, Y9, Y9
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
 
-	// v15 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y5, Y1, Y5
+	// v15 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y4, Y4
+	VANDPS  lgc20<>+0(SB), Y4, Y5
 	VMOVUPS lgc22<>+0(SB), Y6
-
-	// v17 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
-
-	// v18 = where(v15, v17, ratio)
-	VBLENDVPS Y5, Y6, Y9, Y6
-
-	// v19 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y3, Y1, Y3
 	VMOVUPS lgc23<>+0(SB), Y7
 
-	// v21 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y5, 32(SP)
+	// v18 = where(v15, 1.2000000078829447, +Inf)
+	VBLENDVPS Y4, Y6, Y7, Y6
+	VMOVUPS   lgc24<>+0(SB), Y7
+	VMOVUPS   lgc25<>+0(SB), Y9
 
-	// v22 = where(v19, v21, ratio)
-	VBLENDVPS Y3, Y7, Y9, Y5
+	// v21 = where(v15, 0.8000000028326788, -Inf)
+	VBLENDVPS Y4, Y7, Y9, Y4
 	VMOVUPS   lgc4<>+0(SB), Y7
 
-	// v24 = ge(advantageNormalized, 0)
+	// v23 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y0, Y7
-	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y3, 32(SP)
 
-	// v25 = where(v24, v18, v22)
-	VBLENDVPS Y7, Y6, Y5, Y3
+	// v24 = min(ratio, v18) tie=first
+	VMINPS  Y8, Y6, Y3
+	VMOVUPS Y6, 64(SP)
 
-	// gain = mul(advantageNormalized, v25)
+	// v25 = max(ratio, v21) tie=first
+	VMAXPS  Y8, Y4, Y6
+	VMOVUPS Y4, 96(SP)
+
+	// v26 = where(v23, v24, v25)
+	VBLENDVPS Y7, Y3, Y6, Y3
+
+	// gain = mul(advantageNormalized, v26)
 	VMULPS Y3, Y0, Y3
 
-	// v27 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	// v28 = neg(gain)
+	VXORPS lgc26<>+0(SB), Y3, Y3
 
-	// mean(v27) over [B]
+	// mean(v28) over [B]
 	MOVQ    state+56(FP), DX
 	VADDPS  1664(DX), Y3, Y3
 	VMOVUPS Y3, 1664(DX)
 
-	// v29 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y4, Y3
-	VANDPS lgc20<>+0(SB), Y3, Y3
-
-	// mean(v29) over [B]
-	VADDPS  1984(DX), Y3, Y3
+	// mean(v15) over [B]
+	VADDPS  1984(DX), Y5, Y3
 	VMOVUPS Y3, 1984(DX)
-	MOVQ    logProb+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y3
 
 	// v31 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y1, Y2, Y1
 
 	// mean(v31) over [B]
-	VADDPS  2304(DX), Y2, Y2
-	VMOVUPS Y2, 2304(DX)
+	VADDPS  2304(DX), Y1, Y1
+	VMOVUPS Y1, 2304(DX)
 	MOVQ    entropy+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS lgc25<>+0(SB), Y2, Y3
+	VMULPS lgc27<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [B]
-	VADDPS  2624(DX), Y2, Y2
-	VMOVUPS Y2, 2624(DX)
+	VADDPS  2624(DX), Y1, Y1
+	VMOVUPS Y1, 2624(DX)
 
 	// mean(v35) over [B]
-	VADDPS  2944(DX), Y3, Y2
-	VMOVUPS Y2, 2944(DX)
+	VADDPS  2944(DX), Y2, Y1
+	VMOVUPS Y1, 2944(DX)
 	MOVQ    valueTarget+72(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 	MOVQ    stateValue+80(FP), SI
-	VMOVUPS (SI)(BX*4), Y3
+	VMOVUPS (SI)(BX*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y4
+	VSUBPS Y2, Y1, Y3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Y4, Y4, Y5
+	VMULPS  Y3, Y3, Y4
 	MOVQ    oldStateValue+88(FP), SI
-	VMOVUPS (SI)(BX*4), Y6
+	VMOVUPS (SI)(BX*4), Y5
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS  Y6, Y3, Y3
-	VMOVUPS lgc26<>+0(SB), Y8
+	VSUBPS  Y5, Y2, Y2
+	VMOVUPS lgc28<>+0(SB), Y6
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS  Y3, Y8, Y8
-	VMOVUPS Y7, 96(SP)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS lgc27<>+0(SB), Y0
+	VMAXPS  Y2, Y6, Y6
+	VMOVUPS Y7, 128(SP)
+	VMOVUPS lgc29<>+0(SB), Y7
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Y8, Y0, Y0
+	VMINPS Y6, Y7, Y7
 
 	// v48 = ne(v43, v47)
-	VCMPPS $0x04, Y0, Y3, Y7
-	VANDPS lgc20<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y7, Y2, Y9
+	VANDPS lgc20<>+0(SB), Y9, Y9
 
 	// mean(v48) over [B]
-	VADDPS  3264(DX), Y7, Y7
-	VMOVUPS Y7, 3264(DX)
+	VADDPS  3264(DX), Y9, Y9
+	VMOVUPS Y9, 3264(DX)
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Y0, Y6, Y0
+	VADDPS Y7, Y5, Y5
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y5, Y1, Y5
 
 	// l22 = mul(diff2, diff2)
-	VMULPS  Y0, Y0, Y6
-	VMOVUPS Y3, 160(SP)
+	VMULPS  Y5, Y5, Y7
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y2, 192(SP)
 
 	// v53 = max(l2, l22)
-	VXORPS lgc24<>+0(SB), Y5, Y3
-	VXORPS lgc24<>+0(SB), Y6, Y10
-	VMINPS Y3, Y10, Y7
-	VMINPS Y10, Y3, Y3
-	VORPS  Y7, Y3, Y3
-	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc26<>+0(SB), Y4, Y0
+	VXORPS lgc26<>+0(SB), Y7, Y9
+	VMINPS Y0, Y9, Y2
+	VMINPS Y9, Y0, Y0
+	VORPS  Y2, Y0, Y0
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
 	// mean(v53) over [B]
-	VADDPS  3584(DX), Y3, Y3
-	VMOVUPS Y3, 3584(DX)
-	VMOVUPS Y8, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VADDPS  3584(DX), Y0, Y0
+	VMOVUPS Y0, 3584(DX)
+	VMOVUPS Y6, 224(SP)
 	VMOVUPS Y5, 256(SP)
 
 	// var(diff) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      4544(DX), Y3
-	VBLENDVPS    Y0, Y4, Y3, Y3
-	VMOVUPS      Y3, 4544(DX)
-	VSUBPS       Y3, Y4, Y0
-	VADDPS       4288(DX), Y0, Y3
-	VMOVUPS      Y3, 4288(DX)
-	VMOVUPS      4416(DX), Y3
-	VFMADD231PS  Y0, Y0, Y3
-	VMOVUPS      Y3, 4416(DX)
+	VMOVUPS      4544(DX), Y2
+	VBLENDVPS    Y0, Y3, Y2, Y2
+	VMOVUPS      Y2, 4544(DX)
+	VSUBPS       Y2, Y3, Y0
+	VADDPS       4288(DX), Y0, Y2
+	VMOVUPS      Y2, 4288(DX)
+	VMOVUPS      4416(DX), Y2
+	VFMADD231PS  Y0, Y0, Y2
+	VMOVUPS      Y2, 4416(DX)
 
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X0
 	VPBROADCASTD X0, Y0
 	VPCMPEQD     lgc0<>+0(SB), Y0, Y0
-	VMOVUPS      5504(DX), Y3
-	VBLENDVPS    Y0, Y2, Y3, Y3
-	VMOVUPS      Y3, 5504(DX)
-	VSUBPS       Y3, Y2, Y0
-	VADDPS       5248(DX), Y0, Y2
-	VMOVUPS      Y2, 5248(DX)
-	VMOVUPS      5376(DX), Y2
-	VFMADD231PS  Y0, Y0, Y2
-	VMOVUPS      Y2, 5376(DX)
-	VMOVUPS      Y4, 288(SP)
-	VMOVUPS      Y6, 320(SP)
+	VMOVUPS      5504(DX), Y2
+	VBLENDVPS    Y0, Y1, Y2, Y2
+	VMOVUPS      Y2, 5504(DX)
+	VSUBPS       Y2, Y1, Y0
+	VADDPS       5248(DX), Y0, Y1
+	VMOVUPS      Y1, 5248(DX)
+	VMOVUPS      5376(DX), Y1
+	VFMADD231PS  Y0, Y0, Y1
+	VMOVUPS      Y1, 5376(DX)
+	VMOVUPS      Y3, 288(SP)
+	VMOVUPS      Y4, 320(SP)
+	VMOVUPS      Y7, 352(SP)
+	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS  $0x15, lgc28<>+0(SB), Y1, Y0
-	VCMPPS  $0x1a, lgc29<>+0(SB), Y1, Y2
-	VANDPS  Y2, Y0, Y0
-	VCMPPS  $0x00, lgc30<>+0(SB), Y1, Y2
-	VORPS   Y2, Y0, Y0
-	VANDPS  5824(DX), Y0, Y0
-	VMOVUPS Y0, 5824(DX)
-	VADDPS  5952(DX), Y9, Y0
+	VCMPPS  $0x15, lgc30<>+0(SB), Y0, Y1
+	VCMPPS  $0x1a, lgc31<>+0(SB), Y0, Y2
+	VANDPS  Y2, Y1, Y1
+	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y2
+	VORPS   Y2, Y1, Y1
+	VANDPS  5824(DX), Y1, Y1
+	VMOVUPS Y1, 5824(DX)
+	VADDPS  5952(DX), Y8, Y0
 	VMOVUPS Y0, 5952(DX)
-	VMULPS  Y9, Y9, Y0
+	VMULPS  Y8, Y8, Y0
 	VADDPS  6272(DX), Y0, Y0
 	VMOVUPS Y0, 6272(DX)
-	VMOVUPS 256(SP), Y0
-	VMOVUPS 320(SP), Y1
+	VMOVUPS 320(SP), Y0
+	VMOVUPS 352(SP), Y1
 
 	// v73 = eq(l2, l22)
 	VCMPPS $0x00, Y1, Y0, Y2
 
 	// v74 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
-	VMOVUPS lgc34<>+0(SB), Y4
-	VMOVUPS lgc35<>+0(SB), Y5
+	VMOVUPS lgc35<>+0(SB), Y4
+	VMOVUPS lgc36<>+0(SB), Y5
 
 	// v75 = where(v73, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y2, Y4, Y5, Y6
@@ -1794,7 +1796,7 @@ blocks_10:
 
 	// v80 = ne(v79, 0)
 	VCMPPS  $0x04, Y1, Y0, Y2
-	VMOVUPS 224(SP), Y4
+	VMOVUPS 256(SP), Y4
 
 	// v81 = mul(v79, diff2)
 	VMULPS Y4, Y0, Y4
@@ -1806,9 +1808,9 @@ blocks_10:
 	VADDPS Y0, Y0, Y0
 
 	// v84 = neg(v83)
-	VXORPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 192(SP), Y2
-	VMOVUPS lgc27<>+0(SB), Y4
+	VXORPS  lgc26<>+0(SB), Y0, Y0
+	VMOVUPS 224(SP), Y2
+	VMOVUPS lgc29<>+0(SB), Y4
 
 	// v85 = le(v46, 0.2)
 	VCMPPS $0x12, Y4, Y2, Y4
@@ -1821,8 +1823,8 @@ blocks_10:
 
 	// v88 = where(v87, v84, 0)
 	VANDPS  Y0, Y2, Y0
-	VMOVUPS 160(SP), Y2
-	VMOVUPS lgc26<>+0(SB), Y4
+	VMOVUPS 192(SP), Y2
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v89 = ge(v43, -0.2)
 	VCMPPS $0x1d, Y4, Y2, Y4
@@ -1850,83 +1852,59 @@ blocks_10:
 	VADDPS Y2, Y2, Y2
 
 	// v97 = neg(v96)
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc26<>+0(SB), Y2, Y2
 
 	// gradStateValue = add(v92, v97)
 	VADDPS  Y2, Y0, Y0
-	VMOVUPS 128(SP), Y2
+	VMOVUPS 160(SP), Y2
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc36<>+0(SB), Y2, Y2
-	VMOVUPS 96(SP), Y3
+	VMULPS  lgc37<>+0(SB), Y2, Y2
+	VMOVUPS 128(SP), Y3
 	VMOVUPS lgc4<>+0(SB), Y4
 	VCMPPS  $0x04, Y4, Y3, Y4
 
-	// v102 = where(v24, v101, 0)
+	// v102 = where(v23, v101, 0)
 	VANDPS Y2, Y4, Y3
 
-	// v103 = where(v24, 0, v101)
+	// v103 = where(v23, 0, v101)
 	VANDNPS Y2, Y4, Y2
+	VMOVUPS 96(SP), Y4
+
+	// v104 = ge(ratio, v21)
+	VCMPPS $0x1d, Y4, Y8, Y4
+
+	// v105 = ne(ratio, ratio)
+	VCMPPS $0x04, Y8, Y8, Y5
+
+	// v106 = max(v104, v105)
+	VORPS Y4, Y5, Y4
+
+	// v107 = where(v106, v103, 0)
+	VANDPS  Y2, Y4, Y2
 	VMOVUPS 64(SP), Y4
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v104 = where(v19, v103, 0)
-	VANDPS Y2, Y5, Y4
+	// v108 = le(ratio, v18)
+	VCMPPS $0x12, Y4, Y8, Y4
 
-	// v105 = where(v19, 0, v103)
-	VANDNPS Y2, Y5, Y2
-	VMOVUPS lgc23<>+0(SB), Y5
+	// v109 = max(v108, v105)
+	VORPS Y4, Y5, Y4
 
-	// v106 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y9, Y5
+	// v110 = where(v109, v102, 0)
+	VANDPS Y3, Y4, Y3
 
-	// v107 = ne(ratio, ratio)
-	VCMPPS $0x04, Y9, Y9, Y6
-
-	// v108 = max(v106, v107)
-	VORPS Y5, Y6, Y5
-
-	// v109 = where(v108, v104, 0)
-	VANDPS Y4, Y5, Y4
-
-	// v110 = add(v105, v109)
-	VADDPS  Y4, Y2, Y2
-	VMOVUPS 32(SP), Y4
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-
-	// v111 = where(v15, v102, 0)
-	VANDPS Y3, Y5, Y4
-
-	// v112 = where(v15, 0, v102)
-	VANDNPS Y3, Y5, Y3
-
-	// v113 = add(v110, v112)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS lgc22<>+0(SB), Y3
-
-	// v114 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y9, Y3
-
-	// v115 = max(v114, v107)
-	VORPS Y3, Y6, Y3
-
-	// v116 = where(v115, v111, 0)
-	VANDPS Y4, Y3, Y3
-
-	// v117 = add(v113, v116)
+	// v111 = add(v107, v110)
 	VADDPS Y3, Y2, Y2
 
-	// v118 = ne(v117, 0)
+	// v112 = ne(v111, 0)
 	VCMPPS $0x04, Y1, Y2, Y1
 
-	// v119 = mul(v117, ratio)
-	VMULPS Y9, Y2, Y3
+	// v113 = mul(v111, ratio)
+	VMULPS Y8, Y2, Y3
 
-	// gradLogProb = where(v118, v119, v117)
+	// gradLogProb = where(v112, v113, v111)
 	VBLENDVPS Y1, Y3, Y2, Y1
-	VMOVUPS   lgc37<>+0(SB), Y2
+	VMOVUPS   lgc38<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
@@ -2422,45 +2400,45 @@ chunkdone_11:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x39000000
-DATA lgc34<>+4(SB)/4, $0x39000000
-DATA lgc34<>+8(SB)/4, $0x39000000
-DATA lgc34<>+12(SB)/4, $0x39000000
-DATA lgc34<>+16(SB)/4, $0x39000000
-DATA lgc34<>+20(SB)/4, $0x39000000
-DATA lgc34<>+24(SB)/4, $0x39000000
-DATA lgc34<>+28(SB)/4, $0x39000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x39800000
-DATA lgc35<>+4(SB)/4, $0x39800000
-DATA lgc35<>+8(SB)/4, $0x39800000
-DATA lgc35<>+12(SB)/4, $0x39800000
-DATA lgc35<>+16(SB)/4, $0x39800000
-DATA lgc35<>+20(SB)/4, $0x39800000
-DATA lgc35<>+24(SB)/4, $0x39800000
-DATA lgc35<>+28(SB)/4, $0x39800000
+DATA lgc35<>+0(SB)/4, $0x39000000
+DATA lgc35<>+4(SB)/4, $0x39000000
+DATA lgc35<>+8(SB)/4, $0x39000000
+DATA lgc35<>+12(SB)/4, $0x39000000
+DATA lgc35<>+16(SB)/4, $0x39000000
+DATA lgc35<>+20(SB)/4, $0x39000000
+DATA lgc35<>+24(SB)/4, $0x39000000
+DATA lgc35<>+28(SB)/4, $0x39000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xb9800000
-DATA lgc36<>+4(SB)/4, $0xb9800000
-DATA lgc36<>+8(SB)/4, $0xb9800000
-DATA lgc36<>+12(SB)/4, $0xb9800000
-DATA lgc36<>+16(SB)/4, $0xb9800000
-DATA lgc36<>+20(SB)/4, $0xb9800000
-DATA lgc36<>+24(SB)/4, $0xb9800000
-DATA lgc36<>+28(SB)/4, $0xb9800000
+DATA lgc36<>+0(SB)/4, $0x39800000
+DATA lgc36<>+4(SB)/4, $0x39800000
+DATA lgc36<>+8(SB)/4, $0x39800000
+DATA lgc36<>+12(SB)/4, $0x39800000
+DATA lgc36<>+16(SB)/4, $0x39800000
+DATA lgc36<>+20(SB)/4, $0x39800000
+DATA lgc36<>+24(SB)/4, $0x39800000
+DATA lgc36<>+28(SB)/4, $0x39800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xb623d70a
-DATA lgc37<>+4(SB)/4, $0xb623d70a
-DATA lgc37<>+8(SB)/4, $0xb623d70a
-DATA lgc37<>+12(SB)/4, $0xb623d70a
-DATA lgc37<>+16(SB)/4, $0xb623d70a
-DATA lgc37<>+20(SB)/4, $0xb623d70a
-DATA lgc37<>+24(SB)/4, $0xb623d70a
-DATA lgc37<>+28(SB)/4, $0xb623d70a
+DATA lgc37<>+0(SB)/4, $0xb9800000
+DATA lgc37<>+4(SB)/4, $0xb9800000
+DATA lgc37<>+8(SB)/4, $0xb9800000
+DATA lgc37<>+12(SB)/4, $0xb9800000
+DATA lgc37<>+16(SB)/4, $0xb9800000
+DATA lgc37<>+20(SB)/4, $0xb9800000
+DATA lgc37<>+24(SB)/4, $0xb9800000
+DATA lgc37<>+28(SB)/4, $0xb9800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0xb623d70a
+DATA lgc38<>+4(SB)/4, $0xb623d70a
+DATA lgc38<>+8(SB)/4, $0xb623d70a
+DATA lgc38<>+12(SB)/4, $0xb623d70a
+DATA lgc38<>+16(SB)/4, $0xb623d70a
+DATA lgc38<>+20(SB)/4, $0xb623d70a
+DATA lgc38<>+24(SB)/4, $0xb623d70a
+DATA lgc38<>+28(SB)/4, $0xb623d70a
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2470,7 +2448,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc31<>+0(SB), Y0, Y0
+	VADDPS       lgc32<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -2484,7 +2462,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS       lgc32<>+0(SB), Y1, Y1
+	VMULPS       lgc33<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -2519,7 +2497,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc33<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -2593,23 +2571,22 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc38<>+0(SB), Y0, Y1
-	VMULPS       lgc39<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
+	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc40<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPSUBD       lgc41<>+0(SB), Y3, Y3
+	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPAND        lgc43<>+0(SB), Y2, Y1
 	VPOR         lgc20<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
 	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc20<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
@@ -2617,6 +2594,7 @@ bulk_15:
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2625,11 +2603,11 @@ bulk_15:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc30<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2640,174 +2618,164 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0x00800000
-DATA lgc38<>+4(SB)/4, $0x00800000
-DATA lgc38<>+8(SB)/4, $0x00800000
-DATA lgc38<>+12(SB)/4, $0x00800000
-DATA lgc38<>+16(SB)/4, $0x00800000
-DATA lgc38<>+20(SB)/4, $0x00800000
-DATA lgc38<>+24(SB)/4, $0x00800000
-DATA lgc38<>+28(SB)/4, $0x00800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x4b000000
-DATA lgc39<>+4(SB)/4, $0x4b000000
-DATA lgc39<>+8(SB)/4, $0x4b000000
-DATA lgc39<>+12(SB)/4, $0x4b000000
-DATA lgc39<>+16(SB)/4, $0x4b000000
-DATA lgc39<>+20(SB)/4, $0x4b000000
-DATA lgc39<>+24(SB)/4, $0x4b000000
-DATA lgc39<>+28(SB)/4, $0x4b000000
+DATA lgc39<>+0(SB)/4, $0x00800000
+DATA lgc39<>+4(SB)/4, $0x00800000
+DATA lgc39<>+8(SB)/4, $0x00800000
+DATA lgc39<>+12(SB)/4, $0x00800000
+DATA lgc39<>+16(SB)/4, $0x00800000
+DATA lgc39<>+20(SB)/4, $0x00800000
+DATA lgc39<>+24(SB)/4, $0x00800000
+DATA lgc39<>+28(SB)/4, $0x00800000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x0000007f
-DATA lgc40<>+4(SB)/4, $0x0000007f
-DATA lgc40<>+8(SB)/4, $0x0000007f
-DATA lgc40<>+12(SB)/4, $0x0000007f
-DATA lgc40<>+16(SB)/4, $0x0000007f
-DATA lgc40<>+20(SB)/4, $0x0000007f
-DATA lgc40<>+24(SB)/4, $0x0000007f
-DATA lgc40<>+28(SB)/4, $0x0000007f
+DATA lgc40<>+0(SB)/4, $0x4b000000
+DATA lgc40<>+4(SB)/4, $0x4b000000
+DATA lgc40<>+8(SB)/4, $0x4b000000
+DATA lgc40<>+12(SB)/4, $0x4b000000
+DATA lgc40<>+16(SB)/4, $0x4b000000
+DATA lgc40<>+20(SB)/4, $0x4b000000
+DATA lgc40<>+24(SB)/4, $0x4b000000
+DATA lgc40<>+28(SB)/4, $0x4b000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0x0000007f
+DATA lgc41<>+4(SB)/4, $0x0000007f
+DATA lgc41<>+8(SB)/4, $0x0000007f
+DATA lgc41<>+12(SB)/4, $0x0000007f
+DATA lgc41<>+16(SB)/4, $0x0000007f
+DATA lgc41<>+20(SB)/4, $0x0000007f
+DATA lgc41<>+24(SB)/4, $0x0000007f
+DATA lgc41<>+28(SB)/4, $0x0000007f
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0xffffffe9
+DATA lgc42<>+4(SB)/4, $0xffffffe9
+DATA lgc42<>+8(SB)/4, $0xffffffe9
+DATA lgc42<>+12(SB)/4, $0xffffffe9
+DATA lgc42<>+16(SB)/4, $0xffffffe9
+DATA lgc42<>+20(SB)/4, $0xffffffe9
+DATA lgc42<>+24(SB)/4, $0xffffffe9
+DATA lgc42<>+28(SB)/4, $0xffffffe9
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0x007fffff
+DATA lgc43<>+4(SB)/4, $0x007fffff
+DATA lgc43<>+8(SB)/4, $0x007fffff
+DATA lgc43<>+12(SB)/4, $0x007fffff
+DATA lgc43<>+16(SB)/4, $0x007fffff
+DATA lgc43<>+20(SB)/4, $0x007fffff
+DATA lgc43<>+24(SB)/4, $0x007fffff
+DATA lgc43<>+28(SB)/4, $0x007fffff
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x3fb504f3
+DATA lgc44<>+4(SB)/4, $0x3fb504f3
+DATA lgc44<>+8(SB)/4, $0x3fb504f3
+DATA lgc44<>+12(SB)/4, $0x3fb504f3
+DATA lgc44<>+16(SB)/4, $0x3fb504f3
+DATA lgc44<>+20(SB)/4, $0x3fb504f3
+DATA lgc44<>+24(SB)/4, $0x3fb504f3
+DATA lgc44<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0x3d9021bb
+DATA lgc45<>+4(SB)/4, $0x3d9021bb
+DATA lgc45<>+8(SB)/4, $0x3d9021bb
+DATA lgc45<>+12(SB)/4, $0x3d9021bb
+DATA lgc45<>+16(SB)/4, $0x3d9021bb
+DATA lgc45<>+20(SB)/4, $0x3d9021bb
+DATA lgc45<>+24(SB)/4, $0x3d9021bb
+DATA lgc45<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0xbdebd1b8
+DATA lgc46<>+4(SB)/4, $0xbdebd1b8
+DATA lgc46<>+8(SB)/4, $0xbdebd1b8
+DATA lgc46<>+12(SB)/4, $0xbdebd1b8
+DATA lgc46<>+16(SB)/4, $0xbdebd1b8
+DATA lgc46<>+20(SB)/4, $0xbdebd1b8
+DATA lgc46<>+24(SB)/4, $0xbdebd1b8
+DATA lgc46<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0x3def251a
+DATA lgc47<>+4(SB)/4, $0x3def251a
+DATA lgc47<>+8(SB)/4, $0x3def251a
+DATA lgc47<>+12(SB)/4, $0x3def251a
+DATA lgc47<>+16(SB)/4, $0x3def251a
+DATA lgc47<>+20(SB)/4, $0x3def251a
+DATA lgc47<>+24(SB)/4, $0x3def251a
+DATA lgc47<>+28(SB)/4, $0x3def251a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0x3e11e9bf
+DATA lgc49<>+4(SB)/4, $0x3e11e9bf
+DATA lgc49<>+8(SB)/4, $0x3e11e9bf
+DATA lgc49<>+12(SB)/4, $0x3e11e9bf
+DATA lgc49<>+16(SB)/4, $0x3e11e9bf
+DATA lgc49<>+20(SB)/4, $0x3e11e9bf
+DATA lgc49<>+24(SB)/4, $0x3e11e9bf
+DATA lgc49<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0xbe2aae50
+DATA lgc50<>+4(SB)/4, $0xbe2aae50
+DATA lgc50<>+8(SB)/4, $0xbe2aae50
+DATA lgc50<>+12(SB)/4, $0xbe2aae50
+DATA lgc50<>+16(SB)/4, $0xbe2aae50
+DATA lgc50<>+20(SB)/4, $0xbe2aae50
+DATA lgc50<>+24(SB)/4, $0xbe2aae50
+DATA lgc50<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
+DATA lgc51<>+0(SB)/4, $0x3e4cceac
+DATA lgc51<>+4(SB)/4, $0x3e4cceac
+DATA lgc51<>+8(SB)/4, $0x3e4cceac
+DATA lgc51<>+12(SB)/4, $0x3e4cceac
+DATA lgc51<>+16(SB)/4, $0x3e4cceac
+DATA lgc51<>+20(SB)/4, $0x3e4cceac
+DATA lgc51<>+24(SB)/4, $0x3e4cceac
+DATA lgc51<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+0(SB)/4, $0xbe7ffffc
+DATA lgc52<>+4(SB)/4, $0xbe7ffffc
+DATA lgc52<>+8(SB)/4, $0xbe7ffffc
+DATA lgc52<>+12(SB)/4, $0xbe7ffffc
+DATA lgc52<>+16(SB)/4, $0xbe7ffffc
+DATA lgc52<>+20(SB)/4, $0xbe7ffffc
+DATA lgc52<>+24(SB)/4, $0xbe7ffffc
+DATA lgc52<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7fc00000
-DATA lgc53<>+4(SB)/4, $0x7fc00000
-DATA lgc53<>+8(SB)/4, $0x7fc00000
-DATA lgc53<>+12(SB)/4, $0x7fc00000
-DATA lgc53<>+16(SB)/4, $0x7fc00000
-DATA lgc53<>+20(SB)/4, $0x7fc00000
-DATA lgc53<>+24(SB)/4, $0x7fc00000
-DATA lgc53<>+28(SB)/4, $0x7fc00000
+DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7f800000
-DATA lgc54<>+4(SB)/4, $0x7f800000
-DATA lgc54<>+8(SB)/4, $0x7f800000
-DATA lgc54<>+12(SB)/4, $0x7f800000
-DATA lgc54<>+16(SB)/4, $0x7f800000
-DATA lgc54<>+20(SB)/4, $0x7f800000
-DATA lgc54<>+24(SB)/4, $0x7f800000
-DATA lgc54<>+28(SB)/4, $0x7f800000
+DATA lgc54<>+0(SB)/4, $0x7fc00000
+DATA lgc54<>+4(SB)/4, $0x7fc00000
+DATA lgc54<>+8(SB)/4, $0x7fc00000
+DATA lgc54<>+12(SB)/4, $0x7fc00000
+DATA lgc54<>+16(SB)/4, $0x7fc00000
+DATA lgc54<>+20(SB)/4, $0x7fc00000
+DATA lgc54<>+24(SB)/4, $0x7fc00000
+DATA lgc54<>+28(SB)/4, $0x7fc00000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -2823,23 +2791,22 @@ bulk_17:
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
-	VMULPS       lgc39<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc40<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPSUBD       lgc41<>+0(SB), Y4, Y4
+	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPAND        lgc43<>+0(SB), Y3, Y2
 	VPOR         lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
 	VMULPS       lgc19<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc20<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
@@ -2847,6 +2814,7 @@ bulk_17:
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2855,11 +2823,11 @@ bulk_17:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc30<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc23<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc20<>+0(SB), Y1, Y2
@@ -2869,9 +2837,9 @@ bulk_17:
 	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc30<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17

@@ -82,8 +82,8 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of B.
 type pass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v27) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v29) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v15) over B
 	klApprox          runtime.Mean      // klApprox = mean(v31) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
 	lossEntropy       runtime.Mean      // lossEntropy = mean(v35) over B
@@ -116,7 +116,9 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c10 := float32(-0.22314355)
 	c11 := float32(0.18232156)
 	c16 := float32(1.2)
-	c20 := float32(0.8)
+	c17 := float32(math.Inf(1))
+	c19 := float32(0.8)
+	c20 := float32(math.Inf(-1))
 	zero := float32(0)
 	c34 := float32(-0.01)
 	c44 := float32(-0.2)
@@ -146,19 +148,17 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 		v12 := max(logWeight, c10)
 		logWeightClip := min(v12, c11)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v15 := b2f(logWeight > c11)
-		v17 := min(ratio, c16)
-		v18 := sel(v15, v17, ratio)
-		v19 := b2f(logWeight < c10)
-		v21 := max(ratio, c20)
-		v22 := sel(v19, v21, ratio)
-		v24 := b2f(advantageNormalized >= zero)
-		ratioClipped := sel(v24, v18, v22)
+		v15 := b2f(logWeightClip != logWeight)
+		v18 := sel(v15, c16, c17)
+		v21 := sel(v15, c19, c20)
+		v23 := b2f(advantageNormalized >= zero)
+		v24 := min(ratio, v18)
+		v25 := max(ratio, v21)
+		ratioClipped := sel(v23, v24, v25)
 		gain := float32(advantageNormalized * ratioClipped)
-		v27 := -gain
-		lossObjective.Add(float64(v27))
-		v29 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v29))
+		v28 := -gain
+		lossObjective.Add(float64(v28))
+		clipFraction.Add(float64(v15))
 		v31 := sampleLogProb - logProb
 		klApprox.Add(float64(v31))
 		entropy := in.Entropy[iB]
@@ -323,8 +323,8 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	lossObjective     runtime.Mean      // lossObjective = mean(v27) over B
-	clipFraction      runtime.Mean      // clipFraction = mean(v29) over B
+	lossObjective     runtime.Mean      // lossObjective = mean(v28) over B
+	clipFraction      runtime.Mean      // clipFraction = mean(v15) over B
 	klApprox          runtime.Mean      // klApprox = mean(v31) over B
 	meanEntropy       runtime.Mean      // meanEntropy = mean(entropy) over B
 	lossEntropy       runtime.Mean      // lossEntropy = mean(v35) over B
@@ -357,7 +357,9 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c10 := float32(-0.22314355)
 	c11 := float32(0.18232156)
 	c16 := float32(1.2)
-	c20 := float32(0.8)
+	c17 := float32(math.Inf(1))
+	c19 := float32(0.8)
+	c20 := float32(math.Inf(-1))
 	zero := float32(0)
 	c34 := float32(-0.01)
 	c44 := float32(-0.2)
@@ -391,19 +393,17 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		v12 := max(logWeight, c10)
 		logWeightClip := min(v12, c11)
 		ratio := float32(math.Exp(float64(logWeight)))
-		v15 := b2f(logWeight > c11)
-		v17 := min(ratio, c16)
-		v18 := sel(v15, v17, ratio)
-		v19 := b2f(logWeight < c10)
-		v21 := max(ratio, c20)
-		v22 := sel(v19, v21, ratio)
-		v24 := b2f(advantageNormalized >= zero)
-		v25 := sel(v24, v18, v22)
-		gain := float32(advantageNormalized * v25)
-		v27 := -gain
-		lossObjective.Add(float64(v27))
-		v29 := b2f(logWeightClip != logWeight)
-		clipFraction.Add(float64(v29))
+		v15 := b2f(logWeightClip != logWeight)
+		v18 := sel(v15, c16, c17)
+		v21 := sel(v15, c19, c20)
+		v23 := b2f(advantageNormalized >= zero)
+		v24 := min(ratio, v18)
+		v25 := max(ratio, v21)
+		v26 := sel(v23, v24, v25)
+		gain := float32(advantageNormalized * v26)
+		v28 := -gain
+		lossObjective.Add(float64(v28))
+		clipFraction.Add(float64(v15))
 		v31 := sampleLogProb - logProb
 		klApprox.Add(float64(v31))
 		entropy := in.Entropy[iB]
@@ -458,25 +458,19 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		gradStateValue := v92 + v97
 		grads.StateValue[iB] = gradStateValue
 		v101 := float32(c100 * advantageNormalized)
-		v102 := sel(v24, v101, zero)
-		v103 := sel(v24, zero, v101)
-		v104 := sel(v19, v103, zero)
-		v105 := sel(v19, zero, v103)
-		v106 := b2f(ratio >= c20)
-		v107 := b2f(ratio != ratio)
-		v108 := max(v106, v107)
-		v109 := sel(v108, v104, zero)
-		v110 := v105 + v109
-		v111 := sel(v15, v102, zero)
-		v112 := sel(v15, zero, v102)
-		v113 := v110 + v112
-		v114 := b2f(ratio <= c16)
-		v115 := max(v114, v107)
-		v116 := sel(v115, v111, zero)
-		v117 := v113 + v116
-		v118 := b2f(v117 != zero)
-		v119 := float32(v117 * ratio)
-		gradLogProb := sel(v118, v119, v117)
+		v102 := sel(v23, v101, zero)
+		v103 := sel(v23, zero, v101)
+		v104 := b2f(ratio >= v21)
+		v105 := b2f(ratio != ratio)
+		v106 := max(v104, v105)
+		v107 := sel(v106, v103, zero)
+		v108 := b2f(ratio <= v18)
+		v109 := max(v108, v105)
+		v110 := sel(v109, v102, zero)
+		v111 := v107 + v110
+		v112 := b2f(v111 != zero)
+		v113 := float32(v111 * ratio)
+		gradLogProb := sel(v112, v113, v111)
 		grads.LogProb[iB] = gradLogProb
 		grads.Entropy[iB] = c99
 	}

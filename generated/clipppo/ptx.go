@@ -183,13 +183,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass1.v28.s",
+		Name:   "scratch/pass1.v29.s",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass1.v28.n",
+		Name:   "scratch/pass1.v29.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -340,12 +340,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"in/advantage", "scratch/s0", "scratch/s1", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass1.v28.s", "scratch/pass1.v28.n", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/pass1.v65.m", "scratch/pass1.v65.s"},
+		Params: []string{"in/advantage", "scratch/s0", "scratch/s1", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass1.v29.s", "scratch/pass1.v29.n", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/pass1.v65.m", "scratch/pass1.v65.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1_merge",
-		Params: []string{"scratch/pass1.v28.s", "scratch/pass1.v28.n", "out/loss_objective", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "out/clip_fraction", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "out/kl_approx", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "out/entropy", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "out/loss_entropy", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/value_clip_fraction", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "out/loss_critic", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/s2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/s3", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/s4", "scratch/pass1.v65.m", "scratch/pass1.v65.s", "scratch/s5"},
+		Params: []string{"scratch/pass1.v29.s", "scratch/pass1.v29.n", "out/loss_objective", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "out/clip_fraction", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "out/kl_approx", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "out/entropy", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "out/loss_entropy", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/value_clip_fraction", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "out/loss_critic", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/s2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/s3", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/s4", "scratch/pass1.v65.m", "scratch/pass1.v65.s", "scratch/s5"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -543,13 +543,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass1.v28.s",
+		Name:   "scratch/pass1.v29.s",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass1.v28.n",
+		Name:   "scratch/pass1.v29.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -700,12 +700,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/advantage", "scratch/s0", "scratch/s1", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass1.v28.s", "scratch/pass1.v28.n", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/pass1.v65.m", "scratch/pass1.v65.s"},
+		Params: []string{"in/advantage", "scratch/s0", "scratch/s1", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass1.v29.s", "scratch/pass1.v29.n", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/pass1.v65.m", "scratch/pass1.v65.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v28.s", "scratch/pass1.v28.n", "out/loss_objective", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "out/clip_fraction", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "out/kl_approx", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "out/entropy", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "out/loss_entropy", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/value_clip_fraction", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "out/loss_critic", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/s2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/s3", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/s4", "scratch/pass1.v65.m", "scratch/pass1.v65.s", "scratch/s5"},
+		Params: []string{"scratch/pass1.v29.s", "scratch/pass1.v29.n", "out/loss_objective", "scratch/pass1.v30.s", "scratch/pass1.v30.n", "out/clip_fraction", "scratch/pass1.v32.s", "scratch/pass1.v32.n", "out/kl_approx", "scratch/pass1.v36.s", "scratch/pass1.v36.n", "out/entropy", "scratch/pass1.v37.s", "scratch/pass1.v37.n", "out/loss_entropy", "scratch/pass1.v49.s", "scratch/pass1.v49.n", "out/value_clip_fraction", "scratch/pass1.v55.s", "scratch/pass1.v55.n", "out/loss_critic", "scratch/pass1.v56.n", "scratch/pass1.v56.mean", "scratch/pass1.v56.m2", "scratch/s2", "scratch/pass1.v57.n", "scratch/pass1.v57.mean", "scratch/pass1.v57.m2", "scratch/s3", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/s4", "scratch/pass1.v65.m", "scratch/pass1.v65.s", "scratch/s5"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

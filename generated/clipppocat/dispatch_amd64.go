@@ -20,8 +20,8 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r51_s    []float64
-	r51_p    []float32
+	r52_s    []float64
+	r52_p    []float32
 	r53_s    []float64
 	r53_p    []float32
 	r55_s    []float64
@@ -50,8 +50,8 @@ type avxState struct {
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4056)}
-	st.r51_s = st.buf[8:24]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r52_s = st.buf[8:24]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r53_s = st.buf[48:64]
 	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r55_s = st.buf[88:104]
@@ -89,8 +89,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.Fill(st.r53_p, 0)
 		runtime.Fill(st.r55_s, 0)
@@ -127,7 +127,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
@@ -146,7 +146,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
@@ -230,8 +230,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r51_s    []float64
-	r51_p    []float32
+	r52_s    []float64
+	r52_p    []float32
 	r53_s    []float64
 	r53_p    []float32
 	r55_s    []float64
@@ -260,8 +260,8 @@ type fbAvxState struct {
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4056)}
-	st.r51_s = st.buf[8:24]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r52_s = st.buf[8:24]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r53_s = st.buf[48:64]
 	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r55_s = st.buf[88:104]
@@ -300,8 +300,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.Fill(st.r53_p, 0)
 		runtime.Fill(st.r55_s, 0)
@@ -338,7 +338,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
@@ -357,7 +357,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])

@@ -318,113 +318,109 @@ inner_A_3:
 	VMOVUPS lgc44<>+0(SB), Y5
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y8, Y6
+	VMINPS  Y5, Y6, Y5
 	VMOVUPS Y7, 120(SP)
 	VMOVUPS Y2, 152(SP)
-	VMOVUPS Y1, 184(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VFMADD213PS  Y1, Y7, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMOVUPS      lgc16<>+0(SB), Y2
+	VMAXPS       Y4, Y2, Y2
+	VMOVUPS      lgc46<>+0(SB), Y6
+	VMINPS       Y2, Y6, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y2
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y2
+	VMULPS       Y2, Y2, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y2, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPSRLD       $0x01, Y2, Y6
+	VPSUBD       Y6, Y2, Y2
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y2, Y8, Y8
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y8, Y4, Y1
-	VMOVUPS lgc47<>+0(SB), Y2
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y5, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y5
+	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y2, Y2
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y2, Y6, Y7, Y6
+	VMOVUPS   lgc48<>+0(SB), Y7
+	VMOVUPS   lgc13<>+0(SB), Y9
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y1
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y2, Y7, Y9, Y2
+	VMOVUPS   24(SP), Y7
+	VMOVUPS   lgc0<>+0(SB), Y9
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y2
-	VMOVUPS lgc48<>+0(SB), Y5
+	// v46 = ge(gae, 0)
+	VCMPPS  $0x1d, Y9, Y7, Y9
+	VMOVUPS Y4, 184(SP)
+	VMOVUPS Y1, 216(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y5, Y5
+	// v47 = min(ratio, v41) tie=first
+	VMINPS Y8, Y6, Y1
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y2, Y5, Y9, Y2
-	VMOVUPS   24(SP), Y5
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v48 = max(ratio, v44) tie=first
+	VMAXPS Y8, Y2, Y2
 
-	// v47 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VMOVUPS Y9, 216(SP)
-
-	// ratioClipped = where(v47, v41, v45)
-	VBLENDVPS Y7, Y1, Y2, Y1
+	// ratioClipped = where(v46, v47, v48)
+	VBLENDVPS Y9, Y1, Y2, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y1, Y7, Y1
 
-	// v50 = neg(gain)
+	// v51 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v51) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
 	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v52 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v52) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y1
+	// mean(v38) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y5, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	VMOVUPS      184(SP), Y2
+	VMOVUPS      216(SP), Y2
 
 	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
 
 	// mean(v54) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
@@ -445,9 +441,9 @@ inner_A_3:
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y5
-	VEXTRACTI128 $0x01, Y3, X5
-	VPMOVSXDQ    X5, Y5
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
 	VANDPS       Y3, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
@@ -471,129 +467,129 @@ inner_A_3:
 	// absDiff = abs(diff)
 	VMOVUPS lgc49<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y5
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v68 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y3, Y5
+	VCMPPS $0x11, Y4, Y3, Y4
 
 	// v69 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y3, Y6
+	VMULPS lgc25<>+0(SB), Y3, Y5
 
 	// v70 = mul(v69, absDiff)
-	VMULPS Y3, Y6, Y6
+	VMULPS Y3, Y5, Y5
 
 	// v71 = sub(absDiff, 0.5)
 	VSUBPS lgc25<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v68, v70, v71)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y4, Y5, Y3, Y3
 
 	// mean(smoothL1) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y3, Y3
 	VADDPS       1856(CX), Y3, Y3
 	VMOVUPS      Y3, 1856(CX)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y5
+	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
 	VPMOVSXDQ    X3, Y3
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y7
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y9
-	VFMADD231PD  Y9, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
-	VMOVUPD      9024(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y7, Y10
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
+	VSUBPD       Y7, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      9024(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      5504(CX)(BX*8), Y6
+	VBLENDVPD    Y4, Y7, Y6, Y7
+	VMOVUPD      Y7, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y6
+	VBLENDVPD    Y4, Y10, Y6, Y10
 	VMOVUPD      Y10, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y2, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y2, Y2
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y2, Y6
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y2, Y6
+	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VFMADD231PD  Y6, Y2, Y5
 	VMOVUPD      5536(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y5, Y2, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VBLENDVPD    Y3, Y4, Y2, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
 	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y6, Y2, Y6
-	VMOVUPD      Y6, 9056(CX)(BX*8)
+	VBLENDVPD    Y3, Y5, Y2, Y5
+	VMOVUPD      Y5, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X1, Y6
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      19584(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y7, Y6, Y7
-	VMOVUPD      Y7, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y9, Y6, Y9
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      19584(CX)(BX*8), Y9
+	VFMADD231PD  Y7, Y5, Y9
+	VMOVUPD      16064(CX)(BX*8), Y5
+	VBLENDVPD    Y3, Y6, Y5, Y6
+	VMOVUPD      Y6, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y5
+	VBLENDVPD    Y3, Y9, Y5, Y9
 	VMOVUPD      Y9, 19584(CX)(BX*8)
 	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y6
-	VFMADD231PD  Y6, Y5, Y3
+	VSUBPD       Y3, Y1, Y5
+	VFMADD231PD  Y5, Y4, Y3
 	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y5
-	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      19616(CX)(BX*8), Y4
+	VFMADD231PD  Y5, Y1, Y4
 	VMOVUPD      16096(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y3, Y1, Y3
 	VMOVUPD      Y3, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 19616(CX)(BX*8)
-	VMOVUPS      216(SP), Y1
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 19616(CX)(BX*8)
+	VMOVUPS      184(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y6
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc13<>+0(SB), Y4, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc53<>+0(SB), Y7
-	VBLENDVPS    Y2, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VANDPD       Y3, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc53<>+0(SB), Y6
+	VBLENDVPS    Y2, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       Y3, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y3
 	VMOVUPD      Y3, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y5, Y1, Y1
-	VADDPD       23136(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 	VMOVUPS      24(SP), Y1
@@ -907,93 +903,89 @@ indexdone_7:
 	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y6
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y8, Y6
+	VMINPS  Y4, Y6, Y4
 	VMOVUPS Y7, 408(SP)
 	VMOVUPS Y1, 440(SP)
-	VMOVUPS Y2, 472(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVUPS      lgc46<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VFMADD213PS  Y1, Y7, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y2, Y1
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPSLLD       $0x17, Y2, Y2
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y8, Y3, Y1
-	VMOVUPS lgc47<>+0(SB), Y2
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y4, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y4
+	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y2, Y2
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc48<>+0(SB), Y7
+	VMOVUPS   lgc13<>+0(SB), Y9
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y1
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
+	VMOVUPS   312(SP), Y7
+	VMOVUPS   lgc0<>+0(SB), Y9
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y3, Y2
-	VMOVUPS lgc48<>+0(SB), Y4
+	// v46 = ge(gae, 0)
+	VCMPPS  $0x1d, Y9, Y7, Y9
+	VMOVUPS Y3, 472(SP)
+	VMOVUPS Y2, 504(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y4, Y4
+	// v47 = min(ratio, v41) tie=first
+	VMINPS Y8, Y6, Y2
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y2, Y4, Y9, Y2
-	VMOVUPS   312(SP), Y4
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v48 = max(ratio, v44) tie=first
+	VMAXPS Y8, Y1, Y1
 
-	// v47 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y4, Y7
-	VMOVUPS Y9, 504(SP)
-
-	// ratioClipped = where(v47, v41, v45)
-	VBLENDVPS Y7, Y1, Y2, Y1
+	// ratioClipped = where(v46, v47, v48)
+	VBLENDVPS Y9, Y2, Y1, Y1
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y1, Y7, Y1
 
-	// v50 = neg(gain)
+	// v51 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v51) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v52 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y6, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v52) over [N T]
-	VADDPS  576(BX), Y1, Y1
+	// mean(v38) over [N T]
+	VADDPS  576(BX), Y4, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
-	VMOVUPS 472(SP), Y2
+	VMOVUPS 504(SP), Y2
 
 	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -1031,94 +1023,94 @@ indexdone_7:
 	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc49<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VMOVUPS lgc49<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v68 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y4, Y5
+	VCMPPS $0x11, Y4, Y3, Y4
 
 	// v69 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y4, Y6
+	VMULPS lgc25<>+0(SB), Y3, Y5
 
 	// v70 = mul(v69, absDiff)
-	VMULPS Y4, Y6, Y6
+	VMULPS Y3, Y5, Y5
 
 	// v71 = sub(absDiff, 0.5)
-	VSUBPS lgc25<>+0(SB), Y4, Y4
+	VSUBPS lgc25<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v68, v70, v71)
-	VBLENDVPS Y5, Y6, Y4, Y4
+	VBLENDVPS Y4, Y5, Y3, Y3
 
 	// mean(smoothL1) over [N T]
-	VADDPS  1856(BX), Y4, Y4
-	VMOVUPS Y4, 1856(BX)
+	VADDPS  1856(BX), Y3, Y3
+	VMOVUPS Y3, 1856(BX)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X2, Y5
+	VBROADCASTSD (SP), Y3
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      9024(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 5504(BX)(DI*8)
-	VMOVUPD      Y8, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y2, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y2, Y2
-	VMOVUPD      9056(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y2, Y4
-	VMOVUPD      Y5, 5536(BX)(DI*8)
-	VMOVUPD      Y4, 9056(BX)(DI*8)
+	VMOVUPD      5504(BX)(DI*8), Y5
+	VSUBPD       Y5, Y4, Y6
+	VFMADD231PD  Y6, Y3, Y5
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      9024(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y4, Y7
+	VMOVUPD      Y5, 5504(BX)(DI*8)
+	VMOVUPD      Y7, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y2, Y5
+	VFMADD231PD  Y5, Y3, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      9056(BX)(DI*8), Y3
+	VFMADD231PD  Y5, Y2, Y3
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y3, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y4
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      19584(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y4, Y7
-	VMOVUPD      Y5, 16064(BX)(DI*8)
-	VMOVUPD      Y7, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      16064(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y5
 	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y1, Y1
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      19584(BX)(DI*8), Y6
+	VFMADD231PD  Y5, Y3, Y6
+	VMOVUPD      Y4, 16064(BX)(DI*8)
+	VMOVUPD      Y6, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
-	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VFMADD231PD  Y4, Y1, Y2
+	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      504(SP), Y1
+	VMOVUPS      472(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc51<>+0(SB), Y3, Y2
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y3, Y4
-	VANDPS       Y4, Y2, Y2
-	VCMPPS       $0x00, lgc13<>+0(SB), Y3, Y4
-	VORPS        Y4, Y2, Y2
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       23104(BX)(DI*8), Y2, Y3
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 23104(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y1, Y2
-	VMOVUPD      Y2, 23136(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 	VMOVUPS      312(SP), Y1
@@ -2435,107 +2427,103 @@ inner_A_15:
 	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y8
-	VMOVUPS Y1, 184(SP)
-	VMOVUPS lgc45<>+0(SB), Y1
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y8, Y1, Y8
+	VMINPS  Y6, Y8, Y6
+	VMOVUPS Y1, 184(SP)
 	VMOVUPS Y7, 216(SP)
 	VMOVUPS Y2, 248(SP)
-	VMOVUPS Y4, 280(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMAXPS       Y5, Y2, Y2
-	VMOVUPS      lgc46<>+0(SB), Y4
-	VMINPS       Y2, Y4, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y4, Y2
-	VMULPS       Y2, Y2, Y7
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VFMADD213PS  Y2, Y7, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y4, Y2
-	VPADDD       lgc26<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPSLLD       $0x17, Y4, Y4
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMAXPS       Y5, Y1, Y1
+	VMOVUPS      lgc46<>+0(SB), Y2
+	VMINPS       Y1, Y2, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y2, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSRLD       $0x01, Y1, Y2
+	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y9, Y9
-	VMULPS       Y2, Y9, Y9
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y1, Y5, Y1
-	VMOVUPS lgc47<>+0(SB), Y2
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y5, Y6, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y2
+	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y2, Y2
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc48<>+0(SB), Y7
+	VMOVUPS   lgc13<>+0(SB), Y9
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y2
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
+	VMOVUPS   88(SP), Y7
+	VMOVUPS   lgc0<>+0(SB), Y9
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y6, Y5, Y4
-	VMOVUPS lgc48<>+0(SB), Y6
+	// v46 = ge(gae, 0)
+	VCMPPS  $0x1d, Y9, Y7, Y9
+	VMOVUPS Y5, 280(SP)
+	VMOVUPS Y4, 312(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y6, Y6
-	VMOVUPS Y1, 312(SP)
+	// v47 = min(ratio, v41) tie=first
+	VMINPS  Y8, Y6, Y4
+	VMOVUPS Y6, 344(SP)
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y4, Y6, Y9, Y1
-	VMOVUPS   88(SP), Y6
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v48 = max(ratio, v44) tie=first
+	VMAXPS  Y8, Y1, Y5
+	VMOVUPS Y1, 376(SP)
 
-	// v47 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y6, Y7
-	VMOVUPS Y4, 344(SP)
-	VMOVUPS Y9, 376(SP)
+	// v49 = where(v46, v47, v48)
+	VBLENDVPS Y9, Y4, Y5, Y1
 
-	// v48 = where(v47, v41, v45)
-	VBLENDVPS Y7, Y2, Y1, Y1
+	// gain = mul(gae, v49)
+	VMULPS Y1, Y7, Y1
 
-	// gain = mul(gae, v48)
-	VMULPS Y1, Y6, Y1
-
-	// v50 = neg(gain)
+	// v51 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
+	// mean(v51) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v52 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y8, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v52) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
+	// mean(v38) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
+	VANDPS       Y1, Y2, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 	MOVQ         sampleLogProb+72(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	VMOVUPS      280(SP), Y2
+	VMOVUPS      312(SP), Y2
 
 	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -2565,9 +2553,9 @@ inner_A_15:
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
-	VPMOVSXDQ    X6, Y6
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
 	VADDPS       1216(CX), Y2, Y2
 	VMOVUPS      Y2, 1216(CX)
@@ -2591,32 +2579,32 @@ inner_A_15:
 	// absDiff = abs(diff)
 	VMOVUPS lgc49<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v68 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y4, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v69 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y4, Y8
-	VMOVUPS Y7, 408(SP)
+	VMULPS  lgc25<>+0(SB), Y4, Y6
+	VMOVUPS Y9, 408(SP)
 
 	// v70 = mul(v69, absDiff)
-	VMULPS Y4, Y8, Y7
+	VMULPS Y4, Y6, Y7
 
 	// v71 = sub(absDiff, 0.5)
 	VSUBPS  lgc25<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 440(SP)
-	VMOVUPS Y8, 472(SP)
+	VMOVUPS Y6, 472(SP)
 
 	// v72 = where(v68, v70, v71)
-	VBLENDVPS Y6, Y7, Y9, Y1
+	VBLENDVPS Y5, Y7, Y9, Y1
 
 	// mean(v72) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y1, Y1
 	VADDPS       1856(CX), Y1, Y1
 	VMOVUPS      Y1, 1856(CX)
 	VMOVUPS      Y4, 504(SP)
@@ -2627,30 +2615,30 @@ inner_A_15:
 	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X3, Y8
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
 	VEXTRACTF128 $0x01, Y3, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y8, Y11
-	VFMADD231PD  Y11, Y7, Y10
-	VSUBPD       Y10, Y8, Y8
+	VSUBPD       Y10, Y7, Y11
+	VFMADD231PD  Y11, Y6, Y10
+	VSUBPD       Y10, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y10, Y8, Y10
+	VFMADD231PD  Y11, Y7, Y12
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y12, Y8, Y12
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y4
 	VSUBPD       Y4, Y9, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      5536(CX)(BX*8), Y7
-	VBLENDVPD    Y1, Y4, Y7, Y4
+	VFMADD231PD  Y7, Y6, Y9
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VBLENDVPD    Y1, Y4, Y6, Y4
 	VMOVUPD      Y4, 5536(CX)(BX*8)
 	VMOVUPD      9056(CX)(BX*8), Y4
 	VBLENDVPD    Y1, Y9, Y4, Y9
@@ -2661,137 +2649,137 @@ inner_A_15:
 	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X2, Y8
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X2, Y7
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y7, Y9
-	VSUBPD       Y9, Y8, Y8
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y9, Y8, Y9
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y9, Y7, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y4, Y11, Y8, Y11
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
 	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y8
-	VFMADD231PD  Y8, Y7, Y4
+	VSUBPD       Y4, Y2, Y7
+	VFMADD231PD  Y7, Y6, Y4
 	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      19616(CX)(BX*8), Y7
-	VFMADD231PD  Y8, Y2, Y7
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y2, Y6
 	VMOVUPD      16096(CX)(BX*8), Y2
 	VBLENDVPD    Y1, Y4, Y2, Y4
 	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y2
-	VBLENDVPD    Y1, Y7, Y2, Y7
-	VMOVUPD      Y7, 19616(CX)(BX*8)
+	VBLENDVPD    Y1, Y6, Y2, Y6
+	VMOVUPD      Y6, 19616(CX)(BX*8)
 	VMOVUPS      Y3, 536(SP)
-	VMOVUPS      Y6, 568(SP)
-	VMOVUPS      376(SP), Y1
+	VMOVUPS      Y5, 568(SP)
+	VMOVUPS      280(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc51<>+0(SB), Y5, Y6
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y5, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc13<>+0(SB), Y5, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc53<>+0(SB), Y7
-	VBLENDVPS    Y2, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X5
-	VCVTPS2PD    X5, Y5
-	VANDPD       Y3, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc53<>+0(SB), Y6
+	VBLENDVPS    Y2, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       Y3, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y3
 	VMOVUPD      Y3, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y2
-	VADDPD       28448(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28448(CX)(BX*8)
-	VMOVUPS      568(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc60<>+0(SB), Y2
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
+	VMOVUPS      568(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc60<>+0(SB), Y1
 
 	// v91 = where(v68, 0, 3.7114014251781474e-05)
-	VANDNPS Y2, Y3, Y2
-	VMOVUPS 504(SP), Y4
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS 504(SP), Y3
 
 	// v92 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc60<>+0(SB), Y4, Y4
+	VMULPS lgc60<>+0(SB), Y3, Y3
 
 	// v93 = where(v68, v92, 0)
-	VANDPS  Y4, Y3, Y4
-	VMOVUPS 472(SP), Y5
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS 472(SP), Y4
 
 	// v94 = mul(3.7114014251781474e-05, v69)
-	VMULPS lgc60<>+0(SB), Y5, Y5
+	VMULPS lgc60<>+0(SB), Y4, Y4
 
 	// v95 = where(v68, v94, 0)
-	VANDPS Y5, Y3, Y3
+	VANDPS Y4, Y2, Y2
 
 	// v96 = add(v91, v95)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y1, Y1
 
 	// v97 = mul(v93, 0.5)
-	VMULPS lgc25<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y3, Y2
 
 	// v98 = add(v96, v97)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 536(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 536(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v99 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y2, Y4
 
 	// v100 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y2, Y5
 
 	// v102 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc61<>+0(SB), Y7
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v103 = where(v100, -1, v102)
-	VBLENDVPS Y6, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VBLENDVPS Y5, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v104 = where(v99, 1, v103)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// v105 = ne(v98, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v106 = mul(v98, v104)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y2, Y1, Y2
 
 	// v107 = where(v105, v106, v98)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// gradStateValue = neg(v107)
-	VXORPS  lgc49<>+0(SB), Y2, Y2
-	VMOVUPS lgc62<>+0(SB), Y3
-	VMOVUPS 248(SP), Y5
+	VXORPS  lgc49<>+0(SB), Y1, Y1
+	VMOVUPS lgc62<>+0(SB), Y2
+	VMOVUPS 248(SP), Y4
 
 	// v111 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y3, Y3
-	VMOVUPS 440(SP), Y6
+	VDIVPS  Y4, Y2, Y2
+	VMOVUPS 440(SP), Y5
 
 	// v112 = div(v59, v25)
-	VDIVPS Y5, Y6, Y5
+	VDIVPS Y4, Y5, Y5
 
 	// v113 = mul(-3.711401342221861e-07, v112)
 	VMULPS  lgc63<>+0(SB), Y5, Y5
@@ -2800,95 +2788,70 @@ inner_A_15:
 	// v121 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y6, Y6
 	VMOVUPS 408(SP), Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
-	// v122 = where(v47, v121, 0)
-	VANDPS  Y6, Y8, Y7
-	VMOVUPS Y2, 600(SP)
+	// v122 = where(v46, v121, 0)
+	VANDPS  Y6, Y9, Y7
+	VMOVUPS Y1, 600(SP)
 
-	// v123 = where(v47, 0, v121)
-	VANDNPS Y6, Y8, Y2
-	VMOVUPS 344(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
+	// v123 = where(v46, 0, v121)
+	VANDNPS Y6, Y9, Y1
+	VMOVUPS 376(SP), Y6
 
-	// v124 = where(v42, v123, 0)
-	VANDPS  Y2, Y8, Y6
-	VMOVUPS Y3, 632(SP)
+	// v124 = ge(ratio, v44)
+	VCMPPS $0x1d, Y6, Y8, Y6
 
-	// v125 = where(v42, 0, v123)
-	VANDNPS Y2, Y8, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
+	// v125 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y8, Y8, Y9
+	VMOVUPS Y2, 632(SP)
 
-	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y3, Y1, Y3
-
-	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y8
+	// v126 = max(v124, v125)
+	VORPS   Y6, Y9, Y2
 	VMOVUPS Y5, 664(SP)
 
-	// v128 = max(v126, v127)
-	VORPS Y3, Y8, Y3
+	// v127 = where(v126, v123, 0)
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS 344(SP), Y2
 
-	// v129 = where(v128, v124, 0)
-	VANDPS Y6, Y3, Y3
+	// v128 = le(ratio, v41)
+	VCMPPS $0x12, Y2, Y8, Y2
 
-	// v130 = add(v125, v129)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 312(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	// v129 = max(v128, v125)
+	VORPS Y2, Y9, Y2
 
-	// v131 = where(v38, v122, 0)
-	VANDPS Y7, Y5, Y3
+	// v130 = where(v129, v122, 0)
+	VANDPS Y7, Y2, Y2
 
-	// v132 = where(v38, 0, v122)
-	VANDNPS Y7, Y5, Y5
+	// v131 = add(v127, v130)
+	VADDPS Y2, Y1, Y1
 
-	// v133 = add(v130, v132)
-	VADDPS  Y5, Y2, Y2
-	VMOVUPS lgc47<>+0(SB), Y5
+	// v132 = ne(v131, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v134 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	// v133 = mul(v131, ratio)
+	VMULPS Y8, Y1, Y5
 
-	// v135 = max(v134, v127)
-	VORPS Y5, Y8, Y5
+	// v134 = where(v132, v133, v131)
+	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v136 = where(v135, v131, 0)
-	VANDPS Y3, Y5, Y3
-
-	// v137 = add(v133, v136)
-	VADDPS Y3, Y2, Y2
-
-	// v138 = ne(v137, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
-
-	// v139 = mul(v137, ratio)
-	VMULPS Y1, Y2, Y1
-
-	// v140 = where(v138, v139, v137)
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v141 = neg(v140)
+	// v135 = neg(v134)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v142 = add(-3.711401342221861e-07, v141)
+	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v146 = ne(v142, 0)
-	VCMPPS  $0x04, Y4, Y2, Y3
-	VMOVUPS 248(SP), Y4
+	// v140 = ne(v136, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v147 = div(v142, v25)
+	// v141 = div(v136, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v148 = where(v146, v147, v142)
+	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
 	VMOVUPS   664(SP), Y3
 
-	// v149 = add(v113, v148)
+	// v143 = add(v113, v142)
 	VADDPS     Y2, Y3, Y2
 	VMOVUPS    lgc15<>+0(SB), Y3
 	MOVQ       action+64(FP), CX
@@ -2956,23 +2919,23 @@ inner_A_16:
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v144 = eq(v143, action)
+	// v138 = eq(v137, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v145 = where(v144, v140, 0)
+	// v139 = where(v138, v134, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v150 = add(v114, v149)
+	// v144 = add(v114, v143)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(BX*1), Y8
 
-	// v151 = mul(v150, v24)
+	// v145 = mul(v144, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v152 = add(v119, v151)
+	// v146 = add(v119, v145)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v145, v152)
+	// gradLogits = add(v139, v146)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
@@ -3309,96 +3272,92 @@ indexdone_20:
 	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y8
-	VMOVUPS Y3, 984(SP)
-	VMOVUPS lgc45<>+0(SB), Y3
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc45<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y8, Y3, Y8
+	VMINPS  Y6, Y8, Y6
+	VMOVUPS Y3, 984(SP)
 	VMOVUPS Y7, 1016(SP)
 	VMOVUPS Y1, 1048(SP)
-	VMOVUPS Y2, 1080(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc46<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VMOVUPS      lgc46<>+0(SB), Y3
+	VMINPS       Y1, Y3, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y1
 	VMULPS       Y1, Y1, Y7
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y7, Y9
-	VFMADD213PS  Y1, Y7, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y2, Y1
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y3, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPSLLD       $0x17, Y2, Y2
+	VPSRLD       $0x01, Y1, Y3
+	VPSUBD       Y3, Y1, Y1
+	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y3, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y3, Y4, Y1
-	VMOVUPS lgc47<>+0(SB), Y2
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y6, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y3
+	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y2, Y2
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc48<>+0(SB), Y7
+	VMOVUPS   lgc13<>+0(SB), Y9
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y2
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
+	VMOVUPS   888(SP), Y7
+	VMOVUPS   lgc0<>+0(SB), Y9
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y6, Y4, Y3
-	VMOVUPS lgc48<>+0(SB), Y6
+	// v46 = ge(gae, 0)
+	VCMPPS  $0x1d, Y9, Y7, Y9
+	VMOVUPS Y4, 1080(SP)
+	VMOVUPS Y2, 1112(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y6, Y6
-	VMOVUPS Y1, 1112(SP)
+	// v47 = min(ratio, v41) tie=first
+	VMINPS  Y8, Y6, Y2
+	VMOVUPS Y6, 1144(SP)
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y3, Y6, Y9, Y1
-	VMOVUPS   888(SP), Y6
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v48 = max(ratio, v44) tie=first
+	VMAXPS  Y8, Y1, Y4
+	VMOVUPS Y1, 1176(SP)
 
-	// v47 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y6, Y7
-	VMOVUPS Y3, 1144(SP)
-	VMOVUPS Y9, 1176(SP)
+	// v49 = where(v46, v47, v48)
+	VBLENDVPS Y9, Y2, Y4, Y1
 
-	// v48 = where(v47, v41, v45)
-	VBLENDVPS Y7, Y2, Y1, Y1
+	// gain = mul(gae, v49)
+	VMULPS Y1, Y7, Y1
 
-	// gain = mul(gae, v48)
-	VMULPS Y1, Y6, Y1
-
-	// v50 = neg(gain)
+	// v51 = neg(gain)
 	VXORPS lgc49<>+0(SB), Y1, Y1
 
-	// mean(v50) over [N T]
+	// mean(v51) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v52 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y8, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v52) over [N T]
-	VADDPS  576(BX), Y1, Y1
+	// mean(v38) over [N T]
+	VADDPS  576(BX), Y3, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
-	VMOVUPS 1080(SP), Y2
+	VMOVUPS 1112(SP), Y2
 
 	// v54 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y1, Y1
@@ -3436,172 +3395,172 @@ indexdone_20:
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc49<>+0(SB), Y5
-	VANDNPS Y3, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc49<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v68 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v69 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y5, Y8
-	VMOVUPS Y7, 1208(SP)
+	VMULPS  lgc25<>+0(SB), Y4, Y6
+	VMOVUPS Y9, 1208(SP)
 
 	// v70 = mul(v69, absDiff)
-	VMULPS Y5, Y8, Y7
+	VMULPS Y4, Y6, Y7
 
 	// v71 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y5, Y9
+	VSUBPS  lgc25<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 1240(SP)
-	VMOVUPS Y8, 1272(SP)
+	VMOVUPS Y6, 1272(SP)
 
 	// v72 = where(v68, v70, v71)
-	VBLENDVPS Y6, Y7, Y9, Y1
+	VBLENDVPS Y5, Y7, Y9, Y1
 
 	// mean(v72) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y5, 1304(SP)
+	VMOVUPS Y4, 1304(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X3, Y5
-	VEXTRACTF128 $0x01, Y3, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      5504(BX)(R8*8), Y8
-	VSUBPD       Y8, Y5, Y9
-	VFMADD231PD  Y9, Y1, Y8
-	VSUBPD       Y8, Y5, Y5
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      5504(BX)(R8*8), Y7
+	VSUBPD       Y7, Y4, Y9
+	VFMADD231PD  Y9, Y1, Y7
+	VSUBPD       Y7, Y4, Y4
 	VMOVUPD      9024(BX)(R8*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
-	VMOVUPD      Y8, 5504(BX)(R8*8)
+	VFMADD231PD  Y9, Y4, Y10
+	VMOVUPD      Y7, 5504(BX)(R8*8)
 	VMOVUPD      Y10, 9024(BX)(R8*8)
-	VMOVUPD      5536(BX)(R8*8), Y5
-	VSUBPD       Y5, Y7, Y8
-	VFMADD231PD  Y8, Y1, Y5
-	VSUBPD       Y5, Y7, Y1
-	VMOVUPD      9056(BX)(R8*8), Y7
-	VFMADD231PD  Y8, Y1, Y7
-	VMOVUPD      Y5, 5536(BX)(R8*8)
-	VMOVUPD      Y7, 9056(BX)(R8*8)
+	VMOVUPD      5536(BX)(R8*8), Y4
+	VSUBPD       Y4, Y6, Y7
+	VFMADD231PD  Y7, Y1, Y4
+	VSUBPD       Y4, Y6, Y1
+	VMOVUPD      9056(BX)(R8*8), Y6
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y4, 5536(BX)(R8*8)
+	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X2, Y5
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      16064(BX)(R8*8), Y7
-	VSUBPD       Y7, Y5, Y8
-	VFMADD231PD  Y8, Y1, Y7
-	VSUBPD       Y7, Y5, Y5
+	VMOVUPD      16064(BX)(R8*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VSUBPD       Y6, Y4, Y4
 	VMOVUPD      19584(BX)(R8*8), Y9
-	VFMADD231PD  Y8, Y5, Y9
-	VMOVUPD      Y7, 16064(BX)(R8*8)
+	VFMADD231PD  Y7, Y4, Y9
+	VMOVUPD      Y6, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
-	VMOVUPD      16096(BX)(R8*8), Y5
-	VSUBPD       Y5, Y2, Y7
-	VFMADD231PD  Y7, Y1, Y5
-	VSUBPD       Y5, Y2, Y1
+	VMOVUPD      16096(BX)(R8*8), Y4
+	VSUBPD       Y4, Y2, Y6
+	VFMADD231PD  Y6, Y1, Y4
+	VSUBPD       Y4, Y2, Y1
 	VMOVUPD      19616(BX)(R8*8), Y2
-	VFMADD231PD  Y7, Y1, Y2
-	VMOVUPD      Y5, 16096(BX)(R8*8)
+	VFMADD231PD  Y6, Y1, Y2
+	VMOVUPD      Y4, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
 	VMOVUPS      Y3, 1336(SP)
-	VMOVUPS      Y6, 1368(SP)
-	VMOVUPS      1176(SP), Y1
+	VMOVUPS      Y5, 1368(SP)
+	VMOVUPS      1080(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc51<>+0(SB), Y4, Y2
-	VCMPPS       $0x1a, lgc52<>+0(SB), Y4, Y3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc13<>+0(SB), Y4, Y3
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(R8*8), Y2, Y4
-	VMOVUPD      Y4, 23104(BX)(R8*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(R8*8)
-	VADDPD       23136(BX)(R8*8), Y3, Y2
-	VMOVUPD      Y2, 23136(BX)(R8*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(R8*8)
-	VMOVUPS      1368(SP), Y2
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VCMPPS       $0x04, Y3, Y2, Y3
-	VMOVUPS      lgc60<>+0(SB), Y2
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(R8*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(R8*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(R8*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(R8*8)
+	VMOVUPS      1368(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VCMPPS       $0x04, Y2, Y1, Y2
+	VMOVUPS      lgc60<>+0(SB), Y1
 
 	// v91 = where(v68, 0, 3.7114014251781474e-05)
-	VANDNPS Y2, Y3, Y2
-	VMOVUPS 1304(SP), Y4
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS 1304(SP), Y3
 
 	// v92 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc60<>+0(SB), Y4, Y4
+	VMULPS lgc60<>+0(SB), Y3, Y3
 
 	// v93 = where(v68, v92, 0)
-	VANDPS  Y4, Y3, Y4
-	VMOVUPS 1272(SP), Y5
+	VANDPS  Y3, Y2, Y3
+	VMOVUPS 1272(SP), Y4
 
 	// v94 = mul(3.7114014251781474e-05, v69)
-	VMULPS lgc60<>+0(SB), Y5, Y5
+	VMULPS lgc60<>+0(SB), Y4, Y4
 
 	// v95 = where(v68, v94, 0)
-	VANDPS Y5, Y3, Y3
+	VANDPS Y4, Y2, Y2
 
 	// v96 = add(v91, v95)
-	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y1, Y1
 
 	// v97 = mul(v93, 0.5)
-	VMULPS lgc25<>+0(SB), Y4, Y3
+	VMULPS lgc25<>+0(SB), Y3, Y2
 
 	// v98 = add(v96, v97)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 1336(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 1336(SP), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v99 = gt(diff, 0)
-	VCMPPS $0x1e, Y4, Y3, Y5
+	VCMPPS $0x1e, Y3, Y2, Y4
 
 	// v100 = lt(diff, 0)
-	VCMPPS $0x11, Y4, Y3, Y6
+	VCMPPS $0x11, Y3, Y2, Y5
 
 	// v102 = mul(diff, 0)
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc61<>+0(SB), Y7
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v103 = where(v100, -1, v102)
-	VBLENDVPS Y6, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VBLENDVPS Y5, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v104 = where(v99, 1, v103)
-	VBLENDVPS Y5, Y6, Y3, Y3
+	VBLENDVPS Y4, Y5, Y2, Y2
 
 	// v105 = ne(v98, 0)
-	VCMPPS $0x04, Y4, Y2, Y5
+	VCMPPS $0x04, Y3, Y1, Y4
 
 	// v106 = mul(v98, v104)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y2, Y1, Y2
 
 	// v107 = where(v105, v106, v98)
-	VBLENDVPS Y5, Y3, Y2, Y2
+	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// gradStateValue = neg(v107)
-	VXORPS  lgc49<>+0(SB), Y2, Y2
-	VMOVUPS lgc62<>+0(SB), Y3
-	VMOVUPS 1048(SP), Y5
+	VXORPS  lgc49<>+0(SB), Y1, Y1
+	VMOVUPS lgc62<>+0(SB), Y2
+	VMOVUPS 1048(SP), Y4
 
 	// v111 = div(3.711401342221861e-07, v25)
-	VDIVPS  Y5, Y3, Y3
-	VMOVUPS 1240(SP), Y6
+	VDIVPS  Y4, Y2, Y2
+	VMOVUPS 1240(SP), Y5
 
 	// v112 = div(v59, v25)
-	VDIVPS Y5, Y6, Y5
+	VDIVPS Y4, Y5, Y5
 
 	// v113 = mul(-3.711401342221861e-07, v112)
 	VMULPS  lgc63<>+0(SB), Y5, Y5
@@ -3610,95 +3569,70 @@ indexdone_20:
 	// v121 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc64<>+0(SB), Y6, Y6
 	VMOVUPS 1208(SP), Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	VMOVUPS lgc0<>+0(SB), Y9
+	VCMPPS  $0x04, Y9, Y7, Y9
 
-	// v122 = where(v47, v121, 0)
-	VANDPS  Y6, Y8, Y7
-	VMOVUPS Y2, 1400(SP)
+	// v122 = where(v46, v121, 0)
+	VANDPS  Y6, Y9, Y7
+	VMOVUPS Y1, 1400(SP)
 
-	// v123 = where(v47, 0, v121)
-	VANDNPS Y6, Y8, Y2
-	VMOVUPS 1144(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y6, Y8
+	// v123 = where(v46, 0, v121)
+	VANDNPS Y6, Y9, Y1
+	VMOVUPS 1176(SP), Y6
 
-	// v124 = where(v42, v123, 0)
-	VANDPS  Y2, Y8, Y6
-	VMOVUPS Y3, 1432(SP)
+	// v124 = ge(ratio, v44)
+	VCMPPS $0x1d, Y6, Y8, Y6
 
-	// v125 = where(v42, 0, v123)
-	VANDNPS Y2, Y8, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
+	// v125 = ne(ratio, ratio)
+	VCMPPS  $0x04, Y8, Y8, Y9
+	VMOVUPS Y2, 1432(SP)
 
-	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y3, Y1, Y3
-
-	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y1, Y1, Y8
+	// v126 = max(v124, v125)
+	VORPS   Y6, Y9, Y2
 	VMOVUPS Y5, 1464(SP)
 
-	// v128 = max(v126, v127)
-	VORPS Y3, Y8, Y3
+	// v127 = where(v126, v123, 0)
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS 1144(SP), Y2
 
-	// v129 = where(v128, v124, 0)
-	VANDPS Y6, Y3, Y3
+	// v128 = le(ratio, v41)
+	VCMPPS $0x12, Y2, Y8, Y2
 
-	// v130 = add(v125, v129)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 1112(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	// v129 = max(v128, v125)
+	VORPS Y2, Y9, Y2
 
-	// v131 = where(v38, v122, 0)
-	VANDPS Y7, Y5, Y3
+	// v130 = where(v129, v122, 0)
+	VANDPS Y7, Y2, Y2
 
-	// v132 = where(v38, 0, v122)
-	VANDNPS Y7, Y5, Y5
+	// v131 = add(v127, v130)
+	VADDPS Y2, Y1, Y1
 
-	// v133 = add(v130, v132)
-	VADDPS  Y5, Y2, Y2
-	VMOVUPS lgc47<>+0(SB), Y5
+	// v132 = ne(v131, 0)
+	VCMPPS $0x04, Y3, Y1, Y2
 
-	// v134 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y1, Y5
+	// v133 = mul(v131, ratio)
+	VMULPS Y8, Y1, Y5
 
-	// v135 = max(v134, v127)
-	VORPS Y5, Y8, Y5
+	// v134 = where(v132, v133, v131)
+	VBLENDVPS Y2, Y5, Y1, Y1
 
-	// v136 = where(v135, v131, 0)
-	VANDPS Y3, Y5, Y3
-
-	// v137 = add(v133, v136)
-	VADDPS Y3, Y2, Y2
-
-	// v138 = ne(v137, 0)
-	VCMPPS $0x04, Y4, Y2, Y3
-
-	// v139 = mul(v137, ratio)
-	VMULPS Y1, Y2, Y1
-
-	// v140 = where(v138, v139, v137)
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v141 = neg(v140)
+	// v135 = neg(v134)
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
-	// v142 = add(-3.711401342221861e-07, v141)
+	// v136 = add(-3.711401342221861e-07, v135)
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
-	// v146 = ne(v142, 0)
-	VCMPPS  $0x04, Y4, Y2, Y3
-	VMOVUPS 1048(SP), Y4
+	// v140 = ne(v136, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v147 = div(v142, v25)
+	// v141 = div(v136, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v148 = where(v146, v147, v142)
+	// v142 = where(v140, v141, v136)
 	VBLENDVPS Y3, Y4, Y2, Y2
 	VMOVUPS   1464(SP), Y3
 
-	// v149 = add(v113, v148)
+	// v143 = add(v113, v142)
 	VADDPS    Y2, Y3, Y2
 	VMOVUPS   lgc15<>+0(SB), Y3
 	MOVQ      action+64(FP), BX
@@ -3783,23 +3717,23 @@ inner_A_23:
 	VPBROADCASTD X7, Y7
 	VCVTDQ2PS    Y7, Y7
 
-	// v144 = eq(v143, action)
+	// v138 = eq(v137, action)
 	VCMPPS $0x00, Y4, Y7, Y7
 
-	// v145 = where(v144, v140, 0)
+	// v139 = where(v138, v134, 0)
 	VANDPS Y1, Y7, Y7
 
-	// v150 = add(v114, v149)
+	// v144 = add(v114, v143)
 	VADDPS  Y2, Y6, Y6
 	VMOVUPS 8(SP)(R8*1), Y8
 
-	// v151 = mul(v150, v24)
+	// v145 = mul(v144, v24)
 	VMULPS Y8, Y6, Y6
 
-	// v152 = add(v119, v151)
+	// v146 = add(v119, v145)
 	VADDPS Y6, Y5, Y5
 
-	// gradLogits = add(v145, v152)
+	// gradLogits = add(v139, v146)
 	VADDPS Y5, Y7, Y5
 
 	// store gradLogits

@@ -35,8 +35,8 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v50) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v52) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v51) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v38) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v54) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v62) over N,T
@@ -78,7 +78,9 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c43 := float32(0.8)
+	c40 := float32(math.Inf(1))
+	c42 := float32(0.8)
+	c43 := float32(math.Inf(-1))
 	zero := float32(0)
 	c61 := float32(-0.01)
 	half := float32(0.5)
@@ -149,19 +151,17 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(logWeight > c34)
-			v40 := min(ratio, c39)
-			v41 := sel(v38, v40, ratio)
-			v42 := b2f(logWeight < c33)
-			v44 := max(ratio, c43)
-			v45 := sel(v42, v44, ratio)
-			v47 := b2f(gae >= zero)
-			ratioClipped := sel(v47, v41, v45)
+			v38 := b2f(logWeightClip != logWeight)
+			v41 := sel(v38, c39, c40)
+			v44 := sel(v38, c42, c43)
+			v46 := b2f(gae >= zero)
+			v47 := min(ratio, v41)
+			v48 := max(ratio, v44)
+			ratioClipped := sel(v46, v47, v48)
 			gain := float32(gae * ratioClipped)
-			v50 := -gain
-			lossObjective.Add(float64(v50))
-			v52 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v52))
+			v51 := -gain
+			lossObjective.Add(float64(v51))
+			clipFraction.Add(float64(v38))
 			v54 := sampleLogProb - logSoftmax
 			klApprox.Add(float64(v54))
 			v58 := float32(acc58)
@@ -331,8 +331,8 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v50) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v52) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v51) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v38) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v54) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v62) over N,T
@@ -374,7 +374,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c43 := float32(0.8)
+	c40 := float32(math.Inf(1))
+	c42 := float32(0.8)
+	c43 := float32(math.Inf(-1))
 	zero := float32(0)
 	c61 := float32(-0.01)
 	half := float32(0.5)
@@ -450,19 +452,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(logWeight > c34)
-			v40 := min(ratio, c39)
-			v41 := sel(v38, v40, ratio)
-			v42 := b2f(logWeight < c33)
-			v44 := max(ratio, c43)
-			v45 := sel(v42, v44, ratio)
-			v47 := b2f(gae >= zero)
-			v48 := sel(v47, v41, v45)
-			gain := float32(gae * v48)
-			v50 := -gain
-			lossObjective.Add(float64(v50))
-			v52 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v52))
+			v38 := b2f(logWeightClip != logWeight)
+			v41 := sel(v38, c39, c40)
+			v44 := sel(v38, c42, c43)
+			v46 := b2f(gae >= zero)
+			v47 := min(ratio, v41)
+			v48 := max(ratio, v44)
+			v49 := sel(v46, v47, v48)
+			gain := float32(gae * v49)
+			v51 := -gain
+			lossObjective.Add(float64(v51))
+			clipFraction.Add(float64(v38))
 			v54 := sampleLogProb - logSoftmax
 			klApprox.Add(float64(v54))
 			v58 := float32(acc58)
@@ -506,31 +506,25 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v112 := v59 / v25
 			v113 := float32(c109 * v112)
 			v121 := float32(c120 * gae)
-			v122 := sel(v47, v121, zero)
-			v123 := sel(v47, zero, v121)
-			v124 := sel(v42, v123, zero)
-			v125 := sel(v42, zero, v123)
-			v126 := b2f(ratio >= c43)
-			v127 := b2f(ratio != ratio)
-			v128 := max(v126, v127)
-			v129 := sel(v128, v124, zero)
-			v130 := v125 + v129
-			v131 := sel(v38, v122, zero)
-			v132 := sel(v38, zero, v122)
-			v133 := v130 + v132
-			v134 := b2f(ratio <= c39)
-			v135 := max(v134, v127)
-			v136 := sel(v135, v131, zero)
-			v137 := v133 + v136
-			v138 := b2f(v137 != zero)
-			v139 := float32(v137 * ratio)
-			v140 := sel(v138, v139, v137)
-			v141 := -v140
-			v142 := c109 + v141
-			v146 := b2f(v142 != zero)
-			v147 := v142 / v25
-			v148 := sel(v146, v147, v142)
-			v149 := v113 + v148
+			v122 := sel(v46, v121, zero)
+			v123 := sel(v46, zero, v121)
+			v124 := b2f(ratio >= v44)
+			v125 := b2f(ratio != ratio)
+			v126 := max(v124, v125)
+			v127 := sel(v126, v123, zero)
+			v128 := b2f(ratio <= v41)
+			v129 := max(v128, v125)
+			v130 := sel(v129, v122, zero)
+			v131 := v127 + v130
+			v132 := b2f(v131 != zero)
+			v133 := float32(v131 * ratio)
+			v134 := sel(v132, v133, v131)
+			v135 := -v134
+			v136 := c109 + v135
+			v140 := b2f(v136 != zero)
+			v141 := v136 / v25
+			v142 := sel(v140, v141, v136)
+			v143 := v113 + v142
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*842+iT*2+iA]
 				v23 := logits - v21
@@ -542,13 +536,13 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v117 := b2f(v23 != v23)
 				v118 := max(v116, v117)
 				v119 := sel(v118, v115, zero)
-				v143 := float32(iA)
-				v144 := b2f(v143 == action)
-				v145 := sel(v144, v140, zero)
-				v150 := v114 + v149
-				v151 := float32(v150 * v24)
-				v152 := v119 + v151
-				gradLogits := v145 + v152
+				v137 := float32(iA)
+				v138 := b2f(v137 == action)
+				v139 := sel(v138, v134, zero)
+				v144 := v114 + v143
+				v145 := float32(v144 * v24)
+				v146 := v119 + v145
+				gradLogits := v139 + v146
 				grads.Logits[iN*842+iT*2+iA] = gradLogits
 			}
 		}

@@ -228,13 +228,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v51.s",
+		Name:   "scratch/pass0.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v51.n",
+		Name:   "scratch/pass0.v52.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -320,12 +320,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/pass0.v52.s", "scratch/pass0.v52.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/loss_objective", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/clip_fraction", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/kl_approx", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "out/entropy", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/s2", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v52.s", "scratch/pass0.v52.n", "out/loss_objective", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/clip_fraction", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/kl_approx", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "out/entropy", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/s2", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
@@ -571,13 +571,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v51.s",
+		Name:   "scratch/pass0.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v51.n",
+		Name:   "scratch/pass0.v52.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -663,12 +663,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/pass0.v52.s", "scratch/pass0.v52.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "scratch/pass0.v73.s", "scratch/pass0.v73.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/loss_objective", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/clip_fraction", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/kl_approx", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "out/entropy", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/s2", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v52.s", "scratch/pass0.v52.n", "out/loss_objective", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/clip_fraction", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/kl_approx", "scratch/pass0.v63.s", "scratch/pass0.v63.n", "out/entropy", "scratch/pass0.v64.s", "scratch/pass0.v64.n", "out/loss_entropy", "scratch/pass0.v73.s", "scratch/pass0.v73.n", "out/loss_critic", "scratch/pass0.v74.n", "scratch/pass0.v74.mean", "scratch/pass0.v74.m2", "scratch/s0", "scratch/pass0.v75.n", "scratch/pass0.v75.mean", "scratch/pass0.v75.m2", "scratch/s1", "scratch/pass0.v81.m", "scratch/pass0.v81.s", "scratch/s2", "scratch/pass0.v83.m", "scratch/pass0.v83.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

@@ -33,13 +33,13 @@ type ptxTable struct {
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
 //   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2119273): it computes, of each output, advantage 512 of 26944,
+//     instructions; this part 2118249): it computes, of each output, advantage 512 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
-//     of 1 elements; whole (94027369 instructions) on the special-value case and the golden case
+//     of 1 elements; whole (93973481 instructions) on the special-value case and the golden case
 //     random.
 //   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2221929): it computes, of each output, advantage 512 of 26944,
+//     instructions; this part 2215785): it computes, of each output, advantage 512 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
 //     of 1, grad.state_value 512 of 26944, grad.logits 1024 of 53888 elements.

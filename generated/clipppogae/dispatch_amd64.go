@@ -19,8 +19,8 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r40_s    []float64
-	r40_p    []float32
+	r41_s    []float64
+	r41_p    []float32
 	r42_s    []float64
 	r42_p    []float32
 	r44_s    []float64
@@ -49,8 +49,8 @@ type avxState struct {
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4056)}
-	st.r40_s = st.buf[8:24]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r41_s = st.buf[8:24]
+	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r42_s = st.buf[48:64]
 	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r44_s = st.buf[88:104]
@@ -88,8 +88,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r41_s, 0)
+		runtime.Fill(st.r41_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r44_s, 0)
@@ -126,7 +126,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
@@ -145,7 +145,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r41_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
@@ -229,8 +229,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r40_s    []float64
-	r40_p    []float32
+	r41_s    []float64
+	r41_p    []float32
 	r42_s    []float64
 	r42_p    []float32
 	r44_s    []float64
@@ -259,8 +259,8 @@ type fbAvxState struct {
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4056)}
-	st.r40_s = st.buf[8:24]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r41_s = st.buf[8:24]
+	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r42_s = st.buf[48:64]
 	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r44_s = st.buf[88:104]
@@ -299,8 +299,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r40_s, 0)
-		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r41_s, 0)
+		runtime.Fill(st.r41_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r44_s, 0)
@@ -337,7 +337,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
@@ -356,7 +356,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r41_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $152-104
+TEXT ·pass0AVX2(SB), $216-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -131,10 +131,10 @@ outer0_1:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y5
+	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
@@ -144,102 +144,96 @@ outer0_1:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v27 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y3, Y1
+	// v27 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y5, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y5
 	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v29 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v30 = where(v27, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc28<>+0(SB), Y7
+	VMOVUPS   lgc29<>+0(SB), Y9
 
-	// v30 = where(v27, v29, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y1
+	// v33 = where(v27, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v31 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y3, Y4
-	VMOVUPS lgc28<>+0(SB), Y6
+	// v35 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y2, Y7
+	VMOVUPS Y3, 56(SP)
 
-	// v33 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y6, Y6
+	// v36 = min(ratio, v30) tie=first
+	VMINPS Y8, Y6, Y3
 
-	// v34 = where(v31, v33, ratio)
-	VBLENDVPS Y4, Y6, Y9, Y4
-	VMOVUPS   lgc0<>+0(SB), Y6
+	// v37 = max(ratio, v33) tie=first
+	VMAXPS Y8, Y1, Y1
 
-	// v36 = ge(gae, 0)
-	VCMPPS $0x1d, Y6, Y2, Y6
-
-	// ratioClipped = where(v36, v30, v34)
-	VBLENDVPS Y6, Y1, Y4, Y1
+	// ratioClipped = where(v35, v36, v37)
+	VBLENDVPS Y7, Y3, Y1, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v39 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	// v40 = neg(gain)
+	VXORPS lgc30<>+0(SB), Y1, Y1
 
-	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	// mean(v40) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y6
+	VEXTRACTI128 $0x01, Y3, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
+	VANDPS       Y3, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v41) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	// mean(v27) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y1, Y5, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         sampleLogProb+64(FP), BX
+	MOVQ         logProb+56(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	MOVQ         logProb+56(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v43 = sub(sampleLogProb, logProb)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v43) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         entropy+72(FP), BX
@@ -247,113 +241,112 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc31<>+0(SB), Y1, Y3
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v47) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y5
-	VEXTRACTI128 $0x01, Y1, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y1, Y4, Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y1, Y3, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v53 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v54 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y5, Y7
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v55 = mul(v54, absDiff)
-	VMULPS Y5, Y7, Y7
+	VMULPS Y4, Y6, Y6
 
 	// v56 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y5, Y5
-	VMOVUPS Y2, 56(SP)
+	VSUBPS lgc25<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v53, v55, v56)
-	VBLENDVPS Y6, Y7, Y5, Y2
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// mean(smoothL1) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y2, Y2
-	VADDPS       1856(CX), Y2, Y2
-	VMOVUPS      Y2, 1856(CX)
+	VANDPS       Y5, Y4, Y4
+	VADDPS       1856(CX), Y4, Y4
+	VMOVUPS      Y4, 1856(CX)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y7
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y10
-	VFMADD231PD  Y10, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      5504(CX)(BX*8), Y9
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y7, Y11
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 5504(CX)(BX*8)
+	VBLENDVPD    Y5, Y9, Y7, Y9
+	VMOVUPD      Y9, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y7
 	VBLENDVPD    Y5, Y11, Y7, Y11
 	VMOVUPD      Y11, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y4, Y7
+	VSUBPD       Y5, Y3, Y7
 	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y4, Y4
+	VSUBPD       Y5, Y3, Y3
 	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y4, Y6
-	VMOVUPD      5536(CX)(BX*8), Y4
-	VBLENDVPD    Y2, Y5, Y4, Y5
+	VFMADD231PD  Y7, Y3, Y6
+	VMOVUPD      5536(CX)(BX*8), Y3
+	VBLENDVPD    Y4, Y5, Y3, Y5
 	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y4
-	VBLENDVPD    Y2, Y6, Y4, Y6
+	VMOVUPD      9056(CX)(BX*8), Y3
+	VBLENDVPD    Y4, Y6, Y3, Y6
 	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X3
+	VPMOVSXDQ    X3, Y3
 	VBROADCASTSD (SP), Y5
 	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y7
 	VSUBPD       Y7, Y6, Y6
 	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y8, Y6, Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      16064(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y7, Y6, Y7
 	VMOVUPD      Y7, 16064(CX)(BX*8)
@@ -367,42 +360,44 @@ outer0_1:
 	VMOVUPD      19616(CX)(BX*8), Y5
 	VFMADD231PD  Y6, Y1, Y5
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
+	VBLENDVPD    Y3, Y4, Y1, Y4
 	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
+	VBLENDVPD    Y3, Y5, Y1, Y5
 	VMOVUPD      Y5, 19616(CX)(BX*8)
+	VMOVUPS      Y2, 88(SP)
+	VMOVUPS      56(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc32<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc33<>+0(SB), Y1, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y6
 	VORPS        Y6, Y5, Y5
 	VMOVUPS      lgc34<>+0(SB), Y6
-	VBLENDVPS    Y1, Y5, Y6, Y5
+	VBLENDVPS    Y2, Y5, Y6, Y5
 	VANDPS       26624(CX), Y5, Y5
 	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X9, Y1
-	VEXTRACTF128 $0x01, Y9, X3
-	VCVTPS2PD    X3, Y3
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       Y3, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23136(CX)(BX*8), Y3, Y1
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y3, Y3, Y1
+	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
-	VMOVUPS      56(SP), Y1
+	VMOVUPS      88(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -497,96 +492,91 @@ blocks_2:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y5
+	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 88(SP)
+	VMOVUPS Y1, 120(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v27 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y3, Y1
+	// v27 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y5, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y5
 	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v29 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v30 = where(v27, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc28<>+0(SB), Y7
+	VMOVUPS   lgc29<>+0(SB), Y9
 
-	// v30 = where(v27, v29, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y1
+	// v33 = where(v27, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
+	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v31 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y3, Y4
-	VMOVUPS lgc28<>+0(SB), Y6
+	// v35 = ge(gae, 0)
+	VCMPPS  $0x1d, Y7, Y2, Y7
+	VMOVUPS Y3, 152(SP)
 
-	// v33 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y6, Y6
+	// v36 = min(ratio, v30) tie=first
+	VMINPS Y8, Y6, Y3
 
-	// v34 = where(v31, v33, ratio)
-	VBLENDVPS Y4, Y6, Y9, Y4
-	VMOVUPS   lgc0<>+0(SB), Y6
+	// v37 = max(ratio, v33) tie=first
+	VMAXPS Y8, Y1, Y1
 
-	// v36 = ge(gae, 0)
-	VCMPPS $0x1d, Y6, Y2, Y6
-
-	// ratioClipped = where(v36, v30, v34)
-	VBLENDVPS Y6, Y1, Y4, Y1
+	// ratioClipped = where(v35, v36, v37)
+	VBLENDVPS Y7, Y3, Y1, Y1
 
 	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v39 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	// v40 = neg(gain)
+	VXORPS lgc30<>+0(SB), Y1, Y1
 
-	// mean(v39) over [N T]
+	// mean(v40) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v41) over [N T]
-	VADDPS  576(BX), Y1, Y1
+	// mean(v27) over [N T]
+	VADDPS  576(BX), Y5, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    sampleLogProb+64(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
 	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = sub(sampleLogProb, logProb)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v43) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -595,78 +585,77 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc31<>+0(SB), Y1, Y3
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// mean(v47) over [N T]
-	VADDPS  1536(BX), Y4, Y1
+	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 88(SP), Y1
+	VMOVUPS 120(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v53 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v54 = mul(0.5, absDiff)
-	VMULPS lgc25<>+0(SB), Y5, Y7
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v55 = mul(v54, absDiff)
-	VMULPS Y5, Y7, Y7
+	VMULPS Y4, Y6, Y6
 
 	// v56 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y5, Y5
-	VMOVUPS Y2, 120(SP)
+	VSUBPS lgc25<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v53, v55, v56)
-	VBLENDVPS Y6, Y7, Y5, Y2
+	VBLENDVPS Y5, Y6, Y4, Y4
 
 	// mean(smoothL1) over [N T]
-	VADDPS  1856(BX), Y2, Y2
-	VMOVUPS Y2, 1856(BX)
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X3, Y5
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      5504(BX)(DI*8), Y6
 	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y2, Y6
+	VFMADD231PD  Y7, Y4, Y6
 	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      9024(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      9024(BX)(DI*8), Y9
+	VFMADD231PD  Y7, Y5, Y9
 	VMOVUPD      Y6, 5504(BX)(DI*8)
-	VMOVUPD      Y8, 9024(BX)(DI*8)
+	VMOVUPD      Y9, 9024(BX)(DI*8)
 	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y4, Y2
+	VSUBPD       Y5, Y3, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y3, Y3
 	VMOVUPD      9056(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y2, Y4
+	VFMADD231PD  Y6, Y3, Y4
 	VMOVUPD      Y5, 5536(BX)(DI*8)
 	VMOVUPD      Y4, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
-	VBROADCASTSD (SP), Y2
+	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(BX)(DI*8), Y5
 	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
+	VFMADD231PD  Y6, Y3, Y5
 	VSUBPD       Y5, Y4, Y4
 	VMOVUPD      19584(BX)(DI*8), Y7
 	VFMADD231PD  Y6, Y4, Y7
@@ -674,23 +663,25 @@ blocks_2:
 	VMOVUPD      Y7, 19584(BX)(DI*8)
 	VMOVUPD      16096(BX)(DI*8), Y4
 	VSUBPD       Y4, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y4
+	VFMADD231PD  Y5, Y3, Y4
 	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      19616(BX)(DI*8), Y3
+	VFMADD231PD  Y5, Y1, Y3
 	VMOVUPD      Y4, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPD      Y3, 19616(BX)(DI*8)
+	VMOVUPS      Y2, 184(SP)
+	VMOVUPS      152(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X9, Y1
-	VEXTRACTF128 $0x01, Y9, X2
+	VCMPPS       $0x15, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc33<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       23104(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 23104(BX)(DI*8)
@@ -702,12 +693,12 @@ blocks_2:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-	VMOVUPS      120(SP), Y1
+	VMOVUPS      184(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 88(SP), Y1
+	VMOVUPS 120(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -1177,54 +1168,54 @@ DATA lgc28<>+24(SB)/4, $0x3f4ccccd
 DATA lgc28<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x80000000
-DATA lgc29<>+4(SB)/4, $0x80000000
-DATA lgc29<>+8(SB)/4, $0x80000000
-DATA lgc29<>+12(SB)/4, $0x80000000
-DATA lgc29<>+16(SB)/4, $0x80000000
-DATA lgc29<>+20(SB)/4, $0x80000000
-DATA lgc29<>+24(SB)/4, $0x80000000
-DATA lgc29<>+28(SB)/4, $0x80000000
+DATA lgc29<>+0(SB)/4, $0xff800000
+DATA lgc29<>+4(SB)/4, $0xff800000
+DATA lgc29<>+8(SB)/4, $0xff800000
+DATA lgc29<>+12(SB)/4, $0xff800000
+DATA lgc29<>+16(SB)/4, $0xff800000
+DATA lgc29<>+20(SB)/4, $0xff800000
+DATA lgc29<>+24(SB)/4, $0xff800000
+DATA lgc29<>+28(SB)/4, $0xff800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbc23d70a
-DATA lgc30<>+4(SB)/4, $0xbc23d70a
-DATA lgc30<>+8(SB)/4, $0xbc23d70a
-DATA lgc30<>+12(SB)/4, $0xbc23d70a
-DATA lgc30<>+16(SB)/4, $0xbc23d70a
-DATA lgc30<>+20(SB)/4, $0xbc23d70a
-DATA lgc30<>+24(SB)/4, $0xbc23d70a
-DATA lgc30<>+28(SB)/4, $0xbc23d70a
+DATA lgc30<>+0(SB)/4, $0x80000000
+DATA lgc30<>+4(SB)/4, $0x80000000
+DATA lgc30<>+8(SB)/4, $0x80000000
+DATA lgc30<>+12(SB)/4, $0x80000000
+DATA lgc30<>+16(SB)/4, $0x80000000
+DATA lgc30<>+20(SB)/4, $0x80000000
+DATA lgc30<>+24(SB)/4, $0x80000000
+DATA lgc30<>+28(SB)/4, $0x80000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xc2ae0000
-DATA lgc31<>+4(SB)/4, $0xc2ae0000
-DATA lgc31<>+8(SB)/4, $0xc2ae0000
-DATA lgc31<>+12(SB)/4, $0xc2ae0000
-DATA lgc31<>+16(SB)/4, $0xc2ae0000
-DATA lgc31<>+20(SB)/4, $0xc2ae0000
-DATA lgc31<>+24(SB)/4, $0xc2ae0000
-DATA lgc31<>+28(SB)/4, $0xc2ae0000
+DATA lgc31<>+0(SB)/4, $0xbc23d70a
+DATA lgc31<>+4(SB)/4, $0xbc23d70a
+DATA lgc31<>+8(SB)/4, $0xbc23d70a
+DATA lgc31<>+12(SB)/4, $0xbc23d70a
+DATA lgc31<>+16(SB)/4, $0xbc23d70a
+DATA lgc31<>+20(SB)/4, $0xbc23d70a
+DATA lgc31<>+24(SB)/4, $0xbc23d70a
+DATA lgc31<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x42b00000
-DATA lgc32<>+4(SB)/4, $0x42b00000
-DATA lgc32<>+8(SB)/4, $0x42b00000
-DATA lgc32<>+12(SB)/4, $0x42b00000
-DATA lgc32<>+16(SB)/4, $0x42b00000
-DATA lgc32<>+20(SB)/4, $0x42b00000
-DATA lgc32<>+24(SB)/4, $0x42b00000
-DATA lgc32<>+28(SB)/4, $0x42b00000
+DATA lgc32<>+0(SB)/4, $0xc2ae0000
+DATA lgc32<>+4(SB)/4, $0xc2ae0000
+DATA lgc32<>+8(SB)/4, $0xc2ae0000
+DATA lgc32<>+12(SB)/4, $0xc2ae0000
+DATA lgc32<>+16(SB)/4, $0xc2ae0000
+DATA lgc32<>+20(SB)/4, $0xc2ae0000
+DATA lgc32<>+24(SB)/4, $0xc2ae0000
+DATA lgc32<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xff800000
-DATA lgc33<>+4(SB)/4, $0xff800000
-DATA lgc33<>+8(SB)/4, $0xff800000
-DATA lgc33<>+12(SB)/4, $0xff800000
-DATA lgc33<>+16(SB)/4, $0xff800000
-DATA lgc33<>+20(SB)/4, $0xff800000
-DATA lgc33<>+24(SB)/4, $0xff800000
-DATA lgc33<>+28(SB)/4, $0xff800000
+DATA lgc33<>+0(SB)/4, $0x42b00000
+DATA lgc33<>+4(SB)/4, $0x42b00000
+DATA lgc33<>+8(SB)/4, $0x42b00000
+DATA lgc33<>+12(SB)/4, $0x42b00000
+DATA lgc33<>+16(SB)/4, $0x42b00000
+DATA lgc33<>+20(SB)/4, $0x42b00000
+DATA lgc33<>+24(SB)/4, $0x42b00000
+DATA lgc33<>+28(SB)/4, $0x42b00000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 DATA lgc34<>+0(SB)/4, $0xffffffff
@@ -1502,7 +1493,7 @@ GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $664-128
+TEXT ·fbPass0AVX2(SB), $728-128
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1627,10 +1618,10 @@ outer0_8:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y5
+	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
@@ -1640,104 +1631,98 @@ outer0_8:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v27 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y3, Y1
+	// v27 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y5, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y5
 	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v29 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v30 = where(v27, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc28<>+0(SB), Y7
+	VMOVUPS   lgc29<>+0(SB), Y9
 
-	// v30 = where(v27, v29, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y6
-
-	// v31 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y3, Y4
-	VMOVUPS lgc28<>+0(SB), Y7
-
-	// v33 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y1, 56(SP)
-
-	// v34 = where(v31, v33, ratio)
-	VBLENDVPS Y4, Y7, Y9, Y1
+	// v33 = where(v27, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
 	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v36 = ge(gae, 0)
+	// v35 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y2, Y7
-	VMOVUPS Y4, 88(SP)
+	VMOVUPS Y3, 56(SP)
 
-	// v37 = where(v36, v30, v34)
-	VBLENDVPS Y7, Y6, Y1, Y1
+	// v36 = min(ratio, v30) tie=first
+	VMINPS  Y8, Y6, Y3
+	VMOVUPS Y6, 88(SP)
 
-	// gain = mul(gae, v37)
+	// v37 = max(ratio, v33) tie=first
+	VMAXPS  Y8, Y1, Y6
+	VMOVUPS Y1, 120(SP)
+
+	// v38 = where(v35, v36, v37)
+	VBLENDVPS Y7, Y3, Y6, Y1
+
+	// gain = mul(gae, v38)
 	VMULPS Y1, Y2, Y1
 
-	// v39 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	// v40 = neg(gain)
+	VXORPS lgc30<>+0(SB), Y1, Y1
 
-	// mean(v39) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y6
-	VEXTRACTI128 $0x01, Y4, X6
+	// mean(v40) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y6
+	VEXTRACTI128 $0x01, Y3, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y4, Y1, Y1
+	VANDPS       Y3, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v41) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	// mean(v27) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y1, Y5, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         sampleLogProb+64(FP), BX
+	MOVQ         logProb+56(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
-	MOVQ         logProb+56(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v43 = sub(sampleLogProb, logProb)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v43) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         entropy+72(FP), BX
@@ -1745,77 +1730,76 @@ outer0_8:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc31<>+0(SB), Y1, Y3
 
 	// mean(entropy) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v47) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y5
-	VEXTRACTI128 $0x01, Y1, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y1, Y4, Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y1, Y3, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         stateValue+40(FP), BX
-	VMOVUPS      lgc4<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v53 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v54 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y5, Y8
-	VMOVUPS Y7, 120(SP)
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v55 = mul(v54, absDiff)
-	VMULPS Y5, Y8, Y7
+	VMULPS Y4, Y6, Y9
 
 	// v56 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y5, Y10
-	VMOVUPS Y2, 152(SP)
-	VMOVUPS Y8, 184(SP)
-	VMOVUPS Y5, 216(SP)
+	VSUBPS  lgc25<>+0(SB), Y4, Y10
+	VMOVUPS Y7, 152(SP)
+	VMOVUPS Y2, 184(SP)
+	VMOVUPS Y6, 216(SP)
 
 	// v57 = where(v53, v55, v56)
-	VBLENDVPS Y6, Y7, Y10, Y2
+	VBLENDVPS Y5, Y9, Y10, Y2
 
 	// mean(v57) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y2, Y2
+	VANDPS       Y6, Y2, Y2
 	VADDPS       1856(CX), Y2, Y2
 	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y6, 248(SP)
+	VMOVUPS      Y4, 248(SP)
 
 	// var(diff) over [N]
 	MOVQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X4, Y7
-	VEXTRACTF128 $0x01, Y4, X8
-	VCVTPS2PD    X8, Y8
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X9
+	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y7, Y11
 	VFMADD231PD  Y11, Y6, Y10
@@ -1823,103 +1807,105 @@ outer0_8:
 	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y7, Y12
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
+	VBLENDVPD    Y4, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y12, Y7, Y12
+	VBLENDVPD    Y4, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y8, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y8, Y6
-	VMOVUPD      9056(CX)(BX*8), Y8
-	VFMADD231PD  Y7, Y6, Y8
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y9, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y9, Y6
+	VMOVUPD      9056(CX)(BX*8), Y9
+	VFMADD231PD  Y7, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
-	VBLENDVPD    Y2, Y5, Y6, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y8, Y5, Y8
-	VMOVUPD      Y8, 9056(CX)(BX*8)
+	VBLENDVPD    Y2, Y4, Y6, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y2, Y9, Y4, Y9
+	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y6
 	VCVTPS2PD    X1, Y7
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y10
-	VFMADD231PD  Y10, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
+	VMOVUPD      16064(CX)(BX*8), Y9
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y11
 	VFMADD231PD  Y10, Y7, Y11
 	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VBLENDVPD    Y4, Y9, Y7, Y9
+	VMOVUPD      Y9, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y11, Y7, Y11
+	VBLENDVPD    Y4, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y1, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y1, Y1
 	VMOVUPD      19616(CX)(BX*8), Y6
 	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y6, Y1, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y4, 280(SP)
+	VMOVUPS      Y3, 280(SP)
+	VMOVUPS      Y5, 312(SP)
+	VMOVUPS      56(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc32<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc33<>+0(SB), Y1, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y6
 	VORPS        Y6, Y5, Y5
 	VMOVUPS      lgc34<>+0(SB), Y6
-	VBLENDVPS    Y1, Y5, Y6, Y5
+	VBLENDVPS    Y2, Y5, Y6, Y5
 	VANDPS       26624(CX), Y5, Y5
 	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X9, Y1
-	VEXTRACTF128 $0x01, Y9, X3
-	VCVTPS2PD    X3, Y3
-	VANDPD       Y2, Y1, Y1
-	VADDPD       23104(CX)(BX*8), Y1, Y2
-	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X2, Y2
+	VANDPD       Y3, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23136(CX)(BX*8), Y3, Y1
+	VANDPD       Y4, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y3, Y3, Y1
+	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
-	VMOVUPS      248(SP), Y1
+	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v76 = where(v53, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
-	VMOVUPS 216(SP), Y3
+	VMOVUPS 248(SP), Y3
 
 	// v77 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc40<>+0(SB), Y3, Y3
 
 	// v78 = where(v53, v77, 0)
 	VANDPS  Y3, Y2, Y3
-	VMOVUPS 184(SP), Y4
+	VMOVUPS 216(SP), Y4
 
 	// v79 = mul(3.7114014251781474e-05, v54)
 	VMULPS lgc40<>+0(SB), Y4, Y4
@@ -1965,109 +1951,84 @@ outer0_8:
 	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// gradStateValue = neg(v92)
-	VXORPS  lgc29<>+0(SB), Y1, Y1
-	VMOVUPS 152(SP), Y2
+	VXORPS  lgc30<>+0(SB), Y1, Y1
+	VMOVUPS 184(SP), Y2
 
 	// v96 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y2, Y2
-	VMOVUPS 120(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-
-	// v97 = where(v36, v96, 0)
-	VANDPS Y2, Y5, Y4
-
-	// v98 = where(v36, 0, v96)
-	VANDNPS Y2, Y5, Y2
-	VMOVUPS 88(SP), Y5
+	VMULPS  lgc42<>+0(SB), Y2, Y4
+	VMOVUPS 152(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v99 = where(v31, v98, 0)
-	VANDPS Y2, Y6, Y5
+	// v97 = where(v35, v96, 0)
+	VANDPS Y4, Y6, Y5
 
-	// v100 = where(v31, 0, v98)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS lgc28<>+0(SB), Y6
+	// v98 = where(v35, 0, v96)
+	VANDNPS Y4, Y6, Y4
+	VMOVUPS 120(SP), Y6
 
-	// v101 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y9, Y6
+	// v99 = ge(ratio, v33)
+	VCMPPS $0x1d, Y6, Y8, Y6
 
-	// v102 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y9, Y9, Y7
-	VMOVUPS Y1, 312(SP)
+	// v100 = ne(ratio, ratio)
+	VCMPPS $0x04, Y8, Y8, Y7
 
-	// v103 = max(v101, v102)
-	VORPS Y6, Y7, Y1
+	// v101 = max(v99, v100)
+	VORPS   Y6, Y7, Y6
+	VMOVUPS Y1, 344(SP)
 
-	// v104 = where(v103, v99, 0)
-	VANDPS Y5, Y1, Y1
+	// v102 = where(v101, v98, 0)
+	VANDPS  Y4, Y6, Y1
+	VMOVUPS 88(SP), Y4
 
-	// v105 = add(v100, v104)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS 56(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y2, Y5
+	// v103 = le(ratio, v30)
+	VCMPPS $0x12, Y4, Y8, Y4
 
-	// v106 = where(v27, v97, 0)
-	VANDPS Y4, Y5, Y2
-
-	// v107 = where(v27, 0, v97)
-	VANDNPS Y4, Y5, Y4
-
-	// v108 = add(v105, v107)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y4
-
-	// v109 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y9, Y4
-
-	// v110 = max(v109, v102)
+	// v104 = max(v103, v100)
 	VORPS Y4, Y7, Y4
 
-	// v111 = where(v110, v106, 0)
-	VANDPS Y2, Y4, Y2
+	// v105 = where(v104, v97, 0)
+	VANDPS Y5, Y4, Y4
 
-	// v112 = add(v108, v111)
-	VADDPS Y2, Y1, Y1
+	// v106 = add(v102, v105)
+	VADDPS Y4, Y1, Y1
 
-	// v113 = ne(v112, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
+	// v107 = ne(v106, 0)
+	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v114 = mul(v112, ratio)
-	VMULPS Y9, Y1, Y3
+	// v108 = mul(v106, ratio)
+	VMULPS Y8, Y1, Y4
 
-	// gradLogProb = where(v113, v114, v112)
-	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   lgc43<>+0(SB), Y2
-	VMOVUPS   152(SP), Y3
+	// gradLogProb = where(v107, v108, v106)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   lgc43<>+0(SB), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS Y3, Y4, (CX)(DX*4)
-	VMOVUPS    24(SP), Y3
+	VMASKMOVPS Y2, Y4, (CX)(DX*4)
+	VMOVUPS    24(SP), Y2
 
 	// store valueTarget2
 	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS Y3, Y4, (CX)(DX*4)
-	VMOVUPS    312(SP), Y3
+	VMASKMOVPS Y2, Y4, (CX)(DX*4)
+	VMOVUPS    344(SP), Y2
 
 	// store gradStateValue
 	MOVQ       gradStateValue+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS Y3, Y4, (CX)(DX*4)
+	VMASKMOVPS Y2, Y4, (CX)(DX*4)
 
 	// store gradLogProb
 	MOVQ       gradLogProb+104(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS Y1, Y3, (CX)(DX*4)
+	VMOVUPS    lgc4<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
 	// store gradEntropy
 	MOVQ       gradEntropy+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
-	VMASKMOVPS Y2, Y1, (CX)(DX*4)
+	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
@@ -2151,98 +2112,93 @@ blocks_9:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc13<>+0(SB), Y4
+	VMOVUPS lgc13<>+0(SB), Y5
 
 	// v24 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y3, Y4, Y5
+	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc14<>+0(SB), Y6
 
 	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, 344(SP)
+	VMOVUPS Y1, 376(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc15<>+0(SB), Y1
 	VMAXPS       Y3, Y1, Y1
-	VMOVUPS      lgc16<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc20<>+0(SB), Y9
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y9
-	VMOVUPS      lgc22<>+0(SB), Y10
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc20<>+0(SB), Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VMOVUPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc24<>+0(SB), Y9
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v27 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y3, Y1
+	// v27 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y3, Y5, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y5
 	VMOVUPS lgc27<>+0(SB), Y6
+	VMOVUPS lgc8<>+0(SB), Y7
 
-	// v29 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v30 = where(v27, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc28<>+0(SB), Y7
+	VMOVUPS   lgc29<>+0(SB), Y9
 
-	// v30 = where(v27, v29, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y6
-
-	// v31 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y3, Y4
-	VMOVUPS lgc28<>+0(SB), Y7
-
-	// v33 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y1, 376(SP)
-
-	// v34 = where(v31, v33, ratio)
-	VBLENDVPS Y4, Y7, Y9, Y1
+	// v33 = where(v27, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
 	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v36 = ge(gae, 0)
+	// v35 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y2, Y7
-	VMOVUPS Y4, 408(SP)
+	VMOVUPS Y3, 408(SP)
 
-	// v37 = where(v36, v30, v34)
-	VBLENDVPS Y7, Y6, Y1, Y1
+	// v36 = min(ratio, v30) tie=first
+	VMINPS  Y8, Y6, Y3
+	VMOVUPS Y6, 440(SP)
 
-	// gain = mul(gae, v37)
+	// v37 = max(ratio, v33) tie=first
+	VMAXPS  Y8, Y1, Y6
+	VMOVUPS Y1, 472(SP)
+
+	// v38 = where(v35, v36, v37)
+	VBLENDVPS Y7, Y3, Y6, Y1
+
+	// gain = mul(gae, v38)
 	VMULPS Y1, Y2, Y1
 
-	// v39 = neg(gain)
-	VXORPS lgc29<>+0(SB), Y1, Y1
+	// v40 = neg(gain)
+	VXORPS lgc30<>+0(SB), Y1, Y1
 
-	// mean(v39) over [N T]
+	// mean(v40) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y3, Y5, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
-
-	// mean(v41) over [N T]
-	VADDPS  576(BX), Y1, Y1
+	// mean(v27) over [N T]
+	VADDPS  576(BX), Y5, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    sampleLogProb+64(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
 	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = sub(sampleLogProb, logProb)
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// mean(v43) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -2251,107 +2207,108 @@ blocks_9:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS lgc30<>+0(SB), Y1, Y4
+	VMULPS lgc31<>+0(SB), Y1, Y3
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// mean(v47) over [N T]
-	VADDPS  1536(BX), Y4, Y1
+	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 344(SP), Y1
+	VMOVUPS 376(SP), Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y4, Y1, Y4
+	VSUBPS Y3, Y1, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc2<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v53 = lt(absDiff, 1)
-	VCMPPS $0x11, Y6, Y5, Y6
+	VCMPPS $0x11, Y5, Y4, Y5
 
 	// v54 = mul(0.5, absDiff)
-	VMULPS  lgc25<>+0(SB), Y5, Y8
-	VMOVUPS Y7, 440(SP)
+	VMULPS lgc25<>+0(SB), Y4, Y6
 
 	// v55 = mul(v54, absDiff)
-	VMULPS Y5, Y8, Y7
+	VMULPS Y4, Y6, Y9
 
 	// v56 = sub(absDiff, 0.5)
-	VSUBPS  lgc25<>+0(SB), Y5, Y10
-	VMOVUPS Y2, 472(SP)
-	VMOVUPS Y8, 504(SP)
-	VMOVUPS Y5, 536(SP)
+	VSUBPS  lgc25<>+0(SB), Y4, Y10
+	VMOVUPS Y7, 504(SP)
+	VMOVUPS Y2, 536(SP)
+	VMOVUPS Y6, 568(SP)
 
 	// v57 = where(v53, v55, v56)
-	VBLENDVPS Y6, Y7, Y10, Y2
+	VBLENDVPS Y5, Y9, Y10, Y2
 
 	// mean(v57) over [N T]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y6, 568(SP)
+	VMOVUPS Y4, 600(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, DI
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X6
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X6
 	VCVTPS2PD    X6, Y6
 	VMOVUPD      5504(BX)(DI*8), Y7
-	VSUBPD       Y7, Y5, Y8
-	VFMADD231PD  Y8, Y2, Y7
-	VSUBPD       Y7, Y5, Y5
+	VSUBPD       Y7, Y4, Y9
+	VFMADD231PD  Y9, Y2, Y7
+	VSUBPD       Y7, Y4, Y4
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y8, Y5, Y10
+	VFMADD231PD  Y9, Y4, Y10
 	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y6, Y7
-	VFMADD231PD  Y7, Y2, Y5
-	VSUBPD       Y5, Y6, Y2
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y6, Y7
+	VFMADD231PD  Y7, Y2, Y4
+	VSUBPD       Y4, Y6, Y2
 	VMOVUPD      9056(BX)(DI*8), Y6
 	VFMADD231PD  Y7, Y2, Y6
-	VMOVUPD      Y5, 5536(BX)(DI*8)
+	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
+	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      19584(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      19584(BX)(DI*8), Y9
+	VFMADD231PD  Y7, Y4, Y9
 	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y8, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      Y9, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y4
+	VSUBPD       Y4, Y1, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
 	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VMOVUPD      Y4, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y4, 600(SP)
+	VMOVUPS      Y3, 632(SP)
+	VMOVUPS      Y5, 664(SP)
+	VMOVUPS      408(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc31<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc32<>+0(SB), Y3, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc33<>+0(SB), Y3, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       26624(BX), Y1, Y1
-	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X9, Y1
-	VEXTRACTF128 $0x01, Y9, X2
+	VCMPPS       $0x15, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc33<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       23104(BX)(DI*8), Y1, Y3
 	VMOVUPD      Y3, 23104(BX)(DI*8)
@@ -2363,21 +2320,21 @@ blocks_9:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-	VMOVUPS      568(SP), Y1
+	VMOVUPS      664(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
 	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v76 = where(v53, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
-	VMOVUPS 536(SP), Y3
+	VMOVUPS 600(SP), Y3
 
 	// v77 = mul(3.7114014251781474e-05, absDiff)
 	VMULPS lgc40<>+0(SB), Y3, Y3
 
 	// v78 = where(v53, v77, 0)
 	VANDPS  Y3, Y2, Y3
-	VMOVUPS 504(SP), Y4
+	VMOVUPS 568(SP), Y4
 
 	// v79 = mul(3.7114014251781474e-05, v54)
 	VMULPS lgc40<>+0(SB), Y4, Y4
@@ -2393,7 +2350,7 @@ blocks_9:
 
 	// v83 = add(v81, v82)
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 600(SP), Y2
+	VMOVUPS 632(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = gt(diff, 0)
@@ -2423,96 +2380,71 @@ blocks_9:
 	VBLENDVPS Y4, Y2, Y1, Y1
 
 	// gradStateValue = neg(v92)
-	VXORPS  lgc29<>+0(SB), Y1, Y1
-	VMOVUPS 472(SP), Y2
+	VXORPS  lgc30<>+0(SB), Y1, Y1
+	VMOVUPS 536(SP), Y2
 
 	// v96 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y2, Y2
-	VMOVUPS 440(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-
-	// v97 = where(v36, v96, 0)
-	VANDPS Y2, Y5, Y4
-
-	// v98 = where(v36, 0, v96)
-	VANDNPS Y2, Y5, Y2
-	VMOVUPS 408(SP), Y5
+	VMULPS  lgc42<>+0(SB), Y2, Y4
+	VMOVUPS 504(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v99 = where(v31, v98, 0)
-	VANDPS Y2, Y6, Y5
+	// v97 = where(v35, v96, 0)
+	VANDPS Y4, Y6, Y5
 
-	// v100 = where(v31, 0, v98)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS lgc28<>+0(SB), Y6
+	// v98 = where(v35, 0, v96)
+	VANDNPS Y4, Y6, Y4
+	VMOVUPS 472(SP), Y6
 
-	// v101 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y9, Y6
+	// v99 = ge(ratio, v33)
+	VCMPPS $0x1d, Y6, Y8, Y6
 
-	// v102 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y9, Y9, Y7
-	VMOVUPS Y1, 632(SP)
+	// v100 = ne(ratio, ratio)
+	VCMPPS $0x04, Y8, Y8, Y7
 
-	// v103 = max(v101, v102)
-	VORPS Y6, Y7, Y1
+	// v101 = max(v99, v100)
+	VORPS   Y6, Y7, Y6
+	VMOVUPS Y1, 696(SP)
 
-	// v104 = where(v103, v99, 0)
-	VANDPS Y5, Y1, Y1
+	// v102 = where(v101, v98, 0)
+	VANDPS  Y4, Y6, Y1
+	VMOVUPS 440(SP), Y4
 
-	// v105 = add(v100, v104)
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS 376(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y2, Y5
+	// v103 = le(ratio, v30)
+	VCMPPS $0x12, Y4, Y8, Y4
 
-	// v106 = where(v27, v97, 0)
-	VANDPS Y4, Y5, Y2
-
-	// v107 = where(v27, 0, v97)
-	VANDNPS Y4, Y5, Y4
-
-	// v108 = add(v105, v107)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y4
-
-	// v109 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y9, Y4
-
-	// v110 = max(v109, v102)
+	// v104 = max(v103, v100)
 	VORPS Y4, Y7, Y4
 
-	// v111 = where(v110, v106, 0)
-	VANDPS Y2, Y4, Y2
+	// v105 = where(v104, v97, 0)
+	VANDPS Y5, Y4, Y4
 
-	// v112 = add(v108, v111)
-	VADDPS Y2, Y1, Y1
+	// v106 = add(v102, v105)
+	VADDPS Y4, Y1, Y1
 
-	// v113 = ne(v112, 0)
-	VCMPPS $0x04, Y3, Y1, Y2
+	// v107 = ne(v106, 0)
+	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v114 = mul(v112, ratio)
-	VMULPS Y9, Y1, Y3
+	// v108 = mul(v106, ratio)
+	VMULPS Y8, Y1, Y4
 
-	// gradLogProb = where(v113, v114, v112)
-	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   lgc43<>+0(SB), Y2
-	VMOVUPS   472(SP), Y3
+	// gradLogProb = where(v107, v108, v106)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   lgc43<>+0(SB), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 344(SP), Y3
+	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS 376(SP), Y2
 
 	// store valueTarget2
 	MOVQ    valueTarget+88(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
-	VMOVUPS 632(SP), Y3
+	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS 696(SP), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
-	VMOVUPS Y3, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), BX
@@ -2520,7 +2452,7 @@ blocks_9:
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX
-	VMOVUPS      Y2, (BX)(SI*4)
+	VMOVUPS      Y3, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_10
 	VMOVUPD      lgc35<>+0(SB), Y1
@@ -3048,7 +2980,7 @@ bulk_17:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y1
@@ -3268,7 +3200,7 @@ bulk_19:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
@@ -3282,7 +3214,7 @@ bulk_19:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc8<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -34,8 +34,8 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v39) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v41) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v40) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v27) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v43) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v47) over N,T
@@ -76,7 +76,9 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c22 := float32(-0.22314355)
 	c23 := float32(0.18232156)
 	c28 := float32(1.2)
-	c32 := float32(0.8)
+	c29 := float32(math.Inf(1))
+	c31 := float32(0.8)
+	c32 := float32(math.Inf(-1))
 	zero := float32(0)
 	c46 := float32(-0.01)
 	half := float32(0.5)
@@ -125,19 +127,17 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v24 := max(logWeight, c22)
 			logWeightClip := min(v24, c23)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v27 := b2f(logWeight > c23)
-			v29 := min(ratio, c28)
-			v30 := sel(v27, v29, ratio)
-			v31 := b2f(logWeight < c22)
-			v33 := max(ratio, c32)
-			v34 := sel(v31, v33, ratio)
-			v36 := b2f(gae >= zero)
-			ratioClipped := sel(v36, v30, v34)
+			v27 := b2f(logWeightClip != logWeight)
+			v30 := sel(v27, c28, c29)
+			v33 := sel(v27, c31, c32)
+			v35 := b2f(gae >= zero)
+			v36 := min(ratio, v30)
+			v37 := max(ratio, v33)
+			ratioClipped := sel(v35, v36, v37)
 			gain := float32(gae * ratioClipped)
-			v39 := -gain
-			lossObjective.Add(float64(v39))
-			v41 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v41))
+			v40 := -gain
+			lossObjective.Add(float64(v40))
+			clipFraction.Add(float64(v27))
 			v43 := sampleLogProb - logProb
 			klApprox.Add(float64(v43))
 			entropy := in.Entropy[iN*421+iT]
@@ -305,8 +305,8 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v39) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v41) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v40) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v27) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v43) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v47) over N,T
@@ -347,7 +347,9 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c22 := float32(-0.22314355)
 	c23 := float32(0.18232156)
 	c28 := float32(1.2)
-	c32 := float32(0.8)
+	c29 := float32(math.Inf(1))
+	c31 := float32(0.8)
+	c32 := float32(math.Inf(-1))
 	zero := float32(0)
 	c46 := float32(-0.01)
 	half := float32(0.5)
@@ -400,19 +402,17 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v24 := max(logWeight, c22)
 			logWeightClip := min(v24, c23)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v27 := b2f(logWeight > c23)
-			v29 := min(ratio, c28)
-			v30 := sel(v27, v29, ratio)
-			v31 := b2f(logWeight < c22)
-			v33 := max(ratio, c32)
-			v34 := sel(v31, v33, ratio)
-			v36 := b2f(gae >= zero)
-			v37 := sel(v36, v30, v34)
-			gain := float32(gae * v37)
-			v39 := -gain
-			lossObjective.Add(float64(v39))
-			v41 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v41))
+			v27 := b2f(logWeightClip != logWeight)
+			v30 := sel(v27, c28, c29)
+			v33 := sel(v27, c31, c32)
+			v35 := b2f(gae >= zero)
+			v36 := min(ratio, v30)
+			v37 := max(ratio, v33)
+			v38 := sel(v35, v36, v37)
+			gain := float32(gae * v38)
+			v40 := -gain
+			lossObjective.Add(float64(v40))
+			clipFraction.Add(float64(v27))
 			v43 := sampleLogProb - logProb
 			klApprox.Add(float64(v43))
 			entropy := in.Entropy[iN*421+iT]
@@ -451,25 +451,19 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			gradStateValue := -v92
 			grads.StateValue[iN*421+iT] = gradStateValue
 			v96 := float32(c95 * gae)
-			v97 := sel(v36, v96, zero)
-			v98 := sel(v36, zero, v96)
-			v99 := sel(v31, v98, zero)
-			v100 := sel(v31, zero, v98)
-			v101 := b2f(ratio >= c32)
-			v102 := b2f(ratio != ratio)
-			v103 := max(v101, v102)
-			v104 := sel(v103, v99, zero)
-			v105 := v100 + v104
-			v106 := sel(v27, v97, zero)
-			v107 := sel(v27, zero, v97)
-			v108 := v105 + v107
-			v109 := b2f(ratio <= c28)
-			v110 := max(v109, v102)
-			v111 := sel(v110, v106, zero)
-			v112 := v108 + v111
-			v113 := b2f(v112 != zero)
-			v114 := float32(v112 * ratio)
-			gradLogProb := sel(v113, v114, v112)
+			v97 := sel(v35, v96, zero)
+			v98 := sel(v35, zero, v96)
+			v99 := b2f(ratio >= v33)
+			v100 := b2f(ratio != ratio)
+			v101 := max(v99, v100)
+			v102 := sel(v101, v98, zero)
+			v103 := b2f(ratio <= v30)
+			v104 := max(v103, v100)
+			v105 := sel(v104, v97, zero)
+			v106 := v102 + v105
+			v107 := b2f(v106 != zero)
+			v108 := float32(v106 * ratio)
+			gradLogProb := sel(v107, v108, v106)
 			grads.LogProb[iN*421+iT] = gradLogProb
 			grads.Entropy[iN*421+iT] = c94
 		}

@@ -219,13 +219,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v40.s",
+		Name:   "scratch/pass0.v41.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v40.n",
+		Name:   "scratch/pass0.v41.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -306,12 +306,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v58.s", "scratch/pass0.v58.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/pass0.v41.s", "scratch/pass0.v41.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v58.s", "scratch/pass0.v58.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/clip_fraction", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v58.s", "scratch/pass0.v58.n", "out/loss_critic", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/s0", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/s1", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/s2", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v41.s", "scratch/pass0.v41.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/clip_fraction", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v58.s", "scratch/pass0.v58.n", "out/loss_critic", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/s0", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/s1", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/s2", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
@@ -555,13 +555,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v40.s",
+		Name:   "scratch/pass0.v41.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v40.n",
+		Name:   "scratch/pass0.v41.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -642,12 +642,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v58.s", "scratch/pass0.v58.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/pass0.v41.s", "scratch/pass0.v41.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v58.s", "scratch/pass0.v58.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/clip_fraction", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v58.s", "scratch/pass0.v58.n", "out/loss_critic", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/s0", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/s1", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/s2", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v41.s", "scratch/pass0.v41.n", "out/loss_objective", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/clip_fraction", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/kl_approx", "scratch/pass0.v48.s", "scratch/pass0.v48.n", "out/entropy", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/loss_entropy", "scratch/pass0.v58.s", "scratch/pass0.v58.n", "out/loss_critic", "scratch/pass0.v59.n", "scratch/pass0.v59.mean", "scratch/pass0.v59.m2", "scratch/s0", "scratch/pass0.v60.n", "scratch/pass0.v60.mean", "scratch/pass0.v60.m2", "scratch/s1", "scratch/pass0.v66.m", "scratch/pass0.v66.s", "scratch/s2", "scratch/pass0.v68.m", "scratch/pass0.v68.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

@@ -31,13 +31,13 @@ type ptxTable struct {
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
 //   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2026185): it computes, of each output, advantage 512 of 26944,
+//     instructions; this part 2025161): it computes, of each output, advantage 512 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
-//     of 1 elements; whole (89150089 instructions) on the special-value case and the golden case
+//     of 1 elements; whole (89096201 instructions) on the special-value case and the golden case
 //     random.
 //   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2064969): it computes, of each output, advantage 512 of 26944,
+//     instructions; this part 2058825): it computes, of each output, advantage 512 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
 //     of 1, grad.state_value 512 of 26944, grad.log_prob 512 of 26944, grad.entropy 512 of 26944

@@ -21,8 +21,8 @@ type avxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
-	r30_s  []float64
-	r30_p  []float32
+	r31_s  []float64
+	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
 	r39_s  []float64
@@ -31,15 +31,15 @@ type avxState struct {
 	r45_p  []float32
 	r48_s  []float64
 	r48_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r55_s  []float64
-	r59_s  []float64
+	r52_s  []float64
+	r52_ok []float32
+	r54_s  []float64
+	r58_s  []float64
 	p0_ok  []float32
+	r61_s  []float64
+	r61_p  []float32
 	r62_s  []float64
 	r62_p  []float32
-	r63_s  []float64
-	r63_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
@@ -48,8 +48,8 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 1312)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r30_s = st.buf[48:64]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r31_s = st.buf[48:64]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r35_s = st.buf[88:104]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r39_s = st.buf[128:144]
@@ -58,15 +58,15 @@ var avxPool = sync.Pool{New: func() any {
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.r48_s = st.buf[208:224]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_s = st.buf[248:512]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
-	st.r55_s = st.buf[664:928]
-	st.r59_s = st.buf[936:1200]
+	st.r52_s = st.buf[248:512]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
+	st.r54_s = st.buf[664:928]
+	st.r58_s = st.buf[936:1200]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
-	st.r62_s = st.buf[1224:1240]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
-	st.r63_s = st.buf[1264:1280]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
+	st.r61_s = st.buf[1224:1240]
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
+	st.r62_s = st.buf[1264:1280]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
 	st.res = make([]float64, 256)
 	return st
@@ -84,8 +84,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r30_s, 0)
-		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r39_s, 0)
@@ -94,10 +94,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r45_p, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r58_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
 	}
@@ -116,26 +116,26 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r30_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s1 = float32(st.res[0])
@@ -145,15 +145,15 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:256], st.r53_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r52_s, 1)
 	for k, v := range st.res[:256] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:256], st.r55_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r54_s, 1)
 	for k, v := range st.res[:256] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:256], st.r59_s, 1)
+	runtime.FinishSum(st.res[:256], st.r58_s, 1)
 	for k, v := range st.res[:256] {
 		s.s7[k] = float32(v)
 	}
@@ -177,10 +177,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 	}
@@ -198,8 +198,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -208,9 +208,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r62_s, 8)
+	runtime.FinishSum(st.res[:1], st.r61_s, 8)
 	s.s8 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r63_s, 8)
+	runtime.FinishSum(st.res[:1], st.r62_s, 8)
 	s.s9 = float32(st.res[0])
 }
 
@@ -228,8 +228,8 @@ type fbAvxState struct {
 	r4_s   []float64
 	r4_p   []float32
 	p0_ok  []float32
-	r30_s  []float64
-	r30_p  []float32
+	r31_s  []float64
+	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
 	r39_s  []float64
@@ -238,15 +238,15 @@ type fbAvxState struct {
 	r44_p  []float32
 	r48_s  []float64
 	r48_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r55_s  []float64
-	r59_s  []float64
+	r52_s  []float64
+	r52_ok []float32
+	r54_s  []float64
+	r58_s  []float64
 	p1_ok  []float32
+	r61_s  []float64
+	r61_p  []float32
 	r62_s  []float64
 	r62_p  []float32
-	r63_s  []float64
-	r63_p  []float32
 	p3_ok  []float32
 	res    []float64
 }
@@ -256,8 +256,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
-	st.r30_s = st.buf[64:80]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
+	st.r31_s = st.buf[64:80]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
 	st.r35_s = st.buf[104:120]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
 	st.r39_s = st.buf[144:160]
@@ -266,15 +266,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r48_s = st.buf[224:240]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r53_s = st.buf[264:528]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 264)
-	st.r55_s = st.buf[680:944]
-	st.r59_s = st.buf[952:1216]
+	st.r52_s = st.buf[264:528]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[536])), 264)
+	st.r54_s = st.buf[680:944]
+	st.r58_s = st.buf[952:1216]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1224])), 8)
-	st.r62_s = st.buf[1240:1256]
-	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1264])), 16)
-	st.r63_s = st.buf[1280:1296]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 16)
+	st.r61_s = st.buf[1240:1256]
+	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1264])), 16)
+	st.r62_s = st.buf[1280:1296]
+	st.r62_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1320])), 8)
 	st.res = make([]float64, 256)
 	return st
@@ -334,8 +334,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r30_s, 0)
-		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r39_s, 0)
@@ -344,10 +344,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r58_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -365,24 +365,24 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r30_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s1 = float32(st.res[0])
@@ -392,15 +392,15 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:256], st.r53_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r52_s, 1)
 	for k, v := range st.res[:256] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:256], st.r55_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r54_s, 1)
 	for k, v := range st.res[:256] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:256], st.r59_s, 1)
+	runtime.FinishSum(st.res[:256], st.r58_s, 1)
 	for k, v := range st.res[:256] {
 		s.s7[k] = float32(v)
 	}
@@ -426,10 +426,10 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 	}
@@ -447,8 +447,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -457,9 +457,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r62_s, 8)
+	runtime.FinishSum(st.res[:1], st.r61_s, 8)
 	s.s8 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r63_s, 8)
+	runtime.FinishSum(st.res[:1], st.r62_s, 8)
 	s.s9 = float32(st.res[0])
 }
 

@@ -49,99 +49,94 @@ blocks_2:
 	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y5, Y6, Y7
-	VMOVUPS lgc3<>+0(SB), Y8
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, (SP)
-	VMOVUPS Y3, 32(SP)
-	VMOVUPS Y4, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y5, Y1, Y1
-	VMOVUPS      lgc5<>+0(SB), Y3
-	VMINPS       Y1, Y3, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y1
-	VMULPS       Y1, Y1, Y4
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
+	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y4, Y9
+	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y4, Y9
-	VFMADD213PS  Y1, Y4, Y9
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y3, Y1
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPSLLD       $0x17, Y3, Y3
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y9, Y9
+	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
 
-	// v17 = gt(logWeight, 0.24686007)
-	VCMPPS  $0x1e, Y8, Y5, Y1
-	VMOVUPS lgc16<>+0(SB), Y3
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y5, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y6
+	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y8
 
-	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS Y9, Y3, Y3
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VBLENDVPS Y1, Y7, Y8, Y7
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VMOVUPS   lgc19<>+0(SB), Y10
 
-	// v20 = where(v17, v19, ratio)
-	VBLENDVPS Y1, Y3, Y9, Y1
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y8, Y10, Y1
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v21 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y6, Y5, Y3
-	VMOVUPS lgc17<>+0(SB), Y4
+	// v24 = ge(v6, 0)
+	VCMPPS  $0x1d, Y8, Y2, Y8
+	VMOVUPS Y5, 32(SP)
+	VMOVUPS Y3, 64(SP)
 
-	// v23 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y4, Y4
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Y9, Y7, Y3
 
-	// v24 = where(v21, v23, ratio)
-	VBLENDVPS Y3, Y4, Y9, Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Y9, Y1, Y1
 
-	// v25 = ge(v6, 0)
-	VCMPPS $0x1d, Y4, Y2, Y4
-
-	// ratioClipped = where(v25, v20, v24)
-	VBLENDVPS Y4, Y1, Y3, Y1
+	// ratioClipped = where(v24, v25, v26)
+	VBLENDVPS Y8, Y3, Y1, Y1
 
 	// gain = mul(v6, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v28 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	// v29 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v29 = where(mask, v28, 0)
+	// v30 = where(mask, v29, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v29) over [B L]
+	// sum(v30) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y5, Y7, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v34 = where(mask, v33, 0)
-	VANDPS Y1, Y0, Y1
+	// v34 = where(mask, v17, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v34) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 64(SP), Y1
-	VMOVUPS 32(SP), Y2
 
 	// v37 = sub(v10, v8)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y1, Y4, Y1
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Y1, Y0, Y1
@@ -156,7 +151,7 @@ blocks_2:
 	VANDPS Y1, Y0, Y1
 
 	// v44 = mul(-0.001, v42)
-	VMULPS lgc19<>+0(SB), Y1, Y2
+	VMULPS lgc21<>+0(SB), Y1, Y2
 
 	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y1, Y1
@@ -168,18 +163,19 @@ blocks_2:
 	// sum(v47) over [B L]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS 32(SP), Y1
+	VMOVUPS lgc19<>+0(SB), Y2
 
-	// v52 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y5, Y1, Y1
+	// v51 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y1, Y2, Y1
 
-	// logsumexp(v52) over [B]
+	// logsumexp(v51) over [B]
 	MOVQ         CX, SI
 	VANDPS       Y9, Y0, Y0
-	VCMPPS       $0x15, lgc21<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       4160(BX), Y2, Y2
 	VMOVUPS      Y2, 4160(BX)
@@ -208,11 +204,11 @@ blocks_2:
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc23<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -223,8 +219,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -236,8 +232,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -249,8 +245,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -262,8 +258,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -275,8 +271,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -302,8 +298,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -314,8 +310,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -327,8 +323,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -340,8 +336,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -353,8 +349,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -366,8 +362,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -556,91 +552,101 @@ DATA lgc16<>+24(SB)/4, $0x3fa3d70a
 DATA lgc16<>+28(SB)/4, $0x3fa3d70a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f4ccccd
-DATA lgc17<>+4(SB)/4, $0x3f4ccccd
-DATA lgc17<>+8(SB)/4, $0x3f4ccccd
-DATA lgc17<>+12(SB)/4, $0x3f4ccccd
-DATA lgc17<>+16(SB)/4, $0x3f4ccccd
-DATA lgc17<>+20(SB)/4, $0x3f4ccccd
-DATA lgc17<>+24(SB)/4, $0x3f4ccccd
-DATA lgc17<>+28(SB)/4, $0x3f4ccccd
+DATA lgc17<>+0(SB)/4, $0x7f800000
+DATA lgc17<>+4(SB)/4, $0x7f800000
+DATA lgc17<>+8(SB)/4, $0x7f800000
+DATA lgc17<>+12(SB)/4, $0x7f800000
+DATA lgc17<>+16(SB)/4, $0x7f800000
+DATA lgc17<>+20(SB)/4, $0x7f800000
+DATA lgc17<>+24(SB)/4, $0x7f800000
+DATA lgc17<>+28(SB)/4, $0x7f800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0x3f4ccccd
+DATA lgc18<>+4(SB)/4, $0x3f4ccccd
+DATA lgc18<>+8(SB)/4, $0x3f4ccccd
+DATA lgc18<>+12(SB)/4, $0x3f4ccccd
+DATA lgc18<>+16(SB)/4, $0x3f4ccccd
+DATA lgc18<>+20(SB)/4, $0x3f4ccccd
+DATA lgc18<>+24(SB)/4, $0x3f4ccccd
+DATA lgc18<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xba83126f
-DATA lgc19<>+4(SB)/4, $0xba83126f
-DATA lgc19<>+8(SB)/4, $0xba83126f
-DATA lgc19<>+12(SB)/4, $0xba83126f
-DATA lgc19<>+16(SB)/4, $0xba83126f
-DATA lgc19<>+20(SB)/4, $0xba83126f
-DATA lgc19<>+24(SB)/4, $0xba83126f
-DATA lgc19<>+28(SB)/4, $0xba83126f
+DATA lgc19<>+0(SB)/4, $0xff800000
+DATA lgc19<>+4(SB)/4, $0xff800000
+DATA lgc19<>+8(SB)/4, $0xff800000
+DATA lgc19<>+12(SB)/4, $0xff800000
+DATA lgc19<>+16(SB)/4, $0xff800000
+DATA lgc19<>+20(SB)/4, $0xff800000
+DATA lgc19<>+24(SB)/4, $0xff800000
+DATA lgc19<>+28(SB)/4, $0xff800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xff800000
-DATA lgc20<>+4(SB)/4, $0xff800000
-DATA lgc20<>+8(SB)/4, $0xff800000
-DATA lgc20<>+12(SB)/4, $0xff800000
-DATA lgc20<>+16(SB)/4, $0xff800000
-DATA lgc20<>+20(SB)/4, $0xff800000
-DATA lgc20<>+24(SB)/4, $0xff800000
-DATA lgc20<>+28(SB)/4, $0xff800000
+DATA lgc20<>+0(SB)/4, $0x80000000
+DATA lgc20<>+4(SB)/4, $0x80000000
+DATA lgc20<>+8(SB)/4, $0x80000000
+DATA lgc20<>+12(SB)/4, $0x80000000
+DATA lgc20<>+16(SB)/4, $0x80000000
+DATA lgc20<>+20(SB)/4, $0x80000000
+DATA lgc20<>+24(SB)/4, $0x80000000
+DATA lgc20<>+28(SB)/4, $0x80000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xc2ae0000
-DATA lgc21<>+4(SB)/4, $0xc2ae0000
-DATA lgc21<>+8(SB)/4, $0xc2ae0000
-DATA lgc21<>+12(SB)/4, $0xc2ae0000
-DATA lgc21<>+16(SB)/4, $0xc2ae0000
-DATA lgc21<>+20(SB)/4, $0xc2ae0000
-DATA lgc21<>+24(SB)/4, $0xc2ae0000
-DATA lgc21<>+28(SB)/4, $0xc2ae0000
+DATA lgc21<>+0(SB)/4, $0xba83126f
+DATA lgc21<>+4(SB)/4, $0xba83126f
+DATA lgc21<>+8(SB)/4, $0xba83126f
+DATA lgc21<>+12(SB)/4, $0xba83126f
+DATA lgc21<>+16(SB)/4, $0xba83126f
+DATA lgc21<>+20(SB)/4, $0xba83126f
+DATA lgc21<>+24(SB)/4, $0xba83126f
+DATA lgc21<>+28(SB)/4, $0xba83126f
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x42b00000
-DATA lgc22<>+4(SB)/4, $0x42b00000
-DATA lgc22<>+8(SB)/4, $0x42b00000
-DATA lgc22<>+12(SB)/4, $0x42b00000
-DATA lgc22<>+16(SB)/4, $0x42b00000
-DATA lgc22<>+20(SB)/4, $0x42b00000
-DATA lgc22<>+24(SB)/4, $0x42b00000
-DATA lgc22<>+28(SB)/4, $0x42b00000
+DATA lgc22<>+0(SB)/4, $0xc2ae0000
+DATA lgc22<>+4(SB)/4, $0xc2ae0000
+DATA lgc22<>+8(SB)/4, $0xc2ae0000
+DATA lgc22<>+12(SB)/4, $0xc2ae0000
+DATA lgc22<>+16(SB)/4, $0xc2ae0000
+DATA lgc22<>+20(SB)/4, $0xc2ae0000
+DATA lgc22<>+24(SB)/4, $0xc2ae0000
+DATA lgc22<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x4020000000000000
-DATA lgc23<>+8(SB)/8, $0x4020000000000000
-DATA lgc23<>+16(SB)/8, $0x4020000000000000
-DATA lgc23<>+24(SB)/8, $0x4020000000000000
+DATA lgc23<>+0(SB)/4, $0x42b00000
+DATA lgc23<>+4(SB)/4, $0x42b00000
+DATA lgc23<>+8(SB)/4, $0x42b00000
+DATA lgc23<>+12(SB)/4, $0x42b00000
+DATA lgc23<>+16(SB)/4, $0x42b00000
+DATA lgc23<>+20(SB)/4, $0x42b00000
+DATA lgc23<>+24(SB)/4, $0x42b00000
+DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
@@ -650,32 +656,32 @@ TEXT ·pass1AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v30, v31)
+	// lossObjective = div(v31, v32)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v35, v31)
+	// clipFraction = div(v35, v32)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v39, v31)
+	// klApprox = div(v39, v32)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v45, v31)
+	// entropy2 = div(v45, v32)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v48, v31)
+	// lossEntropy = div(v48, v32)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -716,15 +722,15 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v56 = mul(2, logSumW)
-	VMULPS  lgc26<>+0(SB), Y2, Y2
+	// v55 = mul(2, logSumW)
+	VMULPS  lgc27<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v57 = sub(v56, logSumW2)
+	// v56 = sub(v55, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v57)
+	// essCol = exp(v56)
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc5<>+0(SB), Y3
@@ -756,24 +762,24 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v60 = gt(v59, 0)
+	// v59 = gt(v58, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
-	// v61 = where(v60, essCol, 0)
+	// v60 = where(v59, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v61) over [L]
+	// sum(v60) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v60) over [L]
+	// sum(v59) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc23<>+0(SB), Y2
+	VMOVUPD      lgc24<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -782,8 +788,8 @@ blocks_4:
 	VADDPD       9824(CX), Y0, Y0
 	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc24<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -815,8 +821,8 @@ chunkdone_5:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      9984(AX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -827,8 +833,8 @@ chunkdone_5:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 9984(AX)
 	VMOVUPS      10304(AX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -844,15 +850,15 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
@@ -862,16 +868,16 @@ TEXT ·pass3AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v64 = max(v63, 1)
+	// v63 = max(v62, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v65 = div(v62, v64)
+	// v64 = div(v61, v63)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
-	// ess = div(v65, 8)
+	// ess = div(v64, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -880,15 +886,15 @@ TEXT ·pass3AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x41000000
-DATA lgc27<>+4(SB)/4, $0x41000000
-DATA lgc27<>+8(SB)/4, $0x41000000
-DATA lgc27<>+12(SB)/4, $0x41000000
-DATA lgc27<>+16(SB)/4, $0x41000000
-DATA lgc27<>+20(SB)/4, $0x41000000
-DATA lgc27<>+24(SB)/4, $0x41000000
-DATA lgc27<>+28(SB)/4, $0x41000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x41000000
+DATA lgc28<>+4(SB)/4, $0x41000000
+DATA lgc28<>+8(SB)/4, $0x41000000
+DATA lgc28<>+12(SB)/4, $0x41000000
+DATA lgc28<>+16(SB)/4, $0x41000000
+DATA lgc28<>+20(SB)/4, $0x41000000
+DATA lgc28<>+24(SB)/4, $0x41000000
+DATA lgc28<>+28(SB)/4, $0x41000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -916,10 +922,10 @@ blocks_8:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc23<>+0(SB), Y1
+	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -945,8 +951,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -973,14 +979,14 @@ TEXT ·fbPass1AVX2(SB), $256-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v68 = div(1, v31)
+	// v67 = div(1, v32)
 	VDIVPS Y0, Y1, Y0
 
-	// v70 = mul(v68, -0.001)
-	VMULPS  lgc19<>+0(SB), Y0, Y1
+	// v69 = mul(v67, -0.001)
+	VMULPS  lgc21<>+0(SB), Y0, Y1
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	MOVQ    lo+8(FP), AX
@@ -1013,30 +1019,29 @@ blocks_11:
 	VMOVUPS (BX)(SI*4), Y5
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Y5, Y0, Y5
+	VANDPS Y5, Y0, Y6
 
 	// logWeight = sub(v8, v10)
-	VSUBPS  Y5, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VSUBPS  Y6, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
+	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y6, 96(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc5<>+0(SB), Y6
-	VMINPS       Y1, Y6, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y1
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
 	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
@@ -1048,76 +1053,71 @@ blocks_11:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y6, Y1
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y9, Y9
+	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
 
-	// v17 = gt(logWeight, 0.24686007)
-	VCMPPS  $0x1e, Y7, Y4, Y1
-	VMOVUPS lgc16<>+0(SB), Y6
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y6
+	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y8
 
-	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS Y9, Y6, Y6
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VBLENDVPS Y1, Y7, Y8, Y7
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VMOVUPS   lgc19<>+0(SB), Y10
 
-	// v20 = where(v17, v19, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y6
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y8, Y10, Y1
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v21 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y5
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v24 = ge(v6, 0)
+	VCMPPS  $0x1d, Y8, Y3, Y8
+	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y4, 128(SP)
 
-	// v23 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y1, 128(SP)
+	// v25 = min(ratio, v20) tie=first
+	VMINPS  Y9, Y7, Y3
+	VMOVUPS Y7, 160(SP)
 
-	// v24 = where(v21, v23, ratio)
-	VBLENDVPS Y5, Y7, Y9, Y1
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS  Y9, Y1, Y4
+	VMOVUPS Y1, 192(SP)
 
-	// v25 = ge(v6, 0)
-	VCMPPS  $0x1d, Y7, Y3, Y7
-	VMOVUPS Y5, 160(SP)
+	// v27 = where(v24, v25, v26)
+	VBLENDVPS Y8, Y3, Y4, Y1
 
-	// v26 = where(v25, v20, v24)
-	VBLENDVPS Y7, Y6, Y1, Y1
-
-	// gain = mul(advantage, v26)
+	// gain = mul(advantage, v27)
 	VMULPS Y1, Y2, Y1
 
-	// v28 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	// v29 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v29 = where(mask, v28, 0)
+	// v30 = where(mask, v29, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v29) over [B L]
+	// sum(v30) over [B L]
 	MOVQ    state+48(FP), BX
 	VADDPS  704(BX), Y1, Y1
 	VMOVUPS Y1, 704(BX)
-	VMOVUPS 96(SP), Y1
 
-	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v34 = where(mask, v33, 0)
-	VANDPS Y1, Y0, Y1
+	// v34 = where(mask, v17, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v34) over [B L]
 	VADDPS  1024(BX), Y1, Y1
 	VMOVUPS Y1, 1024(BX)
-	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
 	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y1, Y5, Y1
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Y1, Y0, Y1
@@ -1136,7 +1136,7 @@ blocks_11:
 	VMOVUPS Y2, 1664(BX)
 
 	// v46 = mul(-0.001, entropy)
-	VMULPS lgc19<>+0(SB), Y1, Y1
+	VMULPS lgc21<>+0(SB), Y1, Y1
 
 	// v47 = where(mask, v46, 0)
 	VANDPS Y1, Y0, Y1
@@ -1144,20 +1144,20 @@ blocks_11:
 	// sum(v47) over [B L]
 	VADDPS  1984(BX), Y1, Y1
 	VMOVUPS Y1, 1984(BX)
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS 128(SP), Y1
+	VMOVUPS lgc19<>+0(SB), Y2
 
-	// v52 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y4, Y1, Y1
-	VMOVUPS   Y7, 192(SP)
-	VMOVUPS   Y3, 224(SP)
+	// v51 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y1, Y2, Y1
+	VMOVUPS   Y8, 224(SP)
 
-	// logsumexp(v52) over [B]
+	// logsumexp(v51) over [B]
 	MOVQ         CX, DI
 	VANDPS       Y9, Y0, Y2
-	VCMPPS       $0x15, lgc21<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y1, Y4
+	VCMPPS       $0x15, lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc23<>+0(SB), Y1, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       4288(BX), Y3, Y3
 	VMOVUPS      Y3, 4288(BX)
@@ -1186,90 +1186,66 @@ blocks_11:
 	VMOVUPD      Y1, 7648(BX)(DI*8)
 	VMOVUPS      (SP), Y1
 
-	// v69 = where(mask, v68, 0)
+	// v68 = where(mask, v67, 0)
 	VANDPS  Y1, Y0, Y1
 	VMOVUPS 32(SP), Y2
 
-	// gradEntropy = where(mask, v70, 0)
+	// gradEntropy = where(mask, v69, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v72 = neg(v69)
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS 224(SP), Y3
+	// v71 = neg(v68)
+	VXORPS  lgc20<>+0(SB), Y1, Y1
+	VMOVUPS 96(SP), Y3
 
-	// v73 = mul(v72, v6)
+	// v72 = mul(v71, v6)
 	VMULPS  Y3, Y1, Y1
-	VMOVUPS 192(SP), Y3
+	VMOVUPS 224(SP), Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 	VCMPPS  $0x04, Y4, Y3, Y4
 
-	// v74 = where(v25, v73, 0)
+	// v73 = where(v24, v72, 0)
 	VANDPS Y1, Y4, Y3
 
-	// v75 = where(v25, 0, v73)
+	// v74 = where(v24, 0, v72)
 	VANDNPS Y1, Y4, Y1
+	VMOVUPS 192(SP), Y4
+
+	// v75 = ge(ratio, v23)
+	VCMPPS $0x1d, Y4, Y9, Y4
+
+	// v76 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y5
+
+	// v77 = max(v75, v76)
+	VORPS Y4, Y5, Y4
+
+	// v78 = where(v77, v74, 0)
+	VANDPS  Y1, Y4, Y1
 	VMOVUPS 160(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v76 = where(v21, v75, 0)
-	VANDPS Y1, Y5, Y4
+	// v79 = le(ratio, v20)
+	VCMPPS $0x12, Y4, Y9, Y4
 
-	// v77 = where(v21, 0, v75)
-	VANDNPS Y1, Y5, Y1
-	VMOVUPS lgc17<>+0(SB), Y5
+	// v80 = max(v79, v76)
+	VORPS Y4, Y5, Y4
 
-	// v78 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y5, Y9, Y5
+	// v81 = where(v80, v73, 0)
+	VANDPS Y3, Y4, Y3
 
-	// v79 = ne(ratio, ratio)
-	VCMPPS $0x04, Y9, Y9, Y6
-
-	// v80 = max(v78, v79)
-	VORPS Y5, Y6, Y5
-
-	// v81 = where(v80, v76, 0)
-	VANDPS Y4, Y5, Y4
-
-	// v82 = add(v77, v81)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 128(SP), Y4
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
-
-	// v83 = where(v17, v74, 0)
-	VANDPS Y3, Y5, Y4
-
-	// v84 = where(v17, 0, v74)
-	VANDNPS Y3, Y5, Y3
-
-	// v85 = add(v82, v84)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS lgc16<>+0(SB), Y3
-
-	// v86 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y3, Y9, Y3
-
-	// v87 = max(v86, v79)
-	VORPS Y3, Y6, Y3
-
-	// v88 = where(v87, v83, 0)
-	VANDPS Y4, Y3, Y3
-
-	// v89 = add(v85, v88)
+	// v82 = add(v78, v81)
 	VADDPS  Y3, Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v90 = ne(v89, 0)
+	// v83 = ne(v82, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 
-	// v91 = mul(v89, ratio)
+	// v84 = mul(v82, ratio)
 	VMULPS Y9, Y1, Y4
 
-	// v92 = where(v90, v91, v89)
+	// v85 = where(v83, v84, v82)
 	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// gradLogProb = where(mask, v92, 0)
+	// gradLogProb = where(mask, v85, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
@@ -1281,11 +1257,11 @@ blocks_11:
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	VMOVUPD      lgc23<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1296,8 +1272,8 @@ blocks_11:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1309,8 +1285,8 @@ blocks_11:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1322,8 +1298,8 @@ blocks_11:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1335,8 +1311,8 @@ blocks_11:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1362,8 +1338,8 @@ noflush_12:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1374,8 +1350,8 @@ noflush_12:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1387,8 +1363,8 @@ noflush_12:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1400,8 +1376,8 @@ noflush_12:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1413,8 +1389,8 @@ noflush_12:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1441,32 +1417,32 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v30, v31)
+	// lossObjective = div(v31, v32)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v35, v31)
+	// clipFraction = div(v35, v32)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v39, v31)
+	// klApprox = div(v39, v32)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// entropy2 = div(v44, v31)
+	// entropy2 = div(v44, v32)
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// lossEntropy = div(v48, v31)
+	// lossEntropy = div(v48, v32)
 	VDIVPS Y0, Y5, Y0
 
 	// store lossObjective
@@ -1507,15 +1483,15 @@ blocks_13:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v56 = mul(2, logSumW)
-	VMULPS  lgc26<>+0(SB), Y2, Y2
+	// v55 = mul(2, logSumW)
+	VMULPS  lgc27<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v57 = sub(v56, logSumW2)
+	// v56 = sub(v55, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v57)
+	// essCol = exp(v56)
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc5<>+0(SB), Y3
@@ -1547,24 +1523,24 @@ blocks_13:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v60 = gt(v59, 0)
+	// v59 = gt(v58, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc1<>+0(SB), Y2, Y3
 
-	// v61 = where(v60, essCol, 0)
+	// v60 = where(v59, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v61) over [L]
+	// sum(v60) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v60) over [L]
+	// sum(v59) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_15
-	VMOVUPD      lgc23<>+0(SB), Y2
+	VMOVUPD      lgc24<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1573,8 +1549,8 @@ blocks_13:
 	VADDPD       9952(CX), Y0, Y0
 	VMOVUPD      Y0, 9952(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc24<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
+	VANDPS       lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1606,8 +1582,8 @@ chunkdone_14:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      10112(AX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1618,8 +1594,8 @@ chunkdone_14:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 10112(AX)
 	VMOVUPS      10432(AX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1643,16 +1619,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v64 = max(v63, 1)
+	// v63 = max(v62, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v65 = div(v62, v64)
+	// v64 = div(v61, v63)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
-	// ess = div(v65, 8)
+	// ess = div(v64, 8)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1720,23 +1696,22 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc30<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -1744,6 +1719,7 @@ bulk_18:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1752,11 +1728,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1767,174 +1743,164 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x0000007f
-DATA lgc30<>+4(SB)/4, $0x0000007f
-DATA lgc30<>+8(SB)/4, $0x0000007f
-DATA lgc30<>+12(SB)/4, $0x0000007f
-DATA lgc30<>+16(SB)/4, $0x0000007f
-DATA lgc30<>+20(SB)/4, $0x0000007f
-DATA lgc30<>+24(SB)/4, $0x0000007f
-DATA lgc30<>+28(SB)/4, $0x0000007f
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x0000007f
+DATA lgc31<>+4(SB)/4, $0x0000007f
+DATA lgc31<>+8(SB)/4, $0x0000007f
+DATA lgc31<>+12(SB)/4, $0x0000007f
+DATA lgc31<>+16(SB)/4, $0x0000007f
+DATA lgc31<>+20(SB)/4, $0x0000007f
+DATA lgc31<>+24(SB)/4, $0x0000007f
+DATA lgc31<>+28(SB)/4, $0x0000007f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -1950,23 +1916,22 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -1974,6 +1939,7 @@ bulk_20:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1982,11 +1948,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1996,9 +1962,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc19<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -11,23 +11,23 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0       float32             // v30 = sum(v29) over B,L
+	s0       float32             // v31 = sum(v30) over B,L
 	s1       float32             // v35 = sum(v34) over B,L
 	s2       float32             // v39 = sum(v38) over B,L
 	s3       float32             // v45 = sum(v42) over B,L
 	s4       float32             // v48 = sum(v47) over B,L
-	s5       []float32           // logSumW = logsumexp(v52) over B [L=256]
-	s6       []float32           // logSumW2 = logsumexp(v54) over B [L=256]
-	s7       []float32           // v59 = sum(v3) over B [L=256]
-	s8       float32             // v62 = sum(v61) over L
-	s9       float32             // v63 = sum(v60) over L
+	s5       []float32           // logSumW = logsumexp(v51) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v53) over B [L=256]
+	s7       []float32           // v58 = sum(v3) over B [L=256]
+	s8       float32             // v61 = sum(v60) over L
+	s9       float32             // v62 = sum(v59) over L
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc59    []float64           // accumulators of v59
+	acc58    []float64           // accumulators of v58
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc59: make([]float64, 256)}
+	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc58: make([]float64, 256)}
 }}
 
 // pass0GoChunks is how many chunks of rows of B pass0Go runs as, concurrently, each with its own
@@ -39,20 +39,20 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64             // numValid = sum(v3) over B,L
-	acc30    float64             // v30 = sum(v29) over B,L
+	acc31    float64             // v31 = sum(v30) over B,L
 	acc35    float64             // v35 = sum(v34) over B,L
 	acc39    float64             // v39 = sum(v38) over B,L
 	acc45    float64             // v45 = sum(v42) over B,L
 	acc48    float64             // v48 = sum(v47) over B,L
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v52) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v54) over B
-	acc59    []float64           // v59 = sum(v3) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v51) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v53) over B
+	acc58    []float64           // v58 = sum(v3) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc30, b.acc30)
+	mergeSum(&a.acc31, b.acc31)
 	mergeSum(&a.acc35, b.acc35)
 	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc45, b.acc45)
@@ -63,8 +63,8 @@ func (a *pass0GoStates) merge(b *pass0GoStates) {
 	for k := range a.logSumW2 {
 		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
 	}
-	for k := range a.acc59 {
-		mergeSum(&a.acc59[k], b.acc59[k])
+	for k := range a.acc58 {
+		mergeSum(&a.acc58[k], b.acc58[k])
 	}
 }
 
@@ -75,12 +75,13 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
-	c22 := float32(0.8)
+	c19 := float32(math.Inf(1))
+	c21 := float32(0.8)
+	c22 := float32(math.Inf(-1))
 	c43 := float32(-0.001)
 	two := float32(2)
-	c51 := float32(math.Inf(-1))
 	numValid := 0.0
-	acc30 := 0.0
+	acc31 := 0.0
 	acc35 := 0.0
 	acc39 := 0.0
 	acc45 := 0.0
@@ -91,8 +92,8 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	for k := range st.logSumW2 {
 		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range st.acc59 {
-		st.acc59[k] = 0.0
+	for k := range st.acc58 {
+		st.acc58[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -109,20 +110,18 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(logWeight > c13)
-			v19 := min(ratio, c18)
-			v20 := sel(v17, v19, ratio)
-			v21 := b2f(logWeight < c12)
-			v23 := max(ratio, c22)
-			v24 := sel(v21, v23, ratio)
-			v25 := b2f(v6 >= zero)
-			ratioClipped := sel(v25, v20, v24)
+			v17 := b2f(logWeightClip != logWeight)
+			v20 := sel(v17, c18, c19)
+			v23 := sel(v17, c21, c22)
+			v24 := b2f(v6 >= zero)
+			v25 := min(ratio, v20)
+			v26 := max(ratio, v23)
+			ratioClipped := sel(v24, v25, v26)
 			gain := float32(v6 * ratioClipped)
-			v28 := -gain
-			v29 := sel(mask, v28, zero)
-			acc30 += float64(v29)
-			v33 := b2f(logWeightClip != logWeight)
-			v34 := sel(mask, v33, zero)
+			v29 := -gain
+			v30 := sel(mask, v29, zero)
+			acc31 += float64(v30)
+			v34 := sel(mask, v17, zero)
 			acc35 += float64(v34)
 			v37 := v10 - v8
 			v38 := sel(mask, v37, zero)
@@ -133,15 +132,15 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			acc45 += float64(v42)
 			v47 := sel(mask, v44, zero)
 			acc48 += float64(v47)
-			v52 := sel(mask, logWeight, c51)
-			st.logSumW[iL].Add(float64(v52))
-			v54 := float32(two * v52)
-			st.logSumW2[iL].Add(float64(v54))
-			st.acc59[iL] += float64(v3)
+			v51 := sel(mask, logWeight, c22)
+			st.logSumW[iL].Add(float64(v51))
+			v53 := float32(two * v51)
+			st.logSumW2[iL].Add(float64(v53))
+			st.acc58[iL] += float64(v3)
 		}
 	}
 	st.numValid = numValid
-	st.acc30 = acc30
+	st.acc31 = acc31
 	st.acc35 = acc35
 	st.acc39 = acc39
 	st.acc45 = acc45
@@ -154,7 +153,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
-	st.acc59 = s.acc59
+	st.acc58 = s.acc58
 	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 8)
 	} else {
@@ -162,7 +161,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		for c := range sts {
 			sts[c].logSumW = make([]runtime.LogSumExp, 256)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 256)
-			sts[c].acc59 = make([]float64, 256)
+			sts[c].acc58 = make([]float64, 256)
 		}
 		runtime.ForChunks(n, 8, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -173,7 +172,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s0 = float32(st.acc30)
+	s.s0 = float32(st.acc31)
 	s.s1 = float32(st.acc35)
 	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc45)
@@ -184,8 +183,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	for k := range st.logSumW2 {
 		s.s6[k] = float32(st.logSumW2[k].Result())
 	}
-	for k := range st.acc59 {
-		s.s7[k] = float32(st.acc59[k])
+	for k := range st.acc58 {
+		s.s7[k] = float32(st.acc58[k])
 	}
 }
 
@@ -193,21 +192,21 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v30 := s.s0
-	v31 := max(numValid, one)
-	lossObjective := v30 / v31
+	v31 := s.s0
+	v32 := max(numValid, one)
+	lossObjective := v31 / v32
 	out.LossObjective = lossObjective
 	v35 := s.s1
-	clipFraction := v35 / v31
+	clipFraction := v35 / v32
 	out.ClipFraction = clipFraction
 	v39 := s.s2
-	klApprox := v39 / v31
+	klApprox := v39 / v32
 	out.KLApprox = klApprox
 	v45 := s.s3
-	entropy2 := v45 / v31
+	entropy2 := v45 / v32
 	out.Entropy = entropy2
 	v48 := s.s4
-	lossEntropy := v48 / v31
+	lossEntropy := v48 / v32
 	out.LossEntropy = lossEntropy
 }
 
@@ -219,36 +218,36 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of L.
 type pass2GoStates struct {
-	acc62 float64 // v62 = sum(v61) over L
-	acc63 float64 // v63 = sum(v60) over L
+	acc61 float64 // v61 = sum(v60) over L
+	acc62 float64 // v62 = sum(v59) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
+	mergeSum(&a.acc61, b.acc61)
 	mergeSum(&a.acc62, b.acc62)
-	mergeSum(&a.acc63, b.acc63)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
+	acc61 := 0.0
 	acc62 := 0.0
-	acc63 := 0.0
 	for iL := lo; iL < hi; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
-		v56 := float32(two * logSumW)
-		v57 := v56 - logSumW2
-		essCol := float32(math.Exp(float64(v57)))
-		v59 := s.s7[iL]
-		v60 := b2f(v59 > zero)
-		v61 := sel(v60, essCol, zero)
-		acc62 += float64(v61)
-		acc63 += float64(v60)
+		v55 := float32(two * logSumW)
+		v56 := v55 - logSumW2
+		essCol := float32(math.Exp(float64(v56)))
+		v58 := s.s7[iL]
+		v59 := b2f(v58 > zero)
+		v60 := sel(v59, essCol, zero)
+		acc61 += float64(v60)
+		acc62 += float64(v59)
 	}
+	st.acc61 = acc61
 	st.acc62 = acc62
-	st.acc63 = acc63
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256], in
@@ -267,42 +266,42 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s8 = float32(st.acc62)
-	s.s9 = float32(st.acc63)
+	s.s8 = float32(st.acc61)
+	s.s9 = float32(st.acc62)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c66 := float32(8)
-	v62 := s.s8
-	v63 := s.s9
-	v64 := max(v63, one)
-	v65 := v62 / v64
-	ess := v65 / c66
+	c65 := float32(8)
+	v61 := s.s8
+	v62 := s.s9
+	v63 := max(v62, one)
+	v64 := v61 / v63
+	ess := v64 / c65
 	out.ESS = ess
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0       float32             // v30 = sum(v29) over B,L
+	s0       float32             // v31 = sum(v30) over B,L
 	s1       float32             // v35 = sum(v34) over B,L
 	s2       float32             // v39 = sum(v38) over B,L
 	s3       float32             // v44 = sum(v42) over B,L
 	s4       float32             // v48 = sum(v47) over B,L
-	s5       []float32           // logSumW = logsumexp(v52) over B [L=256]
-	s6       []float32           // logSumW2 = logsumexp(v54) over B [L=256]
-	s7       []float32           // v59 = sum(v3) over B [L=256]
-	s8       float32             // v62 = sum(v61) over L
-	s9       float32             // v63 = sum(v60) over L
+	s5       []float32           // logSumW = logsumexp(v51) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v53) over B [L=256]
+	s7       []float32           // v58 = sum(v3) over B [L=256]
+	s8       float32             // v61 = sum(v60) over L
+	s9       float32             // v62 = sum(v59) over L
 	logSumW  []runtime.LogSumExp // accumulators of logSumW
 	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
-	acc59    []float64           // accumulators of v59
+	acc58    []float64           // accumulators of v58
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc59: make([]float64, 256)}
+	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc58: make([]float64, 256)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -363,19 +362,19 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc30    float64             // v30 = sum(v29) over B,L
+	acc31    float64             // v31 = sum(v30) over B,L
 	acc35    float64             // v35 = sum(v34) over B,L
 	acc39    float64             // v39 = sum(v38) over B,L
 	acc44    float64             // v44 = sum(v42) over B,L
 	acc48    float64             // v48 = sum(v47) over B,L
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v52) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v54) over B
-	acc59    []float64           // v59 = sum(v3) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v51) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v53) over B
+	acc58    []float64           // v58 = sum(v3) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc30, b.acc30)
+	mergeSum(&a.acc31, b.acc31)
 	mergeSum(&a.acc35, b.acc35)
 	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc44, b.acc44)
@@ -386,8 +385,8 @@ func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	for k := range a.logSumW2 {
 		mergeLogsumexp(&a.logSumW2[k], b.logSumW2[k])
 	}
-	for k := range a.acc59 {
-		mergeSum(&a.acc59[k], b.acc59[k])
+	for k := range a.acc58 {
+		mergeSum(&a.acc58[k], b.acc58[k])
 	}
 }
 
@@ -398,11 +397,12 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
-	c22 := float32(0.8)
+	c19 := float32(math.Inf(1))
+	c21 := float32(0.8)
+	c22 := float32(math.Inf(-1))
 	c43 := float32(-0.001)
 	two := float32(2)
-	c51 := float32(math.Inf(-1))
-	acc30 := 0.0
+	acc31 := 0.0
 	acc35 := 0.0
 	acc39 := 0.0
 	acc44 := 0.0
@@ -413,8 +413,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	for k := range st.logSumW2 {
 		st.logSumW2[k] = runtime.NewLogSumExp()
 	}
-	for k := range st.acc59 {
-		st.acc59[k] = 0.0
+	for k := range st.acc58 {
+		st.acc58[k] = 0.0
 	}
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -431,21 +431,19 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(logWeight > c13)
-			v19 := min(ratio, c18)
-			v20 := sel(v17, v19, ratio)
-			v21 := b2f(logWeight < c12)
-			v23 := max(ratio, c22)
-			v24 := sel(v21, v23, ratio)
-			v25 := b2f(v6 >= zero)
-			v26 := sel(v25, v20, v24)
-			gain := float32(advantage * v26)
-			v28 := -gain
-			v29 := sel(mask, v28, zero)
-			acc30 += float64(v29)
-			v31 := max(numValid, one)
-			v33 := b2f(logWeightClip != logWeight)
-			v34 := sel(mask, v33, zero)
+			v17 := b2f(logWeightClip != logWeight)
+			v20 := sel(v17, c18, c19)
+			v23 := sel(v17, c21, c22)
+			v24 := b2f(v6 >= zero)
+			v25 := min(ratio, v20)
+			v26 := max(ratio, v23)
+			v27 := sel(v24, v25, v26)
+			gain := float32(advantage * v27)
+			v29 := -gain
+			v30 := sel(mask, v29, zero)
+			acc31 += float64(v30)
+			v32 := max(numValid, one)
+			v34 := sel(mask, v17, zero)
 			acc35 += float64(v34)
 			v37 := sampleLogProb - logProb
 			v38 := sel(mask, v37, zero)
@@ -456,42 +454,36 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v46 := float32(c43 * entropy)
 			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
-			v52 := sel(mask, logWeight, c51)
-			st.logSumW[iL].Add(float64(v52))
-			v54 := float32(two * v52)
-			st.logSumW2[iL].Add(float64(v54))
-			st.acc59[iL] += float64(v3)
-			v68 := one / v31
-			v69 := sel(mask, v68, zero)
-			v70 := float32(v68 * c43)
-			gradEntropy := sel(mask, v70, zero)
+			v51 := sel(mask, logWeight, c22)
+			st.logSumW[iL].Add(float64(v51))
+			v53 := float32(two * v51)
+			st.logSumW2[iL].Add(float64(v53))
+			st.acc58[iL] += float64(v3)
+			v67 := one / v32
+			v68 := sel(mask, v67, zero)
+			v69 := float32(v67 * c43)
+			gradEntropy := sel(mask, v69, zero)
 			grads.Entropy[iB*256+iL] = gradEntropy
-			v72 := -v69
-			v73 := float32(v72 * v6)
-			v74 := sel(v25, v73, zero)
-			v75 := sel(v25, zero, v73)
-			v76 := sel(v21, v75, zero)
-			v77 := sel(v21, zero, v75)
-			v78 := b2f(ratio >= c22)
-			v79 := b2f(ratio != ratio)
-			v80 := max(v78, v79)
-			v81 := sel(v80, v76, zero)
-			v82 := v77 + v81
-			v83 := sel(v17, v74, zero)
-			v84 := sel(v17, zero, v74)
-			v85 := v82 + v84
-			v86 := b2f(ratio <= c18)
-			v87 := max(v86, v79)
-			v88 := sel(v87, v83, zero)
-			v89 := v85 + v88
-			v90 := b2f(v89 != zero)
-			v91 := float32(v89 * ratio)
-			v92 := sel(v90, v91, v89)
-			gradLogProb := sel(mask, v92, zero)
+			v71 := -v68
+			v72 := float32(v71 * v6)
+			v73 := sel(v24, v72, zero)
+			v74 := sel(v24, zero, v72)
+			v75 := b2f(ratio >= v23)
+			v76 := b2f(ratio != ratio)
+			v77 := max(v75, v76)
+			v78 := sel(v77, v74, zero)
+			v79 := b2f(ratio <= v20)
+			v80 := max(v79, v76)
+			v81 := sel(v80, v73, zero)
+			v82 := v78 + v81
+			v83 := b2f(v82 != zero)
+			v84 := float32(v82 * ratio)
+			v85 := sel(v83, v84, v82)
+			gradLogProb := sel(mask, v85, zero)
 			grads.LogProb[iB*256+iL] = gradLogProb
 		}
 	}
-	st.acc30 = acc30
+	st.acc31 = acc31
 	st.acc35 = acc35
 	st.acc39 = acc39
 	st.acc44 = acc44
@@ -504,7 +496,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
 	st.logSumW = s.logSumW
 	st.logSumW2 = s.logSumW2
-	st.acc59 = s.acc59
+	st.acc58 = s.acc58
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
 		fbPass1GoChunk(in, out, grads, s, &st, 0, 8)
 	} else {
@@ -512,7 +504,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		for c := range sts {
 			sts[c].logSumW = make([]runtime.LogSumExp, 256)
 			sts[c].logSumW2 = make([]runtime.LogSumExp, 256)
-			sts[c].acc59 = make([]float64, 256)
+			sts[c].acc58 = make([]float64, 256)
 		}
 		runtime.ForChunks(n, 8, func(c, lo, hi int) {
 			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
@@ -522,7 +514,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s0 = float32(st.acc30)
+	s.s0 = float32(st.acc31)
 	s.s1 = float32(st.acc35)
 	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc44)
@@ -533,8 +525,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range st.logSumW2 {
 		s.s6[k] = float32(st.logSumW2[k].Result())
 	}
-	for k := range st.acc59 {
-		s.s7[k] = float32(st.acc59[k])
+	for k := range st.acc58 {
+		s.s7[k] = float32(st.acc58[k])
 	}
 }
 
@@ -542,21 +534,21 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v30 := s.s0
-	v31 := max(numValid, one)
-	lossObjective := v30 / v31
+	v31 := s.s0
+	v32 := max(numValid, one)
+	lossObjective := v31 / v32
 	out.LossObjective = lossObjective
 	v35 := s.s1
-	clipFraction := v35 / v31
+	clipFraction := v35 / v32
 	out.ClipFraction = clipFraction
 	v39 := s.s2
-	klApprox := v39 / v31
+	klApprox := v39 / v32
 	out.KLApprox = klApprox
 	v44 := s.s3
-	entropy2 := v44 / v31
+	entropy2 := v44 / v32
 	out.Entropy = entropy2
 	v48 := s.s4
-	lossEntropy := v48 / v31
+	lossEntropy := v48 / v32
 	out.LossEntropy = lossEntropy
 }
 
@@ -568,36 +560,36 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
 type fbPass3GoStates struct {
-	acc62 float64 // v62 = sum(v61) over L
-	acc63 float64 // v63 = sum(v60) over L
+	acc61 float64 // v61 = sum(v60) over L
+	acc62 float64 // v62 = sum(v59) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
+	mergeSum(&a.acc61, b.acc61)
 	mergeSum(&a.acc62, b.acc62)
-	mergeSum(&a.acc63, b.acc63)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
 func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fbPass3GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
+	acc61 := 0.0
 	acc62 := 0.0
-	acc63 := 0.0
 	for iL := lo; iL < hi; iL++ {
 		logSumW := s.s5[iL]
 		logSumW2 := s.s6[iL]
-		v56 := float32(two * logSumW)
-		v57 := v56 - logSumW2
-		essCol := float32(math.Exp(float64(v57)))
-		v59 := s.s7[iL]
-		v60 := b2f(v59 > zero)
-		v61 := sel(v60, essCol, zero)
-		acc62 += float64(v61)
-		acc63 += float64(v60)
+		v55 := float32(two * logSumW)
+		v56 := v55 - logSumW2
+		essCol := float32(math.Exp(float64(v56)))
+		v58 := s.s7[iL]
+		v59 := b2f(v58 > zero)
+		v60 := sel(v59, essCol, zero)
+		acc61 += float64(v60)
+		acc62 += float64(v59)
 	}
+	st.acc61 = acc61
 	st.acc62 = acc62
-	st.acc63 = acc63
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over
@@ -616,19 +608,19 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s8 = float32(st.acc62)
-	s.s9 = float32(st.acc63)
+	s.s8 = float32(st.acc61)
+	s.s9 = float32(st.acc62)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c66 := float32(8)
-	v62 := s.s8
-	v63 := s.s9
-	v64 := max(v63, one)
-	v65 := v62 / v64
-	ess := v65 / c66
+	c65 := float32(8)
+	v61 := s.s8
+	v62 := s.s9
+	v63 := max(v62, one)
+	v64 := v61 / v63
+	ess := v64 / c65
 	out.ESS = ess
 }
 

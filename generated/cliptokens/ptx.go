@@ -159,7 +159,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v30.s",
+		Name:   "scratch/pass0.v31.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -189,13 +189,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v62.s",
+		Name:   "scratch/pass2.v61.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v63.s",
+		Name:   "scratch/pass2.v62.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -204,12 +204,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v30.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v45.s", "scratch/pass0.v48.s", "scratch/s5", "scratch/s6", "scratch/s7"},
+		Params: []string{"in/mask", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v31.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v45.s", "scratch/pass0.v48.s", "scratch/s5", "scratch/s6", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v30.s", "scratch/s0", "scratch/pass0.v35.s", "scratch/s1", "scratch/pass0.v39.s", "scratch/s2", "scratch/pass0.v45.s", "scratch/s3", "scratch/pass0.v48.s", "scratch/s4"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v31.s", "scratch/s0", "scratch/pass0.v35.s", "scratch/s1", "scratch/pass0.v39.s", "scratch/s2", "scratch/pass0.v45.s", "scratch/s3", "scratch/pass0.v48.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -219,12 +219,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"scratch/s5", "scratch/s6", "scratch/s7", "scratch/pass2.v62.s", "scratch/pass2.v63.s"},
+		Params: []string{"scratch/s5", "scratch/s6", "scratch/s7", "scratch/pass2.v61.s", "scratch/pass2.v62.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v62.s", "scratch/s8", "scratch/pass2.v63.s", "scratch/s9"},
+		Params: []string{"scratch/pass2.v61.s", "scratch/s8", "scratch/pass2.v62.s", "scratch/s9"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -392,7 +392,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v30.s",
+		Name:   "scratch/pass1.v31.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -422,13 +422,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v62.s",
+		Name:   "scratch/pass3.v61.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v63.s",
+		Name:   "scratch/pass3.v62.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -447,12 +447,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v30.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v44.s", "scratch/pass1.v48.s", "scratch/s5", "scratch/s6", "scratch/s7"},
+		Params: []string{"in/mask", "out/num_valid", "in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v44.s", "scratch/pass1.v48.s", "scratch/s5", "scratch/s6", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v30.s", "scratch/s0", "scratch/pass1.v35.s", "scratch/s1", "scratch/pass1.v39.s", "scratch/s2", "scratch/pass1.v44.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v31.s", "scratch/s0", "scratch/pass1.v35.s", "scratch/s1", "scratch/pass1.v39.s", "scratch/s2", "scratch/pass1.v44.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -462,12 +462,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"scratch/s5", "scratch/s6", "scratch/s7", "scratch/pass3.v62.s", "scratch/pass3.v63.s"},
+		Params: []string{"scratch/s5", "scratch/s6", "scratch/s7", "scratch/pass3.v61.s", "scratch/pass3.v62.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v62.s", "scratch/s8", "scratch/pass3.v63.s", "scratch/s9"},
+		Params: []string{"scratch/pass3.v61.s", "scratch/s8", "scratch/pass3.v62.s", "scratch/s9"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -21,8 +21,8 @@ type avxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
-	r30_s  []float64
-	r30_p  []float32
+	r31_s  []float64
+	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
 	r39_s  []float64
@@ -31,13 +31,13 @@ type avxState struct {
 	r43_p  []float32
 	r48_s  []float64
 	r48_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r53_p  []float32
-	r56_s  []float64
-	r56_p  []float32
-	r64_s  []float64
-	r64_p  []float32
+	r52_s  []float64
+	r52_ok []float32
+	r52_p  []float32
+	r55_s  []float64
+	r55_p  []float32
+	r63_s  []float64
+	r63_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -46,8 +46,8 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 392)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r30_s = st.buf[48:64]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r31_s = st.buf[48:64]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r35_s = st.buf[88:104]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r39_s = st.buf[128:144]
@@ -56,13 +56,13 @@ var avxPool = sync.Pool{New: func() any {
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.r48_s = st.buf[208:224]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_s = st.buf[248:264]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r56_s = st.buf[304:320]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r64_s = st.buf[344:360]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r52_s = st.buf[248:264]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r55_s = st.buf[304:320]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r63_s = st.buf[344:360]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -80,8 +80,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r30_s, 0)
-		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r39_s, 0)
@@ -90,13 +90,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r43_p, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
@@ -115,26 +115,26 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r30_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s1 = float32(st.res[0])
@@ -144,11 +144,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r64_s, 8)
+	runtime.FinishSum(st.res[:1], st.r63_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -166,8 +166,8 @@ type fbAvxState struct {
 	r4_s   []float64
 	r4_p   []float32
 	p0_ok  []float32
-	r30_s  []float64
-	r30_p  []float32
+	r31_s  []float64
+	r31_p  []float32
 	r35_s  []float64
 	r35_p  []float32
 	r39_s  []float64
@@ -176,13 +176,13 @@ type fbAvxState struct {
 	r43_p  []float32
 	r48_s  []float64
 	r48_p  []float32
-	r53_s  []float64
-	r53_ok []float32
-	r53_p  []float32
-	r56_s  []float64
-	r56_p  []float32
-	r64_s  []float64
-	r64_p  []float32
+	r52_s  []float64
+	r52_ok []float32
+	r52_p  []float32
+	r55_s  []float64
+	r55_p  []float32
+	r63_s  []float64
+	r63_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -192,8 +192,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
-	st.r30_s = st.buf[64:80]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
+	st.r31_s = st.buf[64:80]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
 	st.r35_s = st.buf[104:120]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
 	st.r39_s = st.buf[144:160]
@@ -202,13 +202,13 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r48_s = st.buf[224:240]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
-	st.r53_s = st.buf[264:280]
-	st.r53_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r56_s = st.buf[320:336]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r64_s = st.buf[360:376]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r52_s = st.buf[264:280]
+	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r55_s = st.buf[320:336]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r63_s = st.buf[360:376]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -268,8 +268,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r30_s, 0)
-		runtime.Fill(st.r30_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r39_s, 0)
@@ -278,13 +278,13 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r43_p, 0)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.SetMask(st.r53_ok)
-		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r56_s, 0)
-		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.r52_ok)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -302,24 +302,24 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeMask(sts[0].r53_ok, sts[c].r53_ok)
-			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r53_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r30_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s1 = float32(st.res[0])
@@ -329,11 +329,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r53_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r56_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r64_s, 8)
+	runtime.FinishSum(st.res[:1], st.r63_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

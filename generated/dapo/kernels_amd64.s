@@ -49,98 +49,93 @@ blocks_2:
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
-	VMOVUPS lgc3<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y2, 32(SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMULPS       Y1, Y1, Y8
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc5<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPSLLD       $0x17, Y2, Y2
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x17, Y7, Y7
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v17 = gt(logWeight, 0.24686007)
-	VCMPPS  $0x1e, Y7, Y4, Y1
-	VMOVUPS lgc16<>+0(SB), Y2
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y6
+	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y8
 
-	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS Y9, Y2, Y2
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VBLENDVPS Y5, Y7, Y8, Y7
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VMOVUPS   lgc19<>+0(SB), Y10
 
-	// v20 = where(v17, v19, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y1
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VBLENDVPS Y5, Y8, Y10, Y5
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v21 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y2
-	VMOVUPS lgc17<>+0(SB), Y5
+	// v24 = ge(v10, 0)
+	VCMPPS  $0x1d, Y8, Y3, Y8
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y1, 32(SP)
 
-	// v23 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y5, Y5
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Y9, Y7, Y1
 
-	// v24 = where(v21, v23, ratio)
-	VBLENDVPS Y2, Y5, Y9, Y2
-	VMOVUPS   lgc0<>+0(SB), Y5
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Y9, Y5, Y4
 
-	// v25 = ge(v10, 0)
-	VCMPPS $0x1d, Y5, Y3, Y5
-
-	// ratioClipped = where(v25, v20, v24)
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// ratioClipped = where(v24, v25, v26)
+	VBLENDVPS Y8, Y1, Y4, Y1
 
 	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v28 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	// v29 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v29 = where(mask, v28, 0)
+	// v30 = where(mask, v29, 0)
 	VANDPS Y1, Y0, Y1
 
-	// sum(v29) over [B L]
+	// sum(v30) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
-
-	// v34 = where(mask, v33, 0)
-	VANDPS Y1, Y0, Y1
+	// v34 = where(mask, v17, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v34) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 32(SP), Y1
-	VMOVUPS (SP), Y2
 
 	// v37 = sub(v8, v6)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y1, Y2, Y1
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Y1, Y0, Y1
@@ -159,7 +154,7 @@ blocks_2:
 	VMOVUPS Y3, 1536(BX)
 
 	// v46 = mul(-0.01, v42)
-	VMULPS lgc19<>+0(SB), Y2, Y2
+	VMULPS lgc21<>+0(SB), Y2, Y2
 
 	// v47 = where(mask, v46, 0)
 	VANDPS Y2, Y0, Y2
@@ -167,18 +162,19 @@ blocks_2:
 	// sum(v47) over [B L]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS (SP), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y4, Y2, Y2
+	// v50 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
 	VMOVUPS   Y1, 64(SP)
 
-	// logsumexp(v51) over [B L]
+	// logsumexp(v50) over [B L]
 	VANDPS  Y9, Y0, Y1
-	VCMPPS  $0x15, lgc21<>+0(SB), Y2, Y3
-	VCMPPS  $0x1a, lgc22<>+0(SB), Y2, Y4
+	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc20<>+0(SB), Y2, Y4
+	VCMPPS  $0x00, lgc19<>+0(SB), Y2, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  2176(BX), Y3, Y3
 	VMOVUPS Y3, 2176(BX)
@@ -224,19 +220,19 @@ blocks_2:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y1
 	VBLENDVPS    Y1, Y2, Y6, Y6
 
-	// v63 = where(mask, k3, 0)
+	// v62 = where(mask, k3, 0)
 	VANDPS Y6, Y0, Y0
 
-	// sum(v63) over [B L]
+	// sum(v62) over [B L]
 	VADDPS       2944(BX), Y0, Y0
 	VMOVUPS      Y0, 2944(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc23<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -247,8 +243,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -260,8 +256,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -273,8 +269,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -286,8 +282,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -299,8 +295,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -312,8 +308,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -325,8 +321,8 @@ blocks_2:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -338,8 +334,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -365,8 +361,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -377,8 +373,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -390,8 +386,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -403,8 +399,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -416,8 +412,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -429,8 +425,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -442,8 +438,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -455,8 +451,8 @@ noflush_3:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -468,8 +464,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -658,91 +654,101 @@ DATA lgc16<>+24(SB)/4, $0x3fa3d70a
 DATA lgc16<>+28(SB)/4, $0x3fa3d70a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f4ccccd
-DATA lgc17<>+4(SB)/4, $0x3f4ccccd
-DATA lgc17<>+8(SB)/4, $0x3f4ccccd
-DATA lgc17<>+12(SB)/4, $0x3f4ccccd
-DATA lgc17<>+16(SB)/4, $0x3f4ccccd
-DATA lgc17<>+20(SB)/4, $0x3f4ccccd
-DATA lgc17<>+24(SB)/4, $0x3f4ccccd
-DATA lgc17<>+28(SB)/4, $0x3f4ccccd
+DATA lgc17<>+0(SB)/4, $0x7f800000
+DATA lgc17<>+4(SB)/4, $0x7f800000
+DATA lgc17<>+8(SB)/4, $0x7f800000
+DATA lgc17<>+12(SB)/4, $0x7f800000
+DATA lgc17<>+16(SB)/4, $0x7f800000
+DATA lgc17<>+20(SB)/4, $0x7f800000
+DATA lgc17<>+24(SB)/4, $0x7f800000
+DATA lgc17<>+28(SB)/4, $0x7f800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0x3f4ccccd
+DATA lgc18<>+4(SB)/4, $0x3f4ccccd
+DATA lgc18<>+8(SB)/4, $0x3f4ccccd
+DATA lgc18<>+12(SB)/4, $0x3f4ccccd
+DATA lgc18<>+16(SB)/4, $0x3f4ccccd
+DATA lgc18<>+20(SB)/4, $0x3f4ccccd
+DATA lgc18<>+24(SB)/4, $0x3f4ccccd
+DATA lgc18<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xbc23d70a
-DATA lgc19<>+4(SB)/4, $0xbc23d70a
-DATA lgc19<>+8(SB)/4, $0xbc23d70a
-DATA lgc19<>+12(SB)/4, $0xbc23d70a
-DATA lgc19<>+16(SB)/4, $0xbc23d70a
-DATA lgc19<>+20(SB)/4, $0xbc23d70a
-DATA lgc19<>+24(SB)/4, $0xbc23d70a
-DATA lgc19<>+28(SB)/4, $0xbc23d70a
+DATA lgc19<>+0(SB)/4, $0xff800000
+DATA lgc19<>+4(SB)/4, $0xff800000
+DATA lgc19<>+8(SB)/4, $0xff800000
+DATA lgc19<>+12(SB)/4, $0xff800000
+DATA lgc19<>+16(SB)/4, $0xff800000
+DATA lgc19<>+20(SB)/4, $0xff800000
+DATA lgc19<>+24(SB)/4, $0xff800000
+DATA lgc19<>+28(SB)/4, $0xff800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xff800000
-DATA lgc20<>+4(SB)/4, $0xff800000
-DATA lgc20<>+8(SB)/4, $0xff800000
-DATA lgc20<>+12(SB)/4, $0xff800000
-DATA lgc20<>+16(SB)/4, $0xff800000
-DATA lgc20<>+20(SB)/4, $0xff800000
-DATA lgc20<>+24(SB)/4, $0xff800000
-DATA lgc20<>+28(SB)/4, $0xff800000
+DATA lgc20<>+0(SB)/4, $0x80000000
+DATA lgc20<>+4(SB)/4, $0x80000000
+DATA lgc20<>+8(SB)/4, $0x80000000
+DATA lgc20<>+12(SB)/4, $0x80000000
+DATA lgc20<>+16(SB)/4, $0x80000000
+DATA lgc20<>+20(SB)/4, $0x80000000
+DATA lgc20<>+24(SB)/4, $0x80000000
+DATA lgc20<>+28(SB)/4, $0x80000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xc22c0000
-DATA lgc21<>+4(SB)/4, $0xc22c0000
-DATA lgc21<>+8(SB)/4, $0xc22c0000
-DATA lgc21<>+12(SB)/4, $0xc22c0000
-DATA lgc21<>+16(SB)/4, $0xc22c0000
-DATA lgc21<>+20(SB)/4, $0xc22c0000
-DATA lgc21<>+24(SB)/4, $0xc22c0000
-DATA lgc21<>+28(SB)/4, $0xc22c0000
+DATA lgc21<>+0(SB)/4, $0xbc23d70a
+DATA lgc21<>+4(SB)/4, $0xbc23d70a
+DATA lgc21<>+8(SB)/4, $0xbc23d70a
+DATA lgc21<>+12(SB)/4, $0xbc23d70a
+DATA lgc21<>+16(SB)/4, $0xbc23d70a
+DATA lgc21<>+20(SB)/4, $0xbc23d70a
+DATA lgc21<>+24(SB)/4, $0xbc23d70a
+DATA lgc21<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x42b00000
-DATA lgc22<>+4(SB)/4, $0x42b00000
-DATA lgc22<>+8(SB)/4, $0x42b00000
-DATA lgc22<>+12(SB)/4, $0x42b00000
-DATA lgc22<>+16(SB)/4, $0x42b00000
-DATA lgc22<>+20(SB)/4, $0x42b00000
-DATA lgc22<>+24(SB)/4, $0x42b00000
-DATA lgc22<>+28(SB)/4, $0x42b00000
+DATA lgc22<>+0(SB)/4, $0xc22c0000
+DATA lgc22<>+4(SB)/4, $0xc22c0000
+DATA lgc22<>+8(SB)/4, $0xc22c0000
+DATA lgc22<>+12(SB)/4, $0xc22c0000
+DATA lgc22<>+16(SB)/4, $0xc22c0000
+DATA lgc22<>+20(SB)/4, $0xc22c0000
+DATA lgc22<>+24(SB)/4, $0xc22c0000
+DATA lgc22<>+28(SB)/4, $0xc22c0000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x4020000000000000
-DATA lgc23<>+8(SB)/8, $0x4020000000000000
-DATA lgc23<>+16(SB)/8, $0x4020000000000000
-DATA lgc23<>+24(SB)/8, $0x4020000000000000
+DATA lgc23<>+0(SB)/4, $0x42b00000
+DATA lgc23<>+4(SB)/4, $0x42b00000
+DATA lgc23<>+8(SB)/4, $0x42b00000
+DATA lgc23<>+12(SB)/4, $0x42b00000
+DATA lgc23<>+16(SB)/4, $0x42b00000
+DATA lgc23<>+20(SB)/4, $0x42b00000
+DATA lgc23<>+24(SB)/4, $0x42b00000
+DATA lgc23<>+28(SB)/4, $0x42b00000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -752,47 +758,47 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v30, v31)
+	// lossObjective = div(v31, v32)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v35, v31)
+	// clipFraction = div(v35, v32)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v39, v31)
+	// klApprox = div(v39, v32)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v43, v31)
+	// entropy2 = div(v43, v32)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v48, v31)
+	// lossEntropy = div(v48, v32)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v54 = mul(2, v53)
-	VMULPS       lgc26<>+0(SB), Y7, Y7
+	// v53 = mul(2, v52)
+	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v57 = sub(v54, v56)
+	// v56 = sub(v53, v55)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v58 = exp(v57)
+	// v57 = exp(v56)
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y7, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -822,22 +828,22 @@ TEXT ·pass1AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v58 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v31)
+	// v59 = div(v57, v32)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v58, v59, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v64, v31)
+	// klToInference = div(v63, v32)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc27<>+0(SB), Y1, Y5
+	VMULPS lgc28<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -875,25 +881,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3c23d70a
-DATA lgc27<>+4(SB)/4, $0x3c23d70a
-DATA lgc27<>+8(SB)/4, $0x3c23d70a
-DATA lgc27<>+12(SB)/4, $0x3c23d70a
-DATA lgc27<>+16(SB)/4, $0x3c23d70a
-DATA lgc27<>+20(SB)/4, $0x3c23d70a
-DATA lgc27<>+24(SB)/4, $0x3c23d70a
-DATA lgc27<>+28(SB)/4, $0x3c23d70a
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3c23d70a
+DATA lgc28<>+4(SB)/4, $0x3c23d70a
+DATA lgc28<>+8(SB)/4, $0x3c23d70a
+DATA lgc28<>+12(SB)/4, $0x3c23d70a
+DATA lgc28<>+16(SB)/4, $0x3c23d70a
+DATA lgc28<>+20(SB)/4, $0x3c23d70a
+DATA lgc28<>+24(SB)/4, $0x3c23d70a
+DATA lgc28<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -921,10 +927,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc23<>+0(SB), Y1
+	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -950,8 +956,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -971,25 +977,25 @@ noflush_6:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $320-88
+TEXT ·fbPass1AVX2(SB), $288-88
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v69 = div(0.01, v31)
+	// v68 = div(0.01, v32)
 	VDIVPS Y0, Y2, Y2
 
-	// v76 = div(1, v31)
+	// v75 = div(1, v32)
 	VDIVPS Y0, Y1, Y0
 
-	// v78 = mul(v76, -0.01)
-	VMULPS  lgc19<>+0(SB), Y0, Y1
+	// v77 = mul(v75, -0.01)
+	VMULPS  lgc21<>+0(SB), Y0, Y1
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
 	VMOVUPS Y1, 64(SP)
@@ -1014,161 +1020,155 @@ blocks_8:
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Y2, Y0, Y2
+	VANDPS  Y2, Y0, Y3
 	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Y3, Y0, Y4
+	VANDPS Y4, Y0, Y5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc2<>+0(SB), Y2
+	VSUBPS  Y3, Y1, Y1
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y2, Y5
+	VMAXPS  Y1, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y5, 96(SP)
+	VMINPS Y3, Y6, Y3
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VMAXPS       Y1, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VMAXPS       Y1, Y6, Y6
 	VMOVUPS      lgc5<>+0(SB), Y7
-	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc6<>+0(SB), Y5, Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y5
-	VMULPS       Y5, Y5, Y8
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
 	VMOVUPS      lgc9<>+0(SB), Y9
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
 	VMOVUPS      lgc11<>+0(SB), Y10
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y10
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y10
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y5, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc15<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y7
-	VPSUBD       Y7, Y5, Y5
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
-	VMULPS       Y5, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v17 = gt(logWeight, 0.24686007)
-	VCMPPS  $0x1e, Y6, Y1, Y5
-	VMOVUPS lgc16<>+0(SB), Y6
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y1, Y3, Y3
+	VANDPS  lgc1<>+0(SB), Y3, Y6
+	VMOVUPS lgc16<>+0(SB), Y7
+	VMOVUPS lgc17<>+0(SB), Y8
 
-	// v19 = min(ratio, 1.2799999924290435) tie=first
-	VMINPS Y9, Y6, Y6
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VBLENDVPS Y3, Y7, Y8, Y7
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VMOVUPS   lgc19<>+0(SB), Y10
 
-	// v20 = where(v17, v19, ratio)
-	VBLENDVPS Y5, Y6, Y9, Y6
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VBLENDVPS Y3, Y8, Y10, Y3
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v21 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y2, Y1, Y2
-	VMOVUPS lgc17<>+0(SB), Y7
+	// v24 = ge(v10, 0)
+	VCMPPS  $0x1d, Y8, Y5, Y8
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y1, 128(SP)
 
-	// v23 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y5, 128(SP)
+	// v25 = min(ratio, v20) tie=first
+	VMINPS  Y9, Y7, Y1
+	VMOVUPS Y7, 160(SP)
 
-	// v24 = where(v21, v23, ratio)
-	VBLENDVPS Y2, Y7, Y9, Y5
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS  Y9, Y3, Y5
+	VMOVUPS Y3, 192(SP)
 
-	// v25 = ge(v10, 0)
-	VCMPPS  $0x1d, Y7, Y4, Y7
-	VMOVUPS Y2, 160(SP)
+	// v27 = where(v24, v25, v26)
+	VBLENDVPS Y8, Y1, Y5, Y1
 
-	// v26 = where(v25, v20, v24)
-	VBLENDVPS Y7, Y6, Y5, Y2
+	// gain = mul(advantage, v27)
+	VMULPS Y1, Y4, Y1
 
-	// gain = mul(advantage, v26)
-	VMULPS Y2, Y3, Y2
+	// v29 = neg(gain)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v28 = neg(gain)
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	// v30 = where(mask, v29, 0)
+	VANDPS Y1, Y0, Y1
 
-	// v29 = where(mask, v28, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v29) over [B L]
+	// sum(v30) over [B L]
 	MOVQ    state+48(FP), BX
-	VADDPS  704(BX), Y2, Y2
-	VMOVUPS Y2, 704(BX)
-	VMOVUPS 96(SP), Y2
+	VADDPS  704(BX), Y1, Y1
+	VMOVUPS Y1, 704(BX)
 
-	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y2, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
-
-	// v34 = where(mask, v33, 0)
-	VANDPS Y2, Y0, Y2
+	// v34 = where(mask, v17, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v34) over [B L]
-	VADDPS  1024(BX), Y2, Y2
-	VMOVUPS Y2, 1024(BX)
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VADDPS  1024(BX), Y1, Y1
+	VMOVUPS Y1, 1024(BX)
 	MOVQ    logProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y1, Y2, Y1
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v38) over [B L]
-	VADDPS  1344(BX), Y2, Y3
-	VMOVUPS Y3, 1344(BX)
+	VADDPS  1344(BX), Y1, Y2
+	VMOVUPS Y2, 1344(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v42 = where(mask, entropy, 0)
-	VANDPS Y3, Y0, Y5
+	VANDPS Y2, Y0, Y3
 
 	// sum(v42) over [B L]
-	VADDPS  1664(BX), Y5, Y5
-	VMOVUPS Y5, 1664(BX)
+	VADDPS  1664(BX), Y3, Y3
+	VMOVUPS Y3, 1664(BX)
 
 	// v46 = mul(-0.01, entropy)
-	VMULPS lgc19<>+0(SB), Y3, Y3
+	VMULPS lgc21<>+0(SB), Y2, Y2
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Y3, Y0, Y3
+	VANDPS Y2, Y0, Y2
 
 	// sum(v47) over [B L]
-	VADDPS  1984(BX), Y3, Y3
-	VMOVUPS Y3, 1984(BX)
-	VMOVUPS lgc20<>+0(SB), Y3
+	VADDPS  1984(BX), Y2, Y2
+	VMOVUPS Y2, 1984(BX)
+	VMOVUPS 128(SP), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v51 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y1, Y3, Y1
-	VMOVUPS   Y7, 192(SP)
-	VMOVUPS   Y4, 224(SP)
-	VMOVUPS   Y2, 256(SP)
+	// v50 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
+	VMOVUPS   Y8, 224(SP)
+	VMOVUPS   Y1, 256(SP)
 
-	// logsumexp(v51) over [B L]
-	VANDPS  Y9, Y0, Y2
-	VCMPPS  $0x15, lgc21<>+0(SB), Y1, Y3
-	VCMPPS  $0x1a, lgc22<>+0(SB), Y1, Y4
+	// logsumexp(v50) over [B L]
+	VANDPS  Y9, Y0, Y1
+	VCMPPS  $0x15, lgc22<>+0(SB), Y2, Y3
+	VCMPPS  $0x1a, lgc23<>+0(SB), Y2, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc20<>+0(SB), Y1, Y4
+	VCMPPS  $0x00, lgc19<>+0(SB), Y2, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  2304(BX), Y3, Y3
 	VMOVUPS Y3, 2304(BX)
-	VADDPS  2432(BX), Y2, Y1
-	VMOVUPS Y1, 2432(BX)
-	VMULPS  Y2, Y2, Y1
+	VADDPS  2432(BX), Y1, Y2
+	VMOVUPS Y2, 2432(BX)
+	VMULPS  Y1, Y1, Y1
 	VADDPS  2752(BX), Y1, Y1
 	VMOVUPS Y1, 2752(BX)
 	VMOVUPS 256(SP), Y1
@@ -1208,137 +1208,111 @@ blocks_8:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v63 = where(mask, k3, 0)
+	// v62 = where(mask, k3, 0)
 	VANDPS Y6, Y0, Y2
 
-	// sum(v63) over [B L]
+	// sum(v62) over [B L]
 	VADDPS  3072(BX), Y2, Y2
 	VMOVUPS Y2, 3072(BX)
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v71 = lt(v38, -40)
+	// v70 = lt(v38, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
-	// v73 = add(k3, v38)
+	// v72 = add(k3, v38)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v74 = where(v71, -1, v73)
+	// v73 = where(v70, -1, v72)
 	VBLENDVPS Y2, Y3, Y1, Y1
 	VMOVUPS   (SP), Y2
 
-	// v75 = mul(v69, v74)
+	// v74 = mul(v68, v73)
 	VMULPS  Y1, Y2, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v77 = where(mask, v76, 0)
+	// v76 = where(mask, v75, 0)
 	VANDPS  Y2, Y0, Y2
 	VMOVUPS 64(SP), Y3
 
-	// gradEntropy = where(mask, v78, 0)
+	// gradEntropy = where(mask, v77, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v80 = neg(v77)
-	VXORPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS 224(SP), Y4
+	// v79 = neg(v76)
+	VXORPS  lgc20<>+0(SB), Y2, Y2
+	VMOVUPS 96(SP), Y4
 
-	// v81 = mul(v80, v10)
+	// v80 = mul(v79, v10)
 	VMULPS  Y4, Y2, Y2
-	VMOVUPS 192(SP), Y4
+	VMOVUPS 224(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v82 = where(v25, v81, 0)
+	// v81 = where(v24, v80, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v83 = where(v25, 0, v81)
+	// v82 = where(v24, 0, v80)
 	VANDNPS Y2, Y5, Y2
+	VMOVUPS 192(SP), Y5
+
+	// v83 = ge(ratio, v23)
+	VCMPPS $0x1d, Y5, Y9, Y5
+
+	// v84 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y6
+
+	// v85 = max(v83, v84)
+	VORPS Y5, Y6, Y5
+
+	// v86 = where(v85, v82, 0)
+	VANDPS  Y2, Y5, Y2
 	VMOVUPS 160(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v84 = where(v21, v83, 0)
-	VANDPS Y2, Y6, Y5
+	// v87 = le(ratio, v20)
+	VCMPPS $0x12, Y5, Y9, Y5
 
-	// v85 = where(v21, 0, v83)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS lgc17<>+0(SB), Y6
+	// v88 = max(v87, v84)
+	VORPS Y5, Y6, Y5
 
-	// v86 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y6, Y9, Y6
+	// v89 = where(v88, v81, 0)
+	VANDPS Y4, Y5, Y4
 
-	// v87 = ne(ratio, ratio)
-	VCMPPS $0x04, Y9, Y9, Y7
-
-	// v88 = max(v86, v87)
-	VORPS   Y6, Y7, Y6
-	VMOVUPS Y3, 288(SP)
-
-	// v89 = where(v88, v84, 0)
-	VANDPS Y5, Y6, Y3
-
-	// v90 = add(v85, v89)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
-
-	// v91 = where(v17, v82, 0)
-	VANDPS Y4, Y5, Y3
-
-	// v92 = where(v17, 0, v82)
-	VANDNPS Y4, Y5, Y4
-
-	// v93 = add(v90, v92)
+	// v90 = add(v86, v89)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS lgc16<>+0(SB), Y4
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v94 = le(ratio, 1.2799999924290435)
-	VCMPPS $0x12, Y4, Y9, Y4
+	// v91 = ne(v90, 0)
+	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v95 = max(v94, v87)
-	VORPS Y4, Y7, Y4
+	// v92 = mul(v90, ratio)
+	VMULPS Y9, Y2, Y5
 
-	// v96 = where(v95, v91, 0)
-	VANDPS Y3, Y4, Y3
+	// v93 = where(v91, v92, v90)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v97 = add(v93, v96)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
+	// v94 = neg(v74)
+	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v98 = ne(v97, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-
-	// v99 = mul(v97, ratio)
-	VMULPS Y9, Y2, Y4
-
-	// v100 = where(v98, v99, v97)
-	VBLENDVPS Y3, Y4, Y2, Y2
-
-	// v101 = neg(v75)
-	VXORPS lgc18<>+0(SB), Y1, Y1
-
-	// v102 = add(v101, v100)
+	// v95 = add(v94, v93)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v102, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 288(SP), Y1
+	// gradLogProb = where(mask, v95, 0)
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+72(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc23<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1349,8 +1323,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1362,8 +1336,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1375,8 +1349,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1388,8 +1362,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1401,8 +1375,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1414,8 +1388,8 @@ blocks_8:
 	VMOVUPS      Y2, 2432(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1427,8 +1401,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1454,8 +1428,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1466,8 +1440,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1479,8 +1453,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1492,8 +1466,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1505,8 +1479,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1518,8 +1492,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1531,8 +1505,8 @@ noflush_9:
 	VMOVUPS      Y2, 2432(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1544,8 +1518,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1564,25 +1538,25 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0xc2200000
-DATA lgc28<>+4(SB)/4, $0xc2200000
-DATA lgc28<>+8(SB)/4, $0xc2200000
-DATA lgc28<>+12(SB)/4, $0xc2200000
-DATA lgc28<>+16(SB)/4, $0xc2200000
-DATA lgc28<>+20(SB)/4, $0xc2200000
-DATA lgc28<>+24(SB)/4, $0xc2200000
-DATA lgc28<>+28(SB)/4, $0xc2200000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0xbf800000
-DATA lgc29<>+4(SB)/4, $0xbf800000
-DATA lgc29<>+8(SB)/4, $0xbf800000
-DATA lgc29<>+12(SB)/4, $0xbf800000
-DATA lgc29<>+16(SB)/4, $0xbf800000
-DATA lgc29<>+20(SB)/4, $0xbf800000
-DATA lgc29<>+24(SB)/4, $0xbf800000
-DATA lgc29<>+28(SB)/4, $0xbf800000
+DATA lgc29<>+0(SB)/4, $0xc2200000
+DATA lgc29<>+4(SB)/4, $0xc2200000
+DATA lgc29<>+8(SB)/4, $0xc2200000
+DATA lgc29<>+12(SB)/4, $0xc2200000
+DATA lgc29<>+16(SB)/4, $0xc2200000
+DATA lgc29<>+20(SB)/4, $0xc2200000
+DATA lgc29<>+24(SB)/4, $0xc2200000
+DATA lgc29<>+28(SB)/4, $0xc2200000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xbf800000
+DATA lgc30<>+4(SB)/4, $0xbf800000
+DATA lgc30<>+8(SB)/4, $0xbf800000
+DATA lgc30<>+12(SB)/4, $0xbf800000
+DATA lgc30<>+16(SB)/4, $0xbf800000
+DATA lgc30<>+20(SB)/4, $0xbf800000
+DATA lgc30<>+24(SB)/4, $0xbf800000
+DATA lgc30<>+28(SB)/4, $0xbf800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1592,47 +1566,47 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v31 = max(numValid, 1)
+	// v32 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v30, v31)
+	// lossObjective = div(v31, v32)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v35, v31)
+	// clipFraction = div(v35, v32)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v39, v31)
+	// klApprox = div(v39, v32)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// entropy2 = div(v43, v31)
+	// entropy2 = div(v43, v32)
 	VDIVPS       Y1, Y5, Y5
 	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v48, v31)
+	// lossEntropy = div(v48, v32)
 	VDIVPS       Y1, Y6, Y6
 	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v54 = mul(2, v53)
-	VMULPS       lgc26<>+0(SB), Y7, Y7
+	// v53 = mul(2, v52)
+	VMULPS       lgc27<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v57 = sub(v54, v56)
+	// v56 = sub(v53, v55)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v58 = exp(v57)
+	// v57 = exp(v56)
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VMAXPS       Y7, Y5, Y5
 	VMOVUPS      lgc5<>+0(SB), Y6
@@ -1662,22 +1636,22 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v59 = gt(numValid, 0)
+	// v58 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v60 = div(v58, v31)
+	// v59 = div(v57, v32)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v59, v60, 0)
+	// ess = where(v58, v59, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToInference = div(v64, v31)
+	// klToInference = div(v63, v32)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc27<>+0(SB), Y1, Y5
+	VMULPS lgc28<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1774,23 +1748,22 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc32<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc33<>+0(SB), Y3, Y3
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc35<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
@@ -1798,6 +1771,7 @@ bulk_12:
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1806,11 +1780,11 @@ bulk_12:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1821,174 +1795,164 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x0000007f
-DATA lgc32<>+4(SB)/4, $0x0000007f
-DATA lgc32<>+8(SB)/4, $0x0000007f
-DATA lgc32<>+12(SB)/4, $0x0000007f
-DATA lgc32<>+16(SB)/4, $0x0000007f
-DATA lgc32<>+20(SB)/4, $0x0000007f
-DATA lgc32<>+24(SB)/4, $0x0000007f
-DATA lgc32<>+28(SB)/4, $0x0000007f
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x0000007f
+DATA lgc33<>+4(SB)/4, $0x0000007f
+DATA lgc33<>+8(SB)/4, $0x0000007f
+DATA lgc33<>+12(SB)/4, $0x0000007f
+DATA lgc33<>+16(SB)/4, $0x0000007f
+DATA lgc33<>+20(SB)/4, $0x0000007f
+DATA lgc33<>+24(SB)/4, $0x0000007f
+DATA lgc33<>+28(SB)/4, $0x0000007f
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0x7fc00000
+DATA lgc46<>+4(SB)/4, $0x7fc00000
+DATA lgc46<>+8(SB)/4, $0x7fc00000
+DATA lgc46<>+12(SB)/4, $0x7fc00000
+DATA lgc46<>+16(SB)/4, $0x7fc00000
+DATA lgc46<>+20(SB)/4, $0x7fc00000
+DATA lgc46<>+24(SB)/4, $0x7fc00000
+DATA lgc46<>+28(SB)/4, $0x7fc00000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -2004,23 +1968,22 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc33<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc35<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
@@ -2028,6 +1991,7 @@ bulk_14:
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2036,11 +2000,11 @@ bulk_14:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2050,9 +2014,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc19<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -12,14 +12,14 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v30 = sum(v29) over B,L
+	s0 float32 // v31 = sum(v30) over B,L
 	s1 float32 // v35 = sum(v34) over B,L
 	s2 float32 // v39 = sum(v38) over B,L
 	s3 float32 // v43 = sum(v42) over B,L
 	s4 float32 // v48 = sum(v47) over B,L
-	s5 float32 // v53 = logsumexp(v51) over B,L
-	s6 float32 // v56 = logsumexp(v55) over B,L
-	s7 float32 // v64 = sum(v63) over B,L
+	s5 float32 // v52 = logsumexp(v50) over B,L
+	s6 float32 // v55 = logsumexp(v54) over B,L
+	s7 float32 // v63 = sum(v62) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -35,27 +35,27 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64           // numValid = sum(v3) over B,L
-	acc30    float64           // v30 = sum(v29) over B,L
+	acc31    float64           // v31 = sum(v30) over B,L
 	acc35    float64           // v35 = sum(v34) over B,L
 	acc39    float64           // v39 = sum(v38) over B,L
 	acc43    float64           // v43 = sum(v42) over B,L
 	acc48    float64           // v48 = sum(v47) over B,L
-	acc53    runtime.LogSumExp // v53 = logsumexp(v51) over B,L
-	acc56    runtime.LogSumExp // v56 = logsumexp(v55) over B,L
-	acc64    float64           // v64 = sum(v63) over B,L
+	acc52    runtime.LogSumExp // v52 = logsumexp(v50) over B,L
+	acc55    runtime.LogSumExp // v55 = logsumexp(v54) over B,L
+	acc63    float64           // v63 = sum(v62) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc30, b.acc30)
+	mergeSum(&a.acc31, b.acc31)
 	mergeSum(&a.acc35, b.acc35)
 	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc43, b.acc43)
 	mergeSum(&a.acc48, b.acc48)
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
-	mergeSum(&a.acc64, b.acc64)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeSum(&a.acc63, b.acc63)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -65,19 +65,20 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
-	c22 := float32(0.8)
+	c19 := float32(math.Inf(1))
+	c21 := float32(0.8)
+	c22 := float32(math.Inf(-1))
 	c45 := float32(-0.01)
-	c50 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	acc30 := 0.0
+	acc31 := 0.0
 	acc35 := 0.0
 	acc39 := 0.0
 	acc43 := 0.0
 	acc48 := 0.0
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
-	acc64 := 0.0
+	acc52 := runtime.NewLogSumExp()
+	acc55 := runtime.NewLogSumExp()
+	acc63 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -93,20 +94,18 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(logWeight > c13)
-			v19 := min(ratio, c18)
-			v20 := sel(v17, v19, ratio)
-			v21 := b2f(logWeight < c12)
-			v23 := max(ratio, c22)
-			v24 := sel(v21, v23, ratio)
-			v25 := b2f(v10 >= zero)
-			ratioClipped := sel(v25, v20, v24)
+			v17 := b2f(logWeightClip != logWeight)
+			v20 := sel(v17, c18, c19)
+			v23 := sel(v17, c21, c22)
+			v24 := b2f(v10 >= zero)
+			v25 := min(ratio, v20)
+			v26 := max(ratio, v23)
+			ratioClipped := sel(v24, v25, v26)
 			gain := float32(v10 * ratioClipped)
-			v28 := -gain
-			v29 := sel(mask, v28, zero)
-			acc30 += float64(v29)
-			v33 := b2f(logWeightClip != logWeight)
-			v34 := sel(mask, v33, zero)
+			v29 := -gain
+			v30 := sel(mask, v29, zero)
+			acc31 += float64(v30)
+			v34 := sel(mask, v17, zero)
 			acc35 += float64(v34)
 			v37 := v8 - v6
 			v38 := sel(mask, v37, zero)
@@ -117,24 +116,24 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v46 := float32(c45 * v42)
 			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
-			v51 := sel(mask, logWeight, c50)
-			acc53.Add(float64(v51))
-			v55 := float32(two * v51)
-			acc56.Add(float64(v55))
+			v50 := sel(mask, logWeight, c22)
+			acc52.Add(float64(v50))
+			v54 := float32(two * v50)
+			acc55.Add(float64(v54))
 			k3 := float32(vmath.ExpM1MinusX(float64(v38)))
-			v63 := sel(mask, k3, zero)
-			acc64 += float64(v63)
+			v62 := sel(mask, k3, zero)
+			acc63 += float64(v62)
 		}
 	}
 	st.numValid = numValid
-	st.acc30 = acc30
+	st.acc31 = acc31
 	st.acc35 = acc35
 	st.acc39 = acc39
 	st.acc43 = acc43
 	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc56 = acc56
-	st.acc64 = acc64
+	st.acc52 = acc52
+	st.acc55 = acc55
+	st.acc63 = acc63
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -154,14 +153,14 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s0 = float32(st.acc30)
+	s.s0 = float32(st.acc31)
 	s.s1 = float32(st.acc35)
 	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc43)
 	s.s4 = float32(st.acc48)
-	s.s5 = float32(st.acc53.Result())
-	s.s6 = float32(st.acc56.Result())
-	s.s7 = float32(st.acc64)
+	s.s5 = float32(st.acc52.Result())
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc63)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -169,36 +168,36 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c66 := float32(0.01)
+	c65 := float32(0.01)
 	numValid := out.NumValid
-	v30 := s.s0
-	v31 := max(numValid, one)
-	lossObjective := v30 / v31
+	v31 := s.s0
+	v32 := max(numValid, one)
+	lossObjective := v31 / v32
 	out.LossObjective = lossObjective
 	v35 := s.s1
-	clipFraction := v35 / v31
+	clipFraction := v35 / v32
 	out.ClipFraction = clipFraction
 	v39 := s.s2
-	klApprox := v39 / v31
+	klApprox := v39 / v32
 	out.KLApprox = klApprox
 	v43 := s.s3
-	entropy2 := v43 / v31
+	entropy2 := v43 / v32
 	out.Entropy = entropy2
 	v48 := s.s4
-	lossEntropy := v48 / v31
+	lossEntropy := v48 / v32
 	out.LossEntropy = lossEntropy
-	v53 := s.s5
-	v54 := float32(two * v53)
-	v56 := s.s6
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v31
-	ess := sel(v59, v60, zero)
+	v52 := s.s5
+	v53 := float32(two * v52)
+	v55 := s.s6
+	v56 := v53 - v55
+	v57 := float32(math.Exp(float64(v56)))
+	v58 := b2f(numValid > zero)
+	v59 := v57 / v32
+	ess := sel(v58, v59, zero)
 	out.ESS = ess
-	v64 := s.s7
-	klToInference := v64 / v31
-	lossKLToInference := float32(c66 * klToInference)
+	v63 := s.s7
+	klToInference := v63 / v32
+	lossKLToInference := float32(c65 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }
@@ -206,14 +205,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v30 = sum(v29) over B,L
+	s0 float32 // v31 = sum(v30) over B,L
 	s1 float32 // v35 = sum(v34) over B,L
 	s2 float32 // v39 = sum(v38) over B,L
 	s3 float32 // v43 = sum(v42) over B,L
 	s4 float32 // v48 = sum(v47) over B,L
-	s5 float32 // v53 = logsumexp(v51) over B,L
-	s6 float32 // v56 = logsumexp(v55) over B,L
-	s7 float32 // v64 = sum(v63) over B,L
+	s5 float32 // v52 = logsumexp(v50) over B,L
+	s6 float32 // v55 = logsumexp(v54) over B,L
+	s7 float32 // v63 = sum(v62) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -278,26 +277,26 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc30 float64           // v30 = sum(v29) over B,L
+	acc31 float64           // v31 = sum(v30) over B,L
 	acc35 float64           // v35 = sum(v34) over B,L
 	acc39 float64           // v39 = sum(v38) over B,L
 	acc43 float64           // v43 = sum(v42) over B,L
 	acc48 float64           // v48 = sum(v47) over B,L
-	acc53 runtime.LogSumExp // v53 = logsumexp(v51) over B,L
-	acc56 runtime.LogSumExp // v56 = logsumexp(v55) over B,L
-	acc64 float64           // v64 = sum(v63) over B,L
+	acc52 runtime.LogSumExp // v52 = logsumexp(v50) over B,L
+	acc55 runtime.LogSumExp // v55 = logsumexp(v54) over B,L
+	acc63 float64           // v63 = sum(v62) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc30, b.acc30)
+	mergeSum(&a.acc31, b.acc31)
 	mergeSum(&a.acc35, b.acc35)
 	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc43, b.acc43)
 	mergeSum(&a.acc48, b.acc48)
-	mergeLogsumexp(&a.acc53, b.acc53)
-	mergeLogsumexp(&a.acc56, b.acc56)
-	mergeSum(&a.acc64, b.acc64)
+	mergeLogsumexp(&a.acc52, b.acc52)
+	mergeLogsumexp(&a.acc55, b.acc55)
+	mergeSum(&a.acc63, b.acc63)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -307,21 +306,22 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c12 := float32(-0.22314355)
 	c13 := float32(0.24686007)
 	c18 := float32(1.28)
-	c22 := float32(0.8)
+	c19 := float32(math.Inf(1))
+	c21 := float32(0.8)
+	c22 := float32(math.Inf(-1))
 	c45 := float32(-0.01)
-	c50 := float32(math.Inf(-1))
 	two := float32(2)
-	c66 := float32(0.01)
-	c70 := float32(-40)
+	c65 := float32(0.01)
+	c69 := float32(-40)
 	minusOne := float32(-1)
-	acc30 := 0.0
+	acc31 := 0.0
 	acc35 := 0.0
 	acc39 := 0.0
 	acc43 := 0.0
 	acc48 := 0.0
-	acc53 := runtime.NewLogSumExp()
-	acc56 := runtime.NewLogSumExp()
-	acc64 := 0.0
+	acc52 := runtime.NewLogSumExp()
+	acc55 := runtime.NewLogSumExp()
+	acc63 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -336,21 +336,19 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v14 := max(logWeight, c12)
 			logWeightClip := min(v14, c13)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v17 := b2f(logWeight > c13)
-			v19 := min(ratio, c18)
-			v20 := sel(v17, v19, ratio)
-			v21 := b2f(logWeight < c12)
-			v23 := max(ratio, c22)
-			v24 := sel(v21, v23, ratio)
-			v25 := b2f(v10 >= zero)
-			v26 := sel(v25, v20, v24)
-			gain := float32(advantage * v26)
-			v28 := -gain
-			v29 := sel(mask, v28, zero)
-			acc30 += float64(v29)
-			v31 := max(numValid, one)
-			v33 := b2f(logWeightClip != logWeight)
-			v34 := sel(mask, v33, zero)
+			v17 := b2f(logWeightClip != logWeight)
+			v20 := sel(v17, c18, c19)
+			v23 := sel(v17, c21, c22)
+			v24 := b2f(v10 >= zero)
+			v25 := min(ratio, v20)
+			v26 := max(ratio, v23)
+			v27 := sel(v24, v25, v26)
+			gain := float32(advantage * v27)
+			v29 := -gain
+			v30 := sel(mask, v29, zero)
+			acc31 += float64(v30)
+			v32 := max(numValid, one)
+			v34 := sel(mask, v17, zero)
 			acc35 += float64(v34)
 			v37 := sampleLogProb - logProb
 			v38 := sel(mask, v37, zero)
@@ -361,58 +359,52 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v46 := float32(c45 * entropy)
 			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
-			v51 := sel(mask, logWeight, c50)
-			acc53.Add(float64(v51))
-			v55 := float32(two * v51)
-			acc56.Add(float64(v55))
+			v50 := sel(mask, logWeight, c22)
+			acc52.Add(float64(v50))
+			v54 := float32(two * v50)
+			acc55.Add(float64(v54))
 			k3 := float32(vmath.ExpM1MinusX(float64(v38)))
-			v63 := sel(mask, k3, zero)
-			acc64 += float64(v63)
-			v69 := c66 / v31
-			v71 := b2f(v38 < c70)
-			v73 := k3 + v38
-			v74 := sel(v71, minusOne, v73)
-			v75 := float32(v69 * v74)
-			v76 := one / v31
-			v77 := sel(mask, v76, zero)
-			v78 := float32(v76 * c45)
-			gradEntropy := sel(mask, v78, zero)
+			v62 := sel(mask, k3, zero)
+			acc63 += float64(v62)
+			v68 := c65 / v32
+			v70 := b2f(v38 < c69)
+			v72 := k3 + v38
+			v73 := sel(v70, minusOne, v72)
+			v74 := float32(v68 * v73)
+			v75 := one / v32
+			v76 := sel(mask, v75, zero)
+			v77 := float32(v75 * c45)
+			gradEntropy := sel(mask, v77, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v80 := -v77
-			v81 := float32(v80 * v10)
-			v82 := sel(v25, v81, zero)
-			v83 := sel(v25, zero, v81)
-			v84 := sel(v21, v83, zero)
-			v85 := sel(v21, zero, v83)
-			v86 := b2f(ratio >= c22)
-			v87 := b2f(ratio != ratio)
-			v88 := max(v86, v87)
-			v89 := sel(v88, v84, zero)
-			v90 := v85 + v89
-			v91 := sel(v17, v82, zero)
-			v92 := sel(v17, zero, v82)
-			v93 := v90 + v92
-			v94 := b2f(ratio <= c18)
-			v95 := max(v94, v87)
-			v96 := sel(v95, v91, zero)
-			v97 := v93 + v96
-			v98 := b2f(v97 != zero)
-			v99 := float32(v97 * ratio)
-			v100 := sel(v98, v99, v97)
-			v101 := -v75
-			v102 := v101 + v100
-			gradLogProb := sel(mask, v102, zero)
+			v79 := -v76
+			v80 := float32(v79 * v10)
+			v81 := sel(v24, v80, zero)
+			v82 := sel(v24, zero, v80)
+			v83 := b2f(ratio >= v23)
+			v84 := b2f(ratio != ratio)
+			v85 := max(v83, v84)
+			v86 := sel(v85, v82, zero)
+			v87 := b2f(ratio <= v20)
+			v88 := max(v87, v84)
+			v89 := sel(v88, v81, zero)
+			v90 := v86 + v89
+			v91 := b2f(v90 != zero)
+			v92 := float32(v90 * ratio)
+			v93 := sel(v91, v92, v90)
+			v94 := -v74
+			v95 := v94 + v93
+			gradLogProb := sel(mask, v95, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
-	st.acc30 = acc30
+	st.acc31 = acc31
 	st.acc35 = acc35
 	st.acc39 = acc39
 	st.acc43 = acc43
 	st.acc48 = acc48
-	st.acc53 = acc53
-	st.acc56 = acc56
-	st.acc64 = acc64
+	st.acc52 = acc52
+	st.acc55 = acc55
+	st.acc63 = acc63
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -431,14 +423,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s0 = float32(st.acc30)
+	s.s0 = float32(st.acc31)
 	s.s1 = float32(st.acc35)
 	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc43)
 	s.s4 = float32(st.acc48)
-	s.s5 = float32(st.acc53.Result())
-	s.s6 = float32(st.acc56.Result())
-	s.s7 = float32(st.acc64)
+	s.s5 = float32(st.acc52.Result())
+	s.s6 = float32(st.acc55.Result())
+	s.s7 = float32(st.acc63)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -446,36 +438,36 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c66 := float32(0.01)
+	c65 := float32(0.01)
 	numValid := out.NumValid
-	v30 := s.s0
-	v31 := max(numValid, one)
-	lossObjective := v30 / v31
+	v31 := s.s0
+	v32 := max(numValid, one)
+	lossObjective := v31 / v32
 	out.LossObjective = lossObjective
 	v35 := s.s1
-	clipFraction := v35 / v31
+	clipFraction := v35 / v32
 	out.ClipFraction = clipFraction
 	v39 := s.s2
-	klApprox := v39 / v31
+	klApprox := v39 / v32
 	out.KLApprox = klApprox
 	v43 := s.s3
-	entropy2 := v43 / v31
+	entropy2 := v43 / v32
 	out.Entropy = entropy2
 	v48 := s.s4
-	lossEntropy := v48 / v31
+	lossEntropy := v48 / v32
 	out.LossEntropy = lossEntropy
-	v53 := s.s5
-	v54 := float32(two * v53)
-	v56 := s.s6
-	v57 := v54 - v56
-	v58 := float32(math.Exp(float64(v57)))
-	v59 := b2f(numValid > zero)
-	v60 := v58 / v31
-	ess := sel(v59, v60, zero)
+	v52 := s.s5
+	v53 := float32(two * v52)
+	v55 := s.s6
+	v56 := v53 - v55
+	v57 := float32(math.Exp(float64(v56)))
+	v58 := b2f(numValid > zero)
+	v59 := v57 / v32
+	ess := sel(v58, v59, zero)
 	out.ESS = ess
-	v64 := s.s7
-	klToInference := v64 / v31
-	lossKLToInference := float32(c66 * klToInference)
+	v63 := s.s7
+	klToInference := v63 / v32
+	lossKLToInference := float32(c65 * klToInference)
 	out.LossKLToInference = lossKLToInference
 	out.KLToInference = klToInference
 }

@@ -159,7 +159,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v30.s",
+		Name:   "scratch/pass0.v31.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -189,31 +189,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.m",
+		Name:   "scratch/pass0.v52.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.s",
+		Name:   "scratch/pass0.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v56.m",
+		Name:   "scratch/pass0.v55.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v56.s",
+		Name:   "scratch/pass0.v55.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v64.s",
+		Name:   "scratch/pass0.v63.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -222,12 +222,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v30.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v43.s", "scratch/pass0.v48.s", "scratch/pass0.v53.m", "scratch/pass0.v53.s", "scratch/pass0.v56.m", "scratch/pass0.v56.s", "scratch/pass0.v64.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "scratch/pass0.v4.s", "scratch/pass0.v31.s", "scratch/pass0.v35.s", "scratch/pass0.v39.s", "scratch/pass0.v43.s", "scratch/pass0.v48.s", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/pass0.v55.m", "scratch/pass0.v55.s", "scratch/pass0.v63.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v30.s", "scratch/s0", "scratch/pass0.v35.s", "scratch/s1", "scratch/pass0.v39.s", "scratch/s2", "scratch/pass0.v43.s", "scratch/s3", "scratch/pass0.v48.s", "scratch/s4", "scratch/pass0.v53.m", "scratch/pass0.v53.s", "scratch/s5", "scratch/pass0.v56.m", "scratch/pass0.v56.s", "scratch/s6", "scratch/pass0.v64.s", "scratch/s7"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v31.s", "scratch/s0", "scratch/pass0.v35.s", "scratch/s1", "scratch/pass0.v39.s", "scratch/s2", "scratch/pass0.v43.s", "scratch/s3", "scratch/pass0.v48.s", "scratch/s4", "scratch/pass0.v52.m", "scratch/pass0.v52.s", "scratch/s5", "scratch/pass0.v55.m", "scratch/pass0.v55.s", "scratch/s6", "scratch/pass0.v63.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -395,7 +395,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v30.s",
+		Name:   "scratch/pass1.v31.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -425,31 +425,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v53.m",
+		Name:   "scratch/pass1.v52.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v53.s",
+		Name:   "scratch/pass1.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v56.m",
+		Name:   "scratch/pass1.v55.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v56.s",
+		Name:   "scratch/pass1.v55.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v64.s",
+		Name:   "scratch/pass1.v63.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -468,12 +468,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v30.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v43.s", "scratch/pass1.v48.s", "scratch/pass1.v53.m", "scratch/pass1.v53.s", "scratch/pass1.v56.m", "scratch/pass1.v56.s", "scratch/pass1.v64.s"},
+		Params: []string{"in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "grad/entropy", "grad/log_prob", "scratch/pass1.v31.s", "scratch/pass1.v35.s", "scratch/pass1.v39.s", "scratch/pass1.v43.s", "scratch/pass1.v48.s", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/pass1.v55.m", "scratch/pass1.v55.s", "scratch/pass1.v63.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v30.s", "scratch/s0", "scratch/pass1.v35.s", "scratch/s1", "scratch/pass1.v39.s", "scratch/s2", "scratch/pass1.v43.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4", "scratch/pass1.v53.m", "scratch/pass1.v53.s", "scratch/s5", "scratch/pass1.v56.m", "scratch/pass1.v56.s", "scratch/s6", "scratch/pass1.v64.s", "scratch/s7"},
+		Params: []string{"scratch/pass1.v31.s", "scratch/s0", "scratch/pass1.v35.s", "scratch/s1", "scratch/pass1.v39.s", "scratch/s2", "scratch/pass1.v43.s", "scratch/s3", "scratch/pass1.v48.s", "scratch/s4", "scratch/pass1.v52.m", "scratch/pass1.v52.s", "scratch/s5", "scratch/pass1.v55.m", "scratch/pass1.v55.s", "scratch/s6", "scratch/pass1.v63.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -10,7 +10,7 @@ slices hold exactly the stated number of elements, row-major.
 
 Inputs (data name, shape, meaning):
 
-  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only
+  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements
   - log_prob [B, L] (float32): log-probability of the taken action under the current policy (network output)
   - teacher_log_prob [B, L] (float32): log-probability of the token under the teacher model (TorchRL key (next, teacher_log_probs, full))
 
@@ -68,7 +68,10 @@ const (
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
 	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
-	// padding); every reduction of the loss runs over the valid elements only.
+	// padding); every reduction of the loss runs over the valid elements only. Mapped in a spec
+	// with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's
+	// recursion at done steps, so that padding after a done step reaches no valid step, and its
+	// standardisations (average_gae, average_rewards, average_adv) run over the valid elements.
 	Mask []bool
 	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
 	// (network output).

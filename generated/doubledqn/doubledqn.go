@@ -16,7 +16,7 @@ slices hold exactly the stated number of elements, row-major.
 
 Inputs (data name, shape, meaning):
 
-  - mask [N, T] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only
+  - mask [N, T] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements
   - action_value [N, T, A] (float64): the current Q-network's action values on the observation [*batch, A] (TorchRL key action_value)
   - next.action_value [N, T, A] (float64): the target Q-network's action values on the next observation [*batch, A] (TorchRL computes them with target_value_network_params on (next, action_value)): no gradient
   - next.action_value_online [N, T, A] (float64): double DQN: the current Q-network's action values on the next observation [*batch, A], which choose the next action (TorchRL: value_network_params.data, detached)
@@ -93,7 +93,10 @@ const (
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
 	// Mask is "mask" [N, T]: true where a batch element is valid (token-level RL: false at
-	// padding); every reduction of the loss runs over the valid elements only.
+	// padding); every reduction of the loss runs over the valid elements only. Mapped in a spec
+	// with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's
+	// recursion at done steps, so that padding after a done step reaches no valid step, and its
+	// standardisations (average_gae, average_rewards, average_adv) run over the valid elements.
 	Mask []bool
 	// ActionValue is "action_value" [N, T, A]: the current Q-network's action values on the
 	// observation [*batch, A] (TorchRL key action_value).

@@ -23,8 +23,8 @@ type avxState struct {
 	r4_p   []float32
 	r18_s  []float64
 	r18_p  []float32
-	r37_s  []float64
-	r37_p  []float32
+	r38_s  []float64
+	r38_p  []float32
 	r42_s  []float64
 	r42_p  []float32
 	r47_s  []float64
@@ -33,13 +33,13 @@ type avxState struct {
 	r51_p  []float32
 	r56_s  []float64
 	r56_p  []float32
-	r61_s  []float64
-	r61_ok []float32
-	r61_p  []float32
-	r64_s  []float64
-	r64_p  []float32
-	r76_s  []float64
-	r76_p  []float32
+	r60_s  []float64
+	r60_ok []float32
+	r60_p  []float32
+	r63_s  []float64
+	r63_p  []float32
+	r75_s  []float64
+	r75_p  []float32
 	p0_ok  []float32
 	res    []float64
 }
@@ -50,8 +50,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r18_s = st.buf[48:64]
 	st.r18_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r37_s = st.buf[88:104]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r38_s = st.buf[88:104]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r42_s = st.buf[128:144]
 	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r47_s = st.buf[168:184]
@@ -60,13 +60,13 @@ var avxPool = sync.Pool{New: func() any {
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
 	st.r56_s = st.buf[248:264]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r61_s = st.buf[288:304]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r64_s = st.buf[344:360]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r76_s = st.buf[384:400]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r60_s = st.buf[288:304]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r63_s = st.buf[344:360]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
+	st.r75_s = st.buf[384:400]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -86,8 +86,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r4_p, 0)
 		runtime.Fill(st.r18_s, 0)
 		runtime.Fill(st.r18_p, 0)
-		runtime.Fill(st.r37_s, 0)
-		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r47_s, 0)
@@ -96,13 +96,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.SetMask(st.r61_ok)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
 	}
@@ -122,19 +122,19 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
 			runtime.MergeSum(sts[0].r18_s, sts[c].r18_s)
-			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
@@ -143,7 +143,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.NumValid = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r18_s, 8)
 	out.NumKept = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r37_s, 8)
+	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s1 = float32(st.res[0])
@@ -153,11 +153,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r76_s, 8)
+	runtime.FinishSum(st.res[:1], st.r75_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -177,8 +177,8 @@ type fbAvxState struct {
 	p0_ok  []float32
 	r4_s   []float64
 	r4_p   []float32
-	r37_s  []float64
-	r37_p  []float32
+	r38_s  []float64
+	r38_p  []float32
 	r42_s  []float64
 	r42_p  []float32
 	r47_s  []float64
@@ -187,13 +187,13 @@ type fbAvxState struct {
 	r51_p  []float32
 	r56_s  []float64
 	r56_p  []float32
-	r61_s  []float64
-	r61_ok []float32
-	r61_p  []float32
-	r64_s  []float64
-	r64_p  []float32
-	r76_s  []float64
-	r76_p  []float32
+	r60_s  []float64
+	r60_ok []float32
+	r60_p  []float32
+	r63_s  []float64
+	r63_p  []float32
+	r75_s  []float64
+	r75_p  []float32
 	p1_ok  []float32
 	res    []float64
 }
@@ -205,8 +205,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
 	st.r4_s = st.buf[64:80]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[88])), 16)
-	st.r37_s = st.buf[104:120]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
+	st.r38_s = st.buf[104:120]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[128])), 16)
 	st.r42_s = st.buf[144:160]
 	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 16)
 	st.r47_s = st.buf[184:200]
@@ -215,13 +215,13 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r56_s = st.buf[264:280]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[288])), 16)
-	st.r61_s = st.buf[304:320]
-	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r64_s = st.buf[360:376]
-	st.r64_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
-	st.r76_s = st.buf[400:416]
-	st.r76_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r60_s = st.buf[304:320]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 16)
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r63_s = st.buf[360:376]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
+	st.r75_s = st.buf[400:416]
+	st.r75_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 1)
 	return st
@@ -283,8 +283,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r37_s, 0)
-		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r47_s, 0)
@@ -293,13 +293,13 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.SetMask(st.r61_ok)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r64_s, 0)
-		runtime.Fill(st.r64_p, 0)
-		runtime.Fill(st.r76_s, 0)
-		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r75_s, 0)
+		runtime.Fill(st.r75_p, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
 	}
@@ -318,26 +318,26 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
-			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r37_s, 8)
+	runtime.FinishSum(st.res[:1], st.r38_s, 8)
 	s.s0 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s1 = float32(st.res[0])
@@ -347,11 +347,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r64_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r76_s, 8)
+	runtime.FinishSum(st.res[:1], st.r75_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

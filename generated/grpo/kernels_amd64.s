@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $64-72
+TEXT ·pass0AVX2(SB), $96-72
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -59,31 +59,30 @@ blocks_2:
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
 	// kept = where(mask, v16, 0)
-	VANDPS Y5, Y0, Y0
+	VANDPS Y5, Y0, Y5
 
 	// sum(kept) over [B L]
-	VADDPS  576(BX), Y0, Y5
-	VMOVUPS Y5, 576(BX)
-	VMOVUPS lgc4<>+0(SB), Y5
+	VADDPS  576(BX), Y5, Y6
+	VMOVUPS Y6, 576(BX)
+	VMOVUPS lgc4<>+0(SB), Y6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
+	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc5<>+0(SB), Y7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, (SP)
-	VMOVUPS Y2, 32(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y4, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
+	VMOVUPS      lgc7<>+0(SB), Y7
+	VMINPS       Y1, Y7, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
 	VMULPS       Y1, Y1, Y8
 	VMOVUPS      lgc11<>+0(SB), Y9
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
@@ -95,94 +94,89 @@ blocks_2:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y1, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y2, Y1
+	VCVTPS2DQ    Y7, Y1
 	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPSLLD       $0x17, Y2, Y2
+	VPSRLD       $0x01, Y1, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y9, Y9
+	VMULPS       Y7, Y9, Y9
 	VMULPS       Y1, Y9, Y9
 
-	// v24 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y7, Y4, Y1
-	VMOVUPS lgc17<>+0(SB), Y2
+	// v24 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y6, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y6
+	VMOVUPS lgc17<>+0(SB), Y7
+	VMOVUPS lgc18<>+0(SB), Y8
 
-	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y2, Y2
+	// v27 = where(v24, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y7, Y8, Y7
+	VMOVUPS   lgc19<>+0(SB), Y8
+	VMOVUPS   lgc20<>+0(SB), Y10
 
-	// v27 = where(v24, v26, ratio)
-	VBLENDVPS Y1, Y2, Y9, Y1
+	// v30 = where(v24, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y8, Y10, Y1
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v28 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y2
-	VMOVUPS lgc18<>+0(SB), Y5
+	// v31 = ge(v10, 0)
+	VCMPPS  $0x1d, Y8, Y3, Y8
+	VMOVUPS Y4, 32(SP)
+	VMOVUPS Y2, 64(SP)
 
-	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y5, Y5
+	// v32 = min(ratio, v27) tie=first
+	VMINPS Y9, Y7, Y2
 
-	// v31 = where(v28, v30, ratio)
-	VBLENDVPS Y2, Y5, Y9, Y2
-	VMOVUPS   lgc0<>+0(SB), Y5
+	// v33 = max(ratio, v30) tie=first
+	VMAXPS Y9, Y1, Y1
 
-	// v32 = ge(v10, 0)
-	VCMPPS $0x1d, Y5, Y3, Y5
-
-	// ratioClipped = where(v32, v27, v31)
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// ratioClipped = where(v31, v32, v33)
+	VBLENDVPS Y8, Y2, Y1, Y1
 
 	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v35 = neg(gain)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
+	// v36 = neg(gain)
+	VXORPS  lgc21<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VCMPPS  $0x04, Y2, Y0, Y2
+	VCMPPS  $0x04, Y2, Y5, Y2
 
-	// v36 = where(kept, v35, 0)
-	VANDPS Y1, Y2, Y0
+	// v37 = where(kept, v36, 0)
+	VANDPS Y1, Y2, Y1
 
-	// sum(v36) over [B L]
-	VADDPS  896(BX), Y0, Y0
-	VMOVUPS Y0, 896(BX)
+	// sum(v37) over [B L]
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
-	// v40 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y4, Y6, Y0
-	VANDPS    lgc1<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y1
-	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
-
-	// v41 = where(mask, v40, 0)
-	VANDPS Y0, Y1, Y0
+	// v41 = where(mask, v24, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v41) over [B L]
-	VADDPS  1216(BX), Y0, Y0
-	VMOVUPS Y0, 1216(BX)
-	VMOVUPS 32(SP), Y0
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
+	VMOVUPS 64(SP), Y1
 	VMOVUPS (SP), Y3
 
 	// v45 = sub(v8, v6)
-	VSUBPS Y3, Y0, Y0
+	VSUBPS Y3, Y1, Y1
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v46) over [B L]
-	VADDPS  1536(BX), Y0, Y0
-	VMOVUPS Y0, 1536(BX)
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
 	MOVQ    entropy+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v50) over [B L]
 	VADDPS  1856(BX), Y0, Y1
 	VMOVUPS Y1, 1856(BX)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS lgc20<>+0(SB), Y0, Y0
+	VMULPS lgc22<>+0(SB), Y0, Y0
 
 	// v55 = where(kept, v54, 0)
 	VANDPS Y0, Y2, Y0
@@ -190,17 +184,18 @@ blocks_2:
 	// sum(v55) over [B L]
 	VADDPS  2176(BX), Y0, Y0
 	VMOVUPS Y0, 2176(BX)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VMOVUPS 32(SP), Y0
+	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v59 = where(kept, logWeight, -Inf)
-	VBLENDVPS Y2, Y4, Y0, Y0
+	// v58 = where(kept, logWeight, -Inf)
+	VBLENDVPS Y2, Y0, Y1, Y0
 
-	// logsumexp(v59) over [B L]
+	// logsumexp(v58) over [B L]
 	VANDPS    Y9, Y2, Y1
-	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y3
-	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y4
+	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y3
+	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y4
 	VANDPS    Y4, Y3, Y3
-	VCMPPS    $0x00, lgc21<>+0(SB), Y0, Y4
+	VCMPPS    $0x00, lgc20<>+0(SB), Y0, Y4
 	VORPS     Y4, Y3, Y3
 	VANDPS    2496(BX), Y3, Y3
 	VMOVUPS   Y3, 2496(BX)
@@ -215,17 +210,17 @@ blocks_2:
 	MOVQ      refLogProb+56(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 
-	// v71 = where(mask, refLogProb, 0)
+	// v70 = where(mask, refLogProb, 0)
 	VANDPS  Y1, Y0, Y0
 	VMOVUPS (SP), Y1
 
-	// v72 = sub(v71, v6)
+	// v71 = sub(v70, v6)
 	VSUBPS Y1, Y0, Y0
 
-	// v73 = where(kept, v72, 0)
+	// v72 = where(kept, v71, 0)
 	VANDPS Y0, Y2, Y0
 
-	// k3 = expm1_minus_x(v73)
+	// k3 = expm1_minus_x(v72)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y3
@@ -260,19 +255,19 @@ blocks_2:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y1, Y6, Y6
 
-	// v75 = where(kept, k3, 0)
+	// v74 = where(kept, k3, 0)
 	VANDPS Y6, Y2, Y0
 
-	// sum(v75) over [B L]
+	// sum(v74) over [B L]
 	VADDPS       3264(BX), Y0, Y0
 	VMOVUPS      Y0, 3264(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc25<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -283,8 +278,8 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -296,8 +291,8 @@ blocks_2:
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -309,8 +304,8 @@ blocks_2:
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -322,8 +317,8 @@ blocks_2:
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -335,8 +330,8 @@ blocks_2:
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -348,8 +343,8 @@ blocks_2:
 	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -361,8 +356,8 @@ blocks_2:
 	VMOVUPS      Y2, 2176(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -374,8 +369,8 @@ blocks_2:
 	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -387,8 +382,8 @@ blocks_2:
 	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -414,8 +409,8 @@ noflush_3:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -426,8 +421,8 @@ noflush_3:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -439,8 +434,8 @@ noflush_3:
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -452,8 +447,8 @@ noflush_3:
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -465,8 +460,8 @@ noflush_3:
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -478,8 +473,8 @@ noflush_3:
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -491,8 +486,8 @@ noflush_3:
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -504,8 +499,8 @@ noflush_3:
 	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -517,8 +512,8 @@ noflush_3:
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -530,8 +525,8 @@ noflush_3:
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -730,91 +725,101 @@ DATA lgc17<>+24(SB)/4, $0x3f99999a
 DATA lgc17<>+28(SB)/4, $0x3f99999a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
+DATA lgc18<>+0(SB)/4, $0x7f800000
+DATA lgc18<>+4(SB)/4, $0x7f800000
+DATA lgc18<>+8(SB)/4, $0x7f800000
+DATA lgc18<>+12(SB)/4, $0x7f800000
+DATA lgc18<>+16(SB)/4, $0x7f800000
+DATA lgc18<>+20(SB)/4, $0x7f800000
+DATA lgc18<>+24(SB)/4, $0x7f800000
+DATA lgc18<>+28(SB)/4, $0x7f800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
+DATA lgc19<>+0(SB)/4, $0x3f4ccccd
+DATA lgc19<>+4(SB)/4, $0x3f4ccccd
+DATA lgc19<>+8(SB)/4, $0x3f4ccccd
+DATA lgc19<>+12(SB)/4, $0x3f4ccccd
+DATA lgc19<>+16(SB)/4, $0x3f4ccccd
+DATA lgc19<>+20(SB)/4, $0x3f4ccccd
+DATA lgc19<>+24(SB)/4, $0x3f4ccccd
+DATA lgc19<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbc23d70a
-DATA lgc20<>+4(SB)/4, $0xbc23d70a
-DATA lgc20<>+8(SB)/4, $0xbc23d70a
-DATA lgc20<>+12(SB)/4, $0xbc23d70a
-DATA lgc20<>+16(SB)/4, $0xbc23d70a
-DATA lgc20<>+20(SB)/4, $0xbc23d70a
-DATA lgc20<>+24(SB)/4, $0xbc23d70a
-DATA lgc20<>+28(SB)/4, $0xbc23d70a
+DATA lgc20<>+0(SB)/4, $0xff800000
+DATA lgc20<>+4(SB)/4, $0xff800000
+DATA lgc20<>+8(SB)/4, $0xff800000
+DATA lgc20<>+12(SB)/4, $0xff800000
+DATA lgc20<>+16(SB)/4, $0xff800000
+DATA lgc20<>+20(SB)/4, $0xff800000
+DATA lgc20<>+24(SB)/4, $0xff800000
+DATA lgc20<>+28(SB)/4, $0xff800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xff800000
-DATA lgc21<>+4(SB)/4, $0xff800000
-DATA lgc21<>+8(SB)/4, $0xff800000
-DATA lgc21<>+12(SB)/4, $0xff800000
-DATA lgc21<>+16(SB)/4, $0xff800000
-DATA lgc21<>+20(SB)/4, $0xff800000
-DATA lgc21<>+24(SB)/4, $0xff800000
-DATA lgc21<>+28(SB)/4, $0xff800000
+DATA lgc21<>+0(SB)/4, $0x80000000
+DATA lgc21<>+4(SB)/4, $0x80000000
+DATA lgc21<>+8(SB)/4, $0x80000000
+DATA lgc21<>+12(SB)/4, $0x80000000
+DATA lgc21<>+16(SB)/4, $0x80000000
+DATA lgc21<>+20(SB)/4, $0x80000000
+DATA lgc21<>+24(SB)/4, $0x80000000
+DATA lgc21<>+28(SB)/4, $0x80000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xc22c0000
-DATA lgc22<>+4(SB)/4, $0xc22c0000
-DATA lgc22<>+8(SB)/4, $0xc22c0000
-DATA lgc22<>+12(SB)/4, $0xc22c0000
-DATA lgc22<>+16(SB)/4, $0xc22c0000
-DATA lgc22<>+20(SB)/4, $0xc22c0000
-DATA lgc22<>+24(SB)/4, $0xc22c0000
-DATA lgc22<>+28(SB)/4, $0xc22c0000
+DATA lgc22<>+0(SB)/4, $0xbc23d70a
+DATA lgc22<>+4(SB)/4, $0xbc23d70a
+DATA lgc22<>+8(SB)/4, $0xbc23d70a
+DATA lgc22<>+12(SB)/4, $0xbc23d70a
+DATA lgc22<>+16(SB)/4, $0xbc23d70a
+DATA lgc22<>+20(SB)/4, $0xbc23d70a
+DATA lgc22<>+24(SB)/4, $0xbc23d70a
+DATA lgc22<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
+DATA lgc23<>+0(SB)/4, $0xc22c0000
+DATA lgc23<>+4(SB)/4, $0xc22c0000
+DATA lgc23<>+8(SB)/4, $0xc22c0000
+DATA lgc23<>+12(SB)/4, $0xc22c0000
+DATA lgc23<>+16(SB)/4, $0xc22c0000
+DATA lgc23<>+20(SB)/4, $0xc22c0000
+DATA lgc23<>+24(SB)/4, $0xc22c0000
+DATA lgc23<>+28(SB)/4, $0xc22c0000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x4020000000000000
-DATA lgc24<>+8(SB)/8, $0x4020000000000000
-DATA lgc24<>+16(SB)/8, $0x4020000000000000
-DATA lgc24<>+24(SB)/8, $0x4020000000000000
+DATA lgc24<>+0(SB)/4, $0x42b00000
+DATA lgc24<>+4(SB)/4, $0x42b00000
+DATA lgc24<>+8(SB)/4, $0x42b00000
+DATA lgc24<>+12(SB)/4, $0x42b00000
+DATA lgc24<>+16(SB)/4, $0x42b00000
+DATA lgc24<>+20(SB)/4, $0x42b00000
+DATA lgc24<>+24(SB)/4, $0x42b00000
+DATA lgc24<>+28(SB)/4, $0x42b00000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/8, $0x4020000000000000
+DATA lgc25<>+8(SB)/8, $0x4020000000000000
+DATA lgc25<>+16(SB)/8, $0x4020000000000000
+DATA lgc25<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
+DATA lgc26<>+0(SB)/4, $0x7fffffff
+DATA lgc26<>+4(SB)/4, $0x7fffffff
+DATA lgc26<>+8(SB)/4, $0x7fffffff
+DATA lgc26<>+12(SB)/4, $0x7fffffff
+DATA lgc26<>+16(SB)/4, $0x7fffffff
+DATA lgc26<>+20(SB)/4, $0x7fffffff
+DATA lgc26<>+24(SB)/4, $0x7fffffff
+DATA lgc26<>+28(SB)/4, $0x7fffffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x7f7fffff
+DATA lgc27<>+4(SB)/4, $0x7f7fffff
+DATA lgc27<>+8(SB)/4, $0x7f7fffff
+DATA lgc27<>+12(SB)/4, $0x7f7fffff
+DATA lgc27<>+16(SB)/4, $0x7f7fffff
+DATA lgc27<>+20(SB)/4, $0x7f7fffff
+DATA lgc27<>+24(SB)/4, $0x7f7fffff
+DATA lgc27<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -824,12 +829,12 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v38 = max(numKept, 1)
+	// v39 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// lossObjective = div(v37, v38)
+	// lossObjective = div(v38, v39)
 	VDIVPS       Y2, Y3, Y3
 	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
@@ -854,22 +859,22 @@ TEXT ·pass1AVX2(SB), $64-144
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v56, v38)
+	// lossEntropy = div(v56, v39)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v62 = mul(2, v61)
-	VMULPS       lgc27<>+0(SB), Y7, Y7
+	// v61 = mul(2, v60)
+	VMULPS       lgc28<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v65 = sub(v62, v64)
+	// v64 = sub(v61, v63)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v66 = exp(v65)
+	// v65 = exp(v64)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y7, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y6
@@ -899,22 +904,22 @@ TEXT ·pass1AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v67 = gt(numKept, 0)
+	// v66 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
-	// v68 = div(v66, v38)
+	// v67 = div(v65, v39)
 	VDIVPS Y2, Y8, Y1
 
-	// ess = where(v67, v68, 0)
+	// ess = where(v66, v67, 0)
 	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v76, v38)
+	// klToRef = div(v75, v39)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc28<>+0(SB), Y1, Y2
+	VMULPS lgc29<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -952,25 +957,25 @@ TEXT ·pass1AVX2(SB), $64-144
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3d23d70a
-DATA lgc28<>+4(SB)/4, $0x3d23d70a
-DATA lgc28<>+8(SB)/4, $0x3d23d70a
-DATA lgc28<>+12(SB)/4, $0x3d23d70a
-DATA lgc28<>+16(SB)/4, $0x3d23d70a
-DATA lgc28<>+20(SB)/4, $0x3d23d70a
-DATA lgc28<>+24(SB)/4, $0x3d23d70a
-DATA lgc28<>+28(SB)/4, $0x3d23d70a
+DATA lgc28<>+0(SB)/4, $0x40000000
+DATA lgc28<>+4(SB)/4, $0x40000000
+DATA lgc28<>+8(SB)/4, $0x40000000
+DATA lgc28<>+12(SB)/4, $0x40000000
+DATA lgc28<>+16(SB)/4, $0x40000000
+DATA lgc28<>+20(SB)/4, $0x40000000
+DATA lgc28<>+24(SB)/4, $0x40000000
+DATA lgc28<>+28(SB)/4, $0x40000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3d23d70a
+DATA lgc29<>+4(SB)/4, $0x3d23d70a
+DATA lgc29<>+8(SB)/4, $0x3d23d70a
+DATA lgc29<>+12(SB)/4, $0x3d23d70a
+DATA lgc29<>+16(SB)/4, $0x3d23d70a
+DATA lgc29<>+20(SB)/4, $0x3d23d70a
+DATA lgc29<>+24(SB)/4, $0x3d23d70a
+DATA lgc29<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2
@@ -1021,10 +1026,10 @@ blocks_5:
 	VADDPS       Y0, Y1, Y0
 	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc24<>+0(SB), Y1
+	VMOVUPD      lgc25<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1050,8 +1055,8 @@ noflush_6:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1078,14 +1083,14 @@ TEXT ·fbPass1AVX2(SB), $288-96
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v38 = max(numKept, 1)
+	// v39 = max(numKept, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
-	// v81 = div(0.04, v38)
+	// v80 = div(0.04, v39)
 	VDIVPS Y0, Y2, Y2
 
-	// v90 = div(1, v38)
+	// v89 = div(1, v39)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1141,11 +1146,11 @@ blocks_8:
 	VANDPS lgc1<>+0(SB), Y4, Y4
 
 	// v17 = where(mask, v16, 0)
-	VANDPS  Y4, Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y4
+	VANDPS  Y4, Y0, Y4
+	VMOVUPS lgc4<>+0(SB), Y5
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y4, Y5
+	VMAXPS  Y2, Y5, Y5
 	VMOVUPS lgc5<>+0(SB), Y6
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
@@ -1155,138 +1160,133 @@ blocks_8:
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y2, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y7
-	VMINPS       Y1, Y7, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc9<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y7, Y1
-	VMULPS       Y1, Y1, Y8
-	VMOVUPS      lgc11<>+0(SB), Y9
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y9
-	VMOVUPS      lgc13<>+0(SB), Y10
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc15<>+0(SB), Y10
-	VFMADD213PS  lgc2<>+0(SB), Y1, Y10
-	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y1, Y8, Y9
-	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y1
+	VMOVUPS      lgc7<>+0(SB), Y6
+	VMINPS       Y1, Y6, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
+	VMULPS       Y1, Y1, Y7
+	VMOVUPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc2<>+0(SB), Y1, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VFMADD213PS  Y1, Y7, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y1
 	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSRLD       $0x01, Y1, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPSLLD       $0x17, Y7, Y7
+	VPSRLD       $0x01, Y1, Y6
+	VPSUBD       Y6, Y1, Y1
+	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y9, Y9
-	VMULPS       Y1, Y9, Y9
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y1, Y8, Y8
 
-	// v24 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y2, Y1
+	// v24 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y2, Y5, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y5
 	VMOVUPS lgc17<>+0(SB), Y6
-
-	// v26 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
-
-	// v27 = where(v24, v26, ratio)
-	VBLENDVPS Y1, Y6, Y9, Y6
-
-	// v28 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y2, Y4
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v30 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y1, 96(SP)
+	// v27 = where(v24, 1.2000000078829447, +Inf)
+	VBLENDVPS Y1, Y6, Y7, Y6
+	VMOVUPS   lgc19<>+0(SB), Y7
+	VMOVUPS   lgc20<>+0(SB), Y9
 
-	// v31 = where(v28, v30, ratio)
-	VBLENDVPS Y4, Y7, Y9, Y1
+	// v30 = where(v24, 0.8000000028326788, -Inf)
+	VBLENDVPS Y1, Y7, Y9, Y1
 	VMOVUPS   lgc0<>+0(SB), Y7
 
-	// v32 = ge(v10, 0)
+	// v31 = ge(v10, 0)
 	VCMPPS  $0x1d, Y7, Y3, Y7
-	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y2, 96(SP)
 
-	// v33 = where(v32, v27, v31)
-	VBLENDVPS Y7, Y6, Y1, Y1
+	// v32 = min(ratio, v27) tie=first
+	VMINPS  Y8, Y6, Y2
+	VMOVUPS Y6, 128(SP)
 
-	// gain = mul(v10, v33)
+	// v33 = max(ratio, v30) tie=first
+	VMAXPS  Y8, Y1, Y6
+	VMOVUPS Y1, 160(SP)
+
+	// v34 = where(v31, v32, v33)
+	VBLENDVPS Y7, Y2, Y6, Y1
+
+	// gain = mul(v10, v34)
 	VMULPS Y1, Y3, Y1
 
-	// v35 = neg(gain)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y4
-	VCMPPS  $0x04, Y4, Y0, Y4
+	// v36 = neg(gain)
+	VXORPS  lgc21<>+0(SB), Y1, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VCMPPS  $0x04, Y2, Y4, Y2
 
-	// v36 = where(v17, v35, 0)
-	VANDPS Y1, Y4, Y0
+	// v37 = where(v17, v36, 0)
+	VANDPS Y1, Y2, Y1
 
-	// sum(v36) over [B L]
-	VADDPS  1024(BX), Y0, Y0
-	VMOVUPS Y0, 1024(BX)
+	// sum(v37) over [B L]
+	VADDPS  1024(BX), Y1, Y1
+	VMOVUPS Y1, 1024(BX)
 
-	// v40 = ne(logWeightClip, logWeight)
-	VCMPPS    $0x04, Y2, Y5, Y0
-	VANDPS    lgc1<>+0(SB), Y0, Y0
-	MOVQ      mask+16(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y1
-	VPCMPGTD  lgc0<>+0(SB), Y1, Y1
-
-	// v41 = where(mask, v40, 0)
-	VANDPS Y0, Y1, Y0
+	// v41 = where(mask, v24, 0)
+	VANDPS Y5, Y0, Y1
 
 	// sum(v41) over [B L]
-	VADDPS  1344(BX), Y0, Y0
-	VMOVUPS Y0, 1344(BX)
+	VADDPS  1344(BX), Y1, Y1
+	VMOVUPS Y1, 1344(BX)
 	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Y5, Y0, Y0
+	VSUBPS Y4, Y1, Y1
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y1
 
 	// sum(v46) over [B L]
-	VADDPS  1664(BX), Y0, Y0
-	VMOVUPS Y0, 1664(BX)
+	VADDPS  1664(BX), Y1, Y1
+	VMOVUPS Y1, 1664(BX)
 	MOVQ    entropy+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y0
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Y0, Y1, Y0
+	VANDPS Y1, Y0, Y0
 
 	// sum(v50) over [B L]
 	VADDPS  1984(BX), Y0, Y1
 	VMOVUPS Y1, 1984(BX)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS lgc20<>+0(SB), Y0, Y0
+	VMULPS lgc22<>+0(SB), Y0, Y0
 
 	// v55 = where(v17, v54, 0)
-	VANDPS Y0, Y4, Y0
+	VANDPS Y0, Y2, Y0
 
 	// sum(v55) over [B L]
 	VADDPS  2304(BX), Y0, Y0
 	VMOVUPS Y0, 2304(BX)
-	VMOVUPS lgc21<>+0(SB), Y0
+	VMOVUPS 96(SP), Y0
+	VMOVUPS lgc20<>+0(SB), Y1
 
-	// v59 = where(v17, logWeight, -Inf)
-	VBLENDVPS Y4, Y2, Y0, Y0
-	VMOVUPS   Y7, 160(SP)
-	VMOVUPS   Y3, 192(SP)
+	// v58 = where(v17, logWeight, -Inf)
+	VBLENDVPS Y2, Y0, Y1, Y0
+	VMOVUPS   Y7, 192(SP)
+	VMOVUPS   Y3, 224(SP)
 
-	// logsumexp(v59) over [B L]
-	VANDPS    Y9, Y4, Y1
-	VCMPPS    $0x15, lgc22<>+0(SB), Y0, Y2
-	VCMPPS    $0x1a, lgc23<>+0(SB), Y0, Y3
-	VANDPS    Y3, Y2, Y2
-	VCMPPS    $0x00, lgc21<>+0(SB), Y0, Y3
-	VORPS     Y3, Y2, Y2
-	VANDPS    2624(BX), Y2, Y2
-	VMOVUPS   Y2, 2624(BX)
+	// logsumexp(v58) over [B L]
+	VANDPS    Y8, Y2, Y1
+	VCMPPS    $0x15, lgc23<>+0(SB), Y0, Y3
+	VCMPPS    $0x1a, lgc24<>+0(SB), Y0, Y4
+	VANDPS    Y4, Y3, Y3
+	VCMPPS    $0x00, lgc20<>+0(SB), Y0, Y4
+	VORPS     Y4, Y3, Y3
+	VANDPS    2624(BX), Y3, Y3
+	VMOVUPS   Y3, 2624(BX)
 	VADDPS    2752(BX), Y1, Y0
 	VMOVUPS   Y0, 2752(BX)
 	VMULPS    Y1, Y1, Y0
@@ -1298,40 +1298,40 @@ blocks_8:
 	MOVQ      refLogProb+64(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 
-	// v71 = where(mask, refLogProb, 0)
+	// v70 = where(mask, refLogProb, 0)
 	VANDPS  Y1, Y0, Y1
-	VMOVUPS 64(SP), Y2
+	VMOVUPS 64(SP), Y3
 
-	// v72 = sub(v71, v6)
-	VSUBPS Y2, Y1, Y1
+	// v71 = sub(v70, v6)
+	VSUBPS Y3, Y1, Y1
 
-	// v73 = where(v17, v72, 0)
-	VANDPS  Y1, Y4, Y1
-	VMOVUPS Y9, 224(SP)
+	// v72 = where(v17, v71, 0)
+	VANDPS  Y1, Y2, Y1
+	VMOVUPS Y8, 256(SP)
 
-	// k3 = expm1_minus_x(v73)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMAXPS       Y1, Y2, Y2
-	VMOVUPS      lgc7<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y5
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
+	// k3 = expm1_minus_x(v72)
+	VMOVUPS      lgc6<>+0(SB), Y3
+	VMAXPS       Y1, Y3, Y3
+	VMOVUPS      lgc7<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc8<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y4, Y5
 	VMULPS       Y5, Y5, Y6
 	VMOVUPS      lgc11<>+0(SB), Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VMOVUPS      lgc13<>+0(SB), Y2
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y2
-	VFMADD213PS  Y2, Y6, Y7
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VFMADD213PS  lgc2<>+0(SB), Y5, Y2
-	VFMADD213PS  Y2, Y6, Y7
-	VMULPS       Y6, Y7, Y2
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMOVUPS      lgc15<>+0(SB), Y3
+	VFMADD213PS  lgc2<>+0(SB), Y5, Y3
+	VFMADD213PS  Y3, Y6, Y7
+	VMULPS       Y6, Y7, Y3
 	VFMADD213PS  Y5, Y6, Y7
 	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y3, Y5
+	VCVTPS2DQ    Y4, Y5
 	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -1341,146 +1341,120 @@ blocks_8:
 	VMULPS       Y5, Y7, Y7
 	VSUBPS       lgc1<>+0(SB), Y7, Y7
 	VSUBPS       Y1, Y7, Y7
-	VCMPPS       $0x00, lgc0<>+0(SB), Y3, Y3
-	VBLENDVPS    Y3, Y2, Y7, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
-	// v75 = where(v17, k3, 0)
-	VANDPS Y7, Y4, Y2
+	// v74 = where(v17, k3, 0)
+	VANDPS Y7, Y2, Y3
 
-	// sum(v75) over [B L]
-	VADDPS  3392(BX), Y2, Y2
-	VMOVUPS Y2, 3392(BX)
-	VMOVUPS lgc29<>+0(SB), Y2
-
-	// v83 = lt(v73, -40)
-	VCMPPS $0x11, Y2, Y1, Y2
-
-	// v85 = add(k3, v73)
-	VADDPS  Y1, Y7, Y1
+	// sum(v74) over [B L]
+	VADDPS  3392(BX), Y3, Y3
+	VMOVUPS Y3, 3392(BX)
 	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v86 = where(v83, -1, v85)
-	VBLENDVPS Y2, Y3, Y1, Y1
-	VMOVUPS   (SP), Y2
+	// v82 = lt(v72, -40)
+	VCMPPS $0x11, Y3, Y1, Y3
 
-	// v87 = mul(v81, v86)
-	VMULPS Y1, Y2, Y1
+	// v84 = add(k3, v72)
+	VADDPS  Y1, Y7, Y1
+	VMOVUPS lgc31<>+0(SB), Y4
 
-	// v88 = where(v17, v87, 0)
-	VANDPS Y1, Y4, Y1
+	// v85 = where(v82, -1, v84)
+	VBLENDVPS Y3, Y4, Y1, Y1
+	VMOVUPS   (SP), Y3
 
-	// v89 = neg(v88)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS 32(SP), Y2
+	// v86 = mul(v80, v85)
+	VMULPS Y1, Y3, Y1
 
-	// v91 = where(v17, v90, 0)
-	VANDPS Y2, Y4, Y2
+	// v87 = where(v17, v86, 0)
+	VANDPS Y1, Y2, Y1
 
-	// v92 = mul(v91, -0.01)
-	VMULPS lgc20<>+0(SB), Y2, Y3
+	// v88 = neg(v87)
+	VXORPS  lgc21<>+0(SB), Y1, Y1
+	VMOVUPS 32(SP), Y3
 
-	// gradEntropy = where(mask, v92, 0)
+	// v90 = where(v17, v89, 0)
+	VANDPS Y3, Y2, Y2
+
+	// v91 = mul(v90, -0.01)
+	VMULPS lgc22<>+0(SB), Y2, Y3
+
+	// gradEntropy = where(mask, v91, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v94 = neg(v91)
-	VXORPS  lgc19<>+0(SB), Y2, Y2
-	VMOVUPS 192(SP), Y4
+	// v93 = neg(v90)
+	VXORPS  lgc21<>+0(SB), Y2, Y2
+	VMOVUPS 224(SP), Y4
 
-	// v95 = mul(v94, v10)
+	// v94 = mul(v93, v10)
 	VMULPS  Y4, Y2, Y2
-	VMOVUPS 160(SP), Y4
+	VMOVUPS 192(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v96 = where(v32, v95, 0)
+	// v95 = where(v31, v94, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v97 = where(v32, 0, v95)
+	// v96 = where(v31, 0, v94)
 	VANDNPS Y2, Y5, Y2
-	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMOVUPS 256(SP), Y5
+	VMOVUPS 160(SP), Y6
 
-	// v98 = where(v28, v97, 0)
-	VANDPS Y2, Y6, Y5
+	// v97 = ge(ratio, v30)
+	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v99 = where(v28, 0, v97)
-	VANDNPS Y2, Y6, Y2
-	VMOVUPS 224(SP), Y6
-	VMOVUPS lgc18<>+0(SB), Y7
+	// v98 = ne(ratio, ratio)
+	VCMPPS $0x04, Y5, Y5, Y7
 
-	// v100 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y6, Y7
+	// v99 = max(v97, v98)
+	VORPS Y6, Y7, Y6
 
-	// v101 = ne(ratio, ratio)
-	VCMPPS $0x04, Y6, Y6, Y8
+	// v100 = where(v99, v96, 0)
+	VANDPS  Y2, Y6, Y2
+	VMOVUPS 128(SP), Y6
 
-	// v102 = max(v100, v101)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y3, 256(SP)
+	// v101 = le(ratio, v27)
+	VCMPPS $0x12, Y6, Y5, Y6
 
-	// v103 = where(v102, v98, 0)
-	VANDPS Y5, Y7, Y3
+	// v102 = max(v101, v98)
+	VORPS Y6, Y7, Y6
 
-	// v104 = add(v99, v103)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS 96(SP), Y3
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y3, Y5
+	// v103 = where(v102, v95, 0)
+	VANDPS Y4, Y6, Y4
 
-	// v105 = where(v24, v96, 0)
-	VANDPS Y4, Y5, Y3
-
-	// v106 = where(v24, 0, v96)
-	VANDNPS Y4, Y5, Y4
-
-	// v107 = add(v104, v106)
+	// v104 = add(v100, v103)
 	VADDPS  Y4, Y2, Y2
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v108 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y4, Y6, Y4
+	// v105 = ne(v104, 0)
+	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v109 = max(v108, v101)
-	VORPS Y4, Y8, Y4
+	// v106 = mul(v104, ratio)
+	VMULPS Y5, Y2, Y5
 
-	// v110 = where(v109, v105, 0)
-	VANDPS Y3, Y4, Y3
+	// v107 = where(v105, v106, v104)
+	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v111 = add(v107, v110)
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y3
-
-	// v112 = ne(v111, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-
-	// v113 = mul(v111, ratio)
-	VMULPS Y6, Y2, Y4
-
-	// v114 = where(v112, v113, v111)
-	VBLENDVPS Y3, Y4, Y2, Y2
-
-	// v115 = add(v89, v114)
+	// v108 = add(v88, v107)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v115, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 256(SP), Y1
+	// gradLogProb = where(mask, v108, 0)
+	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y3, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+80(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_9
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc25<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1491,8 +1465,8 @@ blocks_8:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1504,8 +1478,8 @@ blocks_8:
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1517,8 +1491,8 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1530,8 +1504,8 @@ blocks_8:
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1543,8 +1517,8 @@ blocks_8:
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1556,8 +1530,8 @@ blocks_8:
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1569,8 +1543,8 @@ blocks_8:
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1582,8 +1556,8 @@ blocks_8:
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1609,8 +1583,8 @@ noflush_9:
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
 	VMOVUPS      704(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1621,8 +1595,8 @@ noflush_9:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 704(CX)
 	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1634,8 +1608,8 @@ noflush_9:
 	VMOVUPS      Y2, 1024(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1647,8 +1621,8 @@ noflush_9:
 	VMOVUPS      Y2, 1344(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1660,8 +1634,8 @@ noflush_9:
 	VMOVUPS      Y2, 1664(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1673,8 +1647,8 @@ noflush_9:
 	VMOVUPS      Y2, 1984(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1686,8 +1660,8 @@ noflush_9:
 	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1699,8 +1673,8 @@ noflush_9:
 	VMOVUPS      Y2, 2752(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1712,8 +1686,8 @@ noflush_9:
 	VMOVUPS      Y2, 3072(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1732,25 +1706,25 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0xc2200000
-DATA lgc29<>+4(SB)/4, $0xc2200000
-DATA lgc29<>+8(SB)/4, $0xc2200000
-DATA lgc29<>+12(SB)/4, $0xc2200000
-DATA lgc29<>+16(SB)/4, $0xc2200000
-DATA lgc29<>+20(SB)/4, $0xc2200000
-DATA lgc29<>+24(SB)/4, $0xc2200000
-DATA lgc29<>+28(SB)/4, $0xc2200000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0xbf800000
-DATA lgc30<>+4(SB)/4, $0xbf800000
-DATA lgc30<>+8(SB)/4, $0xbf800000
-DATA lgc30<>+12(SB)/4, $0xbf800000
-DATA lgc30<>+16(SB)/4, $0xbf800000
-DATA lgc30<>+20(SB)/4, $0xbf800000
-DATA lgc30<>+24(SB)/4, $0xbf800000
-DATA lgc30<>+28(SB)/4, $0xbf800000
+DATA lgc30<>+0(SB)/4, $0xc2200000
+DATA lgc30<>+4(SB)/4, $0xc2200000
+DATA lgc30<>+8(SB)/4, $0xc2200000
+DATA lgc30<>+12(SB)/4, $0xc2200000
+DATA lgc30<>+16(SB)/4, $0xc2200000
+DATA lgc30<>+20(SB)/4, $0xc2200000
+DATA lgc30<>+24(SB)/4, $0xc2200000
+DATA lgc30<>+28(SB)/4, $0xc2200000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xbf800000
+DATA lgc31<>+4(SB)/4, $0xbf800000
+DATA lgc31<>+8(SB)/4, $0xbf800000
+DATA lgc31<>+12(SB)/4, $0xbf800000
+DATA lgc31<>+16(SB)/4, $0xbf800000
+DATA lgc31<>+20(SB)/4, $0xbf800000
+DATA lgc31<>+24(SB)/4, $0xbf800000
+DATA lgc31<>+28(SB)/4, $0xbf800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1760,12 +1734,12 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v38 = max(numKept, 1)
+	// v39 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// lossObjective = div(v37, v38)
+	// lossObjective = div(v38, v39)
 	VDIVPS       Y2, Y3, Y3
 	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
@@ -1790,22 +1764,22 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// lossEntropy = div(v56, v38)
+	// lossEntropy = div(v56, v39)
 	VDIVPS       Y2, Y6, Y6
 	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v62 = mul(2, v61)
-	VMULPS       lgc27<>+0(SB), Y7, Y7
+	// v61 = mul(2, v60)
+	VMULPS       lgc28<>+0(SB), Y7, Y7
 	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v65 = sub(v62, v64)
+	// v64 = sub(v61, v63)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v66 = exp(v65)
+	// v65 = exp(v64)
 	VMOVUPS      lgc6<>+0(SB), Y1
 	VMAXPS       Y7, Y1, Y1
 	VMOVUPS      lgc7<>+0(SB), Y6
@@ -1835,22 +1809,22 @@ TEXT ·fbPass2AVX2(SB), $64-144
 	VMULPS       Y1, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v67 = gt(numKept, 0)
+	// v66 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 
-	// v68 = div(v66, v38)
+	// v67 = div(v65, v39)
 	VDIVPS Y2, Y8, Y1
 
-	// ess = where(v67, v68, 0)
+	// ess = where(v66, v67, 0)
 	VANDPS       Y1, Y0, Y0
 	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// klToRef = div(v76, v38)
+	// klToRef = div(v75, v39)
 	VDIVPS Y2, Y1, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc28<>+0(SB), Y1, Y2
+	VMULPS lgc29<>+0(SB), Y1, Y2
 
 	// store lossObjective
 	MOVQ   lossObjective+80(FP), AX
@@ -1947,23 +1921,22 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc33<>+0(SB), Y3, Y3
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPSUBD       lgc34<>+0(SB), Y3, Y3
+	VPAND        lgc35<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPAND        lgc36<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc37<>+0(SB), Y1, Y2
 	VMULPS       lgc2<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc37<>+0(SB), Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VMOVAPS      lgc38<>+0(SB), Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
@@ -1971,6 +1944,7 @@ bulk_12:
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1979,11 +1953,11 @@ bulk_12:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1994,174 +1968,164 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0x00800000
+DATA lgc32<>+4(SB)/4, $0x00800000
+DATA lgc32<>+8(SB)/4, $0x00800000
+DATA lgc32<>+12(SB)/4, $0x00800000
+DATA lgc32<>+16(SB)/4, $0x00800000
+DATA lgc32<>+20(SB)/4, $0x00800000
+DATA lgc32<>+24(SB)/4, $0x00800000
+DATA lgc32<>+28(SB)/4, $0x00800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x0000007f
-DATA lgc33<>+4(SB)/4, $0x0000007f
-DATA lgc33<>+8(SB)/4, $0x0000007f
-DATA lgc33<>+12(SB)/4, $0x0000007f
-DATA lgc33<>+16(SB)/4, $0x0000007f
-DATA lgc33<>+20(SB)/4, $0x0000007f
-DATA lgc33<>+24(SB)/4, $0x0000007f
-DATA lgc33<>+28(SB)/4, $0x0000007f
+DATA lgc33<>+0(SB)/4, $0x4b000000
+DATA lgc33<>+4(SB)/4, $0x4b000000
+DATA lgc33<>+8(SB)/4, $0x4b000000
+DATA lgc33<>+12(SB)/4, $0x4b000000
+DATA lgc33<>+16(SB)/4, $0x4b000000
+DATA lgc33<>+20(SB)/4, $0x4b000000
+DATA lgc33<>+24(SB)/4, $0x4b000000
+DATA lgc33<>+28(SB)/4, $0x4b000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xffffffe9
-DATA lgc34<>+4(SB)/4, $0xffffffe9
-DATA lgc34<>+8(SB)/4, $0xffffffe9
-DATA lgc34<>+12(SB)/4, $0xffffffe9
-DATA lgc34<>+16(SB)/4, $0xffffffe9
-DATA lgc34<>+20(SB)/4, $0xffffffe9
-DATA lgc34<>+24(SB)/4, $0xffffffe9
-DATA lgc34<>+28(SB)/4, $0xffffffe9
+DATA lgc34<>+0(SB)/4, $0x0000007f
+DATA lgc34<>+4(SB)/4, $0x0000007f
+DATA lgc34<>+8(SB)/4, $0x0000007f
+DATA lgc34<>+12(SB)/4, $0x0000007f
+DATA lgc34<>+16(SB)/4, $0x0000007f
+DATA lgc34<>+20(SB)/4, $0x0000007f
+DATA lgc34<>+24(SB)/4, $0x0000007f
+DATA lgc34<>+28(SB)/4, $0x0000007f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x007fffff
-DATA lgc35<>+4(SB)/4, $0x007fffff
-DATA lgc35<>+8(SB)/4, $0x007fffff
-DATA lgc35<>+12(SB)/4, $0x007fffff
-DATA lgc35<>+16(SB)/4, $0x007fffff
-DATA lgc35<>+20(SB)/4, $0x007fffff
-DATA lgc35<>+24(SB)/4, $0x007fffff
-DATA lgc35<>+28(SB)/4, $0x007fffff
+DATA lgc35<>+0(SB)/4, $0xffffffe9
+DATA lgc35<>+4(SB)/4, $0xffffffe9
+DATA lgc35<>+8(SB)/4, $0xffffffe9
+DATA lgc35<>+12(SB)/4, $0xffffffe9
+DATA lgc35<>+16(SB)/4, $0xffffffe9
+DATA lgc35<>+20(SB)/4, $0xffffffe9
+DATA lgc35<>+24(SB)/4, $0xffffffe9
+DATA lgc35<>+28(SB)/4, $0xffffffe9
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3fb504f3
-DATA lgc36<>+4(SB)/4, $0x3fb504f3
-DATA lgc36<>+8(SB)/4, $0x3fb504f3
-DATA lgc36<>+12(SB)/4, $0x3fb504f3
-DATA lgc36<>+16(SB)/4, $0x3fb504f3
-DATA lgc36<>+20(SB)/4, $0x3fb504f3
-DATA lgc36<>+24(SB)/4, $0x3fb504f3
-DATA lgc36<>+28(SB)/4, $0x3fb504f3
+DATA lgc36<>+0(SB)/4, $0x007fffff
+DATA lgc36<>+4(SB)/4, $0x007fffff
+DATA lgc36<>+8(SB)/4, $0x007fffff
+DATA lgc36<>+12(SB)/4, $0x007fffff
+DATA lgc36<>+16(SB)/4, $0x007fffff
+DATA lgc36<>+20(SB)/4, $0x007fffff
+DATA lgc36<>+24(SB)/4, $0x007fffff
+DATA lgc36<>+28(SB)/4, $0x007fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3d9021bb
-DATA lgc37<>+4(SB)/4, $0x3d9021bb
-DATA lgc37<>+8(SB)/4, $0x3d9021bb
-DATA lgc37<>+12(SB)/4, $0x3d9021bb
-DATA lgc37<>+16(SB)/4, $0x3d9021bb
-DATA lgc37<>+20(SB)/4, $0x3d9021bb
-DATA lgc37<>+24(SB)/4, $0x3d9021bb
-DATA lgc37<>+28(SB)/4, $0x3d9021bb
+DATA lgc37<>+0(SB)/4, $0x3fb504f3
+DATA lgc37<>+4(SB)/4, $0x3fb504f3
+DATA lgc37<>+8(SB)/4, $0x3fb504f3
+DATA lgc37<>+12(SB)/4, $0x3fb504f3
+DATA lgc37<>+16(SB)/4, $0x3fb504f3
+DATA lgc37<>+20(SB)/4, $0x3fb504f3
+DATA lgc37<>+24(SB)/4, $0x3fb504f3
+DATA lgc37<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdebd1b8
-DATA lgc38<>+4(SB)/4, $0xbdebd1b8
-DATA lgc38<>+8(SB)/4, $0xbdebd1b8
-DATA lgc38<>+12(SB)/4, $0xbdebd1b8
-DATA lgc38<>+16(SB)/4, $0xbdebd1b8
-DATA lgc38<>+20(SB)/4, $0xbdebd1b8
-DATA lgc38<>+24(SB)/4, $0xbdebd1b8
-DATA lgc38<>+28(SB)/4, $0xbdebd1b8
+DATA lgc38<>+0(SB)/4, $0x3d9021bb
+DATA lgc38<>+4(SB)/4, $0x3d9021bb
+DATA lgc38<>+8(SB)/4, $0x3d9021bb
+DATA lgc38<>+12(SB)/4, $0x3d9021bb
+DATA lgc38<>+16(SB)/4, $0x3d9021bb
+DATA lgc38<>+20(SB)/4, $0x3d9021bb
+DATA lgc38<>+24(SB)/4, $0x3d9021bb
+DATA lgc38<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3def251a
-DATA lgc39<>+4(SB)/4, $0x3def251a
-DATA lgc39<>+8(SB)/4, $0x3def251a
-DATA lgc39<>+12(SB)/4, $0x3def251a
-DATA lgc39<>+16(SB)/4, $0x3def251a
-DATA lgc39<>+20(SB)/4, $0x3def251a
-DATA lgc39<>+24(SB)/4, $0x3def251a
-DATA lgc39<>+28(SB)/4, $0x3def251a
+DATA lgc39<>+0(SB)/4, $0xbdebd1b8
+DATA lgc39<>+4(SB)/4, $0xbdebd1b8
+DATA lgc39<>+8(SB)/4, $0xbdebd1b8
+DATA lgc39<>+12(SB)/4, $0xbdebd1b8
+DATA lgc39<>+16(SB)/4, $0xbdebd1b8
+DATA lgc39<>+20(SB)/4, $0xbdebd1b8
+DATA lgc39<>+24(SB)/4, $0xbdebd1b8
+DATA lgc39<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+0(SB)/4, $0x3def251a
+DATA lgc40<>+4(SB)/4, $0x3def251a
+DATA lgc40<>+8(SB)/4, $0x3def251a
+DATA lgc40<>+12(SB)/4, $0x3def251a
+DATA lgc40<>+16(SB)/4, $0x3def251a
+DATA lgc40<>+20(SB)/4, $0x3def251a
+DATA lgc40<>+24(SB)/4, $0x3def251a
+DATA lgc40<>+28(SB)/4, $0x3def251a
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e11e9bf
-DATA lgc41<>+4(SB)/4, $0x3e11e9bf
-DATA lgc41<>+8(SB)/4, $0x3e11e9bf
-DATA lgc41<>+12(SB)/4, $0x3e11e9bf
-DATA lgc41<>+16(SB)/4, $0x3e11e9bf
-DATA lgc41<>+20(SB)/4, $0x3e11e9bf
-DATA lgc41<>+24(SB)/4, $0x3e11e9bf
-DATA lgc41<>+28(SB)/4, $0x3e11e9bf
+DATA lgc41<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe2aae50
-DATA lgc42<>+4(SB)/4, $0xbe2aae50
-DATA lgc42<>+8(SB)/4, $0xbe2aae50
-DATA lgc42<>+12(SB)/4, $0xbe2aae50
-DATA lgc42<>+16(SB)/4, $0xbe2aae50
-DATA lgc42<>+20(SB)/4, $0xbe2aae50
-DATA lgc42<>+24(SB)/4, $0xbe2aae50
-DATA lgc42<>+28(SB)/4, $0xbe2aae50
+DATA lgc42<>+0(SB)/4, $0x3e11e9bf
+DATA lgc42<>+4(SB)/4, $0x3e11e9bf
+DATA lgc42<>+8(SB)/4, $0x3e11e9bf
+DATA lgc42<>+12(SB)/4, $0x3e11e9bf
+DATA lgc42<>+16(SB)/4, $0x3e11e9bf
+DATA lgc42<>+20(SB)/4, $0x3e11e9bf
+DATA lgc42<>+24(SB)/4, $0x3e11e9bf
+DATA lgc42<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e4cceac
-DATA lgc43<>+4(SB)/4, $0x3e4cceac
-DATA lgc43<>+8(SB)/4, $0x3e4cceac
-DATA lgc43<>+12(SB)/4, $0x3e4cceac
-DATA lgc43<>+16(SB)/4, $0x3e4cceac
-DATA lgc43<>+20(SB)/4, $0x3e4cceac
-DATA lgc43<>+24(SB)/4, $0x3e4cceac
-DATA lgc43<>+28(SB)/4, $0x3e4cceac
+DATA lgc43<>+0(SB)/4, $0xbe2aae50
+DATA lgc43<>+4(SB)/4, $0xbe2aae50
+DATA lgc43<>+8(SB)/4, $0xbe2aae50
+DATA lgc43<>+12(SB)/4, $0xbe2aae50
+DATA lgc43<>+16(SB)/4, $0xbe2aae50
+DATA lgc43<>+20(SB)/4, $0xbe2aae50
+DATA lgc43<>+24(SB)/4, $0xbe2aae50
+DATA lgc43<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe7ffffc
-DATA lgc44<>+4(SB)/4, $0xbe7ffffc
-DATA lgc44<>+8(SB)/4, $0xbe7ffffc
-DATA lgc44<>+12(SB)/4, $0xbe7ffffc
-DATA lgc44<>+16(SB)/4, $0xbe7ffffc
-DATA lgc44<>+20(SB)/4, $0xbe7ffffc
-DATA lgc44<>+24(SB)/4, $0xbe7ffffc
-DATA lgc44<>+28(SB)/4, $0xbe7ffffc
+DATA lgc44<>+0(SB)/4, $0x3e4cceac
+DATA lgc44<>+4(SB)/4, $0x3e4cceac
+DATA lgc44<>+8(SB)/4, $0x3e4cceac
+DATA lgc44<>+12(SB)/4, $0x3e4cceac
+DATA lgc44<>+16(SB)/4, $0x3e4cceac
+DATA lgc44<>+20(SB)/4, $0x3e4cceac
+DATA lgc44<>+24(SB)/4, $0x3e4cceac
+DATA lgc44<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+0(SB)/4, $0xbe7ffffc
+DATA lgc45<>+4(SB)/4, $0xbe7ffffc
+DATA lgc45<>+8(SB)/4, $0xbe7ffffc
+DATA lgc45<>+12(SB)/4, $0xbe7ffffc
+DATA lgc45<>+16(SB)/4, $0xbe7ffffc
+DATA lgc45<>+20(SB)/4, $0xbe7ffffc
+DATA lgc45<>+24(SB)/4, $0xbe7ffffc
+DATA lgc45<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fc00000
-DATA lgc46<>+4(SB)/4, $0x7fc00000
-DATA lgc46<>+8(SB)/4, $0x7fc00000
-DATA lgc46<>+12(SB)/4, $0x7fc00000
-DATA lgc46<>+16(SB)/4, $0x7fc00000
-DATA lgc46<>+20(SB)/4, $0x7fc00000
-DATA lgc46<>+24(SB)/4, $0x7fc00000
-DATA lgc46<>+28(SB)/4, $0x7fc00000
+DATA lgc46<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7f800000
-DATA lgc47<>+4(SB)/4, $0x7f800000
-DATA lgc47<>+8(SB)/4, $0x7f800000
-DATA lgc47<>+12(SB)/4, $0x7f800000
-DATA lgc47<>+16(SB)/4, $0x7f800000
-DATA lgc47<>+20(SB)/4, $0x7f800000
-DATA lgc47<>+24(SB)/4, $0x7f800000
-DATA lgc47<>+28(SB)/4, $0x7f800000
+DATA lgc47<>+0(SB)/4, $0x7fc00000
+DATA lgc47<>+4(SB)/4, $0x7fc00000
+DATA lgc47<>+8(SB)/4, $0x7fc00000
+DATA lgc47<>+12(SB)/4, $0x7fc00000
+DATA lgc47<>+16(SB)/4, $0x7fc00000
+DATA lgc47<>+20(SB)/4, $0x7fc00000
+DATA lgc47<>+24(SB)/4, $0x7fc00000
+DATA lgc47<>+28(SB)/4, $0x7fc00000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -2177,23 +2141,22 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc33<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y2
+	VPSUBD       lgc34<>+0(SB), Y4, Y4
+	VPAND        lgc35<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPAND        lgc36<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc37<>+0(SB), Y2, Y3
 	VMULPS       lgc2<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VMOVAPS      lgc38<>+0(SB), Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
@@ -2201,6 +2164,7 @@ bulk_14:
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2209,11 +2173,11 @@ bulk_14:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2223,9 +2187,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

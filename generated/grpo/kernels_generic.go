@@ -12,14 +12,14 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v37 = sum(v36) over B,L
+	s0 float32 // v38 = sum(v37) over B,L
 	s1 float32 // v42 = sum(v41) over B,L
 	s2 float32 // v47 = sum(v46) over B,L
 	s3 float32 // v51 = sum(v50) over B,L
 	s4 float32 // v56 = sum(v55) over B,L
-	s5 float32 // v61 = logsumexp(v59) over B,L
-	s6 float32 // v64 = logsumexp(v63) over B,L
-	s7 float32 // v76 = sum(v75) over B,L
+	s5 float32 // v60 = logsumexp(v58) over B,L
+	s6 float32 // v63 = logsumexp(v62) over B,L
+	s7 float32 // v75 = sum(v74) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -36,28 +36,28 @@ var pass0GoChunks = 1
 type pass0GoStates struct {
 	numValid float64           // numValid = sum(v3) over B,L
 	numKept  float64           // numKept = sum(kept) over B,L
-	acc37    float64           // v37 = sum(v36) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
 	acc42    float64           // v42 = sum(v41) over B,L
 	acc47    float64           // v47 = sum(v46) over B,L
 	acc51    float64           // v51 = sum(v50) over B,L
 	acc56    float64           // v56 = sum(v55) over B,L
-	acc61    runtime.LogSumExp // v61 = logsumexp(v59) over B,L
-	acc64    runtime.LogSumExp // v64 = logsumexp(v63) over B,L
-	acc76    float64           // v76 = sum(v75) over B,L
+	acc60    runtime.LogSumExp // v60 = logsumexp(v58) over B,L
+	acc63    runtime.LogSumExp // v63 = logsumexp(v62) over B,L
+	acc75    float64           // v75 = sum(v74) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
 	mergeSum(&a.numKept, b.numKept)
-	mergeSum(&a.acc37, b.acc37)
+	mergeSum(&a.acc38, b.acc38)
 	mergeSum(&a.acc42, b.acc42)
 	mergeSum(&a.acc47, b.acc47)
 	mergeSum(&a.acc51, b.acc51)
 	mergeSum(&a.acc56, b.acc56)
-	mergeLogsumexp(&a.acc61, b.acc61)
-	mergeLogsumexp(&a.acc64, b.acc64)
-	mergeSum(&a.acc76, b.acc76)
+	mergeLogsumexp(&a.acc60, b.acc60)
+	mergeLogsumexp(&a.acc63, b.acc63)
+	mergeSum(&a.acc75, b.acc75)
 }
 
 // pass0GoChunk runs pass0Go over indices [lo, hi) of B, its reduction states into st.
@@ -69,20 +69,21 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c19 := float32(-0.22314355)
 	c20 := float32(0.18232156)
 	c25 := float32(1.2)
-	c29 := float32(0.8)
+	c26 := float32(math.Inf(1))
+	c28 := float32(0.8)
+	c29 := float32(math.Inf(-1))
 	c53 := float32(-0.01)
-	c58 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
 	numKept := 0.0
-	acc37 := 0.0
+	acc38 := 0.0
 	acc42 := 0.0
 	acc47 := 0.0
 	acc51 := 0.0
 	acc56 := 0.0
-	acc61 := runtime.NewLogSumExp()
-	acc64 := runtime.NewLogSumExp()
-	acc76 := 0.0
+	acc60 := runtime.NewLogSumExp()
+	acc63 := runtime.NewLogSumExp()
+	acc75 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -103,20 +104,18 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v21 := max(logWeight, c19)
 			logWeightClip := min(v21, c20)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v24 := b2f(logWeight > c20)
-			v26 := min(ratio, c25)
-			v27 := sel(v24, v26, ratio)
-			v28 := b2f(logWeight < c19)
-			v30 := max(ratio, c29)
-			v31 := sel(v28, v30, ratio)
-			v32 := b2f(v10 >= zero)
-			ratioClipped := sel(v32, v27, v31)
+			v24 := b2f(logWeightClip != logWeight)
+			v27 := sel(v24, c25, c26)
+			v30 := sel(v24, c28, c29)
+			v31 := b2f(v10 >= zero)
+			v32 := min(ratio, v27)
+			v33 := max(ratio, v30)
+			ratioClipped := sel(v31, v32, v33)
 			gain := float32(v10 * ratioClipped)
-			v35 := -gain
-			v36 := sel(kept, v35, zero)
-			acc37 += float64(v36)
-			v40 := b2f(logWeightClip != logWeight)
-			v41 := sel(mask, v40, zero)
+			v36 := -gain
+			v37 := sel(kept, v36, zero)
+			acc38 += float64(v37)
+			v41 := sel(mask, v24, zero)
 			acc42 += float64(v41)
 			v45 := v8 - v6
 			v46 := sel(mask, v45, zero)
@@ -127,29 +126,29 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v54 := float32(c53 * v50)
 			v55 := sel(kept, v54, zero)
 			acc56 += float64(v55)
-			v59 := sel(kept, logWeight, c58)
-			acc61.Add(float64(v59))
-			v63 := float32(two * v59)
-			acc64.Add(float64(v63))
+			v58 := sel(kept, logWeight, c29)
+			acc60.Add(float64(v58))
+			v62 := float32(two * v58)
+			acc63.Add(float64(v62))
 			refLogProb := in.RefLogProb[iB*128+iL]
-			v71 := sel(mask, refLogProb, zero)
-			v72 := v71 - v6
-			v73 := sel(kept, v72, zero)
-			k3 := float32(vmath.ExpM1MinusX(float64(v73)))
-			v75 := sel(kept, k3, zero)
-			acc76 += float64(v75)
+			v70 := sel(mask, refLogProb, zero)
+			v71 := v70 - v6
+			v72 := sel(kept, v71, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v72)))
+			v74 := sel(kept, k3, zero)
+			acc75 += float64(v74)
 		}
 	}
 	st.numValid = numValid
 	st.numKept = numKept
-	st.acc37 = acc37
+	st.acc38 = acc38
 	st.acc42 = acc42
 	st.acc47 = acc47
 	st.acc51 = acc51
 	st.acc56 = acc56
-	st.acc61 = acc61
-	st.acc64 = acc64
-	st.acc76 = acc76
+	st.acc60 = acc60
+	st.acc63 = acc63
+	st.acc75 = acc75
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128], in
@@ -170,14 +169,14 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 	out.NumValid = float32(st.numValid)
 	out.NumKept = float32(st.numKept)
-	s.s0 = float32(st.acc37)
+	s.s0 = float32(st.acc38)
 	s.s1 = float32(st.acc42)
 	s.s2 = float32(st.acc47)
 	s.s3 = float32(st.acc51)
 	s.s4 = float32(st.acc56)
-	s.s5 = float32(st.acc61.Result())
-	s.s6 = float32(st.acc64.Result())
-	s.s7 = float32(st.acc76)
+	s.s5 = float32(st.acc60.Result())
+	s.s6 = float32(st.acc63.Result())
+	s.s7 = float32(st.acc75)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -185,12 +184,12 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c78 := float32(0.04)
+	c77 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
-	v37 := s.s0
-	v38 := max(numKept, one)
-	lossObjective := v37 / v38
+	v38 := s.s0
+	v39 := max(numKept, one)
+	lossObjective := v38 / v39
 	out.LossObjective = lossObjective
 	v42 := s.s1
 	v43 := max(numValid, one)
@@ -203,20 +202,20 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	entropy2 := v51 / v43
 	out.Entropy = entropy2
 	v56 := s.s4
-	lossEntropy := v56 / v38
+	lossEntropy := v56 / v39
 	out.LossEntropy = lossEntropy
-	v61 := s.s5
-	v62 := float32(two * v61)
-	v64 := s.s6
-	v65 := v62 - v64
-	v66 := float32(math.Exp(float64(v65)))
-	v67 := b2f(numKept > zero)
-	v68 := v66 / v38
-	ess := sel(v67, v68, zero)
+	v60 := s.s5
+	v61 := float32(two * v60)
+	v63 := s.s6
+	v64 := v61 - v63
+	v65 := float32(math.Exp(float64(v64)))
+	v66 := b2f(numKept > zero)
+	v67 := v65 / v39
+	ess := sel(v66, v67, zero)
 	out.ESS = ess
-	v76 := s.s7
-	klToRef := v76 / v38
-	lossKLToRef := float32(c78 * klToRef)
+	v75 := s.s7
+	klToRef := v75 / v39
+	lossKLToRef := float32(c77 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -224,14 +223,14 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v37 = sum(v36) over B,L
+	s0 float32 // v38 = sum(v37) over B,L
 	s1 float32 // v42 = sum(v41) over B,L
 	s2 float32 // v47 = sum(v46) over B,L
 	s3 float32 // v51 = sum(v50) over B,L
 	s4 float32 // v56 = sum(v55) over B,L
-	s5 float32 // v61 = logsumexp(v59) over B,L
-	s6 float32 // v64 = logsumexp(v63) over B,L
-	s7 float32 // v76 = sum(v75) over B,L
+	s5 float32 // v60 = logsumexp(v58) over B,L
+	s6 float32 // v63 = logsumexp(v62) over B,L
+	s7 float32 // v75 = sum(v74) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -306,27 +305,27 @@ var fbPass1GoChunks = 1
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
 	numValid float64           // numValid = sum(v3) over B,L
-	acc37    float64           // v37 = sum(v36) over B,L
+	acc38    float64           // v38 = sum(v37) over B,L
 	acc42    float64           // v42 = sum(v41) over B,L
 	acc47    float64           // v47 = sum(v46) over B,L
 	acc51    float64           // v51 = sum(v50) over B,L
 	acc56    float64           // v56 = sum(v55) over B,L
-	acc61    runtime.LogSumExp // v61 = logsumexp(v59) over B,L
-	acc64    runtime.LogSumExp // v64 = logsumexp(v63) over B,L
-	acc76    float64           // v76 = sum(v75) over B,L
+	acc60    runtime.LogSumExp // v60 = logsumexp(v58) over B,L
+	acc63    runtime.LogSumExp // v63 = logsumexp(v62) over B,L
+	acc75    float64           // v75 = sum(v74) over B,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc37, b.acc37)
+	mergeSum(&a.acc38, b.acc38)
 	mergeSum(&a.acc42, b.acc42)
 	mergeSum(&a.acc47, b.acc47)
 	mergeSum(&a.acc51, b.acc51)
 	mergeSum(&a.acc56, b.acc56)
-	mergeLogsumexp(&a.acc61, b.acc61)
-	mergeLogsumexp(&a.acc64, b.acc64)
-	mergeSum(&a.acc76, b.acc76)
+	mergeLogsumexp(&a.acc60, b.acc60)
+	mergeLogsumexp(&a.acc63, b.acc63)
+	mergeSum(&a.acc75, b.acc75)
 }
 
 // fbPass1GoChunk runs fbPass1Go over indices [lo, hi) of B, its reduction states into st.
@@ -338,22 +337,23 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c19 := float32(-0.22314355)
 	c20 := float32(0.18232156)
 	c25 := float32(1.2)
-	c29 := float32(0.8)
+	c26 := float32(math.Inf(1))
+	c28 := float32(0.8)
+	c29 := float32(math.Inf(-1))
 	c53 := float32(-0.01)
-	c58 := float32(math.Inf(-1))
 	two := float32(2)
-	c78 := float32(0.04)
-	c82 := float32(-40)
+	c77 := float32(0.04)
+	c81 := float32(-40)
 	minusOne := float32(-1)
 	numValid := 0.0
-	acc37 := 0.0
+	acc38 := 0.0
 	acc42 := 0.0
 	acc47 := 0.0
 	acc51 := 0.0
 	acc56 := 0.0
-	acc61 := runtime.NewLogSumExp()
-	acc64 := runtime.NewLogSumExp()
-	acc76 := 0.0
+	acc60 := runtime.NewLogSumExp()
+	acc63 := runtime.NewLogSumExp()
+	acc75 := 0.0
 	for iB := lo; iB < hi; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -374,21 +374,19 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v21 := max(logWeight, c19)
 			logWeightClip := min(v21, c20)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v24 := b2f(logWeight > c20)
-			v26 := min(ratio, c25)
-			v27 := sel(v24, v26, ratio)
-			v28 := b2f(logWeight < c19)
-			v30 := max(ratio, c29)
-			v31 := sel(v28, v30, ratio)
-			v32 := b2f(v10 >= zero)
-			v33 := sel(v32, v27, v31)
-			gain := float32(v10 * v33)
-			v35 := -gain
-			v36 := sel(v17, v35, zero)
-			acc37 += float64(v36)
-			v38 := max(numKept, one)
-			v40 := b2f(logWeightClip != logWeight)
-			v41 := sel(mask, v40, zero)
+			v24 := b2f(logWeightClip != logWeight)
+			v27 := sel(v24, c25, c26)
+			v30 := sel(v24, c28, c29)
+			v31 := b2f(v10 >= zero)
+			v32 := min(ratio, v27)
+			v33 := max(ratio, v30)
+			v34 := sel(v31, v32, v33)
+			gain := float32(v10 * v34)
+			v36 := -gain
+			v37 := sel(v17, v36, zero)
+			acc38 += float64(v37)
+			v39 := max(numKept, one)
+			v41 := sel(mask, v24, zero)
 			acc42 += float64(v41)
 			v45 := sampleLogProb - logProb
 			v46 := sel(mask, v45, zero)
@@ -399,64 +397,58 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v54 := float32(c53 * v50)
 			v55 := sel(v17, v54, zero)
 			acc56 += float64(v55)
-			v59 := sel(v17, logWeight, c58)
-			acc61.Add(float64(v59))
-			v63 := float32(two * v59)
-			acc64.Add(float64(v63))
+			v58 := sel(v17, logWeight, c29)
+			acc60.Add(float64(v58))
+			v62 := float32(two * v58)
+			acc63.Add(float64(v62))
 			refLogProb := in.RefLogProb[iB*128+iL]
-			v71 := sel(mask, refLogProb, zero)
-			v72 := v71 - v6
-			v73 := sel(v17, v72, zero)
-			k3 := float32(vmath.ExpM1MinusX(float64(v73)))
-			v75 := sel(v17, k3, zero)
-			acc76 += float64(v75)
-			v81 := c78 / v38
-			v83 := b2f(v73 < c82)
-			v85 := k3 + v73
-			v86 := sel(v83, minusOne, v85)
-			v87 := float32(v81 * v86)
-			v88 := sel(v17, v87, zero)
-			v89 := -v88
-			v90 := one / v38
-			v91 := sel(v17, v90, zero)
-			v92 := float32(v91 * c53)
-			gradEntropy := sel(mask, v92, zero)
+			v70 := sel(mask, refLogProb, zero)
+			v71 := v70 - v6
+			v72 := sel(v17, v71, zero)
+			k3 := float32(vmath.ExpM1MinusX(float64(v72)))
+			v74 := sel(v17, k3, zero)
+			acc75 += float64(v74)
+			v80 := c77 / v39
+			v82 := b2f(v72 < c81)
+			v84 := k3 + v72
+			v85 := sel(v82, minusOne, v84)
+			v86 := float32(v80 * v85)
+			v87 := sel(v17, v86, zero)
+			v88 := -v87
+			v89 := one / v39
+			v90 := sel(v17, v89, zero)
+			v91 := float32(v90 * c53)
+			gradEntropy := sel(mask, v91, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v94 := -v91
-			v95 := float32(v94 * v10)
-			v96 := sel(v32, v95, zero)
-			v97 := sel(v32, zero, v95)
-			v98 := sel(v28, v97, zero)
-			v99 := sel(v28, zero, v97)
-			v100 := b2f(ratio >= c29)
-			v101 := b2f(ratio != ratio)
-			v102 := max(v100, v101)
-			v103 := sel(v102, v98, zero)
-			v104 := v99 + v103
-			v105 := sel(v24, v96, zero)
-			v106 := sel(v24, zero, v96)
-			v107 := v104 + v106
-			v108 := b2f(ratio <= c25)
-			v109 := max(v108, v101)
-			v110 := sel(v109, v105, zero)
-			v111 := v107 + v110
-			v112 := b2f(v111 != zero)
-			v113 := float32(v111 * ratio)
-			v114 := sel(v112, v113, v111)
-			v115 := v89 + v114
-			gradLogProb := sel(mask, v115, zero)
+			v93 := -v90
+			v94 := float32(v93 * v10)
+			v95 := sel(v31, v94, zero)
+			v96 := sel(v31, zero, v94)
+			v97 := b2f(ratio >= v30)
+			v98 := b2f(ratio != ratio)
+			v99 := max(v97, v98)
+			v100 := sel(v99, v96, zero)
+			v101 := b2f(ratio <= v27)
+			v102 := max(v101, v98)
+			v103 := sel(v102, v95, zero)
+			v104 := v100 + v103
+			v105 := b2f(v104 != zero)
+			v106 := float32(v104 * ratio)
+			v107 := sel(v105, v106, v104)
+			v108 := v88 + v107
+			gradLogProb := sel(mask, v108, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 	st.numValid = numValid
-	st.acc37 = acc37
+	st.acc38 = acc38
 	st.acc42 = acc42
 	st.acc47 = acc47
 	st.acc51 = acc51
 	st.acc56 = acc56
-	st.acc61 = acc61
-	st.acc64 = acc64
-	st.acc76 = acc76
+	st.acc60 = acc60
+	st.acc63 = acc63
+	st.acc75 = acc75
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
@@ -476,14 +468,14 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s0 = float32(st.acc37)
+	s.s0 = float32(st.acc38)
 	s.s1 = float32(st.acc42)
 	s.s2 = float32(st.acc47)
 	s.s3 = float32(st.acc51)
 	s.s4 = float32(st.acc56)
-	s.s5 = float32(st.acc61.Result())
-	s.s6 = float32(st.acc64.Result())
-	s.s7 = float32(st.acc76)
+	s.s5 = float32(st.acc60.Result())
+	s.s6 = float32(st.acc63.Result())
+	s.s7 = float32(st.acc75)
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -491,12 +483,12 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c78 := float32(0.04)
+	c77 := float32(0.04)
 	numValid := out.NumValid
 	numKept := out.NumKept
-	v37 := s.s0
-	v38 := max(numKept, one)
-	lossObjective := v37 / v38
+	v38 := s.s0
+	v39 := max(numKept, one)
+	lossObjective := v38 / v39
 	out.LossObjective = lossObjective
 	v42 := s.s1
 	v43 := max(numValid, one)
@@ -509,20 +501,20 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	entropy2 := v51 / v43
 	out.Entropy = entropy2
 	v56 := s.s4
-	lossEntropy := v56 / v38
+	lossEntropy := v56 / v39
 	out.LossEntropy = lossEntropy
-	v61 := s.s5
-	v62 := float32(two * v61)
-	v64 := s.s6
-	v65 := v62 - v64
-	v66 := float32(math.Exp(float64(v65)))
-	v67 := b2f(numKept > zero)
-	v68 := v66 / v38
-	ess := sel(v67, v68, zero)
+	v60 := s.s5
+	v61 := float32(two * v60)
+	v63 := s.s6
+	v64 := v61 - v63
+	v65 := float32(math.Exp(float64(v64)))
+	v66 := b2f(numKept > zero)
+	v67 := v65 / v39
+	ess := sel(v66, v67, zero)
 	out.ESS = ess
-	v76 := s.s7
-	klToRef := v76 / v38
-	lossKLToRef := float32(c78 * klToRef)
+	v75 := s.s7
+	klToRef := v75 / v39
+	lossKLToRef := float32(c77 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -177,7 +177,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v37.s",
+		Name:   "scratch/pass0.v38.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -207,31 +207,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v61.m",
+		Name:   "scratch/pass0.v60.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v61.s",
+		Name:   "scratch/pass0.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v64.m",
+		Name:   "scratch/pass0.v63.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v64.s",
+		Name:   "scratch/pass0.v63.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v76.s",
+		Name:   "scratch/pass0.v75.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -240,12 +240,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v18.s", "scratch/pass0.v37.s", "scratch/pass0.v42.s", "scratch/pass0.v47.s", "scratch/pass0.v51.s", "scratch/pass0.v56.s", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/pass0.v64.m", "scratch/pass0.v64.s", "scratch/pass0.v76.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "in/entropy", "in/ref_log_prob", "scratch/pass0.v4.s", "scratch/pass0.v18.s", "scratch/pass0.v38.s", "scratch/pass0.v42.s", "scratch/pass0.v47.s", "scratch/pass0.v51.s", "scratch/pass0.v56.s", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/pass0.v75.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v18.s", "out/num_kept", "scratch/pass0.v37.s", "scratch/s0", "scratch/pass0.v42.s", "scratch/s1", "scratch/pass0.v47.s", "scratch/s2", "scratch/pass0.v51.s", "scratch/s3", "scratch/pass0.v56.s", "scratch/s4", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/s5", "scratch/pass0.v64.m", "scratch/pass0.v64.s", "scratch/s6", "scratch/pass0.v76.s", "scratch/s7"},
+		Params: []string{"scratch/pass0.v4.s", "out/num_valid", "scratch/pass0.v18.s", "out/num_kept", "scratch/pass0.v38.s", "scratch/s0", "scratch/pass0.v42.s", "scratch/s1", "scratch/pass0.v47.s", "scratch/s2", "scratch/pass0.v51.s", "scratch/s3", "scratch/pass0.v56.s", "scratch/s4", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s5", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s6", "scratch/pass0.v75.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -431,7 +431,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v37.s",
+		Name:   "scratch/pass1.v38.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -461,31 +461,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v61.m",
+		Name:   "scratch/pass1.v60.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v61.s",
+		Name:   "scratch/pass1.v60.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v64.m",
+		Name:   "scratch/pass1.v63.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v64.s",
+		Name:   "scratch/pass1.v63.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v76.s",
+		Name:   "scratch/pass1.v75.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -504,12 +504,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "out/num_kept", "in/entropy", "in/ref_log_prob", "grad/entropy", "grad/log_prob", "scratch/pass1.v4.s", "scratch/pass1.v37.s", "scratch/pass1.v42.s", "scratch/pass1.v47.s", "scratch/pass1.v51.s", "scratch/pass1.v56.s", "scratch/pass1.v61.m", "scratch/pass1.v61.s", "scratch/pass1.v64.m", "scratch/pass1.v64.s", "scratch/pass1.v76.s"},
+		Params: []string{"in/mask", "in/log_prob", "in/sample_log_prob", "in/advantage", "out/num_kept", "in/entropy", "in/ref_log_prob", "grad/entropy", "grad/log_prob", "scratch/pass1.v4.s", "scratch/pass1.v38.s", "scratch/pass1.v42.s", "scratch/pass1.v47.s", "scratch/pass1.v51.s", "scratch/pass1.v56.s", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/pass1.v75.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v4.s", "out/num_valid", "scratch/pass1.v37.s", "scratch/s0", "scratch/pass1.v42.s", "scratch/s1", "scratch/pass1.v47.s", "scratch/s2", "scratch/pass1.v51.s", "scratch/s3", "scratch/pass1.v56.s", "scratch/s4", "scratch/pass1.v61.m", "scratch/pass1.v61.s", "scratch/s5", "scratch/pass1.v64.m", "scratch/pass1.v64.s", "scratch/s6", "scratch/pass1.v76.s", "scratch/s7"},
+		Params: []string{"scratch/pass1.v4.s", "out/num_valid", "scratch/pass1.v38.s", "scratch/s0", "scratch/pass1.v42.s", "scratch/s1", "scratch/pass1.v47.s", "scratch/s2", "scratch/pass1.v51.s", "scratch/s3", "scratch/pass1.v56.s", "scratch/s4", "scratch/pass1.v60.m", "scratch/pass1.v60.s", "scratch/s5", "scratch/pass1.v63.m", "scratch/pass1.v63.s", "scratch/s6", "scratch/pass1.v75.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

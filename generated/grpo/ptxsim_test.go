@@ -31,8 +31,8 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: whole: every block of every launch (749736 instructions).
-//   - backward: whole: every block of every launch (852936 instructions).
+//   - forward: whole: every block of every launch (746664 instructions).
+//   - backward: whole: every block of every launch (839624 instructions).
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Whole},

@@ -30,19 +30,19 @@ type avxState struct {
 	p0_ok   []float32
 	r13_s   []float64
 	r13_p   []float32
-	r38_s   []float64
-	r38_p   []float32
+	r39_s   []float64
+	r39_p   []float32
 	r43_s   []float64
 	r43_p   []float32
 	r47_s   []float64
 	r47_p   []float32
-	r52_s   []float64
-	r52_ok  []float32
-	r52_p   []float32
-	r55_s   []float64
-	r55_p   []float32
-	r67_s   []float64
-	r67_p   []float32
+	r51_s   []float64
+	r51_ok  []float32
+	r51_p   []float32
+	r54_s   []float64
+	r54_p   []float32
+	r66_s   []float64
+	r66_p   []float32
 	p2_ok   []float32
 	res     []float64
 }
@@ -60,19 +60,19 @@ var avxPool = sync.Pool{New: func() any {
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[328])), 8)
 	st.r13_s = st.buf[344:360]
 	st.r13_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[368])), 16)
-	st.r38_s = st.buf[384:400]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
+	st.r39_s = st.buf[384:400]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[408])), 16)
 	st.r43_s = st.buf[424:440]
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 16)
 	st.r47_s = st.buf[464:480]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
-	st.r52_s = st.buf[504:520]
-	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r55_s = st.buf[560:576]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
-	st.r67_s = st.buf[600:616]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
+	st.r51_s = st.buf[504:520]
+	st.r51_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r54_s = st.buf[560:576]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[584])), 16)
+	st.r66_s = st.buf[600:616]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -148,19 +148,19 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r13_s, 0)
 		runtime.Fill(st.r13_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
 		runtime.Fill(st.r43_s, 0)
 		runtime.Fill(st.r43_p, 0)
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.SetMask(st.r52_ok)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.SetMask(st.r51_ok)
+		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 	}
@@ -179,34 +179,34 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r13_s, sts[c].r13_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeMask(sts[0].r51_ok, sts[c].r51_ok)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.r51_ok[:8]) || !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r13_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r51_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r67_s, 8)
+	runtime.FinishSum(st.res[:1], st.r66_s, 8)
 	s.s7 = float32(st.res[0])
 }
 
@@ -233,19 +233,19 @@ type fbAvxState struct {
 	r2_pm2  []float32
 	r2_pc   []float32
 	p1_ok   []float32
-	r38_s   []float64
-	r38_p   []float32
+	r39_s   []float64
+	r39_p   []float32
 	r43_s   []float64
 	r43_p   []float32
 	r47_s   []float64
 	r47_p   []float32
-	r52_s   []float64
-	r52_ok  []float32
-	r52_p   []float32
-	r55_s   []float64
-	r55_p   []float32
-	r66_s   []float64
-	r66_p   []float32
+	r51_s   []float64
+	r51_ok  []float32
+	r51_p   []float32
+	r54_s   []float64
+	r54_p   []float32
+	r65_s   []float64
+	r65_p   []float32
 	p3_ok   []float32
 	res     []float64
 }
@@ -264,19 +264,19 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 40)
 	st.r2_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 40)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 8)
-	st.r38_s = st.buf[400:416]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
+	st.r39_s = st.buf[400:416]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
 	st.r43_s = st.buf[440:456]
 	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 16)
 	st.r47_s = st.buf[480:496]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[504])), 16)
-	st.r52_s = st.buf[520:536]
-	st.r52_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
-	st.r55_s = st.buf[576:592]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
-	st.r66_s = st.buf[616:632]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
+	st.r51_s = st.buf[520:536]
+	st.r51_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[544])), 16)
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[560])), 16)
+	st.r54_s = st.buf[576:592]
+	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[600])), 16)
+	st.r65_s = st.buf[616:632]
+	st.r65_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[640])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 8)
 	st.res = make([]float64, 4)
 	return st
@@ -395,19 +395,19 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
 		runtime.Fill(st.r43_s, 0)
 		runtime.Fill(st.r43_p, 0)
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.SetMask(st.r52_ok)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r66_s, 0)
-		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.SetMask(st.r51_ok)
+		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.Fill(st.r54_p, 0)
+		runtime.Fill(st.r65_s, 0)
+		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 	}
@@ -425,32 +425,32 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
 			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeMask(sts[0].r52_ok, sts[c].r52_ok)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeMask(sts[0].r51_ok, sts[c].r51_ok)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r52_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
+	if !runtime.MaskSet(st.r51_ok[:8]) || !runtime.MaskSet(st.p3_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r39_s, 8)
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r43_s, 8)
 	s.s3 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r47_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r52_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r51_s, 8)
 	s.s5 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r55_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
 	s.s6 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r66_s, 8)
+	runtime.FinishSum(st.res[:1], st.r65_s, 8)
 	s.s7 = float32(st.res[0])
 }
 

@@ -18,7 +18,7 @@ slices hold exactly the stated number of elements, row-major.
 Inputs (data name, shape, meaning):
 
   - next.reward [G, N] (float32): reward of step t (TorchRL key (next, reward))
-  - mask [G, N, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only
+  - mask [G, N, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements
   - log_prob [G, N, L] (float32): log-probability of the taken action under the current policy (network output)
   - sample_log_prob [G, N, L] (float32): log-probability recorded when the action was taken (TorchRL key sample_log_prob)
   - ref_log_prob [G, N, L] (float32): log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full)
@@ -106,7 +106,10 @@ type Inputs struct {
 	// NextReward is "next.reward" [G, N]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
 	// Mask is "mask" [G, N, L]: true where a batch element is valid (token-level RL: false at
-	// padding); every reduction of the loss runs over the valid elements only.
+	// padding); every reduction of the loss runs over the valid elements only. Mapped in a spec
+	// with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's
+	// recursion at done steps, so that padding after a done step reaches no valid step, and its
+	// standardisations (average_gae, average_rewards, average_adv) run over the valid elements.
 	Mask []bool
 	// LogProb is "log_prob" [G, N, L]: log-probability of the taken action under the current policy
 	// (network output).

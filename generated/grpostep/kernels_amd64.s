@@ -386,98 +386,93 @@ blocks_8:
 	VMOVUPS lgc8<>+0(SB), Y5
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y6
-	VMOVUPS lgc9<>+0(SB), Y7
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y2, (SP)
-	VMOVUPS Y3, 32(SP)
+	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMAXPS       Y4, Y2, Y2
-	VMOVUPS      lgc11<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
-	VMULPS       Y2, Y2, Y8
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y4, Y6, Y6
+	VMOVUPS      lgc11<>+0(SB), Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
 	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y9
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y10
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y10
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y2, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc21<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPSLLD       $0x17, Y3, Y3
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y9, Y9
-	VMULPS       Y2, Y9, Y9
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPSLLD       $0x17, Y7, Y7
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v25 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y7, Y4, Y2
-	VMOVUPS lgc22<>+0(SB), Y3
+	// v25 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y5, Y5
+	VANDPS  lgc7<>+0(SB), Y5, Y6
+	VMOVUPS lgc22<>+0(SB), Y7
+	VMOVUPS lgc23<>+0(SB), Y8
 
-	// v27 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y3, Y3
+	// v28 = where(v25, 1.2000000078829447, +Inf)
+	VBLENDVPS Y5, Y7, Y8, Y7
+	VMOVUPS   lgc24<>+0(SB), Y8
+	VMOVUPS   lgc25<>+0(SB), Y10
 
-	// v28 = where(v25, v27, ratio)
-	VBLENDVPS Y2, Y3, Y9, Y2
+	// v31 = where(v25, 0.8000000028326788, -Inf)
+	VBLENDVPS Y5, Y8, Y10, Y5
+	VMOVUPS   lgc4<>+0(SB), Y8
 
-	// v29 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y4, Y3
-	VMOVUPS lgc23<>+0(SB), Y5
+	// v32 = ge(v18, 0)
+	VCMPPS  $0x1d, Y8, Y0, Y8
+	VMOVUPS Y4, (SP)
+	VMOVUPS Y2, 32(SP)
 
-	// v31 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y5, Y5
+	// v33 = min(ratio, v28) tie=first
+	VMINPS Y9, Y7, Y2
 
-	// v32 = where(v29, v31, ratio)
-	VBLENDVPS Y3, Y5, Y9, Y3
-	VMOVUPS   lgc4<>+0(SB), Y5
+	// v34 = max(ratio, v31) tie=first
+	VMAXPS Y9, Y5, Y4
 
-	// v33 = ge(v18, 0)
-	VCMPPS $0x1d, Y5, Y0, Y5
-
-	// ratioClipped = where(v33, v28, v32)
-	VBLENDVPS Y5, Y2, Y3, Y2
+	// ratioClipped = where(v32, v33, v34)
+	VBLENDVPS Y8, Y2, Y4, Y2
 
 	// gain = mul(v18, ratioClipped)
 	VMULPS Y2, Y0, Y0
 
-	// v36 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y0, Y0
+	// v37 = neg(gain)
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
-	// v37 = where(mask, v36, 0)
+	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v37) over [G N L]
+	// sum(v38) over [G N L]
 	VADDPS  3264(SI), Y0, Y0
 	VMOVUPS Y0, 3264(SI)
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y0
-	VANDPS lgc7<>+0(SB), Y0, Y0
-
-	// v42 = where(mask, v41, 0)
-	VANDPS Y0, Y1, Y0
+	// v42 = where(mask, v25, 0)
+	VANDPS Y6, Y1, Y0
 
 	// sum(v42) over [G N L]
 	VADDPS  3584(SI), Y0, Y0
 	VMOVUPS Y0, 3584(SI)
 	VMOVUPS 32(SP), Y0
-	VMOVUPS (SP), Y2
 
 	// v45 = sub(v17, v15)
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y0, Y3, Y0
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y0, Y1, Y0
@@ -485,15 +480,16 @@ blocks_8:
 	// sum(v46) over [G N L]
 	VADDPS  3904(SI), Y0, Y0
 	VMOVUPS Y0, 3904(SI)
-	VMOVUPS lgc25<>+0(SB), Y0
+	VMOVUPS (SP), Y0
+	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v50 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y4, Y0, Y0
+	// v49 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// logsumexp(v50) over [G N L]
+	// logsumexp(v49) over [G N L]
 	VANDPS  Y9, Y1, Y2
-	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
 	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
@@ -507,17 +503,17 @@ blocks_8:
 	MOVQ    refLogProb+64(FP), R8
 	VMOVUPS (R8)(DI*4), Y0
 
-	// v62 = where(mask, refLogProb, 0)
+	// v61 = where(mask, refLogProb, 0)
 	VANDPS  Y0, Y1, Y0
-	VMOVUPS (SP), Y2
+	VMOVUPS 32(SP), Y2
 
-	// v63 = sub(v62, v15)
+	// v62 = sub(v61, v15)
 	VSUBPS Y2, Y0, Y0
 
-	// v64 = where(mask, v63, 0)
+	// v63 = where(mask, v62, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v64)
+	// k3 = expm1_minus_x(v63)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
 	VMOVUPS      lgc11<>+0(SB), Y3
@@ -552,10 +548,10 @@ blocks_8:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y2, Y6, Y6
 
-	// v66 = where(mask, k3, 0)
+	// v65 = where(mask, k3, 0)
 	VANDPS Y6, Y1, Y0
 
-	// sum(v66) over [G N L]
+	// sum(v65) over [G N L]
 	VADDPS       4992(SI), Y0, Y0
 	VMOVUPS      Y0, 4992(SI)
 	DECQ         BX
@@ -927,24 +923,24 @@ DATA lgc22<>+24(SB)/4, $0x3f99999a
 DATA lgc22<>+28(SB)/4, $0x3f99999a
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f4ccccd
-DATA lgc23<>+4(SB)/4, $0x3f4ccccd
-DATA lgc23<>+8(SB)/4, $0x3f4ccccd
-DATA lgc23<>+12(SB)/4, $0x3f4ccccd
-DATA lgc23<>+16(SB)/4, $0x3f4ccccd
-DATA lgc23<>+20(SB)/4, $0x3f4ccccd
-DATA lgc23<>+24(SB)/4, $0x3f4ccccd
-DATA lgc23<>+28(SB)/4, $0x3f4ccccd
+DATA lgc23<>+0(SB)/4, $0x7f800000
+DATA lgc23<>+4(SB)/4, $0x7f800000
+DATA lgc23<>+8(SB)/4, $0x7f800000
+DATA lgc23<>+12(SB)/4, $0x7f800000
+DATA lgc23<>+16(SB)/4, $0x7f800000
+DATA lgc23<>+20(SB)/4, $0x7f800000
+DATA lgc23<>+24(SB)/4, $0x7f800000
+DATA lgc23<>+28(SB)/4, $0x7f800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x80000000
-DATA lgc24<>+4(SB)/4, $0x80000000
-DATA lgc24<>+8(SB)/4, $0x80000000
-DATA lgc24<>+12(SB)/4, $0x80000000
-DATA lgc24<>+16(SB)/4, $0x80000000
-DATA lgc24<>+20(SB)/4, $0x80000000
-DATA lgc24<>+24(SB)/4, $0x80000000
-DATA lgc24<>+28(SB)/4, $0x80000000
+DATA lgc24<>+0(SB)/4, $0x3f4ccccd
+DATA lgc24<>+4(SB)/4, $0x3f4ccccd
+DATA lgc24<>+8(SB)/4, $0x3f4ccccd
+DATA lgc24<>+12(SB)/4, $0x3f4ccccd
+DATA lgc24<>+16(SB)/4, $0x3f4ccccd
+DATA lgc24<>+20(SB)/4, $0x3f4ccccd
+DATA lgc24<>+24(SB)/4, $0x3f4ccccd
+DATA lgc24<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 DATA lgc25<>+0(SB)/4, $0xff800000
@@ -957,25 +953,35 @@ DATA lgc25<>+24(SB)/4, $0xff800000
 DATA lgc25<>+28(SB)/4, $0xff800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xc22c0000
-DATA lgc26<>+4(SB)/4, $0xc22c0000
-DATA lgc26<>+8(SB)/4, $0xc22c0000
-DATA lgc26<>+12(SB)/4, $0xc22c0000
-DATA lgc26<>+16(SB)/4, $0xc22c0000
-DATA lgc26<>+20(SB)/4, $0xc22c0000
-DATA lgc26<>+24(SB)/4, $0xc22c0000
-DATA lgc26<>+28(SB)/4, $0xc22c0000
+DATA lgc26<>+0(SB)/4, $0x80000000
+DATA lgc26<>+4(SB)/4, $0x80000000
+DATA lgc26<>+8(SB)/4, $0x80000000
+DATA lgc26<>+12(SB)/4, $0x80000000
+DATA lgc26<>+16(SB)/4, $0x80000000
+DATA lgc26<>+20(SB)/4, $0x80000000
+DATA lgc26<>+24(SB)/4, $0x80000000
+DATA lgc26<>+28(SB)/4, $0x80000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x42b00000
-DATA lgc27<>+4(SB)/4, $0x42b00000
-DATA lgc27<>+8(SB)/4, $0x42b00000
-DATA lgc27<>+12(SB)/4, $0x42b00000
-DATA lgc27<>+16(SB)/4, $0x42b00000
-DATA lgc27<>+20(SB)/4, $0x42b00000
-DATA lgc27<>+24(SB)/4, $0x42b00000
-DATA lgc27<>+28(SB)/4, $0x42b00000
+DATA lgc27<>+0(SB)/4, $0xc22c0000
+DATA lgc27<>+4(SB)/4, $0xc22c0000
+DATA lgc27<>+8(SB)/4, $0xc22c0000
+DATA lgc27<>+12(SB)/4, $0xc22c0000
+DATA lgc27<>+16(SB)/4, $0xc22c0000
+DATA lgc27<>+20(SB)/4, $0xc22c0000
+DATA lgc27<>+24(SB)/4, $0xc22c0000
+DATA lgc27<>+28(SB)/4, $0xc22c0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x42b00000
+DATA lgc28<>+4(SB)/4, $0x42b00000
+DATA lgc28<>+8(SB)/4, $0x42b00000
+DATA lgc28<>+12(SB)/4, $0x42b00000
+DATA lgc28<>+16(SB)/4, $0x42b00000
+DATA lgc28<>+20(SB)/4, $0x42b00000
+DATA lgc28<>+24(SB)/4, $0x42b00000
+DATA lgc28<>+28(SB)/4, $0x42b00000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -985,35 +991,35 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v39 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v38, v39)
+	// lossObjective = div(v39, v40)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v43, v39)
+	// clipFraction = div(v43, v40)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v47, v39)
+	// klApprox = div(v47, v40)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v53 = mul(2, v52)
-	VMULPS       lgc28<>+0(SB), Y5, Y5
+	// v52 = mul(2, v51)
+	VMULPS       lgc29<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v56 = sub(v53, v55)
+	// v55 = sub(v52, v54)
 	VSUBPS Y6, Y5, Y5
 
-	// v57 = exp(v56)
+	// v56 = exp(v55)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -1043,22 +1049,22 @@ TEXT ·pass3AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v58 = gt(numValid, 0)
+	// v57 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v59 = div(v57, v39)
+	// v58 = div(v56, v40)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v58, v59, 0)
+	// ess = where(v57, v58, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v67, v39)
+	// klToRef = div(v66, v40)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc29<>+0(SB), Y1, Y5
+	VMULPS lgc30<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1086,25 +1092,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x40000000
-DATA lgc28<>+4(SB)/4, $0x40000000
-DATA lgc28<>+8(SB)/4, $0x40000000
-DATA lgc28<>+12(SB)/4, $0x40000000
-DATA lgc28<>+16(SB)/4, $0x40000000
-DATA lgc28<>+20(SB)/4, $0x40000000
-DATA lgc28<>+24(SB)/4, $0x40000000
-DATA lgc28<>+28(SB)/4, $0x40000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x3d23d70a
-DATA lgc29<>+4(SB)/4, $0x3d23d70a
-DATA lgc29<>+8(SB)/4, $0x3d23d70a
-DATA lgc29<>+12(SB)/4, $0x3d23d70a
-DATA lgc29<>+16(SB)/4, $0x3d23d70a
-DATA lgc29<>+20(SB)/4, $0x3d23d70a
-DATA lgc29<>+24(SB)/4, $0x3d23d70a
-DATA lgc29<>+28(SB)/4, $0x3d23d70a
+DATA lgc29<>+0(SB)/4, $0x40000000
+DATA lgc29<>+4(SB)/4, $0x40000000
+DATA lgc29<>+8(SB)/4, $0x40000000
+DATA lgc29<>+12(SB)/4, $0x40000000
+DATA lgc29<>+16(SB)/4, $0x40000000
+DATA lgc29<>+20(SB)/4, $0x40000000
+DATA lgc29<>+24(SB)/4, $0x40000000
+DATA lgc29<>+28(SB)/4, $0x40000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3d23d70a
+DATA lgc30<>+4(SB)/4, $0x3d23d70a
+DATA lgc30<>+8(SB)/4, $0x3d23d70a
+DATA lgc30<>+12(SB)/4, $0x3d23d70a
+DATA lgc30<>+16(SB)/4, $0x3d23d70a
+DATA lgc30<>+20(SB)/4, $0x3d23d70a
+DATA lgc30<>+24(SB)/4, $0x3d23d70a
+DATA lgc30<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1450,14 +1456,14 @@ TEXT ·fbPass3AVX2(SB), $256-96
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v39 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc29<>+0(SB), Y2
+	VMOVUPS lgc30<>+0(SB), Y2
 
-	// v71 = div(0.04, v39)
+	// v70 = div(0.04, v40)
 	VDIVPS Y0, Y2, Y2
 
-	// v78 = div(1, v39)
+	// v77 = div(1, v40)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1509,114 +1515,107 @@ blocks_21:
 	VMOVUPS (SI)(DI*4), Y3
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Y3, Y1, Y3
+	VANDPS Y3, Y1, Y4
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Y0, Y1, Y4
+	VANDPS Y0, Y1, Y5
 
 	// logWeight = sub(v15, v17)
-	VSUBPS  Y3, Y2, Y2
-	VMOVUPS lgc8<>+0(SB), Y3
+	VSUBPS  Y4, Y2, Y2
+	VMOVUPS lgc8<>+0(SB), Y4
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y2, Y3, Y5
+	VMAXPS  Y2, Y4, Y4
 	VMOVUPS lgc9<>+0(SB), Y6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y5, 96(SP)
+	VMINPS Y4, Y6, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VMAXPS       Y2, Y5, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VMAXPS       Y2, Y6, Y6
 	VMOVUPS      lgc11<>+0(SB), Y7
-	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc12<>+0(SB), Y5, Y7
+	VMINPS       Y6, Y7, Y6
+	VMULPS       lgc12<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y5
-	VMULPS       Y5, Y5, Y8
+	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VMULPS       Y6, Y6, Y8
 	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y9
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y10
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y10
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VFMADD213PS  Y5, Y8, Y9
+	VFMADD213PS  Y6, Y8, Y9
 	VADDPS       lgc7<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
-	VPSRLD       $0x01, Y5, Y7
-	VPSUBD       Y7, Y5, Y5
+	VCVTPS2DQ    Y7, Y6
+	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPSRLD       $0x01, Y6, Y7
+	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
-	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y9, Y9
-	VMULPS       Y5, Y9, Y9
+	VMULPS       Y6, Y9, Y9
 
-	// v25 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y6, Y2, Y5
-	VMOVUPS lgc22<>+0(SB), Y6
+	// v25 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y2, Y4, Y4
+	VANDPS  lgc7<>+0(SB), Y4, Y6
+	VMOVUPS lgc22<>+0(SB), Y7
+	VMOVUPS lgc23<>+0(SB), Y8
 
-	// v27 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v28 = where(v25, 1.2000000078829447, +Inf)
+	VBLENDVPS Y4, Y7, Y8, Y7
+	VMOVUPS   lgc24<>+0(SB), Y8
+	VMOVUPS   lgc25<>+0(SB), Y10
 
-	// v28 = where(v25, v27, ratio)
-	VBLENDVPS Y5, Y6, Y9, Y6
+	// v31 = where(v25, 0.8000000028326788, -Inf)
+	VBLENDVPS Y4, Y8, Y10, Y4
+	VMOVUPS   lgc4<>+0(SB), Y8
 
-	// v29 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y3, Y2, Y3
-	VMOVUPS lgc23<>+0(SB), Y7
+	// v32 = ge(v18, 0)
+	VCMPPS  $0x1d, Y8, Y5, Y8
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y2, 128(SP)
 
-	// v31 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y5, 128(SP)
+	// v33 = min(ratio, v28) tie=first
+	VMINPS  Y9, Y7, Y2
+	VMOVUPS Y7, 160(SP)
 
-	// v32 = where(v29, v31, ratio)
-	VBLENDVPS Y3, Y7, Y9, Y5
-	VMOVUPS   lgc4<>+0(SB), Y7
-
-	// v33 = ge(v18, 0)
-	VCMPPS  $0x1d, Y7, Y4, Y7
-	VMOVUPS Y3, 160(SP)
+	// v34 = max(ratio, v31) tie=first
+	VMAXPS  Y9, Y4, Y5
 	VMOVUPS Y4, 192(SP)
 
-	// v34 = where(v33, v28, v32)
-	VBLENDVPS Y7, Y6, Y5, Y3
+	// v35 = where(v32, v33, v34)
+	VBLENDVPS Y8, Y2, Y5, Y2
 
-	// gain = mul(v6, v34)
-	VMULPS Y3, Y0, Y0
+	// gain = mul(v6, v35)
+	VMULPS Y2, Y0, Y0
 
-	// v36 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y0, Y0
+	// v37 = neg(gain)
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
-	// v37 = where(mask, v36, 0)
+	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
 
-	// sum(v37) over [G N L]
+	// sum(v38) over [G N L]
 	MOVQ    state+64(FP), SI
 	VADDPS  3392(SI), Y0, Y0
 	VMOVUPS Y0, 3392(SI)
-	VMOVUPS 96(SP), Y0
 
-	// v41 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y2, Y0, Y0
-	VANDPS lgc7<>+0(SB), Y0, Y0
-
-	// v42 = where(mask, v41, 0)
-	VANDPS Y0, Y1, Y0
+	// v42 = where(mask, v25, 0)
+	VANDPS Y6, Y1, Y0
 
 	// sum(v42) over [G N L]
 	VADDPS  3712(SI), Y0, Y0
 	VMOVUPS Y0, 3712(SI)
-	MOVQ    sampleLogProb+56(FP), R8
-	VMOVUPS (R8)(DI*4), Y0
 	MOVQ    logProb+48(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS (R8)(DI*4), Y0
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y0, Y0
+	VSUBPS Y0, Y3, Y0
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Y0, Y1, Y0
@@ -1624,16 +1623,17 @@ blocks_21:
 	// sum(v46) over [G N L]
 	VADDPS  4032(SI), Y0, Y0
 	VMOVUPS Y0, 4032(SI)
-	VMOVUPS lgc25<>+0(SB), Y0
+	VMOVUPS 128(SP), Y0
+	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v50 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y2, Y0, Y0
-	VMOVUPS   Y7, 224(SP)
+	// v49 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y1, Y0, Y2, Y0
+	VMOVUPS   Y8, 224(SP)
 
-	// logsumexp(v50) over [G N L]
+	// logsumexp(v49) over [G N L]
 	VANDPS  Y9, Y1, Y2
-	VCMPPS  $0x15, lgc26<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc27<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
 	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
@@ -1649,13 +1649,13 @@ blocks_21:
 	MOVQ    logProb+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y2
 
-	// v62 = sub(refLogProb, logProb)
+	// v61 = sub(refLogProb, logProb)
 	VSUBPS Y2, Y0, Y0
 
-	// v63 = where(mask, v62, 0)
+	// v62 = where(mask, v61, 0)
 	VANDPS Y0, Y1, Y0
 
-	// k3 = expm1_minus_x(v63)
+	// k3 = expm1_minus_x(v62)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
 	VMOVUPS      lgc11<>+0(SB), Y3
@@ -1690,124 +1690,97 @@ blocks_21:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
-	// v65 = where(mask, k3, 0)
+	// v64 = where(mask, k3, 0)
 	VANDPS Y6, Y1, Y2
 
-	// sum(v65) over [G N L]
+	// sum(v64) over [G N L]
 	VADDPS  5120(SI), Y2, Y2
 	VMOVUPS Y2, 5120(SI)
-	VMOVUPS lgc30<>+0(SB), Y2
+	VMOVUPS lgc31<>+0(SB), Y2
 
-	// v73 = lt(v63, -40)
+	// v72 = lt(v62, -40)
 	VCMPPS $0x11, Y2, Y0, Y2
 
-	// v75 = add(k3, v63)
+	// v74 = add(k3, v62)
 	VADDPS  Y0, Y6, Y0
-	VMOVUPS lgc31<>+0(SB), Y3
+	VMOVUPS lgc32<>+0(SB), Y3
 
-	// v76 = where(v73, -1, v75)
+	// v75 = where(v72, -1, v74)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   (SP), Y2
 
-	// v77 = mul(v71, v76)
+	// v76 = mul(v70, v75)
 	VMULPS  Y0, Y2, Y0
 	VMOVUPS 32(SP), Y2
 
-	// v79 = where(mask, v78, 0)
-	VANDPS Y2, Y1, Y1
+	// v78 = where(mask, v77, 0)
+	VANDPS Y2, Y1, Y2
 
-	// v80 = neg(v79)
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	// v79 = neg(v78)
+	VXORPS  lgc26<>+0(SB), Y2, Y2
+	VMOVUPS lgc4<>+0(SB), Y3
 
-	// v81 = ne(v80, 0)
-	VCMPPS  $0x04, Y2, Y1, Y3
-	VMOVUPS 192(SP), Y4
+	// v80 = ne(v79, 0)
+	VCMPPS  $0x04, Y3, Y2, Y4
+	VMOVUPS 96(SP), Y5
 
-	// v82 = mul(v80, v18)
-	VMULPS Y4, Y1, Y4
+	// v81 = mul(v79, v18)
+	VMULPS Y5, Y2, Y5
 
-	// v83 = where(v81, v82, v80)
-	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   224(SP), Y3
-	VMOVUPS   lgc4<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
+	// v82 = where(v80, v81, v79)
+	VBLENDVPS Y4, Y5, Y2, Y2
+	VMOVUPS   224(SP), Y4
+	VMOVUPS   lgc4<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// v84 = where(v33, v83, 0)
-	VANDPS Y1, Y4, Y3
+	// v83 = where(v32, v82, 0)
+	VANDPS Y2, Y5, Y4
 
-	// v85 = where(v33, 0, v83)
-	VANDNPS Y1, Y4, Y1
-	VMOVUPS 160(SP), Y4
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	// v84 = where(v32, 0, v82)
+	VANDNPS Y2, Y5, Y2
+	VMOVUPS 192(SP), Y5
 
-	// v86 = where(v29, v85, 0)
-	VANDPS Y1, Y5, Y4
-
-	// v87 = where(v29, 0, v85)
-	VANDNPS Y1, Y5, Y1
-	VMOVUPS lgc23<>+0(SB), Y5
-
-	// v88 = ge(ratio, 0.8000000028326788)
+	// v85 = ge(ratio, v31)
 	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v89 = ne(ratio, ratio)
+	// v86 = ne(ratio, ratio)
 	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v90 = max(v88, v89)
+	// v87 = max(v85, v86)
 	VORPS Y5, Y6, Y5
 
-	// v91 = where(v90, v86, 0)
+	// v88 = where(v87, v84, 0)
+	VANDPS  Y2, Y5, Y2
+	VMOVUPS 160(SP), Y5
+
+	// v89 = le(ratio, v28)
+	VCMPPS $0x12, Y5, Y9, Y5
+
+	// v90 = max(v89, v86)
+	VORPS Y5, Y6, Y5
+
+	// v91 = where(v90, v83, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v92 = add(v87, v91)
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 128(SP), Y4
-	VMOVUPS lgc4<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y4, Y5
+	// v92 = add(v88, v91)
+	VADDPS Y4, Y2, Y2
 
-	// v93 = where(v25, v84, 0)
-	VANDPS Y3, Y5, Y4
+	// v93 = ne(v92, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v94 = where(v25, 0, v84)
-	VANDNPS Y3, Y5, Y3
+	// v94 = mul(v92, ratio)
+	VMULPS Y9, Y2, Y4
 
-	// v95 = add(v92, v94)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS lgc22<>+0(SB), Y3
+	// v95 = where(v93, v94, v92)
+	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v96 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y9, Y3
+	// v96 = neg(v76)
+	VXORPS lgc26<>+0(SB), Y0, Y0
 
-	// v97 = max(v96, v89)
-	VORPS Y3, Y6, Y3
+	// v97 = add(v96, v95)
+	VADDPS Y2, Y0, Y0
 
-	// v98 = where(v97, v93, 0)
-	VANDPS Y4, Y3, Y3
-
-	// v99 = add(v95, v98)
-	VADDPS Y3, Y1, Y1
-
-	// v100 = ne(v99, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
-
-	// v101 = mul(v99, ratio)
-	VMULPS Y9, Y1, Y3
-
-	// v102 = where(v100, v101, v99)
-	VBLENDVPS Y2, Y3, Y1, Y1
-
-	// v103 = neg(v77)
-	VXORPS lgc24<>+0(SB), Y0, Y0
-
-	// v104 = add(v103, v102)
-	VADDPS    Y1, Y0, Y0
-	MOVQ      mask+40(FP), SI
-	VPMOVZXBD (SI)(DI*1), Y1
-	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
-
-	// gradLogProb = where(mask, v104, 0)
+	// gradLogProb = where(mask, v97, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb
@@ -1996,25 +1969,25 @@ noflush_22:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0xc2200000
-DATA lgc30<>+4(SB)/4, $0xc2200000
-DATA lgc30<>+8(SB)/4, $0xc2200000
-DATA lgc30<>+12(SB)/4, $0xc2200000
-DATA lgc30<>+16(SB)/4, $0xc2200000
-DATA lgc30<>+20(SB)/4, $0xc2200000
-DATA lgc30<>+24(SB)/4, $0xc2200000
-DATA lgc30<>+28(SB)/4, $0xc2200000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xbf800000
-DATA lgc31<>+4(SB)/4, $0xbf800000
-DATA lgc31<>+8(SB)/4, $0xbf800000
-DATA lgc31<>+12(SB)/4, $0xbf800000
-DATA lgc31<>+16(SB)/4, $0xbf800000
-DATA lgc31<>+20(SB)/4, $0xbf800000
-DATA lgc31<>+24(SB)/4, $0xbf800000
-DATA lgc31<>+28(SB)/4, $0xbf800000
+DATA lgc31<>+0(SB)/4, $0xc2200000
+DATA lgc31<>+4(SB)/4, $0xc2200000
+DATA lgc31<>+8(SB)/4, $0xc2200000
+DATA lgc31<>+12(SB)/4, $0xc2200000
+DATA lgc31<>+16(SB)/4, $0xc2200000
+DATA lgc31<>+20(SB)/4, $0xc2200000
+DATA lgc31<>+24(SB)/4, $0xc2200000
+DATA lgc31<>+28(SB)/4, $0xc2200000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0xbf800000
+DATA lgc32<>+4(SB)/4, $0xbf800000
+DATA lgc32<>+8(SB)/4, $0xbf800000
+DATA lgc32<>+12(SB)/4, $0xbf800000
+DATA lgc32<>+16(SB)/4, $0xbf800000
+DATA lgc32<>+20(SB)/4, $0xbf800000
+DATA lgc32<>+24(SB)/4, $0xbf800000
+DATA lgc32<>+28(SB)/4, $0xbf800000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2024,35 +1997,35 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc7<>+0(SB), Y1
 
-	// v39 = max(numValid, 1)
+	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// lossObjective = div(v38, v39)
+	// lossObjective = div(v39, v40)
 	VDIVPS       Y1, Y2, Y2
 	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// clipFraction = div(v43, v39)
+	// clipFraction = div(v43, v40)
 	VDIVPS       Y1, Y3, Y3
 	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// klApprox = div(v47, v39)
+	// klApprox = div(v47, v40)
 	VDIVPS       Y1, Y4, Y4
 	MOVQ         s5+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v53 = mul(2, v52)
-	VMULPS       lgc28<>+0(SB), Y5, Y5
+	// v52 = mul(2, v51)
+	VMULPS       lgc29<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v56 = sub(v53, v55)
+	// v55 = sub(v52, v54)
 	VSUBPS Y6, Y5, Y5
 
-	// v57 = exp(v56)
+	// v56 = exp(v55)
 	VMOVUPS      lgc10<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
 	VMOVUPS      lgc11<>+0(SB), Y6
@@ -2082,22 +2055,22 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VMULPS       Y5, Y8, Y8
 	VMOVUPS      lgc4<>+0(SB), Y5
 
-	// v58 = gt(numValid, 0)
+	// v57 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 
-	// v59 = div(v57, v39)
+	// v58 = div(v56, v40)
 	VDIVPS Y1, Y8, Y5
 
-	// ess = where(v58, v59, 0)
+	// ess = where(v57, v58, 0)
 	VANDPS       Y5, Y0, Y0
 	MOVQ         s7+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// klToRef = div(v66, v39)
+	// klToRef = div(v65, v40)
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc29<>+0(SB), Y1, Y5
+	VMULPS lgc30<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2184,23 +2157,22 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc33<>+0(SB), Y0, Y1
+	VMULPS       lgc34<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc34<>+0(SB), Y3, Y3
-	VPAND        lgc35<>+0(SB), Y1, Y1
+	VPSUBD       lgc35<>+0(SB), Y3, Y3
+	VPAND        lgc36<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc36<>+0(SB), Y2, Y1
+	VPAND        lgc37<>+0(SB), Y2, Y1
 	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc37<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
 	VMULPS       lgc20<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc38<>+0(SB), Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VMOVAPS      lgc39<>+0(SB), Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
@@ -2208,6 +2180,7 @@ bulk_25:
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2218,9 +2191,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2231,174 +2204,164 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x00800000
-DATA lgc32<>+4(SB)/4, $0x00800000
-DATA lgc32<>+8(SB)/4, $0x00800000
-DATA lgc32<>+12(SB)/4, $0x00800000
-DATA lgc32<>+16(SB)/4, $0x00800000
-DATA lgc32<>+20(SB)/4, $0x00800000
-DATA lgc32<>+24(SB)/4, $0x00800000
-DATA lgc32<>+28(SB)/4, $0x00800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x4b000000
-DATA lgc33<>+4(SB)/4, $0x4b000000
-DATA lgc33<>+8(SB)/4, $0x4b000000
-DATA lgc33<>+12(SB)/4, $0x4b000000
-DATA lgc33<>+16(SB)/4, $0x4b000000
-DATA lgc33<>+20(SB)/4, $0x4b000000
-DATA lgc33<>+24(SB)/4, $0x4b000000
-DATA lgc33<>+28(SB)/4, $0x4b000000
+DATA lgc33<>+0(SB)/4, $0x00800000
+DATA lgc33<>+4(SB)/4, $0x00800000
+DATA lgc33<>+8(SB)/4, $0x00800000
+DATA lgc33<>+12(SB)/4, $0x00800000
+DATA lgc33<>+16(SB)/4, $0x00800000
+DATA lgc33<>+20(SB)/4, $0x00800000
+DATA lgc33<>+24(SB)/4, $0x00800000
+DATA lgc33<>+28(SB)/4, $0x00800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x0000007f
-DATA lgc34<>+4(SB)/4, $0x0000007f
-DATA lgc34<>+8(SB)/4, $0x0000007f
-DATA lgc34<>+12(SB)/4, $0x0000007f
-DATA lgc34<>+16(SB)/4, $0x0000007f
-DATA lgc34<>+20(SB)/4, $0x0000007f
-DATA lgc34<>+24(SB)/4, $0x0000007f
-DATA lgc34<>+28(SB)/4, $0x0000007f
+DATA lgc34<>+0(SB)/4, $0x4b000000
+DATA lgc34<>+4(SB)/4, $0x4b000000
+DATA lgc34<>+8(SB)/4, $0x4b000000
+DATA lgc34<>+12(SB)/4, $0x4b000000
+DATA lgc34<>+16(SB)/4, $0x4b000000
+DATA lgc34<>+20(SB)/4, $0x4b000000
+DATA lgc34<>+24(SB)/4, $0x4b000000
+DATA lgc34<>+28(SB)/4, $0x4b000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xffffffe9
-DATA lgc35<>+4(SB)/4, $0xffffffe9
-DATA lgc35<>+8(SB)/4, $0xffffffe9
-DATA lgc35<>+12(SB)/4, $0xffffffe9
-DATA lgc35<>+16(SB)/4, $0xffffffe9
-DATA lgc35<>+20(SB)/4, $0xffffffe9
-DATA lgc35<>+24(SB)/4, $0xffffffe9
-DATA lgc35<>+28(SB)/4, $0xffffffe9
+DATA lgc35<>+0(SB)/4, $0x0000007f
+DATA lgc35<>+4(SB)/4, $0x0000007f
+DATA lgc35<>+8(SB)/4, $0x0000007f
+DATA lgc35<>+12(SB)/4, $0x0000007f
+DATA lgc35<>+16(SB)/4, $0x0000007f
+DATA lgc35<>+20(SB)/4, $0x0000007f
+DATA lgc35<>+24(SB)/4, $0x0000007f
+DATA lgc35<>+28(SB)/4, $0x0000007f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x007fffff
-DATA lgc36<>+4(SB)/4, $0x007fffff
-DATA lgc36<>+8(SB)/4, $0x007fffff
-DATA lgc36<>+12(SB)/4, $0x007fffff
-DATA lgc36<>+16(SB)/4, $0x007fffff
-DATA lgc36<>+20(SB)/4, $0x007fffff
-DATA lgc36<>+24(SB)/4, $0x007fffff
-DATA lgc36<>+28(SB)/4, $0x007fffff
+DATA lgc36<>+0(SB)/4, $0xffffffe9
+DATA lgc36<>+4(SB)/4, $0xffffffe9
+DATA lgc36<>+8(SB)/4, $0xffffffe9
+DATA lgc36<>+12(SB)/4, $0xffffffe9
+DATA lgc36<>+16(SB)/4, $0xffffffe9
+DATA lgc36<>+20(SB)/4, $0xffffffe9
+DATA lgc36<>+24(SB)/4, $0xffffffe9
+DATA lgc36<>+28(SB)/4, $0xffffffe9
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3fb504f3
-DATA lgc37<>+4(SB)/4, $0x3fb504f3
-DATA lgc37<>+8(SB)/4, $0x3fb504f3
-DATA lgc37<>+12(SB)/4, $0x3fb504f3
-DATA lgc37<>+16(SB)/4, $0x3fb504f3
-DATA lgc37<>+20(SB)/4, $0x3fb504f3
-DATA lgc37<>+24(SB)/4, $0x3fb504f3
-DATA lgc37<>+28(SB)/4, $0x3fb504f3
+DATA lgc37<>+0(SB)/4, $0x007fffff
+DATA lgc37<>+4(SB)/4, $0x007fffff
+DATA lgc37<>+8(SB)/4, $0x007fffff
+DATA lgc37<>+12(SB)/4, $0x007fffff
+DATA lgc37<>+16(SB)/4, $0x007fffff
+DATA lgc37<>+20(SB)/4, $0x007fffff
+DATA lgc37<>+24(SB)/4, $0x007fffff
+DATA lgc37<>+28(SB)/4, $0x007fffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3d9021bb
-DATA lgc38<>+4(SB)/4, $0x3d9021bb
-DATA lgc38<>+8(SB)/4, $0x3d9021bb
-DATA lgc38<>+12(SB)/4, $0x3d9021bb
-DATA lgc38<>+16(SB)/4, $0x3d9021bb
-DATA lgc38<>+20(SB)/4, $0x3d9021bb
-DATA lgc38<>+24(SB)/4, $0x3d9021bb
-DATA lgc38<>+28(SB)/4, $0x3d9021bb
+DATA lgc38<>+0(SB)/4, $0x3fb504f3
+DATA lgc38<>+4(SB)/4, $0x3fb504f3
+DATA lgc38<>+8(SB)/4, $0x3fb504f3
+DATA lgc38<>+12(SB)/4, $0x3fb504f3
+DATA lgc38<>+16(SB)/4, $0x3fb504f3
+DATA lgc38<>+20(SB)/4, $0x3fb504f3
+DATA lgc38<>+24(SB)/4, $0x3fb504f3
+DATA lgc38<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdebd1b8
-DATA lgc39<>+4(SB)/4, $0xbdebd1b8
-DATA lgc39<>+8(SB)/4, $0xbdebd1b8
-DATA lgc39<>+12(SB)/4, $0xbdebd1b8
-DATA lgc39<>+16(SB)/4, $0xbdebd1b8
-DATA lgc39<>+20(SB)/4, $0xbdebd1b8
-DATA lgc39<>+24(SB)/4, $0xbdebd1b8
-DATA lgc39<>+28(SB)/4, $0xbdebd1b8
+DATA lgc39<>+0(SB)/4, $0x3d9021bb
+DATA lgc39<>+4(SB)/4, $0x3d9021bb
+DATA lgc39<>+8(SB)/4, $0x3d9021bb
+DATA lgc39<>+12(SB)/4, $0x3d9021bb
+DATA lgc39<>+16(SB)/4, $0x3d9021bb
+DATA lgc39<>+20(SB)/4, $0x3d9021bb
+DATA lgc39<>+24(SB)/4, $0x3d9021bb
+DATA lgc39<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3def251a
-DATA lgc40<>+4(SB)/4, $0x3def251a
-DATA lgc40<>+8(SB)/4, $0x3def251a
-DATA lgc40<>+12(SB)/4, $0x3def251a
-DATA lgc40<>+16(SB)/4, $0x3def251a
-DATA lgc40<>+20(SB)/4, $0x3def251a
-DATA lgc40<>+24(SB)/4, $0x3def251a
-DATA lgc40<>+28(SB)/4, $0x3def251a
+DATA lgc40<>+0(SB)/4, $0xbdebd1b8
+DATA lgc40<>+4(SB)/4, $0xbdebd1b8
+DATA lgc40<>+8(SB)/4, $0xbdebd1b8
+DATA lgc40<>+12(SB)/4, $0xbdebd1b8
+DATA lgc40<>+16(SB)/4, $0xbdebd1b8
+DATA lgc40<>+20(SB)/4, $0xbdebd1b8
+DATA lgc40<>+24(SB)/4, $0xbdebd1b8
+DATA lgc40<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+0(SB)/4, $0x3def251a
+DATA lgc41<>+4(SB)/4, $0x3def251a
+DATA lgc41<>+8(SB)/4, $0x3def251a
+DATA lgc41<>+12(SB)/4, $0x3def251a
+DATA lgc41<>+16(SB)/4, $0x3def251a
+DATA lgc41<>+20(SB)/4, $0x3def251a
+DATA lgc41<>+24(SB)/4, $0x3def251a
+DATA lgc41<>+28(SB)/4, $0x3def251a
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e11e9bf
-DATA lgc42<>+4(SB)/4, $0x3e11e9bf
-DATA lgc42<>+8(SB)/4, $0x3e11e9bf
-DATA lgc42<>+12(SB)/4, $0x3e11e9bf
-DATA lgc42<>+16(SB)/4, $0x3e11e9bf
-DATA lgc42<>+20(SB)/4, $0x3e11e9bf
-DATA lgc42<>+24(SB)/4, $0x3e11e9bf
-DATA lgc42<>+28(SB)/4, $0x3e11e9bf
+DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe2aae50
-DATA lgc43<>+4(SB)/4, $0xbe2aae50
-DATA lgc43<>+8(SB)/4, $0xbe2aae50
-DATA lgc43<>+12(SB)/4, $0xbe2aae50
-DATA lgc43<>+16(SB)/4, $0xbe2aae50
-DATA lgc43<>+20(SB)/4, $0xbe2aae50
-DATA lgc43<>+24(SB)/4, $0xbe2aae50
-DATA lgc43<>+28(SB)/4, $0xbe2aae50
+DATA lgc43<>+0(SB)/4, $0x3e11e9bf
+DATA lgc43<>+4(SB)/4, $0x3e11e9bf
+DATA lgc43<>+8(SB)/4, $0x3e11e9bf
+DATA lgc43<>+12(SB)/4, $0x3e11e9bf
+DATA lgc43<>+16(SB)/4, $0x3e11e9bf
+DATA lgc43<>+20(SB)/4, $0x3e11e9bf
+DATA lgc43<>+24(SB)/4, $0x3e11e9bf
+DATA lgc43<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e4cceac
-DATA lgc44<>+4(SB)/4, $0x3e4cceac
-DATA lgc44<>+8(SB)/4, $0x3e4cceac
-DATA lgc44<>+12(SB)/4, $0x3e4cceac
-DATA lgc44<>+16(SB)/4, $0x3e4cceac
-DATA lgc44<>+20(SB)/4, $0x3e4cceac
-DATA lgc44<>+24(SB)/4, $0x3e4cceac
-DATA lgc44<>+28(SB)/4, $0x3e4cceac
+DATA lgc44<>+0(SB)/4, $0xbe2aae50
+DATA lgc44<>+4(SB)/4, $0xbe2aae50
+DATA lgc44<>+8(SB)/4, $0xbe2aae50
+DATA lgc44<>+12(SB)/4, $0xbe2aae50
+DATA lgc44<>+16(SB)/4, $0xbe2aae50
+DATA lgc44<>+20(SB)/4, $0xbe2aae50
+DATA lgc44<>+24(SB)/4, $0xbe2aae50
+DATA lgc44<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe7ffffc
-DATA lgc45<>+4(SB)/4, $0xbe7ffffc
-DATA lgc45<>+8(SB)/4, $0xbe7ffffc
-DATA lgc45<>+12(SB)/4, $0xbe7ffffc
-DATA lgc45<>+16(SB)/4, $0xbe7ffffc
-DATA lgc45<>+20(SB)/4, $0xbe7ffffc
-DATA lgc45<>+24(SB)/4, $0xbe7ffffc
-DATA lgc45<>+28(SB)/4, $0xbe7ffffc
+DATA lgc45<>+0(SB)/4, $0x3e4cceac
+DATA lgc45<>+4(SB)/4, $0x3e4cceac
+DATA lgc45<>+8(SB)/4, $0x3e4cceac
+DATA lgc45<>+12(SB)/4, $0x3e4cceac
+DATA lgc45<>+16(SB)/4, $0x3e4cceac
+DATA lgc45<>+20(SB)/4, $0x3e4cceac
+DATA lgc45<>+24(SB)/4, $0x3e4cceac
+DATA lgc45<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+0(SB)/4, $0xbe7ffffc
+DATA lgc46<>+4(SB)/4, $0xbe7ffffc
+DATA lgc46<>+8(SB)/4, $0xbe7ffffc
+DATA lgc46<>+12(SB)/4, $0xbe7ffffc
+DATA lgc46<>+16(SB)/4, $0xbe7ffffc
+DATA lgc46<>+20(SB)/4, $0xbe7ffffc
+DATA lgc46<>+24(SB)/4, $0xbe7ffffc
+DATA lgc46<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7fc00000
-DATA lgc47<>+4(SB)/4, $0x7fc00000
-DATA lgc47<>+8(SB)/4, $0x7fc00000
-DATA lgc47<>+12(SB)/4, $0x7fc00000
-DATA lgc47<>+16(SB)/4, $0x7fc00000
-DATA lgc47<>+20(SB)/4, $0x7fc00000
-DATA lgc47<>+24(SB)/4, $0x7fc00000
-DATA lgc47<>+28(SB)/4, $0x7fc00000
+DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x7f800000
-DATA lgc48<>+4(SB)/4, $0x7f800000
-DATA lgc48<>+8(SB)/4, $0x7f800000
-DATA lgc48<>+12(SB)/4, $0x7f800000
-DATA lgc48<>+16(SB)/4, $0x7f800000
-DATA lgc48<>+20(SB)/4, $0x7f800000
-DATA lgc48<>+24(SB)/4, $0x7f800000
-DATA lgc48<>+28(SB)/4, $0x7f800000
+DATA lgc48<>+0(SB)/4, $0x7fc00000
+DATA lgc48<>+4(SB)/4, $0x7fc00000
+DATA lgc48<>+8(SB)/4, $0x7fc00000
+DATA lgc48<>+12(SB)/4, $0x7fc00000
+DATA lgc48<>+16(SB)/4, $0x7fc00000
+DATA lgc48<>+20(SB)/4, $0x7fc00000
+DATA lgc48<>+24(SB)/4, $0x7fc00000
+DATA lgc48<>+28(SB)/4, $0x7fc00000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -2414,23 +2377,22 @@ bulk_27:
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc33<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc34<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc34<>+0(SB), Y4, Y4
-	VPAND        lgc35<>+0(SB), Y2, Y2
+	VPSUBD       lgc35<>+0(SB), Y4, Y4
+	VPAND        lgc36<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc36<>+0(SB), Y3, Y2
+	VPAND        lgc37<>+0(SB), Y3, Y2
 	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc37<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
 	VMULPS       lgc20<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc38<>+0(SB), Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VMOVAPS      lgc39<>+0(SB), Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
@@ -2438,6 +2400,7 @@ bulk_27:
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2448,9 +2411,9 @@ bulk_27:
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc23<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc7<>+0(SB), Y1, Y2
@@ -2461,8 +2424,8 @@ bulk_27:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

@@ -14,12 +14,12 @@ import (
 type scratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
 	s1   []float32         // std = std(nextReward) over N correction=1 [G=4]
-	s2   float32           // v38 = sum(v37) over G,N,L
+	s2   float32           // v39 = sum(v38) over G,N,L
 	s3   float32           // v43 = sum(v42) over G,N,L
 	s4   float32           // v47 = sum(v46) over G,N,L
-	s5   float32           // v52 = logsumexp(v50) over G,N,L
-	s6   float32           // v55 = logsumexp(v54) over G,N,L
-	s7   float32           // v67 = sum(v66) over G,N,L
+	s5   float32           // v51 = logsumexp(v49) over G,N,L
+	s6   float32           // v54 = logsumexp(v53) over G,N,L
+	s7   float32           // v66 = sum(v65) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	std  []runtime.Welford // accumulators of std
 }
@@ -85,23 +85,23 @@ var pass2GoChunks = 1
 // pass2GoStates are the reduction states of pass2Go over one chunk of G.
 type pass2GoStates struct {
 	numValid float64           // numValid = sum(v12) over G,N,L
-	acc38    float64           // v38 = sum(v37) over G,N,L
+	acc39    float64           // v39 = sum(v38) over G,N,L
 	acc43    float64           // v43 = sum(v42) over G,N,L
 	acc47    float64           // v47 = sum(v46) over G,N,L
-	acc52    runtime.LogSumExp // v52 = logsumexp(v50) over G,N,L
-	acc55    runtime.LogSumExp // v55 = logsumexp(v54) over G,N,L
-	acc67    float64           // v67 = sum(v66) over G,N,L
+	acc51    runtime.LogSumExp // v51 = logsumexp(v49) over G,N,L
+	acc54    runtime.LogSumExp // v54 = logsumexp(v53) over G,N,L
+	acc66    float64           // v66 = sum(v65) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc43, b.acc43)
 	mergeSum(&a.acc47, b.acc47)
-	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeLogsumexp(&a.acc55, b.acc55)
-	mergeSum(&a.acc67, b.acc67)
+	mergeLogsumexp(&a.acc51, b.acc51)
+	mergeLogsumexp(&a.acc54, b.acc54)
+	mergeSum(&a.acc66, b.acc66)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of G, its reduction states into st.
@@ -112,16 +112,17 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	c20 := float32(-0.22314355)
 	c21 := float32(0.18232156)
 	c26 := float32(1.2)
-	c30 := float32(0.8)
-	c49 := float32(math.Inf(-1))
+	c27 := float32(math.Inf(1))
+	c29 := float32(0.8)
+	c30 := float32(math.Inf(-1))
 	two := float32(2)
 	numValid := 0.0
-	acc38 := 0.0
+	acc39 := 0.0
 	acc43 := 0.0
 	acc47 := 0.0
-	acc52 := runtime.NewLogSumExp()
-	acc55 := runtime.NewLogSumExp()
-	acc67 := 0.0
+	acc51 := runtime.NewLogSumExp()
+	acc54 := runtime.NewLogSumExp()
+	acc66 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -143,45 +144,43 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 				v22 := max(logWeight, c20)
 				logWeightClip := min(v22, c21)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v25 := b2f(logWeight > c21)
-				v27 := min(ratio, c26)
-				v28 := sel(v25, v27, ratio)
-				v29 := b2f(logWeight < c20)
-				v31 := max(ratio, c30)
-				v32 := sel(v29, v31, ratio)
-				v33 := b2f(v18 >= zero)
-				ratioClipped := sel(v33, v28, v32)
+				v25 := b2f(logWeightClip != logWeight)
+				v28 := sel(v25, c26, c27)
+				v31 := sel(v25, c29, c30)
+				v32 := b2f(v18 >= zero)
+				v33 := min(ratio, v28)
+				v34 := max(ratio, v31)
+				ratioClipped := sel(v32, v33, v34)
 				gain := float32(v18 * ratioClipped)
-				v36 := -gain
-				v37 := sel(mask, v36, zero)
-				acc38 += float64(v37)
-				v41 := b2f(logWeightClip != logWeight)
-				v42 := sel(mask, v41, zero)
+				v37 := -gain
+				v38 := sel(mask, v37, zero)
+				acc39 += float64(v38)
+				v42 := sel(mask, v25, zero)
 				acc43 += float64(v42)
 				v45 := v17 - v15
 				v46 := sel(mask, v45, zero)
 				acc47 += float64(v46)
-				v50 := sel(mask, logWeight, c49)
-				acc52.Add(float64(v50))
-				v54 := float32(two * v50)
-				acc55.Add(float64(v54))
+				v49 := sel(mask, logWeight, c30)
+				acc51.Add(float64(v49))
+				v53 := float32(two * v49)
+				acc54.Add(float64(v53))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v62 := sel(mask, refLogProb, zero)
-				v63 := v62 - v15
-				v64 := sel(mask, v63, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v64)))
-				v66 := sel(mask, k3, zero)
-				acc67 += float64(v66)
+				v61 := sel(mask, refLogProb, zero)
+				v62 := v61 - v15
+				v63 := sel(mask, v62, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v63)))
+				v65 := sel(mask, k3, zero)
+				acc66 += float64(v65)
 			}
 		}
 	}
 	st.numValid = numValid
-	st.acc38 = acc38
+	st.acc39 = acc39
 	st.acc43 = acc43
 	st.acc47 = acc47
-	st.acc52 = acc52
-	st.acc55 = acc55
-	st.acc67 = acc67
+	st.acc51 = acc51
+	st.acc54 = acc54
+	st.acc66 = acc66
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64],
@@ -201,12 +200,12 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s2 = float32(st.acc38)
+	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc43)
 	s.s4 = float32(st.acc47)
-	s.s5 = float32(st.acc52.Result())
-	s.s6 = float32(st.acc55.Result())
-	s.s7 = float32(st.acc67)
+	s.s5 = float32(st.acc51.Result())
+	s.s6 = float32(st.acc54.Result())
+	s.s7 = float32(st.acc66)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -214,30 +213,30 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c69 := float32(0.04)
+	c68 := float32(0.04)
 	numValid := out.NumValid
-	v38 := s.s2
-	v39 := max(numValid, one)
-	lossObjective := v38 / v39
+	v39 := s.s2
+	v40 := max(numValid, one)
+	lossObjective := v39 / v40
 	out.LossObjective = lossObjective
 	v43 := s.s3
-	clipFraction := v43 / v39
+	clipFraction := v43 / v40
 	out.ClipFraction = clipFraction
 	v47 := s.s4
-	klApprox := v47 / v39
+	klApprox := v47 / v40
 	out.KLApprox = klApprox
-	v52 := s.s5
-	v53 := float32(two * v52)
-	v55 := s.s6
-	v56 := v53 - v55
-	v57 := float32(math.Exp(float64(v56)))
-	v58 := b2f(numValid > zero)
-	v59 := v57 / v39
-	ess := sel(v58, v59, zero)
+	v51 := s.s5
+	v52 := float32(two * v51)
+	v54 := s.s6
+	v55 := v52 - v54
+	v56 := float32(math.Exp(float64(v55)))
+	v57 := b2f(numValid > zero)
+	v58 := v56 / v40
+	ess := sel(v57, v58, zero)
 	out.ESS = ess
-	v67 := s.s7
-	klToRef := v67 / v39
-	lossKLToRef := float32(c69 * klToRef)
+	v66 := s.s7
+	klToRef := v66 / v40
+	lossKLToRef := float32(c68 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }
@@ -247,12 +246,12 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 type fbScratch struct {
 	s0   []float32         // mean = mean(nextReward) over N [G=4]
 	s1   []float32         // std = std(nextReward) over N correction=1 [G=4]
-	s2   float32           // v38 = sum(v37) over G,N,L
+	s2   float32           // v39 = sum(v38) over G,N,L
 	s3   float32           // v43 = sum(v42) over G,N,L
 	s4   float32           // v47 = sum(v46) over G,N,L
-	s5   float32           // v52 = logsumexp(v50) over G,N,L
-	s6   float32           // v55 = logsumexp(v54) over G,N,L
-	s7   float32           // v66 = sum(v65) over G,N,L
+	s5   float32           // v51 = logsumexp(v49) over G,N,L
+	s6   float32           // v54 = logsumexp(v53) over G,N,L
+	s7   float32           // v65 = sum(v64) over G,N,L
 	mean []runtime.Mean    // accumulators of mean
 	std  []runtime.Welford // accumulators of std
 }
@@ -369,22 +368,22 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of G.
 type fbPass3GoStates struct {
-	acc38 float64           // v38 = sum(v37) over G,N,L
+	acc39 float64           // v39 = sum(v38) over G,N,L
 	acc43 float64           // v43 = sum(v42) over G,N,L
 	acc47 float64           // v47 = sum(v46) over G,N,L
-	acc52 runtime.LogSumExp // v52 = logsumexp(v50) over G,N,L
-	acc55 runtime.LogSumExp // v55 = logsumexp(v54) over G,N,L
-	acc66 float64           // v66 = sum(v65) over G,N,L
+	acc51 runtime.LogSumExp // v51 = logsumexp(v49) over G,N,L
+	acc54 runtime.LogSumExp // v54 = logsumexp(v53) over G,N,L
+	acc65 float64           // v65 = sum(v64) over G,N,L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
-	mergeSum(&a.acc38, b.acc38)
+	mergeSum(&a.acc39, b.acc39)
 	mergeSum(&a.acc43, b.acc43)
 	mergeSum(&a.acc47, b.acc47)
-	mergeLogsumexp(&a.acc52, b.acc52)
-	mergeLogsumexp(&a.acc55, b.acc55)
-	mergeSum(&a.acc66, b.acc66)
+	mergeLogsumexp(&a.acc51, b.acc51)
+	mergeLogsumexp(&a.acc54, b.acc54)
+	mergeSum(&a.acc65, b.acc65)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of G, its reduction states into st.
@@ -395,18 +394,19 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c20 := float32(-0.22314355)
 	c21 := float32(0.18232156)
 	c26 := float32(1.2)
-	c30 := float32(0.8)
-	c49 := float32(math.Inf(-1))
+	c27 := float32(math.Inf(1))
+	c29 := float32(0.8)
+	c30 := float32(math.Inf(-1))
 	two := float32(2)
-	c68 := float32(0.04)
-	c72 := float32(-40)
+	c67 := float32(0.04)
+	c71 := float32(-40)
 	minusOne := float32(-1)
-	acc38 := 0.0
+	acc39 := 0.0
 	acc43 := 0.0
 	acc47 := 0.0
-	acc52 := runtime.NewLogSumExp()
-	acc55 := runtime.NewLogSumExp()
-	acc66 := 0.0
+	acc51 := runtime.NewLogSumExp()
+	acc54 := runtime.NewLogSumExp()
+	acc65 := 0.0
 	for iG := lo; iG < hi; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
@@ -427,78 +427,70 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v22 := max(logWeight, c20)
 				logWeightClip := min(v22, c21)
 				ratio := float32(math.Exp(float64(logWeight)))
-				v25 := b2f(logWeight > c21)
-				v27 := min(ratio, c26)
-				v28 := sel(v25, v27, ratio)
-				v29 := b2f(logWeight < c20)
-				v31 := max(ratio, c30)
-				v32 := sel(v29, v31, ratio)
-				v33 := b2f(v18 >= zero)
-				v34 := sel(v33, v28, v32)
-				gain := float32(v6 * v34)
-				v36 := -gain
-				v37 := sel(mask, v36, zero)
-				acc38 += float64(v37)
-				v39 := max(numValid, one)
-				v41 := b2f(logWeightClip != logWeight)
-				v42 := sel(mask, v41, zero)
+				v25 := b2f(logWeightClip != logWeight)
+				v28 := sel(v25, c26, c27)
+				v31 := sel(v25, c29, c30)
+				v32 := b2f(v18 >= zero)
+				v33 := min(ratio, v28)
+				v34 := max(ratio, v31)
+				v35 := sel(v32, v33, v34)
+				gain := float32(v6 * v35)
+				v37 := -gain
+				v38 := sel(mask, v37, zero)
+				acc39 += float64(v38)
+				v40 := max(numValid, one)
+				v42 := sel(mask, v25, zero)
 				acc43 += float64(v42)
 				v45 := sampleLogProb - logProb
 				v46 := sel(mask, v45, zero)
 				acc47 += float64(v46)
-				v50 := sel(mask, logWeight, c49)
-				acc52.Add(float64(v50))
-				v54 := float32(two * v50)
-				acc55.Add(float64(v54))
+				v49 := sel(mask, logWeight, c30)
+				acc51.Add(float64(v49))
+				v53 := float32(two * v49)
+				acc54.Add(float64(v53))
 				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
-				v62 := refLogProb - logProb
-				v63 := sel(mask, v62, zero)
-				k3 := float32(vmath.ExpM1MinusX(float64(v63)))
-				v65 := sel(mask, k3, zero)
-				acc66 += float64(v65)
-				v71 := c68 / v39
-				v73 := b2f(v63 < c72)
-				v75 := k3 + v63
-				v76 := sel(v73, minusOne, v75)
-				v77 := float32(v71 * v76)
-				v78 := one / v39
-				v79 := sel(mask, v78, zero)
-				v80 := -v79
-				v81 := b2f(v80 != zero)
-				v82 := float32(v80 * v18)
-				v83 := sel(v81, v82, v80)
-				v84 := sel(v33, v83, zero)
-				v85 := sel(v33, zero, v83)
-				v86 := sel(v29, v85, zero)
-				v87 := sel(v29, zero, v85)
-				v88 := b2f(ratio >= c30)
-				v89 := b2f(ratio != ratio)
-				v90 := max(v88, v89)
-				v91 := sel(v90, v86, zero)
-				v92 := v87 + v91
-				v93 := sel(v25, v84, zero)
-				v94 := sel(v25, zero, v84)
-				v95 := v92 + v94
-				v96 := b2f(ratio <= c26)
-				v97 := max(v96, v89)
-				v98 := sel(v97, v93, zero)
-				v99 := v95 + v98
-				v100 := b2f(v99 != zero)
-				v101 := float32(v99 * ratio)
-				v102 := sel(v100, v101, v99)
-				v103 := -v77
-				v104 := v103 + v102
-				gradLogProb := sel(mask, v104, zero)
+				v61 := refLogProb - logProb
+				v62 := sel(mask, v61, zero)
+				k3 := float32(vmath.ExpM1MinusX(float64(v62)))
+				v64 := sel(mask, k3, zero)
+				acc65 += float64(v64)
+				v70 := c67 / v40
+				v72 := b2f(v62 < c71)
+				v74 := k3 + v62
+				v75 := sel(v72, minusOne, v74)
+				v76 := float32(v70 * v75)
+				v77 := one / v40
+				v78 := sel(mask, v77, zero)
+				v79 := -v78
+				v80 := b2f(v79 != zero)
+				v81 := float32(v79 * v18)
+				v82 := sel(v80, v81, v79)
+				v83 := sel(v32, v82, zero)
+				v84 := sel(v32, zero, v82)
+				v85 := b2f(ratio >= v31)
+				v86 := b2f(ratio != ratio)
+				v87 := max(v85, v86)
+				v88 := sel(v87, v84, zero)
+				v89 := b2f(ratio <= v28)
+				v90 := max(v89, v86)
+				v91 := sel(v90, v83, zero)
+				v92 := v88 + v91
+				v93 := b2f(v92 != zero)
+				v94 := float32(v92 * ratio)
+				v95 := sel(v93, v94, v92)
+				v96 := -v76
+				v97 := v96 + v95
+				gradLogProb := sel(mask, v97, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
 	}
-	st.acc38 = acc38
+	st.acc39 = acc39
 	st.acc43 = acc43
 	st.acc47 = acc47
-	st.acc52 = acc52
-	st.acc55 = acc55
-	st.acc66 = acc66
+	st.acc51 = acc51
+	st.acc54 = acc54
+	st.acc65 = acc65
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
@@ -517,12 +509,12 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s2 = float32(st.acc38)
+	s.s2 = float32(st.acc39)
 	s.s3 = float32(st.acc43)
 	s.s4 = float32(st.acc47)
-	s.s5 = float32(st.acc52.Result())
-	s.s6 = float32(st.acc55.Result())
-	s.s7 = float32(st.acc66)
+	s.s5 = float32(st.acc51.Result())
+	s.s6 = float32(st.acc54.Result())
+	s.s7 = float32(st.acc65)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
@@ -530,30 +522,30 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
-	c68 := float32(0.04)
+	c67 := float32(0.04)
 	numValid := out.NumValid
-	v38 := s.s2
-	v39 := max(numValid, one)
-	lossObjective := v38 / v39
+	v39 := s.s2
+	v40 := max(numValid, one)
+	lossObjective := v39 / v40
 	out.LossObjective = lossObjective
 	v43 := s.s3
-	clipFraction := v43 / v39
+	clipFraction := v43 / v40
 	out.ClipFraction = clipFraction
 	v47 := s.s4
-	klApprox := v47 / v39
+	klApprox := v47 / v40
 	out.KLApprox = klApprox
-	v52 := s.s5
-	v53 := float32(two * v52)
-	v55 := s.s6
-	v56 := v53 - v55
-	v57 := float32(math.Exp(float64(v56)))
-	v58 := b2f(numValid > zero)
-	v59 := v57 / v39
-	ess := sel(v58, v59, zero)
+	v51 := s.s5
+	v52 := float32(two * v51)
+	v54 := s.s6
+	v55 := v52 - v54
+	v56 := float32(math.Exp(float64(v55)))
+	v57 := b2f(numValid > zero)
+	v58 := v56 / v40
+	ess := sel(v57, v58, zero)
 	out.ESS = ess
-	v66 := s.s7
-	klToRef := v66 / v39
-	lossKLToRef := float32(c68 * klToRef)
+	v65 := s.s7
+	klToRef := v65 / v40
+	lossKLToRef := float32(c67 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
 }

@@ -153,7 +153,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v38.s",
+		Name:   "scratch/pass2.v39.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -171,31 +171,31 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v52.m",
+		Name:   "scratch/pass2.v51.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v52.s",
+		Name:   "scratch/pass2.v51.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v55.m",
+		Name:   "scratch/pass2.v54.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v55.s",
+		Name:   "scratch/pass2.v54.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v67.s",
+		Name:   "scratch/pass2.v66.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -209,12 +209,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "scratch/pass2.v13.s", "scratch/pass2.v38.s", "scratch/pass2.v43.s", "scratch/pass2.v47.s", "scratch/pass2.v52.m", "scratch/pass2.v52.s", "scratch/pass2.v55.m", "scratch/pass2.v55.s", "scratch/pass2.v67.s"},
+		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "scratch/pass2.v13.s", "scratch/pass2.v39.s", "scratch/pass2.v43.s", "scratch/pass2.v47.s", "scratch/pass2.v51.m", "scratch/pass2.v51.s", "scratch/pass2.v54.m", "scratch/pass2.v54.s", "scratch/pass2.v66.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v13.s", "out/num_valid", "scratch/pass2.v38.s", "scratch/s2", "scratch/pass2.v43.s", "scratch/s3", "scratch/pass2.v47.s", "scratch/s4", "scratch/pass2.v52.m", "scratch/pass2.v52.s", "scratch/s5", "scratch/pass2.v55.m", "scratch/pass2.v55.s", "scratch/s6", "scratch/pass2.v67.s", "scratch/s7"},
+		Params: []string{"scratch/pass2.v13.s", "out/num_valid", "scratch/pass2.v39.s", "scratch/s2", "scratch/pass2.v43.s", "scratch/s3", "scratch/pass2.v47.s", "scratch/s4", "scratch/pass2.v51.m", "scratch/pass2.v51.s", "scratch/s5", "scratch/pass2.v54.m", "scratch/pass2.v54.s", "scratch/s6", "scratch/pass2.v66.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -370,7 +370,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v38.s",
+		Name:   "scratch/pass3.v39.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -388,31 +388,31 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v52.m",
+		Name:   "scratch/pass3.v51.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v52.s",
+		Name:   "scratch/pass3.v51.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v55.m",
+		Name:   "scratch/pass3.v54.m",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v55.s",
+		Name:   "scratch/pass3.v54.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v66.s",
+		Name:   "scratch/pass3.v65.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -436,12 +436,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "grad/log_prob", "scratch/pass3.v38.s", "scratch/pass3.v43.s", "scratch/pass3.v47.s", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/pass3.v55.m", "scratch/pass3.v55.s", "scratch/pass3.v66.s"},
+		Params: []string{"in/next.reward", "scratch/s0", "scratch/s1", "in/mask", "out/num_valid", "in/log_prob", "in/sample_log_prob", "in/ref_log_prob", "grad/log_prob", "scratch/pass3.v39.s", "scratch/pass3.v43.s", "scratch/pass3.v47.s", "scratch/pass3.v51.m", "scratch/pass3.v51.s", "scratch/pass3.v54.m", "scratch/pass3.v54.s", "scratch/pass3.v65.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v38.s", "scratch/s2", "scratch/pass3.v43.s", "scratch/s3", "scratch/pass3.v47.s", "scratch/s4", "scratch/pass3.v52.m", "scratch/pass3.v52.s", "scratch/s5", "scratch/pass3.v55.m", "scratch/pass3.v55.s", "scratch/s6", "scratch/pass3.v66.s", "scratch/s7"},
+		Params: []string{"scratch/pass3.v39.s", "scratch/s2", "scratch/pass3.v43.s", "scratch/s3", "scratch/pass3.v47.s", "scratch/s4", "scratch/pass3.v51.m", "scratch/pass3.v51.s", "scratch/s5", "scratch/pass3.v54.m", "scratch/pass3.v54.s", "scratch/s6", "scratch/pass3.v65.s", "scratch/s7"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -22,8 +22,8 @@ type avxState struct {
 	buf    []float64
 	r28_s  []float64
 	r28_p  []float32
-	r51_s  []float64
-	r51_p  []float32
+	r52_s  []float64
+	r52_p  []float32
 	r56_s  []float64
 	r56_p  []float32
 	r60_s  []float64
@@ -33,14 +33,14 @@ type avxState struct {
 	r75_s  []float64
 	r78_s  []float64
 	r85_s  []float64
-	r99_s  []float64
-	r99_ok []float32
-	r101_s []float64
+	r98_s  []float64
+	r98_ok []float32
+	r100_s []float64
 	p0_ok  []float32
+	r106_s []float64
+	r106_p []float32
 	r107_s []float64
 	r107_p []float32
-	r108_s []float64
-	r108_p []float32
 	p2_ok  []float32
 	r83_s  []float64
 	r90_s  []float64
@@ -51,8 +51,8 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 800)}
 	st.r28_s = st.buf[8:24]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r51_s = st.buf[48:64]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r52_s = st.buf[48:64]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r56_s = st.buf[88:104]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r60_s = st.buf[128:144]
@@ -62,14 +62,14 @@ var avxPool = sync.Pool{New: func() any {
 	st.r75_s = st.buf[208:264]
 	st.r78_s = st.buf[272:328]
 	st.r85_s = st.buf[336:392]
-	st.r99_s = st.buf[400:456]
-	st.r99_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r101_s = st.buf[504:560]
+	st.r98_s = st.buf[400:456]
+	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r100_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r107_s = st.buf[584:600]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r108_s = st.buf[624:640]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r106_s = st.buf[584:600]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r107_s = st.buf[624:640]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
 	st.r83_s = st.buf[680:736]
 	st.r90_s = st.buf[744:800]
@@ -89,8 +89,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r28_s, 0)
 		runtime.Fill(st.r28_p, 0)
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r60_s, 0)
@@ -100,9 +100,9 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r75_s, 0)
 		runtime.Fill(st.r78_s, 0)
 		runtime.Fill(st.r85_s, 0)
-		runtime.Fill(st.r99_s, 0)
-		runtime.SetMask(st.r99_ok)
-		runtime.Fill(st.r101_s, 0)
+		runtime.Fill(st.r98_s, 0)
+		runtime.SetMask(st.r98_ok)
+		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -121,27 +121,27 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
 			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
 			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
-			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
-			runtime.MergeMask(sts[0].r99_ok, sts[c].r99_ok)
-			runtime.MergeSum(sts[0].r101_s, sts[c].r101_s)
+			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
+			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r99_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r28_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r51_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s2 = float32(st.res[0])
@@ -161,11 +161,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r101_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -189,10 +189,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r106_s, 0)
+		runtime.Fill(st.r106_p, 0)
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
-		runtime.Fill(st.r108_s, 0)
-		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
 	}
@@ -210,8 +210,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
 			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
-			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -220,9 +220,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r107_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r108_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -316,8 +316,8 @@ type fbAvxState struct {
 	r78_s  []float64
 	r85_s  []float64
 	p0_ok  []float32
-	r51_s  []float64
-	r51_p  []float32
+	r52_s  []float64
+	r52_p  []float32
 	r56_s  []float64
 	r56_p  []float32
 	r60_s  []float64
@@ -326,14 +326,14 @@ type fbAvxState struct {
 	r73_p  []float32
 	r83_s  []float64
 	r90_s  []float64
-	r99_s  []float64
-	r99_ok []float32
-	r101_s []float64
+	r98_s  []float64
+	r98_ok []float32
+	r100_s []float64
 	p1_ok  []float32
+	r106_s []float64
+	r106_p []float32
 	r107_s []float64
 	r107_p []float32
-	r108_s []float64
-	r108_p []float32
 	p3_ok  []float32
 	res    []float64
 }
@@ -346,8 +346,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r78_s = st.buf[112:168]
 	st.r85_s = st.buf[176:232]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[240])), 8)
-	st.r51_s = st.buf[256:272]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
+	st.r52_s = st.buf[256:272]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[280])), 16)
 	st.r56_s = st.buf[296:312]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[320])), 16)
 	st.r60_s = st.buf[336:352]
@@ -356,14 +356,14 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r73_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 16)
 	st.r83_s = st.buf[416:472]
 	st.r90_s = st.buf[480:536]
-	st.r99_s = st.buf[544:600]
-	st.r99_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
-	st.r101_s = st.buf[648:704]
+	st.r98_s = st.buf[544:600]
+	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 56)
+	st.r100_s = st.buf[648:704]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
-	st.r107_s = st.buf[728:744]
-	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
-	st.r108_s = st.buf[768:784]
-	st.r108_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
+	st.r106_s = st.buf[728:744]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[752])), 16)
+	st.r107_s = st.buf[768:784]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[792])), 16)
 	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[808])), 8)
 	st.res = make([]float64, 48)
 	return st
@@ -441,8 +441,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r60_s, 0)
@@ -451,9 +451,9 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r73_p, 0)
 		runtime.Fill(st.r83_s, 0)
 		runtime.Fill(st.r90_s, 0)
-		runtime.Fill(st.r99_s, 0)
-		runtime.SetMask(st.r99_ok)
-		runtime.Fill(st.r101_s, 0)
+		runtime.Fill(st.r98_s, 0)
+		runtime.SetMask(st.r98_ok)
+		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
@@ -471,24 +471,24 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeSum(sts[0].r83_s, sts[c].r83_s)
 			runtime.MergeSum(sts[0].r90_s, sts[c].r90_s)
-			runtime.MergeSum(sts[0].r99_s, sts[c].r99_s)
-			runtime.MergeMask(sts[0].r99_ok, sts[c].r99_ok)
-			runtime.MergeSum(sts[0].r101_s, sts[c].r101_s)
+			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
+			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r99_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r51_s, 8)
+	runtime.FinishSum(st.res[:1], st.r52_s, 8)
 	s.s1 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
 	s.s2 = float32(st.res[0])
@@ -504,11 +504,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r99_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r101_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -534,10 +534,10 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r106_s, 0)
+		runtime.Fill(st.r106_p, 0)
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
-		runtime.Fill(st.r108_s, 0)
-		runtime.Fill(st.r108_p, 0)
 		runtime.SetMask(st.p3_ok)
 		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 	}
@@ -555,8 +555,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
 			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
-			runtime.MergeSum(sts[0].r108_s, sts[c].r108_s)
 			runtime.MergeMask(sts[0].p3_ok, sts[c].p3_ok)
 		}
 	}
@@ -565,9 +565,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass3Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r107_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r108_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s13 = float32(st.res[0])
 }
 

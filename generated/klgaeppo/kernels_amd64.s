@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $352-144
+TEXT ·pass0AVX2(SB), $320-144
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -146,15 +146,13 @@ blocks_2:
 	VMOVUPS lgc11<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y8, Y4, Y5
-	VMOVUPS lgc12<>+0(SB), Y9
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y5, Y9, Y5
+	VMINPS  Y4, Y5, Y4
 	VMOVUPS Y3, 192(SP)
 	VMOVUPS Y2, 224(SP)
-	VMOVUPS Y7, 256(SP)
-	VMOVUPS Y5, 288(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc13<>+0(SB), Y2
@@ -166,78 +164,75 @@ blocks_2:
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y5
-	VMOVUPS      lgc18<>+0(SB), Y7
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y9
 	VMOVUPS      lgc20<>+0(SB), Y10
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y5, Y7
+	VFMADD213PS  Y10, Y5, Y9
 	VMOVUPS      lgc22<>+0(SB), Y10
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y10
-	VFMADD213PS  Y10, Y5, Y7
-	VFMADD213PS  Y2, Y5, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  Y2, Y5, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y3, Y2
 	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y7, Y7
-	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y9, Y9
+	VMULPS       Y2, Y9, Y9
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y9, Y8, Y2
-	VMOVUPS lgc25<>+0(SB), Y3
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y8, Y4, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc25<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y5
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y7, Y3, Y3
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y2, Y4, Y5, Y4
+	VMOVUPS   lgc26<>+0(SB), Y5
+	VMOVUPS   lgc27<>+0(SB), Y10
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y2, Y3, Y7, Y2
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y2, Y5, Y10, Y2
+	VMOVUPS   lgc0<>+0(SB), Y5
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y8, Y3
-	VMOVUPS lgc26<>+0(SB), Y4
+	// v45 = ge(v29, 0)
+	VCMPPS  $0x1d, Y5, Y6, Y5
+	VMOVUPS Y8, 256(SP)
+	VMOVUPS Y7, 288(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y7, Y4, Y4
+	// v46 = min(ratio, v41) tie=first
+	VMINPS Y9, Y4, Y4
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y3, Y4, Y7, Y3
-	VMOVUPS   lgc0<>+0(SB), Y4
+	// v47 = max(ratio, v44) tie=first
+	VMAXPS Y9, Y2, Y2
 
-	// v46 = ge(v29, 0)
-	VCMPPS $0x1d, Y4, Y6, Y4
-
-	// ratioClipped = where(v46, v41, v45)
-	VBLENDVPS Y4, Y2, Y3, Y2
+	// ratioClipped = where(v45, v46, v47)
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// gain = mul(v29, ratioClipped)
 	VMULPS Y2, Y6, Y2
 
-	// v49 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	// v50 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y2, Y2
 
-	// v50 = where(mask, v49, 0)
+	// v51 = where(mask, v50, 0)
 	VANDPS Y2, Y1, Y2
 
-	// sum(v50) over [B L]
+	// sum(v51) over [B L]
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
-	VMOVUPS 288(SP), Y2
 
-	// v54 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y8, Y2, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v55 = where(mask, v54, 0)
-	VANDPS Y2, Y1, Y2
+	// v55 = where(mask, v38, 0)
+	VANDPS Y3, Y1, Y2
 
 	// sum(v55) over [B L]
 	VADDPS  896(BX), Y2, Y2
 	VMOVUPS Y2, 896(BX)
 	VMOVUPS 224(SP), Y2
-	VMOVUPS 256(SP), Y3
+	VMOVUPS 288(SP), Y3
 
 	// v58 = sub(v4, v31)
 	VSUBPS Y3, Y2, Y2
@@ -262,7 +257,7 @@ blocks_2:
 	VSUBPS Y3, Y2, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc28<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -276,8 +271,7 @@ blocks_2:
 	VMULPS Y4, Y6, Y6
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS  lgc23<>+0(SB), Y4, Y4
-	VMOVUPS Y7, 320(SP)
+	VSUBPS lgc23<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v67, v69, v70)
 	VBLENDVPS Y5, Y6, Y4, Y4
@@ -320,18 +314,18 @@ blocks_2:
 	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      256(SP), Y2
+	VMOVUPS      lgc27<>+0(SB), Y3
 
-	// v98 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y1, Y8, Y2, Y2
-	VMOVUPS   320(SP), Y3
+	// v97 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y1, Y2, Y3, Y2
 
-	// logsumexp(v98) over [B]
-	VANDPS       Y3, Y1, Y1
+	// logsumexp(v97) over [B]
+	VANDPS       Y9, Y1, Y1
 	VCMPPS       $0x15, lgc29<>+0(SB), Y2, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y2, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VCMPPS       $0x00, lgc27<>+0(SB), Y2, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       3712(BX), Y3, Y3
 	VMOVUPS      Y3, 3712(BX)
@@ -801,24 +795,24 @@ DATA lgc26<>+24(SB)/4, $0x3f4ccccd
 DATA lgc26<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x80000000
-DATA lgc27<>+4(SB)/4, $0x80000000
-DATA lgc27<>+8(SB)/4, $0x80000000
-DATA lgc27<>+12(SB)/4, $0x80000000
-DATA lgc27<>+16(SB)/4, $0x80000000
-DATA lgc27<>+20(SB)/4, $0x80000000
-DATA lgc27<>+24(SB)/4, $0x80000000
-DATA lgc27<>+28(SB)/4, $0x80000000
+DATA lgc27<>+0(SB)/4, $0xff800000
+DATA lgc27<>+4(SB)/4, $0xff800000
+DATA lgc27<>+8(SB)/4, $0xff800000
+DATA lgc27<>+12(SB)/4, $0xff800000
+DATA lgc27<>+16(SB)/4, $0xff800000
+DATA lgc27<>+20(SB)/4, $0xff800000
+DATA lgc27<>+24(SB)/4, $0xff800000
+DATA lgc27<>+28(SB)/4, $0xff800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xff800000
-DATA lgc28<>+4(SB)/4, $0xff800000
-DATA lgc28<>+8(SB)/4, $0xff800000
-DATA lgc28<>+12(SB)/4, $0xff800000
-DATA lgc28<>+16(SB)/4, $0xff800000
-DATA lgc28<>+20(SB)/4, $0xff800000
-DATA lgc28<>+24(SB)/4, $0xff800000
-DATA lgc28<>+28(SB)/4, $0xff800000
+DATA lgc28<>+0(SB)/4, $0x80000000
+DATA lgc28<>+4(SB)/4, $0x80000000
+DATA lgc28<>+8(SB)/4, $0x80000000
+DATA lgc28<>+12(SB)/4, $0x80000000
+DATA lgc28<>+16(SB)/4, $0x80000000
+DATA lgc28<>+20(SB)/4, $0x80000000
+DATA lgc28<>+24(SB)/4, $0x80000000
+DATA lgc28<>+28(SB)/4, $0x80000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 DATA lgc29<>+0(SB)/4, $0xc2ae0000
@@ -865,27 +859,27 @@ TEXT ·pass1AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v52 = max(numValid, 1)
+	// v53 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v51, v52)
+	// lossObjective = div(v52, v53)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v56, v52)
+	// clipFraction = div(v56, v53)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v60, v52)
+	// klApprox = div(v60, v53)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v73, v52)
+	// lossCritic = div(v73, v53)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -922,15 +916,15 @@ blocks_4:
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v102 = mul(2, logSumW)
+	// v101 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v103 = sub(v102, logSumW2)
+	// v102 = sub(v101, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v103)
+	// essCol = exp(v102)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc14<>+0(SB), Y3
@@ -962,17 +956,17 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 
-	// v105 = gt(v75, 0)
+	// v104 = gt(v75, 0)
 	VCMPPS $0x1e, Y3, Y2, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y3
 
-	// v106 = where(v105, essCol, 0)
+	// v105 = where(v104, essCol, 0)
 	VANDPS Y5, Y2, Y2
 
-	// sum(v106) over [L]
+	// sum(v105) over [L]
 	VADDPS Y0, Y2, Y0
 
-	// sum(v105) over [L]
+	// sum(v104) over [L]
 	VADDPS       Y1, Y3, Y1
 	DECQ         CX
 	JNZ          noflush_6
@@ -1161,16 +1155,16 @@ TEXT ·pass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v109 = max(v108, 1)
+	// v108 = max(v107, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v110 = div(v107, v109)
+	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v110, 16)
+	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -1488,17 +1482,17 @@ noflush_13:
 
 // func fbPass1AVX2(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $416-112
+TEXT ·fbPass1AVX2(SB), $384-112
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v52 = max(numValid, 1)
+	// v53 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v113 = div(1, v52)
+	// v112 = div(1, v53)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -1532,30 +1526,29 @@ blocks_15:
 	VMOVUPS (BX)(SI*4), Y5
 
 	// v31 = where(mask, logProb, 0)
-	VANDPS Y5, Y0, Y5
+	VANDPS Y5, Y0, Y6
 
 	// logWeight = sub(v31, v4)
-	VSUBPS  Y1, Y5, Y1
-	VMOVUPS lgc11<>+0(SB), Y5
+	VSUBPS  Y1, Y6, Y1
+	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y1, Y5, Y6
+	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc12<>+0(SB), Y7
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, 32(SP)
-	VMOVUPS Y6, 64(SP)
 
 	// ratio = exp(logWeight)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y1, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y6
-	VMINPS       Y3, Y6, Y3
-	VMULPS       lgc15<>+0(SB), Y3, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y3
+	VMOVUPS      lgc14<>+0(SB), Y7
+	VMINPS       Y3, Y7, Y3
+	VMULPS       lgc15<>+0(SB), Y3, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y3
 	VMULPS       Y3, Y3, Y8
 	VMOVUPS      lgc18<>+0(SB), Y9
 	VFMADD213PS  lgc19<>+0(SB), Y3, Y9
@@ -1567,193 +1560,186 @@ blocks_15:
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y3, Y8, Y9
 	VADDPS       lgc2<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y6, Y3
+	VCVTPS2DQ    Y7, Y3
 	VPADDD       lgc24<>+0(SB), Y3, Y3
-	VPSRLD       $0x01, Y3, Y6
-	VPSUBD       Y6, Y3, Y3
-	VPSLLD       $0x17, Y6, Y6
+	VPSRLD       $0x01, Y3, Y7
+	VPSUBD       Y7, Y3, Y3
+	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y6, Y9, Y9
+	VMULPS       Y7, Y9, Y9
 	VMULPS       Y3, Y9, Y9
 
-	// v38 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y7, Y1, Y3
-	VMOVUPS lgc25<>+0(SB), Y6
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y1, Y6, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y6
+	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc6<>+0(SB), Y8
 
-	// v40 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y6, Y6
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VBLENDVPS Y3, Y7, Y8, Y7
+	VMOVUPS   lgc26<>+0(SB), Y8
+	VMOVUPS   lgc27<>+0(SB), Y10
 
-	// v41 = where(v38, v40, ratio)
-	VBLENDVPS Y3, Y6, Y9, Y6
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VBLENDVPS Y3, Y8, Y10, Y3
+	VMOVUPS   lgc0<>+0(SB), Y8
 
-	// v42 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y5, Y1, Y5
-	VMOVUPS lgc26<>+0(SB), Y7
+	// v45 = ge(v29, 0)
+	VCMPPS  $0x1d, Y8, Y4, Y8
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y1, 96(SP)
 
-	// v44 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y7, Y7
-	VMOVUPS Y3, 96(SP)
+	// v46 = min(ratio, v41) tie=first
+	VMINPS  Y9, Y7, Y1
+	VMOVUPS Y7, 128(SP)
 
-	// v45 = where(v42, v44, ratio)
-	VBLENDVPS Y5, Y7, Y9, Y3
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v47 = max(ratio, v44) tie=first
+	VMAXPS  Y9, Y3, Y4
+	VMOVUPS Y3, 160(SP)
 
-	// v46 = ge(v29, 0)
-	VCMPPS  $0x1d, Y7, Y4, Y7
-	VMOVUPS Y5, 128(SP)
-	VMOVUPS Y4, 160(SP)
+	// v48 = where(v45, v46, v47)
+	VBLENDVPS Y8, Y1, Y4, Y1
 
-	// v47 = where(v46, v41, v45)
-	VBLENDVPS Y7, Y6, Y3, Y3
+	// gain = mul(gae, v48)
+	VMULPS Y1, Y2, Y1
 
-	// gain = mul(gae, v47)
-	VMULPS Y3, Y2, Y2
+	// v50 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y1, Y1
 
-	// v49 = neg(gain)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	// v51 = where(mask, v50, 0)
+	VANDPS Y1, Y0, Y1
 
-	// v50 = where(mask, v49, 0)
-	VANDPS Y2, Y0, Y2
-
-	// sum(v50) over [B L]
+	// sum(v51) over [B L]
 	MOVQ    state+56(FP), BX
-	VADDPS  2240(BX), Y2, Y2
-	VMOVUPS Y2, 2240(BX)
-	VMOVUPS 64(SP), Y2
+	VADDPS  2240(BX), Y1, Y1
+	VMOVUPS Y1, 2240(BX)
 
-	// v54 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y1, Y2, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v55 = where(mask, v54, 0)
-	VANDPS Y2, Y0, Y2
+	// v55 = where(mask, v38, 0)
+	VANDPS Y6, Y0, Y1
 
 	// sum(v55) over [B L]
-	VADDPS  2560(BX), Y2, Y2
-	VMOVUPS Y2, 2560(BX)
+	VADDPS  2560(BX), Y1, Y1
+	VMOVUPS Y1, 2560(BX)
 	MOVQ    sampleLogProb+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	MOVQ    logProb+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y1
 
 	// v58 = sub(sampleLogProb, logProb)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y5, Y1, Y1
 
 	// v59 = where(mask, v58, 0)
-	VANDPS Y2, Y0, Y2
+	VANDPS Y1, Y0, Y1
 
 	// sum(v59) over [B L]
-	VADDPS  2880(BX), Y2, Y2
-	VMOVUPS Y2, 2880(BX)
-	VMOVUPS 32(SP), Y2
+	VADDPS  2880(BX), Y1, Y1
+	VMOVUPS Y1, 2880(BX)
+	VMOVUPS 32(SP), Y1
 
 	// v62 = where(mask, valueTarget, 0)
-	VANDPS  Y2, Y0, Y2
+	VANDPS  Y1, Y0, Y1
 	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y2
 
 	// v63 = where(mask, stateValue, 0)
-	VANDPS Y3, Y0, Y3
-
-	// diff = sub(v62, v63)
-	VSUBPS Y3, Y2, Y3
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc27<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
-
-	// v67 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y4, Y6
-
-	// v68 = mul(0.5, absDiff)
-	VMULPS  lgc23<>+0(SB), Y4, Y8
-	VMOVUPS Y7, 192(SP)
-
-	// v69 = mul(v68, absDiff)
-	VMULPS Y4, Y8, Y7
-
-	// v70 = sub(absDiff, 0.5)
-	VSUBPS  lgc23<>+0(SB), Y4, Y10
-	VMOVUPS Y8, 224(SP)
-	VMOVUPS Y4, 256(SP)
-	VMOVUPS Y9, 288(SP)
-
-	// v71 = where(v67, v69, v70)
-	VBLENDVPS Y6, Y7, Y10, Y4
-
-	// v72 = where(mask, v71, 0)
-	VANDPS Y4, Y0, Y4
-
-	// sum(v72) over [B L]
-	VADDPS  3200(BX), Y4, Y4
-	VMOVUPS Y4, 3200(BX)
-	MOVQ    s5+64(FP), DI
-	MOVQ    CX, R8
-	VMOVUPS (DI)(R8*4), Y4
-
-	// v76 = max(v75, 1)
-	VMAXPS  Y4, Y5, Y4
-	MOVQ    s6+72(FP), DI
-	VMOVUPS (DI)(R8*4), Y5
-
-	// v79 = div(v78, v76)
-	VDIVPS Y4, Y5, Y5
-
-	// v80 = sub(diff, v79)
-	VSUBPS Y5, Y3, Y5
-
-	// v81 = mul(v80, v80)
-	VMULPS Y5, Y5, Y5
-
-	// v82 = where(mask, v81, 0)
-	VANDPS Y5, Y0, Y5
-
-	// sum(v82) over [B]
-	VCVTPS2PD    X5, Y7
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VADDPD       3328(BX)(R8*8), Y7, Y7
-	VMOVUPD      Y7, 3328(BX)(R8*8)
-	VADDPD       3360(BX)(R8*8), Y5, Y5
-	VMOVUPD      Y5, 3360(BX)(R8*8)
-	MOVQ         s8+80(FP), DI
-	VMOVUPS      (DI)(R8*4), Y5
-
-	// v86 = div(v85, v76)
-	VDIVPS Y4, Y5, Y4
-
-	// v87 = sub(v62, v86)
-	VSUBPS Y4, Y2, Y2
-
-	// v88 = mul(v87, v87)
-	VMULPS Y2, Y2, Y2
-
-	// v89 = where(mask, v88, 0)
 	VANDPS Y2, Y0, Y2
 
+	// diff = sub(v62, v63)
+	VSUBPS Y2, Y1, Y2
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc28<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
+
+	// v67 = lt(absDiff, 1)
+	VCMPPS $0x11, Y4, Y3, Y5
+
+	// v68 = mul(0.5, absDiff)
+	VMULPS lgc23<>+0(SB), Y3, Y6
+
+	// v69 = mul(v68, absDiff)
+	VMULPS Y3, Y6, Y7
+
+	// v70 = sub(absDiff, 0.5)
+	VSUBPS  lgc23<>+0(SB), Y3, Y10
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y6, 224(SP)
+	VMOVUPS Y3, 256(SP)
+
+	// v71 = where(v67, v69, v70)
+	VBLENDVPS Y5, Y7, Y10, Y3
+
+	// v72 = where(mask, v71, 0)
+	VANDPS Y3, Y0, Y3
+
+	// sum(v72) over [B L]
+	VADDPS  3200(BX), Y3, Y3
+	VMOVUPS Y3, 3200(BX)
+	MOVQ    s5+64(FP), DI
+	MOVQ    CX, R8
+	VMOVUPS (DI)(R8*4), Y3
+
+	// v76 = max(v75, 1)
+	VMAXPS  Y3, Y4, Y3
+	MOVQ    s6+72(FP), DI
+	VMOVUPS (DI)(R8*4), Y4
+
+	// v79 = div(v78, v76)
+	VDIVPS Y3, Y4, Y4
+
+	// v80 = sub(diff, v79)
+	VSUBPS Y4, Y2, Y4
+
+	// v81 = mul(v80, v80)
+	VMULPS Y4, Y4, Y4
+
+	// v82 = where(mask, v81, 0)
+	VANDPS Y4, Y0, Y4
+
+	// sum(v82) over [B]
+	VCVTPS2PD    X4, Y6
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       3328(BX)(R8*8), Y6, Y6
+	VMOVUPD      Y6, 3328(BX)(R8*8)
+	VADDPD       3360(BX)(R8*8), Y4, Y4
+	VMOVUPD      Y4, 3360(BX)(R8*8)
+	MOVQ         s8+80(FP), DI
+	VMOVUPS      (DI)(R8*4), Y4
+
+	// v86 = div(v85, v76)
+	VDIVPS Y3, Y4, Y3
+
+	// v87 = sub(v62, v86)
+	VSUBPS Y3, Y1, Y1
+
+	// v88 = mul(v87, v87)
+	VMULPS Y1, Y1, Y1
+
+	// v89 = where(mask, v88, 0)
+	VANDPS Y1, Y0, Y1
+
 	// sum(v89) over [B]
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(BX)(R8*8), Y4, Y4
-	VMOVUPD      Y4, 3840(BX)(R8*8)
-	VADDPD       3872(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 3872(BX)(R8*8)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3840(BX)(R8*8), Y3, Y3
+	VMOVUPD      Y3, 3840(BX)(R8*8)
+	VADDPD       3872(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 3872(BX)(R8*8)
+	VMOVUPS      96(SP), Y1
+	VMOVUPS      lgc27<>+0(SB), Y3
 
-	// v98 = where(mask, logWeight, -Inf)
-	VBLENDVPS Y0, Y1, Y2, Y1
-	VMOVUPS   Y3, 320(SP)
-	VMOVUPS   Y6, 352(SP)
-	VMOVUPS   288(SP), Y2
+	// v97 = where(mask, logWeight, -Inf)
+	VBLENDVPS Y0, Y1, Y3, Y1
+	VMOVUPS   Y2, 288(SP)
+	VMOVUPS   Y5, 320(SP)
 
-	// logsumexp(v98) over [B]
-	VANDPS       Y2, Y0, Y2
+	// logsumexp(v97) over [B]
+	VANDPS       Y9, Y0, Y2
 	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y3
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y4
 	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y4
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y4
 	VORPS        Y4, Y3, Y3
 	VANDPS       4864(BX), Y3, Y3
 	VMOVUPS      Y3, 4864(BX)
@@ -1772,168 +1758,143 @@ blocks_15:
 	VMOVUPD      Y1, 5216(BX)(R8*8)
 	VMOVUPS      (SP), Y1
 
-	// v115 = where(mask, v113, 0)
+	// v114 = where(mask, v112, 0)
 	VANDPS  Y1, Y0, Y1
-	VMOVUPS 352(SP), Y2
+	VMOVUPS 320(SP), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 	VCMPPS  $0x04, Y3, Y2, Y3
 
-	// v116 = where(v67, v115, 0)
+	// v115 = where(v67, v114, 0)
 	VANDPS Y1, Y3, Y2
 
-	// v117 = where(v67, 0, v115)
+	// v116 = where(v67, 0, v114)
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v118 = ne(v116, 0)
+	// v117 = ne(v115, 0)
 	VCMPPS  $0x04, Y4, Y2, Y5
 	VMOVUPS 256(SP), Y6
 
-	// v119 = mul(v116, absDiff)
+	// v118 = mul(v115, absDiff)
 	VMULPS Y6, Y2, Y6
 
-	// v120 = where(v118, v119, v116)
+	// v119 = where(v117, v118, v115)
 	VBLENDVPS Y5, Y6, Y2, Y6
 	VMOVUPS   224(SP), Y7
 
-	// v121 = mul(v116, v68)
-	VMULPS Y7, Y2, Y7
+	// v120 = mul(v115, v68)
+	VMULPS  Y7, Y2, Y7
+	VMOVUPS Y9, 352(SP)
 
-	// v122 = where(v118, v121, v116)
+	// v121 = where(v117, v120, v115)
 	VBLENDVPS Y5, Y7, Y2, Y2
 
-	// v123 = add(v117, v122)
+	// v122 = add(v116, v121)
 	VADDPS Y2, Y3, Y2
 
-	// v124 = mul(v120, 0.5)
+	// v123 = mul(v119, 0.5)
 	VMULPS lgc23<>+0(SB), Y6, Y3
 
-	// v125 = add(v123, v124)
+	// v124 = add(v122, v123)
 	VADDPS  Y3, Y2, Y2
-	VMOVUPS 320(SP), Y3
+	VMOVUPS 288(SP), Y3
 
-	// v126 = gt(diff, 0)
+	// v125 = gt(diff, 0)
 	VCMPPS $0x1e, Y4, Y3, Y5
 
-	// v127 = lt(diff, 0)
+	// v126 = lt(diff, 0)
 	VCMPPS $0x11, Y4, Y3, Y6
 
-	// v128 = mul(diff, 0)
+	// v127 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc36<>+0(SB), Y7
 
-	// v129 = where(v127, -1, v128)
+	// v128 = where(v126, -1, v127)
 	VBLENDVPS Y6, Y7, Y3, Y3
 	VMOVUPS   lgc2<>+0(SB), Y6
 
-	// v130 = where(v126, 1, v129)
+	// v129 = where(v125, 1, v128)
 	VBLENDVPS Y5, Y6, Y3, Y3
 
-	// v131 = ne(v125, 0)
+	// v130 = ne(v124, 0)
 	VCMPPS $0x04, Y4, Y2, Y5
 
-	// v132 = mul(v125, v130)
+	// v131 = mul(v124, v129)
 	VMULPS Y3, Y2, Y3
 
-	// v133 = where(v131, v132, v125)
+	// v132 = where(v130, v131, v124)
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// v134 = neg(v133)
-	VXORPS lgc27<>+0(SB), Y2, Y2
+	// v133 = neg(v132)
+	VXORPS lgc28<>+0(SB), Y2, Y2
 
-	// gradStateValue = where(mask, v134, 0)
+	// gradStateValue = where(mask, v133, 0)
 	VANDPS Y2, Y0, Y2
 
-	// v136 = neg(v115)
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	// v135 = neg(v114)
+	VXORPS lgc28<>+0(SB), Y1, Y1
 
-	// v137 = ne(v136, 0)
+	// v136 = ne(v135, 0)
 	VCMPPS  $0x04, Y4, Y1, Y3
-	VMOVUPS 160(SP), Y5
+	VMOVUPS 64(SP), Y5
 
-	// v138 = mul(v136, v29)
+	// v137 = mul(v135, v29)
 	VMULPS Y5, Y1, Y5
 
-	// v139 = where(v137, v138, v136)
+	// v138 = where(v136, v137, v135)
 	VBLENDVPS Y3, Y5, Y1, Y1
 	VMOVUPS   192(SP), Y3
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 
-	// v140 = where(v46, v139, 0)
+	// v139 = where(v45, v138, 0)
 	VANDPS Y1, Y5, Y3
 
-	// v141 = where(v46, 0, v139)
+	// v140 = where(v45, 0, v138)
 	VANDNPS Y1, Y5, Y1
-	VMOVUPS 128(SP), Y5
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y5, Y6
+	VMOVUPS 352(SP), Y5
+	VMOVUPS 160(SP), Y6
 
-	// v142 = where(v42, v141, 0)
-	VANDPS Y1, Y6, Y5
+	// v141 = ge(ratio, v44)
+	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v143 = where(v42, 0, v141)
-	VANDNPS Y1, Y6, Y1
-	VMOVUPS 288(SP), Y6
-	VMOVUPS lgc26<>+0(SB), Y7
+	// v142 = ne(ratio, ratio)
+	VCMPPS $0x04, Y5, Y5, Y7
 
-	// v144 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y6, Y7
+	// v143 = max(v141, v142)
+	VORPS Y6, Y7, Y6
 
-	// v145 = ne(ratio, ratio)
-	VCMPPS $0x04, Y6, Y6, Y8
+	// v144 = where(v143, v140, 0)
+	VANDPS  Y1, Y6, Y1
+	VMOVUPS 128(SP), Y6
 
-	// v146 = max(v144, v145)
-	VORPS   Y7, Y8, Y7
-	VMOVUPS Y2, 384(SP)
+	// v145 = le(ratio, v41)
+	VCMPPS $0x12, Y6, Y5, Y6
 
-	// v147 = where(v146, v142, 0)
-	VANDPS Y5, Y7, Y2
+	// v146 = max(v145, v142)
+	VORPS Y6, Y7, Y6
 
-	// v148 = add(v143, v147)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 96(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y2, Y5
+	// v147 = where(v146, v139, 0)
+	VANDPS Y3, Y6, Y3
 
-	// v149 = where(v38, v140, 0)
-	VANDPS Y3, Y5, Y2
+	// v148 = add(v144, v147)
+	VADDPS Y3, Y1, Y1
 
-	// v150 = where(v38, 0, v140)
-	VANDNPS Y3, Y5, Y3
+	// v149 = ne(v148, 0)
+	VCMPPS $0x04, Y4, Y1, Y3
 
-	// v151 = add(v148, v150)
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y3
+	// v150 = mul(v148, ratio)
+	VMULPS Y5, Y1, Y4
 
-	// v152 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y6, Y3
+	// v151 = where(v149, v150, v148)
+	VBLENDVPS Y3, Y4, Y1, Y1
 
-	// v153 = max(v152, v145)
-	VORPS Y3, Y8, Y3
-
-	// v154 = where(v153, v149, 0)
-	VANDPS Y2, Y3, Y2
-
-	// v155 = add(v151, v154)
-	VADDPS Y2, Y1, Y1
-
-	// v156 = ne(v155, 0)
-	VCMPPS $0x04, Y4, Y1, Y2
-
-	// v157 = mul(v155, ratio)
-	VMULPS Y6, Y1, Y3
-
-	// v158 = where(v156, v157, v155)
-	VBLENDVPS Y2, Y3, Y1, Y1
-
-	// gradLogProb = where(mask, v158, 0)
-	VANDPS  Y1, Y0, Y0
-	VMOVUPS 384(SP), Y1
+	// gradLogProb = where(mask, v151, 0)
+	VANDPS Y1, Y0, Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS Y2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+96(FP), BX
@@ -2084,27 +2045,27 @@ TEXT ·fbPass2AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v52 = max(numValid, 1)
+	// v53 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// lossObjective = div(v51, v52)
+	// lossObjective = div(v52, v53)
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// clipFraction = div(v56, v52)
+	// clipFraction = div(v56, v53)
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// klApprox = div(v60, v52)
+	// klApprox = div(v60, v53)
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// lossCritic = div(v73, v52)
+	// lossCritic = div(v73, v53)
 	VDIVPS Y0, Y4, Y0
 
 	// store lossObjective
@@ -2163,15 +2124,15 @@ blocks_17:
 	MOVQ    s10+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v102 = mul(2, logSumW)
+	// v101 = mul(2, logSumW)
 	VMULPS  lgc33<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v103 = sub(v102, logSumW2)
+	// v102 = sub(v101, logSumW2)
 	VSUBPS Y3, Y2, Y2
 
-	// essCol = exp(v103)
+	// essCol = exp(v102)
 	VMOVUPS      lgc13<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
 	VMOVUPS      lgc14<>+0(SB), Y3
@@ -2201,19 +2162,19 @@ blocks_17:
 	VMULPS       Y2, Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v105 = gt(v75, 0)
+	// v104 = gt(v75, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y2
 
-	// v106 = where(v105, essCol, 0)
+	// v105 = where(v104, essCol, 0)
 	VANDPS Y5, Y0, Y0
 
-	// sum(v106) over [L]
+	// sum(v105) over [L]
 	MOVQ    state+56(FP), DX
 	VADDPS  6016(DX), Y0, Y0
 	VMOVUPS Y0, 6016(DX)
 
-	// sum(v105) over [L]
+	// sum(v104) over [L]
 	VADDPS  6336(DX), Y2, Y0
 	VMOVUPS Y0, 6336(DX)
 
@@ -2305,16 +2266,16 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v109 = max(v108, 1)
+	// v108 = max(v107, 1)
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v110 = div(v107, v109)
+	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc34<>+0(SB), Y1
 
-	// ess = div(v110, 16)
+	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
 
 	// store ess
@@ -2414,7 +2375,7 @@ bulk_22:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
@@ -2634,7 +2595,7 @@ bulk_24:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
@@ -2648,7 +2609,7 @@ bulk_24:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc6<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

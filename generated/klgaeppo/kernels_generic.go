@@ -13,7 +13,7 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
-	s1       float32             // v51 = sum(v50) over B,L
+	s1       float32             // v52 = sum(v51) over B,L
 	s2       float32             // v56 = sum(v55) over B,L
 	s3       float32             // v60 = sum(v59) over B,L
 	s4       float32             // v73 = sum(v72) over B,L
@@ -22,10 +22,10 @@ type scratch struct {
 	s7       []float32           // v83 = sum(v82) over B [L=48]
 	s8       []float32           // v85 = sum(v62) over B [L=48]
 	s9       []float32           // v90 = sum(v89) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v98) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v100) over B [L=48]
-	s12      float32             // v107 = sum(v106) over L
-	s13      float32             // v108 = sum(v105) over L
+	s10      []float32           // logSumW = logsumexp(v97) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v99) over B [L=48]
+	s12      float32             // v106 = sum(v105) over L
+	s13      float32             // v107 = sum(v104) over L
 	acc75    []float64           // accumulators of v75
 	acc78    []float64           // accumulators of v78
 	acc85    []float64           // accumulators of v85
@@ -48,21 +48,21 @@ var pass0GoChunks = 1
 // pass0GoStates are the reduction states of pass0Go over one chunk of B.
 type pass0GoStates struct {
 	numValid float64             // numValid = sum(v27) over B,L
-	acc51    float64             // v51 = sum(v50) over B,L
+	acc52    float64             // v52 = sum(v51) over B,L
 	acc56    float64             // v56 = sum(v55) over B,L
 	acc60    float64             // v60 = sum(v59) over B,L
 	acc73    float64             // v73 = sum(v72) over B,L
 	acc75    []float64           // v75 = sum(v27) over B
 	acc78    []float64           // v78 = sum(v77) over B
 	acc85    []float64           // v85 = sum(v62) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v98) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v100) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v97) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v99) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass0GoStates) merge(b *pass0GoStates) {
 	mergeSum(&a.numValid, b.numValid)
-	mergeSum(&a.acc51, b.acc51)
+	mergeSum(&a.acc52, b.acc52)
 	mergeSum(&a.acc56, b.acc56)
 	mergeSum(&a.acc60, b.acc60)
 	mergeSum(&a.acc73, b.acc73)
@@ -92,12 +92,13 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c43 := float32(0.8)
+	c40 := float32(math.Inf(1))
+	c42 := float32(0.8)
+	c43 := float32(math.Inf(-1))
 	half := float32(0.5)
 	two := float32(2)
-	c97 := float32(math.Inf(-1))
 	numValid := 0.0
-	acc51 := 0.0
+	acc52 := 0.0
 	acc56 := 0.0
 	acc60 := 0.0
 	acc73 := 0.0
@@ -156,20 +157,18 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(logWeight > c34)
-			v40 := min(ratio, c39)
-			v41 := sel(v38, v40, ratio)
-			v42 := b2f(logWeight < c33)
-			v44 := max(ratio, c43)
-			v45 := sel(v42, v44, ratio)
-			v46 := b2f(v29 >= zero)
-			ratioClipped := sel(v46, v41, v45)
+			v38 := b2f(logWeightClip != logWeight)
+			v41 := sel(v38, c39, c40)
+			v44 := sel(v38, c42, c43)
+			v45 := b2f(v29 >= zero)
+			v46 := min(ratio, v41)
+			v47 := max(ratio, v44)
+			ratioClipped := sel(v45, v46, v47)
 			gain := float32(v29 * ratioClipped)
-			v49 := -gain
-			v50 := sel(mask, v49, zero)
-			acc51 += float64(v50)
-			v54 := b2f(logWeightClip != logWeight)
-			v55 := sel(mask, v54, zero)
+			v50 := -gain
+			v51 := sel(mask, v50, zero)
+			acc52 += float64(v51)
+			v55 := sel(mask, v38, zero)
 			acc56 += float64(v55)
 			v58 := v4 - v31
 			v59 := sel(mask, v58, zero)
@@ -189,14 +188,14 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v77 := sel(mask, diff, zero)
 			st.acc78[iL] += float64(v77)
 			st.acc85[iL] += float64(v62)
-			v98 := sel(mask, logWeight, c97)
-			st.logSumW[iL].Add(float64(v98))
-			v100 := float32(two * v98)
-			st.logSumW2[iL].Add(float64(v100))
+			v97 := sel(mask, logWeight, c43)
+			st.logSumW[iL].Add(float64(v97))
+			v99 := float32(two * v97)
+			st.logSumW2[iL].Add(float64(v99))
 		}
 	}
 	st.numValid = numValid
-	st.acc51 = acc51
+	st.acc52 = acc52
 	st.acc56 = acc56
 	st.acc60 = acc60
 	st.acc73 = acc73
@@ -231,7 +230,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		}
 	}
 	out.NumValid = float32(st.numValid)
-	s.s1 = float32(st.acc51)
+	s.s1 = float32(st.acc52)
 	s.s2 = float32(st.acc56)
 	s.s3 = float32(st.acc60)
 	s.s4 = float32(st.acc73)
@@ -256,18 +255,18 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v51 := s.s1
-	v52 := max(numValid, one)
-	lossObjective := v51 / v52
+	v52 := s.s1
+	v53 := max(numValid, one)
+	lossObjective := v52 / v53
 	out.LossObjective = lossObjective
 	v56 := s.s2
-	clipFraction := v56 / v52
+	clipFraction := v56 / v53
 	out.ClipFraction = clipFraction
 	v60 := s.s3
-	klApprox := v60 / v52
+	klApprox := v60 / v53
 	out.KLApprox = klApprox
 	v73 := s.s4
-	lossCritic := v73 / v52
+	lossCritic := v73 / v53
 	out.LossCritic = lossCritic
 }
 
@@ -279,36 +278,36 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of L.
 type pass2GoStates struct {
-	acc107 float64 // v107 = sum(v106) over L
-	acc108 float64 // v108 = sum(v105) over L
+	acc106 float64 // v106 = sum(v105) over L
+	acc107 float64 // v107 = sum(v104) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *pass2GoStates) merge(b *pass2GoStates) {
+	mergeSum(&a.acc106, b.acc106)
 	mergeSum(&a.acc107, b.acc107)
-	mergeSum(&a.acc108, b.acc108)
 }
 
 // pass2GoChunk runs pass2Go over indices [lo, hi) of L, its reduction states into st.
 func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2GoStates, lo, hi int) {
 	zero := float32(0)
 	two := float32(2)
+	acc106 := 0.0
 	acc107 := 0.0
-	acc108 := 0.0
 	for iL := lo; iL < hi; iL++ {
 		v75 := s.s5[iL]
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v102 := float32(two * logSumW)
-		v103 := v102 - logSumW2
-		essCol := float32(math.Exp(float64(v103)))
-		v105 := b2f(v75 > zero)
-		v106 := sel(v105, essCol, zero)
-		acc107 += float64(v106)
-		acc108 += float64(v105)
+		v101 := float32(two * logSumW)
+		v102 := v101 - logSumW2
+		essCol := float32(math.Exp(float64(v102)))
+		v104 := b2f(v75 > zero)
+		v105 := sel(v104, essCol, zero)
+		acc106 += float64(v105)
+		acc107 += float64(v104)
 	}
+	st.acc106 = acc106
 	st.acc107 = acc107
-	st.acc108 = acc108
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
@@ -327,8 +326,8 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc107)
-	s.s13 = float32(st.acc108)
+	s.s12 = float32(st.acc106)
+	s.s13 = float32(st.acc107)
 }
 
 // pass3GoChunks is how many chunks of rows of B pass3Go runs as, concurrently, each with its own
@@ -423,12 +422,12 @@ func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
-	c111 := float32(16)
-	v107 := s.s12
-	v108 := s.s13
-	v109 := max(v108, one)
-	v110 := v107 / v109
-	ess := v110 / c111
+	c110 := float32(16)
+	v106 := s.s12
+	v107 := s.s13
+	v108 := max(v107, one)
+	v109 := v106 / v108
+	ess := v109 / c110
 	out.ESS = ess
 }
 
@@ -472,7 +471,7 @@ func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0       []float32           // gae = scan(delta, discount) over L reverse cut [B=16 L=48]
-	s1       float32             // v51 = sum(v50) over B,L
+	s1       float32             // v52 = sum(v51) over B,L
 	s2       float32             // v56 = sum(v55) over B,L
 	s3       float32             // v60 = sum(v59) over B,L
 	s4       float32             // v73 = sum(v72) over B,L
@@ -481,10 +480,10 @@ type fbScratch struct {
 	s7       []float32           // v83 = sum(v82) over B [L=48]
 	s8       []float32           // v85 = sum(v62) over B [L=48]
 	s9       []float32           // v90 = sum(v89) over B [L=48]
-	s10      []float32           // logSumW = logsumexp(v98) over B [L=48]
-	s11      []float32           // logSumW2 = logsumexp(v100) over B [L=48]
-	s12      float32             // v107 = sum(v106) over L
-	s13      float32             // v108 = sum(v105) over L
+	s10      []float32           // logSumW = logsumexp(v97) over B [L=48]
+	s11      []float32           // logSumW2 = logsumexp(v99) over B [L=48]
+	s12      float32             // v106 = sum(v105) over L
+	s13      float32             // v107 = sum(v104) over L
 	acc75    []float64           // accumulators of v75
 	acc78    []float64           // accumulators of v78
 	acc85    []float64           // accumulators of v85
@@ -631,19 +630,19 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of B.
 type fbPass1GoStates struct {
-	acc51    float64             // v51 = sum(v50) over B,L
+	acc52    float64             // v52 = sum(v51) over B,L
 	acc56    float64             // v56 = sum(v55) over B,L
 	acc60    float64             // v60 = sum(v59) over B,L
 	acc73    float64             // v73 = sum(v72) over B,L
 	acc83    []float64           // v83 = sum(v82) over B
 	acc90    []float64           // v90 = sum(v89) over B
-	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v98) over B
-	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v100) over B
+	logSumW  []runtime.LogSumExp // logSumW = logsumexp(v97) over B
+	logSumW2 []runtime.LogSumExp // logSumW2 = logsumexp(v99) over B
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass1GoStates) merge(b *fbPass1GoStates) {
-	mergeSum(&a.acc51, b.acc51)
+	mergeSum(&a.acc52, b.acc52)
 	mergeSum(&a.acc56, b.acc56)
 	mergeSum(&a.acc60, b.acc60)
 	mergeSum(&a.acc73, b.acc73)
@@ -668,12 +667,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c33 := float32(-0.22314355)
 	c34 := float32(0.18232156)
 	c39 := float32(1.2)
-	c43 := float32(0.8)
+	c40 := float32(math.Inf(1))
+	c42 := float32(0.8)
+	c43 := float32(math.Inf(-1))
 	half := float32(0.5)
 	two := float32(2)
-	c97 := float32(math.Inf(-1))
 	minusOne := float32(-1)
-	acc51 := 0.0
+	acc52 := 0.0
 	acc56 := 0.0
 	acc60 := 0.0
 	acc73 := 0.0
@@ -705,21 +705,19 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v35 := max(logWeight, c33)
 			logWeightClip := min(v35, c34)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v38 := b2f(logWeight > c34)
-			v40 := min(ratio, c39)
-			v41 := sel(v38, v40, ratio)
-			v42 := b2f(logWeight < c33)
-			v44 := max(ratio, c43)
-			v45 := sel(v42, v44, ratio)
-			v46 := b2f(v29 >= zero)
-			v47 := sel(v46, v41, v45)
-			gain := float32(gae * v47)
-			v49 := -gain
-			v50 := sel(mask, v49, zero)
-			acc51 += float64(v50)
-			v52 := max(numValid, one)
-			v54 := b2f(logWeightClip != logWeight)
-			v55 := sel(mask, v54, zero)
+			v38 := b2f(logWeightClip != logWeight)
+			v41 := sel(v38, c39, c40)
+			v44 := sel(v38, c42, c43)
+			v45 := b2f(v29 >= zero)
+			v46 := min(ratio, v41)
+			v47 := max(ratio, v44)
+			v48 := sel(v45, v46, v47)
+			gain := float32(gae * v48)
+			v50 := -gain
+			v51 := sel(mask, v50, zero)
+			acc52 += float64(v51)
+			v53 := max(numValid, one)
+			v55 := sel(mask, v38, zero)
 			acc56 += float64(v55)
 			v58 := sampleLogProb - logProb
 			v59 := sel(mask, v58, zero)
@@ -749,61 +747,55 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v88 := float32(v87 * v87)
 			v89 := sel(mask, v88, zero)
 			st.acc90[iL] += float64(v89)
-			v98 := sel(mask, logWeight, c97)
-			st.logSumW[iL].Add(float64(v98))
-			v100 := float32(two * v98)
-			st.logSumW2[iL].Add(float64(v100))
-			v113 := one / v52
-			v115 := sel(mask, v113, zero)
-			v116 := sel(v67, v115, zero)
-			v117 := sel(v67, zero, v115)
-			v118 := b2f(v116 != zero)
-			v119 := float32(v116 * absDiff)
-			v120 := sel(v118, v119, v116)
-			v121 := float32(v116 * v68)
-			v122 := sel(v118, v121, v116)
-			v123 := v117 + v122
-			v124 := float32(v120 * half)
-			v125 := v123 + v124
-			v126 := b2f(diff > zero)
-			v127 := b2f(diff < zero)
-			v128 := float32(diff * zero)
-			v129 := sel(v127, minusOne, v128)
-			v130 := sel(v126, one, v129)
-			v131 := b2f(v125 != zero)
-			v132 := float32(v125 * v130)
-			v133 := sel(v131, v132, v125)
-			v134 := -v133
-			gradStateValue := sel(mask, v134, zero)
+			v97 := sel(mask, logWeight, c43)
+			st.logSumW[iL].Add(float64(v97))
+			v99 := float32(two * v97)
+			st.logSumW2[iL].Add(float64(v99))
+			v112 := one / v53
+			v114 := sel(mask, v112, zero)
+			v115 := sel(v67, v114, zero)
+			v116 := sel(v67, zero, v114)
+			v117 := b2f(v115 != zero)
+			v118 := float32(v115 * absDiff)
+			v119 := sel(v117, v118, v115)
+			v120 := float32(v115 * v68)
+			v121 := sel(v117, v120, v115)
+			v122 := v116 + v121
+			v123 := float32(v119 * half)
+			v124 := v122 + v123
+			v125 := b2f(diff > zero)
+			v126 := b2f(diff < zero)
+			v127 := float32(diff * zero)
+			v128 := sel(v126, minusOne, v127)
+			v129 := sel(v125, one, v128)
+			v130 := b2f(v124 != zero)
+			v131 := float32(v124 * v129)
+			v132 := sel(v130, v131, v124)
+			v133 := -v132
+			gradStateValue := sel(mask, v133, zero)
 			grads.StateValue[iB*48+iL] = gradStateValue
-			v136 := -v115
-			v137 := b2f(v136 != zero)
-			v138 := float32(v136 * v29)
-			v139 := sel(v137, v138, v136)
-			v140 := sel(v46, v139, zero)
-			v141 := sel(v46, zero, v139)
-			v142 := sel(v42, v141, zero)
-			v143 := sel(v42, zero, v141)
-			v144 := b2f(ratio >= c43)
-			v145 := b2f(ratio != ratio)
-			v146 := max(v144, v145)
-			v147 := sel(v146, v142, zero)
-			v148 := v143 + v147
-			v149 := sel(v38, v140, zero)
-			v150 := sel(v38, zero, v140)
-			v151 := v148 + v150
-			v152 := b2f(ratio <= c39)
-			v153 := max(v152, v145)
-			v154 := sel(v153, v149, zero)
-			v155 := v151 + v154
-			v156 := b2f(v155 != zero)
-			v157 := float32(v155 * ratio)
-			v158 := sel(v156, v157, v155)
-			gradLogProb := sel(mask, v158, zero)
+			v135 := -v114
+			v136 := b2f(v135 != zero)
+			v137 := float32(v135 * v29)
+			v138 := sel(v136, v137, v135)
+			v139 := sel(v45, v138, zero)
+			v140 := sel(v45, zero, v138)
+			v141 := b2f(ratio >= v44)
+			v142 := b2f(ratio != ratio)
+			v143 := max(v141, v142)
+			v144 := sel(v143, v140, zero)
+			v145 := b2f(ratio <= v41)
+			v146 := max(v145, v142)
+			v147 := sel(v146, v139, zero)
+			v148 := v144 + v147
+			v149 := b2f(v148 != zero)
+			v150 := float32(v148 * ratio)
+			v151 := sel(v149, v150, v148)
+			gradLogProb := sel(mask, v151, zero)
 			grads.LogProb[iB*48+iL] = gradLogProb
 		}
 	}
-	st.acc51 = acc51
+	st.acc52 = acc52
 	st.acc56 = acc56
 	st.acc60 = acc60
 	st.acc73 = acc73
@@ -835,7 +827,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s1 = float32(st.acc51)
+	s.s1 = float32(st.acc52)
 	s.s2 = float32(st.acc56)
 	s.s3 = float32(st.acc60)
 	s.s4 = float32(st.acc73)
@@ -857,18 +849,18 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	numValid := out.NumValid
-	v51 := s.s1
-	v52 := max(numValid, one)
-	lossObjective := v51 / v52
+	v52 := s.s1
+	v53 := max(numValid, one)
+	lossObjective := v52 / v53
 	out.LossObjective = lossObjective
 	v56 := s.s2
-	clipFraction := v56 / v52
+	clipFraction := v56 / v53
 	out.ClipFraction = clipFraction
 	v60 := s.s3
-	klApprox := v60 / v52
+	klApprox := v60 / v53
 	out.KLApprox = klApprox
 	v73 := s.s4
-	lossCritic := v73 / v52
+	lossCritic := v73 / v53
 	out.LossCritic = lossCritic
 }
 
@@ -880,14 +872,14 @@ var fbPass3GoChunks = 1
 
 // fbPass3GoStates are the reduction states of fbPass3Go over one chunk of L.
 type fbPass3GoStates struct {
-	acc107 float64 // v107 = sum(v106) over L
-	acc108 float64 // v108 = sum(v105) over L
+	acc106 float64 // v106 = sum(v105) over L
+	acc107 float64 // v107 = sum(v104) over L
 }
 
 // merge merges b, the states of the chunk after a's, into a.
 func (a *fbPass3GoStates) merge(b *fbPass3GoStates) {
+	mergeSum(&a.acc106, b.acc106)
 	mergeSum(&a.acc107, b.acc107)
-	mergeSum(&a.acc108, b.acc108)
 }
 
 // fbPass3GoChunk runs fbPass3Go over indices [lo, hi) of L, its reduction states into st.
@@ -896,8 +888,8 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	c92 := float32(1.1920929e-07)
 	two := float32(2)
+	acc106 := 0.0
 	acc107 := 0.0
-	acc108 := 0.0
 	for iL := lo; iL < hi; iL++ {
 		v75 := s.s5[iL]
 		v76 := max(v75, one)
@@ -911,16 +903,16 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 		out.ExplainedVariance[iL] = explainedVariance
 		logSumW := s.s10[iL]
 		logSumW2 := s.s11[iL]
-		v102 := float32(two * logSumW)
-		v103 := v102 - logSumW2
-		essCol := float32(math.Exp(float64(v103)))
-		v105 := b2f(v75 > zero)
-		v106 := sel(v105, essCol, zero)
-		acc107 += float64(v106)
-		acc108 += float64(v105)
+		v101 := float32(two * logSumW)
+		v102 := v101 - logSumW2
+		essCol := float32(math.Exp(float64(v102)))
+		v104 := b2f(v75 > zero)
+		v105 := sel(v104, essCol, zero)
+		acc106 += float64(v105)
+		acc107 += float64(v104)
 	}
+	st.acc106 = acc106
 	st.acc107 = acc107
-	st.acc108 = acc108
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48],
@@ -939,19 +931,19 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			st.merge(&sts[c])
 		}
 	}
-	s.s12 = float32(st.acc107)
-	s.s13 = float32(st.acc108)
+	s.s12 = float32(st.acc106)
+	s.s13 = float32(st.acc107)
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
-	c111 := float32(16)
-	v107 := s.s12
-	v108 := s.s13
-	v109 := max(v108, one)
-	v110 := v107 / v109
-	ess := v110 / c111
+	c110 := float32(16)
+	v106 := s.s12
+	v107 := s.s13
+	v108 := max(v107, one)
+	v109 := v106 / v108
+	ess := v109 / c110
 	out.ESS = ess
 }
 

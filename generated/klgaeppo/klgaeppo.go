@@ -24,7 +24,7 @@ Inputs (data name, shape, meaning):
 
   - sample_log_prob [B, L] (float32): log-probability recorded when the action was taken (TorchRL key sample_log_prob)
   - ref_log_prob [B, L] (float32): log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full)
-  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only
+  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements
   - next.reward [B, L] (float32): reward of step t (TorchRL key (next, reward))
   - state_value [B, L] (float32): current critic prediction V(s_t) (TorchRL key state_value)
   - next.state_value [B, L] (float32): critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value))
@@ -130,7 +130,10 @@ type Inputs struct {
 	// (frozen) model (what TorchRL's ref_model computes under log_probs.full).
 	RefLogProb []float32
 	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
-	// padding); every reduction of the loss runs over the valid elements only.
+	// padding); every reduction of the loss runs over the valid elements only. Mapped in a spec
+	// with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's
+	// recursion at done steps, so that padding after a done step reaches no valid step, and its
+	// standardisations (average_gae, average_rewards, average_adv) run over the valid elements.
 	Mask []bool
 	// NextReward is "next.reward" [B, L]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32

@@ -250,25 +250,25 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v99.m",
+		Name:   "scratch/pass0.v98.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v99.s",
+		Name:   "scratch/pass0.v98.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v101.m",
+		Name:   "scratch/pass0.v100.m",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
 		DType:  "float64",
 		Length: 48,
-		Name:   "scratch/pass0.v101.s",
+		Name:   "scratch/pass0.v100.s",
 		Role:   "scratch",
 		Shape:  []int{48},
 	}, {
@@ -280,7 +280,7 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v51.s",
+		Name:   "scratch/pass0.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -304,13 +304,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v107.s",
+		Name:   "scratch/pass2.v106.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass2.v108.s",
+		Name:   "scratch/pass2.v107.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -319,12 +319,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v75.s", "scratch/pass0.v78.s", "scratch/pass0.v85.s", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/pass0.v101.m", "scratch/pass0.v101.s", "scratch/pass0.v28.s", "scratch/pass0.v51.s", "scratch/pass0.v56.s", "scratch/pass0.v60.s", "scratch/pass0.v73.s"},
+		Params: []string{"in/sample_log_prob", "in/ref_log_prob", "in/mask", "out/next.ref_log_probs", "out/next.kl_penalty", "in/next.reward", "out/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/advantage", "out/value_target", "in/log_prob", "scratch/pass0.v75.s", "scratch/pass0.v78.s", "scratch/pass0.v85.s", "scratch/pass0.v98.m", "scratch/pass0.v98.s", "scratch/pass0.v100.m", "scratch/pass0.v100.s", "scratch/pass0.v28.s", "scratch/pass0.v52.s", "scratch/pass0.v56.s", "scratch/pass0.v60.s", "scratch/pass0.v73.s"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v51.s", "scratch/s1", "scratch/pass0.v56.s", "scratch/s2", "scratch/pass0.v60.s", "scratch/s3", "scratch/pass0.v73.s", "scratch/s4", "scratch/pass0.v75.s", "scratch/s5", "scratch/pass0.v78.s", "scratch/s6", "scratch/pass0.v85.s", "scratch/s8", "scratch/pass0.v99.m", "scratch/pass0.v99.s", "scratch/s10", "scratch/pass0.v101.m", "scratch/pass0.v101.s", "scratch/s11"},
+		Params: []string{"scratch/pass0.v28.s", "out/num_valid", "scratch/pass0.v52.s", "scratch/s1", "scratch/pass0.v56.s", "scratch/s2", "scratch/pass0.v60.s", "scratch/s3", "scratch/pass0.v73.s", "scratch/s4", "scratch/pass0.v75.s", "scratch/s5", "scratch/pass0.v78.s", "scratch/s6", "scratch/pass0.v85.s", "scratch/s8", "scratch/pass0.v98.m", "scratch/pass0.v98.s", "scratch/s10", "scratch/pass0.v100.m", "scratch/pass0.v100.s", "scratch/s11"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -334,12 +334,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v107.s", "scratch/pass2.v108.s"},
+		Params: []string{"scratch/s5", "scratch/s10", "scratch/s11", "scratch/pass2.v106.s", "scratch/pass2.v107.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v107.s", "scratch/s12", "scratch/pass2.v108.s", "scratch/s13"},
+		Params: []string{"scratch/pass2.v106.s", "scratch/s12", "scratch/pass2.v107.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -613,7 +613,7 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v51.s",
+		Name:   "scratch/pass1.v52.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -637,13 +637,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v107.s",
+		Name:   "scratch/pass3.v106.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass3.v108.s",
+		Name:   "scratch/pass3.v107.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}},
@@ -662,12 +662,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/sample_log_prob", "in/mask", "in/state_value", "scratch/s0", "out/num_valid", "in/log_prob", "scratch/s5", "scratch/s6", "scratch/s8", "grad/state_value", "grad/log_prob", "scratch/pass1.v51.s", "scratch/pass1.v56.s", "scratch/pass1.v60.s", "scratch/pass1.v73.s", "scratch/s7", "scratch/s9", "scratch/s10", "scratch/s11"},
+		Params: []string{"in/sample_log_prob", "in/mask", "in/state_value", "scratch/s0", "out/num_valid", "in/log_prob", "scratch/s5", "scratch/s6", "scratch/s8", "grad/state_value", "grad/log_prob", "scratch/pass1.v52.s", "scratch/pass1.v56.s", "scratch/pass1.v60.s", "scratch/pass1.v73.s", "scratch/s7", "scratch/s9", "scratch/s10", "scratch/s11"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v51.s", "scratch/s1", "scratch/pass1.v56.s", "scratch/s2", "scratch/pass1.v60.s", "scratch/s3", "scratch/pass1.v73.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v52.s", "scratch/s1", "scratch/pass1.v56.s", "scratch/s2", "scratch/pass1.v60.s", "scratch/s3", "scratch/pass1.v73.s", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -677,12 +677,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3",
-		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v107.s", "scratch/pass3.v108.s"},
+		Params: []string{"scratch/s5", "scratch/s7", "scratch/s9", "out/explained_variance", "scratch/s10", "scratch/s11", "scratch/pass3.v106.s", "scratch/pass3.v107.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass3_merge",
-		Params: []string{"scratch/pass3.v107.s", "scratch/s12", "scratch/pass3.v108.s", "scratch/s13"},
+		Params: []string{"scratch/pass3.v106.s", "scratch/s12", "scratch/pass3.v107.s", "scratch/s13"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -16,7 +16,7 @@ Inputs (data name, shape, meaning):
 
   - log_prob [B, L] (float32): log-probability of the taken action under the current policy (network output)
   - ref_log_prob [B, L] (float32): log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full)
-  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only
+  - mask [B, L] (bool): true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only. Mapped in a spec with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's recursion at done steps, so that padding after a done step reaches no valid step, and its standardisations (average_gae, average_rewards, average_adv) run over the valid elements
   - next.reward [B, L] (float32): reward of step t (TorchRL key (next, reward))
 
 Outputs (TorchRL's names):
@@ -77,7 +77,10 @@ type Inputs struct {
 	// (frozen) model (what TorchRL's ref_model computes under log_probs.full).
 	RefLogProb []float32
 	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
-	// padding); every reduction of the loss runs over the valid elements only.
+	// padding); every reduction of the loss runs over the valid elements only. Mapped in a spec
+	// with an estimator (gae, td1, td_lambda, vtrace, standalone too), it also cuts the estimator's
+	// recursion at done steps, so that padding after a done step reaches no valid step, and its
+	// standardisations (average_gae, average_rewards, average_adv) run over the valid elements.
 	Mask []bool
 	// NextReward is "next.reward" [B, L]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32

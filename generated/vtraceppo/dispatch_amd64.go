@@ -42,8 +42,8 @@ type avxState struct {
 	r82_s    []float64
 	r82_p    []float32
 	p1_ok    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r51_s    []float64
+	r51_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -73,8 +73,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r82_s = st.buf[3968:3984]
 	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
-	st.r50_s = st.buf[4024:4040]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.r51_s = st.buf[4024:4040]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -225,8 +225,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextDone[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], hi)
 	}
@@ -244,7 +244,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -253,7 +253,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 
@@ -291,8 +291,8 @@ type fbAvxState struct {
 	r82_s    []float64
 	r82_p    []float32
 	p1_ok    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r51_s    []float64
+	r51_p    []float32
 	p2_ok    []float32
 	res      []float64
 }
@@ -322,8 +322,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r82_s = st.buf[3968:3984]
 	st.r82_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
-	st.r50_s = st.buf[4024:4040]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.r51_s = st.buf[4024:4040]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
@@ -477,8 +477,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.SetMask(st.p2_ok)
 		fbPass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextDone[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], &g.LogProb[0], hi)
 	}
@@ -496,7 +496,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
@@ -505,7 +505,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 

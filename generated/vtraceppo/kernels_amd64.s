@@ -184,11 +184,11 @@ outer0_1:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v51) over [N T]
+	// mean(v37) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -533,11 +533,11 @@ blocks_2:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v51) over [N T]
+	// mean(v37) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
@@ -1496,73 +1496,78 @@ blocks_9:
 	VSUBPS Y3, Y1, Y1
 
 	// v30 = mul(rhoClipped, v29)
-	VMULPS Y1, Y2, Y1
+	VMULPS  Y1, Y2, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+
+	// v34 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc26<>+0(SB), Y3
+
+	// logWeightClip = min(v34, 0.18232156) tie=first
+	VMINPS Y2, Y3, Y2
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc12<>+0(SB), Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VFMADD213PS  Y2, Y4, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc5<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPSLLD       $0x17, Y4, Y4
 	VPSLLD       $0x17, Y3, Y3
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
-	// v37 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y2, Y0, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v37 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y0, Y2, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v39 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y5, Y3, Y3
+	// v40 = where(v37, 1.2000000078829447, +Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
+	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc31<>+0(SB), Y4
 
-	// v40 = where(v37, v39, ratio)
-	VBLENDVPS Y2, Y3, Y5, Y2
-	VMOVUPS   lgc25<>+0(SB), Y3
-
-	// v41 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y3, Y0, Y0
-	VMOVUPS lgc39<>+0(SB), Y3
-
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y5, Y3, Y3
-
-	// v44 = where(v41, v43, ratio)
-	VBLENDVPS Y0, Y3, Y5, Y0
+	// v43 = where(v37, 0.8000000028326788, -Inf)
+	VBLENDVPS Y0, Y3, Y4, Y0
 	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v46 = ge(v30, 0)
+	// v45 = ge(v30, 0)
 	VCMPPS $0x1d, Y3, Y1, Y3
 
-	// ratioClipped = where(v46, v40, v44)
+	// v46 = min(ratio, v40) tie=first
+	VMINPS Y6, Y2, Y2
+
+	// v47 = max(ratio, v43) tie=first
+	VMAXPS Y6, Y0, Y0
+
+	// ratioClipped = where(v45, v46, v47)
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v49 = neg(gain)
+	// v50 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v49) over [N T]
+	// mean(v50) over [N T]
 	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y0, Y0
 	VMOVUPS Y0, 32384(BX)
@@ -1709,73 +1714,78 @@ noflush_10:
 	VSUBPS Y3, Y1, Y1
 
 	// v30 = mul(rhoClipped, v29)
-	VMULPS Y1, Y2, Y1
+	VMULPS  Y1, Y2, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+
+	// v34 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc26<>+0(SB), Y3
+
+	// logWeightClip = min(v34, 0.18232156) tie=first
+	VMINPS Y2, Y3, Y2
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc12<>+0(SB), Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VFMADD213PS  Y2, Y4, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc5<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPSLLD       $0x17, Y4, Y4
 	VPSLLD       $0x17, Y3, Y3
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
-	// v37 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y2, Y0, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v37 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y0, Y2, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v39 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y5, Y3, Y3
+	// v40 = where(v37, 1.2000000078829447, +Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
+	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc31<>+0(SB), Y4
 
-	// v40 = where(v37, v39, ratio)
-	VBLENDVPS Y2, Y3, Y5, Y2
-	VMOVUPS   lgc25<>+0(SB), Y3
-
-	// v41 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y3, Y0, Y0
-	VMOVUPS lgc39<>+0(SB), Y3
-
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y5, Y3, Y3
-
-	// v44 = where(v41, v43, ratio)
-	VBLENDVPS Y0, Y3, Y5, Y0
+	// v43 = where(v37, 0.8000000028326788, -Inf)
+	VBLENDVPS Y0, Y3, Y4, Y0
 	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v46 = ge(v30, 0)
+	// v45 = ge(v30, 0)
 	VCMPPS $0x1d, Y3, Y1, Y3
 
-	// ratioClipped = where(v46, v40, v44)
+	// v46 = min(ratio, v40) tie=first
+	VMINPS Y6, Y2, Y2
+
+	// v47 = max(ratio, v43) tie=first
+	VMAXPS Y6, Y0, Y0
+
+	// ratioClipped = where(v45, v46, v47)
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// gain = mul(v30, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v49 = neg(gain)
+	// v50 = neg(gain)
 	VXORPS lgc28<>+0(SB), Y0, Y0
 
-	// mean(v49) over [N T]
+	// mean(v50) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -2052,11 +2062,11 @@ outer0_11:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v51) over [N T]
+	// mean(v37) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -2477,11 +2487,11 @@ blocks_12:
 	// logWeightClip = min(v34, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v51 = ne(logWeightClip, logWeight)
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// mean(v51) over [N T]
+	// mean(v37) over [N T]
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
@@ -3090,7 +3100,7 @@ notail_17:
 
 // func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $80-104
+TEXT ·fbPass2AVX2(SB), $16-104
 	MOVQ lo+0(FP), AX
 
 outer0_18:
@@ -3182,141 +3192,122 @@ blocks_19:
 	VSUBPS Y3, Y1, Y1
 
 	// v30 = mul(rhoClipped, v29)
-	VMULPS Y1, Y2, Y1
+	VMULPS  Y1, Y2, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+
+	// v34 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc26<>+0(SB), Y3
+
+	// logWeightClip = min(v34, 0.18232156) tie=first
+	VMINPS Y2, Y3, Y2
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc12<>+0(SB), Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VFMADD213PS  Y2, Y4, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc5<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPSLLD       $0x17, Y4, Y4
 	VPSLLD       $0x17, Y3, Y3
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
-	// v37 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y2, Y0, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v37 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y0, Y2, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v39 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y5, Y3, Y3
+	// v40 = where(v37, 1.2000000078829447, +Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
+	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc31<>+0(SB), Y4
 
-	// v40 = where(v37, v39, ratio)
-	VBLENDVPS Y2, Y3, Y5, Y3
-	VMOVUPS   lgc25<>+0(SB), Y4
+	// v43 = where(v37, 0.8000000028326788, -Inf)
+	VBLENDVPS Y0, Y3, Y4, Y0
+	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v41 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y0, Y0
-	VMOVUPS lgc39<>+0(SB), Y4
+	// v45 = ge(v30, 0)
+	VCMPPS $0x1d, Y3, Y1, Y4
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y5, Y4, Y6
+	// v46 = min(ratio, v40) tie=first
+	VMINPS Y6, Y2, Y5
 
-	// v44 = where(v41, v43, ratio)
-	VBLENDVPS Y0, Y6, Y5, Y6
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v47 = max(ratio, v43) tie=first
+	VMAXPS Y6, Y0, Y7
 
-	// v46 = ge(v30, 0)
-	VCMPPS  $0x1d, Y7, Y1, Y7
-	VMOVUPS Y2, (SP)
+	// v48 = where(v45, v46, v47)
+	VBLENDVPS Y4, Y5, Y7, Y5
 
-	// v47 = where(v46, v40, v44)
-	VBLENDVPS Y7, Y3, Y6, Y2
+	// gain = mul(v30, v48)
+	VMULPS Y5, Y1, Y5
 
-	// gain = mul(v30, v47)
-	VMULPS Y2, Y1, Y2
+	// v50 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y5, Y5
 
-	// v49 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y2, Y2
-
-	// mean(v49) over [N T]
+	// mean(v50) over [N T]
 	MOVQ    state+72(FP), BX
-	VADDPS  32384(BX), Y2, Y2
-	VMOVUPS Y2, 32384(BX)
+	VADDPS  32384(BX), Y5, Y5
+	VMOVUPS Y5, 32384(BX)
 
 	// v106 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y2
+	VMULPS lgc44<>+0(SB), Y1, Y5
 
-	// v107 = where(v46, v106, 0)
-	VANDPS Y2, Y7, Y3
+	// v107 = where(v45, v106, 0)
+	VANDPS Y5, Y4, Y7
 
-	// v108 = where(v46, 0, v106)
-	VANDNPS Y2, Y7, Y2
+	// v108 = where(v45, 0, v106)
+	VANDNPS Y5, Y4, Y4
 
-	// v109 = where(v41, v108, 0)
-	VANDPS Y2, Y0, Y6
+	// v109 = ge(ratio, v43)
+	VCMPPS $0x1d, Y0, Y6, Y0
 
-	// v110 = where(v41, 0, v108)
-	VANDNPS Y2, Y0, Y0
+	// v110 = ne(ratio, ratio)
+	VCMPPS $0x04, Y6, Y6, Y5
 
-	// v111 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y4, Y5, Y2
+	// v111 = max(v109, v110)
+	VORPS Y0, Y5, Y0
 
-	// v112 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y4
+	// v112 = where(v111, v108, 0)
+	VANDPS Y4, Y0, Y0
 
-	// v113 = max(v111, v112)
-	VORPS Y2, Y4, Y2
+	// v113 = le(ratio, v40)
+	VCMPPS $0x12, Y2, Y6, Y2
 
-	// v114 = where(v113, v109, 0)
-	VANDPS Y6, Y2, Y2
+	// v114 = max(v113, v110)
+	VORPS Y2, Y5, Y2
 
-	// v115 = add(v110, v114)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS (SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y2, Y6
+	// v115 = where(v114, v107, 0)
+	VANDPS Y7, Y2, Y2
 
-	// v116 = where(v37, v107, 0)
-	VANDPS Y3, Y6, Y2
+	// v116 = add(v112, v115)
+	VADDPS Y2, Y0, Y0
 
-	// v117 = where(v37, 0, v107)
-	VANDNPS Y3, Y6, Y3
+	// v117 = ne(v116, 0)
+	VCMPPS $0x04, Y3, Y0, Y2
 
-	// v118 = add(v115, v117)
-	VADDPS  Y3, Y0, Y0
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v118 = mul(v116, ratio)
+	VMULPS Y6, Y0, Y3
 
-	// v119 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y5, Y3
-
-	// v120 = max(v119, v112)
-	VORPS Y3, Y4, Y3
-
-	// v121 = where(v120, v116, 0)
-	VANDPS Y2, Y3, Y2
-
-	// v122 = add(v118, v121)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y2
-
-	// v123 = ne(v122, 0)
-	VCMPPS $0x04, Y2, Y0, Y2
-
-	// v124 = mul(v122, ratio)
-	VMULPS Y5, Y0, Y3
-
-	// gradLogProb = where(v123, v124, v122)
+	// gradLogProb = where(v117, v118, v116)
 	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// store advantage
@@ -3395,18 +3386,18 @@ noflush_20:
 	// rhoClipped = min(rho, 1)
 	VMINPS    Y4, Y1, Y2
 	MOVQ      nextTerminated+24(FP), CX
-	MOVQ      $+0, 32(SP)
+	MOVQ      $+0, (SP)
 	MOVB      (CX)(BX*1), SI
-	MOVB      SI, 32(SP)
+	MOVB      SI, (SP)
 	MOVB      1(CX)(BX*1), SI
-	MOVB      SI, 33(SP)
+	MOVB      SI, 1(SP)
 	MOVB      2(CX)(BX*1), SI
-	MOVB      SI, 34(SP)
+	MOVB      SI, 2(SP)
 	MOVB      3(CX)(BX*1), SI
-	MOVB      SI, 35(SP)
+	MOVB      SI, 3(SP)
 	MOVB      4(CX)(BX*1), SI
-	MOVB      SI, 36(SP)
-	VPMOVZXBD 32(SP), Y3
+	MOVB      SI, 4(SP)
+	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v13 = sub(1, nextTerminated)
@@ -3430,18 +3421,18 @@ noflush_20:
 	VMASKMOVPS   4(CX)(BX*4), Y4, Y5
 	VBLENDVPS    Y4, Y5, Y3, Y4
 	MOVQ         nextDone+48(FP), CX
-	MOVQ         $+0, 40(SP)
+	MOVQ         $+0, 8(SP)
 	MOVB         (CX)(BX*1), SI
-	MOVB         SI, 40(SP)
+	MOVB         SI, 8(SP)
 	MOVB         1(CX)(BX*1), SI
-	MOVB         SI, 41(SP)
+	MOVB         SI, 9(SP)
 	MOVB         2(CX)(BX*1), SI
-	MOVB         SI, 42(SP)
+	MOVB         SI, 10(SP)
 	MOVB         3(CX)(BX*1), SI
-	MOVB         SI, 43(SP)
+	MOVB         SI, 11(SP)
 	MOVB         4(CX)(BX*1), SI
-	MOVB         SI, 44(SP)
-	VPMOVZXBD    40(SP), Y5
+	MOVB         SI, 12(SP)
+	VPMOVZXBD    8(SP), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y5, Y6
@@ -3465,146 +3456,127 @@ noflush_20:
 	VSUBPS Y3, Y1, Y1
 
 	// v30 = mul(rhoClipped, v29)
-	VMULPS Y1, Y2, Y1
+	VMULPS  Y1, Y2, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+
+	// v34 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc26<>+0(SB), Y3
+
+	// logWeightClip = min(v34, 0.18232156) tie=first
+	VMINPS Y2, Y3, Y2
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc5<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc12<>+0(SB), Y6
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VFMADD213PS  Y2, Y4, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSRLD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMAXPS       Y0, Y3, Y3
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VMINPS       Y3, Y4, Y3
+	VMULPS       lgc5<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
+	VMULPS       Y3, Y3, Y5
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMOVUPS      lgc12<>+0(SB), Y7
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VFMADD213PS  Y3, Y5, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y4, Y3
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSRLD       $0x01, Y3, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPSLLD       $0x17, Y4, Y4
 	VPSLLD       $0x17, Y3, Y3
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y3, Y6, Y6
 
-	// v37 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y2, Y0, Y2
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v37 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y0, Y2, Y0
+	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y3
 
-	// v39 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y5, Y3, Y3
+	// v40 = where(v37, 1.2000000078829447, +Inf)
+	VBLENDVPS Y0, Y2, Y3, Y2
+	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc31<>+0(SB), Y4
 
-	// v40 = where(v37, v39, ratio)
-	VBLENDVPS Y2, Y3, Y5, Y3
-	VMOVUPS   lgc25<>+0(SB), Y4
+	// v43 = where(v37, 0.8000000028326788, -Inf)
+	VBLENDVPS Y0, Y3, Y4, Y0
+	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v41 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y4, Y0, Y0
-	VMOVUPS lgc39<>+0(SB), Y4
+	// v45 = ge(v30, 0)
+	VCMPPS $0x1d, Y3, Y1, Y4
 
-	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y5, Y4, Y6
+	// v46 = min(ratio, v40) tie=first
+	VMINPS Y6, Y2, Y5
 
-	// v44 = where(v41, v43, ratio)
-	VBLENDVPS Y0, Y6, Y5, Y6
-	VMOVUPS   lgc0<>+0(SB), Y7
+	// v47 = max(ratio, v43) tie=first
+	VMAXPS Y6, Y0, Y7
 
-	// v46 = ge(v30, 0)
-	VCMPPS  $0x1d, Y7, Y1, Y7
-	VMOVUPS Y2, 48(SP)
+	// v48 = where(v45, v46, v47)
+	VBLENDVPS Y4, Y5, Y7, Y5
 
-	// v47 = where(v46, v40, v44)
-	VBLENDVPS Y7, Y3, Y6, Y2
+	// gain = mul(v30, v48)
+	VMULPS Y5, Y1, Y5
 
-	// gain = mul(v30, v47)
-	VMULPS Y2, Y1, Y2
+	// v50 = neg(gain)
+	VXORPS lgc28<>+0(SB), Y5, Y5
 
-	// v49 = neg(gain)
-	VXORPS lgc28<>+0(SB), Y2, Y2
-
-	// mean(v49) over [N T]
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y6
-	VEXTRACTI128 $0x01, Y3, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y3, Y2, Y2
+	// mean(v50) over [N T]
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y5, Y5
 	MOVQ         state+72(FP), CX
-	VADDPS       32384(CX), Y2, Y2
-	VMOVUPS      Y2, 32384(CX)
+	VADDPS       32384(CX), Y5, Y5
+	VMOVUPS      Y5, 32384(CX)
 
 	// v106 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y2
+	VMULPS lgc44<>+0(SB), Y1, Y5
 
-	// v107 = where(v46, v106, 0)
-	VANDPS Y2, Y7, Y3
+	// v107 = where(v45, v106, 0)
+	VANDPS Y5, Y4, Y7
 
-	// v108 = where(v46, 0, v106)
-	VANDNPS Y2, Y7, Y2
+	// v108 = where(v45, 0, v106)
+	VANDNPS Y5, Y4, Y4
 
-	// v109 = where(v41, v108, 0)
-	VANDPS Y2, Y0, Y6
+	// v109 = ge(ratio, v43)
+	VCMPPS $0x1d, Y0, Y6, Y0
 
-	// v110 = where(v41, 0, v108)
-	VANDNPS Y2, Y0, Y0
+	// v110 = ne(ratio, ratio)
+	VCMPPS $0x04, Y6, Y6, Y5
 
-	// v111 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y4, Y5, Y2
+	// v111 = max(v109, v110)
+	VORPS Y0, Y5, Y0
 
-	// v112 = ne(ratio, ratio)
-	VCMPPS $0x04, Y5, Y5, Y4
+	// v112 = where(v111, v108, 0)
+	VANDPS Y4, Y0, Y0
 
-	// v113 = max(v111, v112)
-	VORPS Y2, Y4, Y2
+	// v113 = le(ratio, v40)
+	VCMPPS $0x12, Y2, Y6, Y2
 
-	// v114 = where(v113, v109, 0)
-	VANDPS Y6, Y2, Y2
+	// v114 = max(v113, v110)
+	VORPS Y2, Y5, Y2
 
-	// v115 = add(v110, v114)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS 48(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y6
-	VCMPPS  $0x04, Y6, Y2, Y6
+	// v115 = where(v114, v107, 0)
+	VANDPS Y7, Y2, Y2
 
-	// v116 = where(v37, v107, 0)
-	VANDPS Y3, Y6, Y2
+	// v116 = add(v112, v115)
+	VADDPS Y2, Y0, Y0
 
-	// v117 = where(v37, 0, v107)
-	VANDNPS Y3, Y6, Y3
+	// v117 = ne(v116, 0)
+	VCMPPS $0x04, Y3, Y0, Y2
 
-	// v118 = add(v115, v117)
-	VADDPS  Y3, Y0, Y0
-	VMOVUPS lgc38<>+0(SB), Y3
+	// v118 = mul(v116, ratio)
+	VMULPS Y6, Y0, Y3
 
-	// v119 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y3, Y5, Y3
-
-	// v120 = max(v119, v112)
-	VORPS Y3, Y4, Y3
-
-	// v121 = where(v120, v116, 0)
-	VANDPS Y2, Y3, Y2
-
-	// v122 = add(v118, v121)
-	VADDPS  Y2, Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y2
-
-	// v123 = ne(v122, 0)
-	VCMPPS $0x04, Y2, Y0, Y2
-
-	// v124 = mul(v122, ratio)
-	VMULPS Y5, Y0, Y3
-
-	// gradLogProb = where(v123, v124, v122)
+	// gradLogProb = where(v117, v118, v116)
 	VBLENDVPS Y2, Y3, Y0, Y0
 
 	// store advantage

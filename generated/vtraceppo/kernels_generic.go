@@ -34,7 +34,7 @@ var pass0GoChunks = 1
 
 // pass0GoStates are the reduction states of pass0Go over one chunk of N.
 type pass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v51) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v37) over N,T
 	klApprox     runtime.Mean        // klApprox = mean(v53) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy  runtime.Mean        // lossEntropy = mean(v57) over N,T
@@ -120,8 +120,8 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			out.ValueTarget[iN*421+iT] = vs
 			v34 := max(logWeight, c32)
 			logWeightClip := min(v34, c33)
-			v51 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v51))
+			v37 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v37))
 			v53 := sampleLogProb - logProb
 			klApprox.Add(float64(v53))
 			entropy := in.Entropy[iN*421+iT]
@@ -261,7 +261,7 @@ var pass2GoChunks = 1
 
 // pass2GoStates are the reduction states of pass2Go over one chunk of N.
 type pass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v49) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v50) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -276,7 +276,9 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 	c32 := float32(-0.22314355)
 	c33 := float32(0.18232156)
 	c38 := float32(1.2)
-	c42 := float32(0.8)
+	c39 := float32(math.Inf(1))
+	c41 := float32(0.8)
+	c42 := float32(math.Inf(-1))
 	zero := float32(0)
 	lossObjective := runtime.Mean{}
 	for iN := lo; iN < hi; iN++ {
@@ -305,18 +307,19 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 			v29 := v28 - stateValue
 			v30 := float32(rhoClipped * v29)
 			out.Advantage[iN*421+iT] = v30
+			v34 := max(logWeight, c32)
+			logWeightClip := min(v34, c33)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v37 := b2f(logWeight > c33)
-			v39 := min(ratio, c38)
-			v40 := sel(v37, v39, ratio)
-			v41 := b2f(logWeight < c32)
-			v43 := max(ratio, c42)
-			v44 := sel(v41, v43, ratio)
-			v46 := b2f(v30 >= zero)
-			ratioClipped := sel(v46, v40, v44)
+			v37 := b2f(logWeightClip != logWeight)
+			v40 := sel(v37, c38, c39)
+			v43 := sel(v37, c41, c42)
+			v45 := b2f(v30 >= zero)
+			v46 := min(ratio, v40)
+			v47 := max(ratio, v43)
+			ratioClipped := sel(v45, v46, v47)
 			gain := float32(v30 * ratioClipped)
-			v49 := -gain
-			lossObjective.Add(float64(v49))
+			v50 := -gain
+			lossObjective.Add(float64(v50))
 		}
 	}
 	st.lossObjective = lossObjective
@@ -375,7 +378,7 @@ var fbPass0GoChunks = 1
 
 // fbPass0GoStates are the reduction states of fbPass0Go over one chunk of N.
 type fbPass0GoStates struct {
-	clipFraction runtime.Mean        // clipFraction = mean(v51) over N,T
+	clipFraction runtime.Mean        // clipFraction = mean(v37) over N,T
 	klApprox     runtime.Mean        // klApprox = mean(v53) over N,T
 	meanEntropy  runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy  runtime.Mean        // lossEntropy = mean(v57) over N,T
@@ -465,8 +468,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			out.ValueTarget[iN*421+iT] = vs
 			v34 := max(logWeight, c32)
 			logWeightClip := min(v34, c33)
-			v51 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v51))
+			v37 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v37))
 			v53 := sampleLogProb - logProb
 			klApprox.Add(float64(v53))
 			entropy := in.Entropy[iN*421+iT]
@@ -625,7 +628,7 @@ var fbPass2GoChunks = 1
 
 // fbPass2GoStates are the reduction states of fbPass2Go over one chunk of N.
 type fbPass2GoStates struct {
-	lossObjective runtime.Mean // lossObjective = mean(v49) over N,T
+	lossObjective runtime.Mean // lossObjective = mean(v50) over N,T
 }
 
 // merge merges b, the states of the chunk after a's, into a.
@@ -640,7 +643,9 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c32 := float32(-0.22314355)
 	c33 := float32(0.18232156)
 	c38 := float32(1.2)
-	c42 := float32(0.8)
+	c39 := float32(math.Inf(1))
+	c41 := float32(0.8)
+	c42 := float32(math.Inf(-1))
 	zero := float32(0)
 	c105 := float32(-3.7114016e-05)
 	lossObjective := runtime.Mean{}
@@ -670,38 +675,33 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v29 := v28 - stateValue
 			v30 := float32(rhoClipped * v29)
 			out.Advantage[iN*421+iT] = v30
+			v34 := max(logWeight, c32)
+			logWeightClip := min(v34, c33)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v37 := b2f(logWeight > c33)
-			v39 := min(ratio, c38)
-			v40 := sel(v37, v39, ratio)
-			v41 := b2f(logWeight < c32)
-			v43 := max(ratio, c42)
-			v44 := sel(v41, v43, ratio)
-			v46 := b2f(v30 >= zero)
-			v47 := sel(v46, v40, v44)
-			gain := float32(v30 * v47)
-			v49 := -gain
-			lossObjective.Add(float64(v49))
+			v37 := b2f(logWeightClip != logWeight)
+			v40 := sel(v37, c38, c39)
+			v43 := sel(v37, c41, c42)
+			v45 := b2f(v30 >= zero)
+			v46 := min(ratio, v40)
+			v47 := max(ratio, v43)
+			v48 := sel(v45, v46, v47)
+			gain := float32(v30 * v48)
+			v50 := -gain
+			lossObjective.Add(float64(v50))
 			v106 := float32(c105 * v30)
-			v107 := sel(v46, v106, zero)
-			v108 := sel(v46, zero, v106)
-			v109 := sel(v41, v108, zero)
-			v110 := sel(v41, zero, v108)
-			v111 := b2f(ratio >= c42)
-			v112 := b2f(ratio != ratio)
-			v113 := max(v111, v112)
-			v114 := sel(v113, v109, zero)
-			v115 := v110 + v114
-			v116 := sel(v37, v107, zero)
-			v117 := sel(v37, zero, v107)
-			v118 := v115 + v117
-			v119 := b2f(ratio <= c38)
-			v120 := max(v119, v112)
-			v121 := sel(v120, v116, zero)
-			v122 := v118 + v121
-			v123 := b2f(v122 != zero)
-			v124 := float32(v122 * ratio)
-			gradLogProb := sel(v123, v124, v122)
+			v107 := sel(v45, v106, zero)
+			v108 := sel(v45, zero, v106)
+			v109 := b2f(ratio >= v43)
+			v110 := b2f(ratio != ratio)
+			v111 := max(v109, v110)
+			v112 := sel(v111, v108, zero)
+			v113 := b2f(ratio <= v40)
+			v114 := max(v113, v110)
+			v115 := sel(v114, v107, zero)
+			v116 := v112 + v115
+			v117 := b2f(v116 != zero)
+			v118 := float32(v116 * ratio)
+			gradLogProb := sel(v117, v118, v116)
 			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}

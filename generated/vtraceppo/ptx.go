@@ -291,13 +291,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass2.v50.s",
+		Name:   "scratch/pass2.v51.s",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass2.v50.n",
+		Name:   "scratch/pass2.v51.n",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}},
@@ -326,12 +326,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "out/advantage", "scratch/pass2.v50.s", "scratch/pass2.v50.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "out/advantage", "scratch/pass2.v51.s", "scratch/pass2.v51.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v50.s", "scratch/pass2.v50.n", "out/loss_objective"},
+		Params: []string{"scratch/pass2.v51.s", "scratch/pass2.v51.n", "out/loss_objective"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -637,13 +637,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass2.v50.s",
+		Name:   "scratch/pass2.v51.s",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}, {
 		DType:  "float64",
 		Length: 2,
-		Name:   "scratch/pass2.v50.n",
+		Name:   "scratch/pass2.v51.n",
 		Role:   "scratch",
 		Shape:  []int{2},
 	}},
@@ -672,12 +672,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass2",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "out/advantage", "grad/log_prob", "scratch/pass2.v50.s", "scratch/pass2.v50.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "out/advantage", "grad/log_prob", "scratch/pass2.v51.s", "scratch/pass2.v51.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass2_merge",
-		Params: []string{"scratch/pass2.v50.s", "scratch/pass2.v50.n", "out/loss_objective"},
+		Params: []string{"scratch/pass2.v51.s", "scratch/pass2.v51.n", "out/loss_objective"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -31,12 +31,12 @@ type ptxTable struct {
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
 //   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2578037): it computes, of each output, advantage 72 of 26944,
+//     instructions; this part 2586229): it computes, of each output, advantage 72 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
 //     of 1 elements.
 //   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000
-//     instructions; this part 2754421): it computes, of each output, advantage 72 of 26944,
+//     instructions; this part 2721653): it computes, of each output, advantage 72 of 26944,
 //     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
 //     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
 //     of 1, grad.state_value 512 of 26944, grad.log_prob 72 of 26944, grad.entropy 512 of 26944

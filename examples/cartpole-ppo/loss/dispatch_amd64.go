@@ -28,8 +28,8 @@ type avxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r57_s    []float64
-	r57_p    []float32
+	r58_s    []float64
+	r58_p    []float32
 	r59_s    []float64
 	r59_p    []float32
 	r61_s    []float64
@@ -67,8 +67,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r57_s = st.buf[184:200]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r58_s = st.buf[184:200]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r59_s = st.buf[224:240]
 	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r61_s = st.buf[264:280]
@@ -157,8 +157,8 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r57_s, 0)
-		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
 		runtime.Fill(st.r59_s, 0)
 		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r61_s, 0)
@@ -195,7 +195,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
@@ -214,7 +214,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r57_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r59_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])
@@ -307,8 +307,8 @@ type fbAvxState struct {
 	r20_pm2  []float32
 	r20_pc   []float32
 	p0_ok    []float32
-	r57_s    []float64
-	r57_p    []float32
+	r58_s    []float64
+	r58_p    []float32
 	r59_s    []float64
 	r59_p    []float32
 	r61_s    []float64
@@ -346,8 +346,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r20_pm2 = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[136])), 16)
 	st.r20_pc = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
-	st.r57_s = st.buf[184:200]
-	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
+	st.r58_s = st.buf[184:200]
+	st.r58_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[208])), 16)
 	st.r59_s = st.buf[224:240]
 	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[248])), 16)
 	st.r61_s = st.buf[264:280]
@@ -438,8 +438,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r57_s, 0)
-		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r58_s, 0)
+		runtime.Fill(st.r58_p, 0)
 		runtime.Fill(st.r59_s, 0)
 		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r61_s, 0)
@@ -476,7 +476,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r58_s, sts[c].r58_s)
 			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
 			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
@@ -495,7 +495,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass1Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r57_s, 8, 256.0)
+	runtime.FinishMean(st.res[:1], st.r58_s, 8, 256.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r59_s, 8, 256.0)
 	out.ClipFraction = float32(st.res[0])

@@ -690,92 +690,88 @@ indexdone_9:
 	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y7
-	VMOVUPS lgc50<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 264(SP)
-	VMOVUPS Y0, 296(SP)
-	VMOVUPS Y1, 328(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMAXPS       Y4, Y0, Y0
-	VMOVUPS      lgc51<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
-	VMULPS       Y0, Y0, Y5
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMOVUPS      lgc51<>+0(SB), Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
+	VMULPS       Y5, Y5, Y8
 	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
 	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y10
-	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y10
-	VFMADD213PS  Y10, Y5, Y9
-	VFMADD213PS  Y0, Y5, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc28<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPSLLD       $0x17, Y1, Y1
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y9, Y9
-	VMULPS       Y0, Y9, Y9
+	VCVTPS2DQ    Y7, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPSLLD       $0x17, Y7, Y7
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y5, Y9, Y9
 
-	// v44 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y8, Y4, Y0
-	VMOVUPS lgc52<>+0(SB), Y1
+	// v44 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y6, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc6<>+0(SB), Y8
 
-	// v46 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y1, Y1
+	// v47 = where(v44, 1.2000000078829447, +Inf)
+	VBLENDVPS Y5, Y7, Y8, Y7
+	VMOVUPS   lgc53<>+0(SB), Y8
+	VMOVUPS   lgc17<>+0(SB), Y10
 
-	// v47 = where(v44, v46, ratio)
-	VBLENDVPS Y0, Y1, Y9, Y0
+	// v50 = where(v44, 0.8000000028326788, -Inf)
+	VBLENDVPS Y5, Y8, Y10, Y5
+	VMOVUPS   168(SP), Y8
+	VMOVUPS   lgc0<>+0(SB), Y10
 
-	// v48 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y6, Y4, Y1
-	VMOVUPS lgc53<>+0(SB), Y5
+	// v52 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y10, Y8, Y10
+	VMOVUPS Y4, 296(SP)
+	VMOVUPS Y0, 328(SP)
+	VMOVUPS Y1, 360(SP)
 
-	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y9, Y5, Y5
+	// v53 = min(ratio, v47) tie=first
+	VMINPS Y9, Y7, Y0
 
-	// v51 = where(v48, v50, ratio)
-	VBLENDVPS Y1, Y5, Y9, Y1
-	VMOVUPS   168(SP), Y5
-	VMOVUPS   lgc0<>+0(SB), Y6
+	// v54 = max(ratio, v50) tie=first
+	VMAXPS Y9, Y5, Y1
 
-	// v53 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y6, Y5, Y6
-	VMOVUPS Y9, 360(SP)
-
-	// ratioClipped = where(v53, v47, v51)
-	VBLENDVPS Y6, Y0, Y1, Y0
+	// ratioClipped = where(v52, v53, v54)
+	VBLENDVPS Y10, Y0, Y1, Y0
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y0, Y5, Y0
+	VMULPS Y0, Y8, Y0
 
-	// v56 = neg(gain)
+	// v57 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v56) over [N T]
+	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v58 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y7, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
-
-	// mean(v58) over [N T]
-	VADDPS  1984(BX), Y0, Y0
+	// mean(v44) over [N T]
+	VADDPS  1984(BX), Y6, Y0
 	VMOVUPS Y0, 1984(BX)
-	VMOVUPS 328(SP), Y0
+	VMOVUPS 360(SP), Y0
 
 	// v60 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
@@ -786,7 +782,7 @@ indexdone_9:
 
 	// finish v64
 	VMOVUPS Y2, Y0
-	VMOVUPS 296(SP), Y1
+	VMOVUPS 328(SP), Y1
 
 	// v65 = div(v64, v31)
 	VDIVPS  Y1, Y0, Y0
@@ -828,20 +824,20 @@ indexdone_9:
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      4544(BX)(DI*8), Y5
-	VSUBPD       Y5, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y3, Y3
-	VMOVUPD      5696(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y3, Y7
-	VMOVUPD      Y5, 4544(BX)(DI*8)
-	VMOVUPD      Y7, 5696(BX)(DI*8)
+	VMOVUPD      4544(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y5
+	VFMADD231PD  Y5, Y2, Y4
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      5696(BX)(DI*8), Y6
+	VFMADD231PD  Y5, Y3, Y6
+	VMOVUPD      Y4, 4544(BX)(DI*8)
+	VMOVUPD      Y6, 5696(BX)(DI*8)
 	VMOVUPD      4576(BX)(DI*8), Y3
-	VSUBPD       Y3, Y1, Y5
-	VFMADD231PD  Y5, Y2, Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
 	VSUBPD       Y3, Y1, Y1
 	VMOVUPD      5728(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
+	VFMADD231PD  Y4, Y1, Y2
 	VMOVUPD      Y3, 4576(BX)(DI*8)
 	VMOVUPD      Y2, 5728(BX)(DI*8)
 
@@ -851,13 +847,13 @@ indexdone_9:
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
 	VMOVUPD      8000(BX)(DI*8), Y3
-	VSUBPD       Y3, Y2, Y5
-	VFMADD231PD  Y5, Y1, Y3
+	VSUBPD       Y3, Y2, Y4
+	VFMADD231PD  Y4, Y1, Y3
 	VSUBPD       Y3, Y2, Y2
-	VMOVUPD      9152(BX)(DI*8), Y6
-	VFMADD231PD  Y5, Y2, Y6
+	VMOVUPD      9152(BX)(DI*8), Y5
+	VFMADD231PD  Y4, Y2, Y5
 	VMOVUPD      Y3, 8000(BX)(DI*8)
-	VMOVUPD      Y6, 9152(BX)(DI*8)
+	VMOVUPD      Y5, 9152(BX)(DI*8)
 	VMOVUPD      8032(BX)(DI*8), Y2
 	VSUBPD       Y2, Y0, Y3
 	VFMADD231PD  Y3, Y1, Y2
@@ -866,27 +862,27 @@ indexdone_9:
 	VFMADD231PD  Y3, Y0, Y1
 	VMOVUPD      Y2, 8032(BX)(DI*8)
 	VMOVUPD      Y1, 9184(BX)(DI*8)
-	VMOVUPS      360(SP), Y0
+	VMOVUPS      296(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc56<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc57<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       10304(BX)(DI*8), Y1, Y2
+	VCVTPS2PD    X9, Y0
+	VEXTRACTF128 $0x01, Y9, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       10304(BX)(DI*8), Y0, Y2
 	VMOVUPD      Y2, 10304(BX)(DI*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       12096(BX)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 12096(BX)(DI*8)
-	VADDPD       10336(BX)(DI*8), Y0, Y1
-	VMOVUPD      Y1, 10336(BX)(DI*8)
 	VMULPD       Y0, Y0, Y0
+	VADDPD       12096(BX)(DI*8), Y0, Y0
+	VMOVUPD      Y0, 12096(BX)(DI*8)
+	VADDPD       10336(BX)(DI*8), Y1, Y0
+	VMOVUPD      Y0, 10336(BX)(DI*8)
+	VMULPD       Y1, Y1, Y0
 	VADDPD       12128(BX)(DI*8), Y0, Y0
 	VMOVUPD      Y0, 12128(BX)(DI*8)
 	VMOVUPS      104(SP), Y0
@@ -2214,94 +2210,90 @@ indexdone_22:
 	VMOVUPS lgc49<>+0(SB), Y6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y7
-	VMOVUPS lgc50<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc50<>+0(SB), Y7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 392(SP)
-	VMOVUPS Y0, 424(SP)
-	VMOVUPS Y1, 456(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMAXPS       Y4, Y0, Y0
-	VMOVUPS      lgc51<>+0(SB), Y1
-	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
-	VMULPS       Y0, Y0, Y5
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VMAXPS       Y4, Y5, Y5
+	VMOVUPS      lgc51<>+0(SB), Y7
+	VMINPS       Y5, Y7, Y5
+	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
+	VMULPS       Y5, Y5, Y8
 	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
 	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y10
-	VFMADD213PS  Y10, Y5, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y10
-	VFMADD213PS  Y10, Y5, Y9
-	VFMADD213PS  Y0, Y5, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
-	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc28<>+0(SB), Y0, Y0
-	VPSRLD       $0x01, Y0, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPSLLD       $0x17, Y1, Y1
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y9, Y9
-	VMULPS       Y0, Y9, Y9
+	VCVTPS2DQ    Y7, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSRLD       $0x01, Y5, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPSLLD       $0x17, Y7, Y7
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y9, Y9
+	VMULPS       Y5, Y9, Y9
 
-	// v44 = gt(logWeight, 0.18232156)
-	VCMPPS  $0x1e, Y8, Y4, Y0
-	VMOVUPS lgc52<>+0(SB), Y1
+	// v44 = ne(logWeightClip, logWeight)
+	VCMPPS  $0x04, Y4, Y6, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc6<>+0(SB), Y8
 
-	// v46 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS Y9, Y1, Y1
+	// v47 = where(v44, 1.2000000078829447, +Inf)
+	VBLENDVPS Y5, Y7, Y8, Y7
+	VMOVUPS   lgc53<>+0(SB), Y8
+	VMOVUPS   lgc17<>+0(SB), Y10
 
-	// v47 = where(v44, v46, ratio)
-	VBLENDVPS Y0, Y1, Y9, Y1
+	// v50 = where(v44, 0.8000000028326788, -Inf)
+	VBLENDVPS Y5, Y8, Y10, Y5
+	VMOVUPS   296(SP), Y8
+	VMOVUPS   lgc0<>+0(SB), Y10
 
-	// v48 = lt(logWeight, -0.22314355)
-	VCMPPS  $0x11, Y6, Y4, Y5
-	VMOVUPS lgc53<>+0(SB), Y6
+	// v52 = ge(advantageNormalized, 0)
+	VCMPPS  $0x1d, Y10, Y8, Y10
+	VMOVUPS Y4, 424(SP)
+	VMOVUPS Y0, 456(SP)
+	VMOVUPS Y1, 488(SP)
 
-	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS  Y9, Y6, Y6
-	VMOVUPS Y0, 488(SP)
+	// v53 = min(ratio, v47) tie=first
+	VMINPS  Y9, Y7, Y0
+	VMOVUPS Y7, 520(SP)
 
-	// v51 = where(v48, v50, ratio)
-	VBLENDVPS Y5, Y6, Y9, Y0
-	VMOVUPS   296(SP), Y6
-	VMOVUPS   lgc0<>+0(SB), Y8
+	// v54 = max(ratio, v50) tie=first
+	VMAXPS  Y9, Y5, Y1
+	VMOVUPS Y5, 552(SP)
 
-	// v53 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y8, Y6, Y8
-	VMOVUPS Y5, 520(SP)
-	VMOVUPS Y9, 552(SP)
+	// v55 = where(v52, v53, v54)
+	VBLENDVPS Y10, Y0, Y1, Y0
 
-	// v54 = where(v53, v47, v51)
-	VBLENDVPS Y8, Y1, Y0, Y0
+	// gain = mul(advantageNormalized, v55)
+	VMULPS Y0, Y8, Y0
 
-	// gain = mul(advantageNormalized, v54)
-	VMULPS Y0, Y6, Y0
-
-	// v56 = neg(gain)
+	// v57 = neg(gain)
 	VXORPS lgc54<>+0(SB), Y0, Y0
 
-	// mean(v56) over [N T]
+	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
 	VADDPS  1664(BX), Y0, Y0
 	VMOVUPS Y0, 1664(BX)
 
-	// v58 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y7, Y0
-	VANDPS lgc1<>+0(SB), Y0, Y0
-
-	// mean(v58) over [N T]
-	VADDPS  1984(BX), Y0, Y0
+	// mean(v44) over [N T]
+	VADDPS  1984(BX), Y6, Y0
 	VMOVUPS Y0, 1984(BX)
-	VMOVUPS 456(SP), Y0
+	VMOVUPS 488(SP), Y0
 
 	// v60 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y0, Y3, Y0
@@ -2312,7 +2304,7 @@ indexdone_22:
 
 	// finish v64
 	VMOVUPS Y2, Y0
-	VMOVUPS 424(SP), Y1
+	VMOVUPS 456(SP), Y1
 
 	// v65 = div(v64, v31)
 	VDIVPS  Y1, Y0, Y0
@@ -2347,194 +2339,170 @@ indexdone_22:
 	// mean(v74) over [N T]
 	VADDPS  3264(BX), Y3, Y3
 	VMOVUPS Y3, 3264(BX)
-	VMOVUPS Y8, 584(SP)
+	VMOVUPS Y10, 584(SP)
 
 	// var(diff) over [N]
 	MOVQ         CX, R8
 	VBROADCASTSD 32(SP), Y3
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X6
-	VCVTPS2PD    X6, Y6
-	VMOVUPD      4544(BX)(R8*8), Y7
-	VSUBPD       Y7, Y5, Y8
-	VFMADD231PD  Y8, Y3, Y7
-	VSUBPD       Y7, Y5, Y5
-	VMOVUPD      5696(BX)(R8*8), Y9
-	VFMADD231PD  Y8, Y5, Y9
-	VMOVUPD      Y7, 4544(BX)(R8*8)
-	VMOVUPD      Y9, 5696(BX)(R8*8)
-	VMOVUPD      4576(BX)(R8*8), Y5
-	VSUBPD       Y5, Y6, Y7
-	VFMADD231PD  Y7, Y3, Y5
-	VSUBPD       Y5, Y6, Y3
-	VMOVUPD      5728(BX)(R8*8), Y6
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      4544(BX)(R8*8), Y6
+	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y3, Y6
-	VMOVUPD      Y5, 4576(BX)(R8*8)
-	VMOVUPD      Y6, 5728(BX)(R8*8)
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      5696(BX)(R8*8), Y8
+	VFMADD231PD  Y7, Y4, Y8
+	VMOVUPD      Y6, 4544(BX)(R8*8)
+	VMOVUPD      Y8, 5696(BX)(R8*8)
+	VMOVUPD      4576(BX)(R8*8), Y4
+	VSUBPD       Y4, Y5, Y6
+	VFMADD231PD  Y6, Y3, Y4
+	VSUBPD       Y4, Y5, Y3
+	VMOVUPD      5728(BX)(R8*8), Y5
+	VFMADD231PD  Y6, Y3, Y5
+	VMOVUPD      Y4, 4576(BX)(R8*8)
+	VMOVUPD      Y5, 5728(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD 32(SP), Y3
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      8000(BX)(R8*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y3, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      9152(BX)(R8*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 8000(BX)(R8*8)
-	VMOVUPD      Y8, 9152(BX)(R8*8)
-	VMOVUPD      8032(BX)(R8*8), Y5
-	VSUBPD       Y5, Y1, Y6
+	VMOVUPD      8000(BX)(R8*8), Y5
+	VSUBPD       Y5, Y4, Y6
 	VFMADD231PD  Y6, Y3, Y5
-	VSUBPD       Y5, Y1, Y1
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      9152(BX)(R8*8), Y7
+	VFMADD231PD  Y6, Y4, Y7
+	VMOVUPD      Y5, 8000(BX)(R8*8)
+	VMOVUPD      Y7, 9152(BX)(R8*8)
+	VMOVUPD      8032(BX)(R8*8), Y4
+	VSUBPD       Y4, Y1, Y5
+	VFMADD231PD  Y5, Y3, Y4
+	VSUBPD       Y4, Y1, Y1
 	VMOVUPD      9184(BX)(R8*8), Y3
-	VFMADD231PD  Y6, Y1, Y3
-	VMOVUPD      Y5, 8032(BX)(R8*8)
+	VFMADD231PD  Y5, Y1, Y3
+	VMOVUPD      Y4, 8032(BX)(R8*8)
 	VMOVUPD      Y3, 9184(BX)(R8*8)
 	VMOVUPS      Y0, 616(SP)
 	VMOVUPS      Y2, 648(SP)
-	VMOVUPS      552(SP), Y0
+	VMOVUPS      424(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc56<>+0(SB), Y4, Y1
-	VCMPPS       $0x1a, lgc57<>+0(SB), Y4, Y2
+	VCMPPS       $0x15, lgc56<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc57<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc17<>+0(SB), Y4, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       10304(BX)(R8*8), Y1, Y3
-	VMOVUPD      Y3, 10304(BX)(R8*8)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       12096(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 12096(BX)(R8*8)
-	VADDPD       10336(BX)(R8*8), Y2, Y1
-	VMOVUPD      Y1, 10336(BX)(R8*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       12128(BX)(R8*8), Y1, Y1
-	VMOVUPD      Y1, 12128(BX)(R8*8)
-	VMOVUPS      648(SP), Y1
+	VCVTPS2PD    X9, Y0
+	VEXTRACTF128 $0x01, Y9, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       10304(BX)(R8*8), Y0, Y2
+	VMOVUPD      Y2, 10304(BX)(R8*8)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       12096(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 12096(BX)(R8*8)
+	VADDPD       10336(BX)(R8*8), Y1, Y0
+	VMOVUPD      Y0, 10336(BX)(R8*8)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       12128(BX)(R8*8), Y0, Y0
+	VMOVUPD      Y0, 12128(BX)(R8*8)
+	VMOVUPS      648(SP), Y0
 
 	// v92 = mul(0.001953125, diff)
-	VMULPS lgc60<>+0(SB), Y1, Y1
+	VMULPS lgc60<>+0(SB), Y0, Y0
 
 	// v93 = add(v92, v92)
-	VADDPS Y1, Y1, Y1
+	VADDPS Y0, Y0, Y0
 
 	// gradStateValue = neg(v93)
-	VXORPS  lgc54<>+0(SB), Y1, Y1
-	VMOVUPS lgc61<>+0(SB), Y2
-	VMOVUPS 424(SP), Y3
+	VXORPS  lgc54<>+0(SB), Y0, Y0
+	VMOVUPS lgc61<>+0(SB), Y1
+	VMOVUPS 456(SP), Y2
 
 	// v97 = div(3.90625e-05, v31)
-	VDIVPS  Y3, Y2, Y2
-	VMOVUPS 616(SP), Y4
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 616(SP), Y3
 
 	// v98 = div(v65, v31)
-	VDIVPS Y3, Y4, Y4
+	VDIVPS Y2, Y3, Y3
 
 	// v99 = mul(-3.90625e-05, v98)
-	VMULPS  lgc62<>+0(SB), Y4, Y4
-	VMOVUPS 296(SP), Y5
+	VMULPS  lgc62<>+0(SB), Y3, Y3
+	VMOVUPS 296(SP), Y4
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc63<>+0(SB), Y5, Y5
-	VMOVUPS 584(SP), Y6
-	VMOVUPS lgc0<>+0(SB), Y7
-	VCMPPS  $0x04, Y7, Y6, Y7
+	VMULPS  lgc63<>+0(SB), Y4, Y4
+	VMOVUPS 584(SP), Y5
+	VMOVUPS lgc0<>+0(SB), Y6
+	VCMPPS  $0x04, Y6, Y5, Y6
 
-	// v108 = where(v53, v107, 0)
-	VANDPS Y5, Y7, Y6
+	// v108 = where(v52, v107, 0)
+	VANDPS Y4, Y6, Y5
 
-	// v109 = where(v53, 0, v107)
-	VANDNPS Y5, Y7, Y5
-	VMOVUPS 520(SP), Y7
-	VMOVUPS lgc0<>+0(SB), Y8
-	VCMPPS  $0x04, Y8, Y7, Y8
+	// v109 = where(v52, 0, v107)
+	VANDNPS Y4, Y6, Y4
+	VMOVUPS 552(SP), Y6
 
-	// v110 = where(v48, v109, 0)
-	VANDPS Y5, Y8, Y7
+	// v110 = ge(ratio, v50)
+	VCMPPS $0x1d, Y6, Y9, Y6
 
-	// v111 = where(v48, 0, v109)
-	VANDNPS Y5, Y8, Y5
-	VMOVUPS lgc53<>+0(SB), Y8
+	// v111 = ne(ratio, ratio)
+	VCMPPS $0x04, Y9, Y9, Y7
 
-	// v112 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y0, Y8
+	// v112 = max(v110, v111)
+	VORPS   Y6, Y7, Y6
+	VMOVUPS Y0, 680(SP)
 
-	// v113 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y0, Y0, Y9
-	VMOVUPS Y1, 680(SP)
+	// v113 = where(v112, v109, 0)
+	VANDPS  Y4, Y6, Y0
+	VMOVUPS 520(SP), Y4
 
-	// v114 = max(v112, v113)
-	VORPS   Y8, Y9, Y1
-	VMOVUPS Y2, 712(SP)
+	// v114 = le(ratio, v47)
+	VCMPPS $0x12, Y4, Y9, Y4
 
-	// v115 = where(v114, v110, 0)
-	VANDPS Y7, Y1, Y1
+	// v115 = max(v114, v111)
+	VORPS Y4, Y7, Y4
 
-	// v116 = add(v111, v115)
-	VADDPS  Y1, Y5, Y1
-	VMOVUPS 488(SP), Y2
-	VMOVUPS lgc0<>+0(SB), Y5
-	VCMPPS  $0x04, Y5, Y2, Y5
+	// v116 = where(v115, v108, 0)
+	VANDPS Y5, Y4, Y4
 
-	// v117 = where(v44, v108, 0)
-	VANDPS Y6, Y5, Y2
+	// v117 = add(v113, v116)
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v118 = where(v44, 0, v108)
-	VANDNPS Y6, Y5, Y5
+	// v118 = ne(v117, 0)
+	VCMPPS $0x04, Y4, Y0, Y5
 
-	// v119 = add(v116, v118)
-	VADDPS  Y5, Y1, Y1
-	VMOVUPS lgc52<>+0(SB), Y5
+	// v119 = mul(v117, ratio)
+	VMULPS Y9, Y0, Y6
 
-	// v120 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y0, Y5
+	// v120 = where(v118, v119, v117)
+	VBLENDVPS Y5, Y6, Y0, Y0
 
-	// v121 = max(v120, v113)
-	VORPS Y5, Y9, Y5
+	// v121 = neg(v120)
+	VXORPS lgc54<>+0(SB), Y0, Y5
 
-	// v122 = where(v121, v117, 0)
-	VANDPS Y2, Y5, Y2
+	// v122 = add(-3.90625e-05, v121)
+	VADDPS lgc62<>+0(SB), Y5, Y5
 
-	// v123 = add(v119, v122)
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	// v126 = ne(v122, 0)
+	VCMPPS $0x04, Y4, Y5, Y4
 
-	// v124 = ne(v123, 0)
-	VCMPPS $0x04, Y2, Y1, Y5
+	// v127 = div(v122, v31)
+	VDIVPS Y2, Y5, Y2
 
-	// v125 = mul(v123, ratio)
-	VMULPS Y0, Y1, Y0
+	// v128 = where(v126, v127, v122)
+	VBLENDVPS Y4, Y2, Y5, Y2
 
-	// v126 = where(v124, v125, v123)
-	VBLENDVPS Y5, Y0, Y1, Y0
-
-	// v127 = neg(v126)
-	VXORPS lgc54<>+0(SB), Y0, Y1
-
-	// v128 = add(-3.90625e-05, v127)
-	VADDPS lgc62<>+0(SB), Y1, Y1
-
-	// v132 = ne(v128, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
-
-	// v133 = div(v128, v31)
-	VDIVPS Y3, Y1, Y3
-
-	// v134 = where(v132, v133, v128)
-	VBLENDVPS Y2, Y3, Y1, Y1
-
-	// v135 = add(v99, v134)
-	VADDPS  Y1, Y4, Y1
+	// v129 = add(v99, v128)
+	VADDPS  Y2, Y3, Y2
+	VMOVUPS Y1, 712(SP)
 	VMOVUPS Y0, 744(SP)
-	VMOVUPS Y1, 776(SP)
+	VMOVUPS Y2, 776(SP)
 	XORQ    BX, BX
 
 inner_A_23:
@@ -2617,24 +2585,24 @@ wideindex_24:
 	VMOVUPS    808(SP), Y3
 
 indexdone_25:
-	// v130 = eq(v129, action)
+	// v124 = eq(v123, action)
 	VCMPPS  $0x00, Y3, Y1, Y1
 	VMOVUPS 744(SP), Y3
 
-	// v131 = where(v130, v126, 0)
+	// v125 = where(v124, v120, 0)
 	VANDPS  Y3, Y1, Y1
 	VMOVUPS 776(SP), Y3
 
-	// v136 = add(v100, v135)
+	// v130 = add(v100, v129)
 	VADDPS Y3, Y2, Y2
 
-	// v137 = mul(v136, v30)
+	// v131 = mul(v130, v30)
 	VMULPS Y4, Y2, Y2
 
-	// v138 = add(v105, v137)
+	// v132 = add(v105, v131)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogits = add(v131, v138)
+	// gradLogits = add(v125, v132)
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits

@@ -108,8 +108,8 @@ var pass1GoChunks = 1
 
 // pass1GoStates are the reduction states of pass1Go over one chunk of N.
 type pass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v56) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v58) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v44) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v60) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v68) over N,T
@@ -149,7 +149,9 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 	c39 := float32(-0.22314355)
 	c40 := float32(0.18232156)
 	c45 := float32(1.2)
-	c49 := float32(0.8)
+	c46 := float32(math.Inf(1))
+	c48 := float32(0.8)
+	c49 := float32(math.Inf(-1))
 	zero := float32(0)
 	c67 := float32(-0.01)
 	half := float32(0.5)
@@ -212,19 +214,17 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 			v41 := max(logWeight, c39)
 			logWeightClip := min(v41, c40)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v44 := b2f(logWeight > c40)
-			v46 := min(ratio, c45)
-			v47 := sel(v44, v46, ratio)
-			v48 := b2f(logWeight < c39)
-			v50 := max(ratio, c49)
-			v51 := sel(v48, v50, ratio)
-			v53 := b2f(advantageNormalized >= zero)
-			ratioClipped := sel(v53, v47, v51)
+			v44 := b2f(logWeightClip != logWeight)
+			v47 := sel(v44, c45, c46)
+			v50 := sel(v44, c48, c49)
+			v52 := b2f(advantageNormalized >= zero)
+			v53 := min(ratio, v47)
+			v54 := max(ratio, v50)
+			ratioClipped := sel(v52, v53, v54)
 			gain := float32(advantageNormalized * ratioClipped)
-			v56 := -gain
-			lossObjective.Add(float64(v56))
-			v58 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v58))
+			v57 := -gain
+			lossObjective.Add(float64(v57))
+			clipFraction.Add(float64(v44))
 			v60 := sampleLogProb - logSoftmax
 			klApprox.Add(float64(v60))
 			v64 := float32(acc64)
@@ -464,8 +464,8 @@ var fbPass1GoChunks = 1
 
 // fbPass1GoStates are the reduction states of fbPass1Go over one chunk of N.
 type fbPass1GoStates struct {
-	lossObjective runtime.Mean        // lossObjective = mean(v56) over N,T
-	clipFraction  runtime.Mean        // clipFraction = mean(v58) over N,T
+	lossObjective runtime.Mean        // lossObjective = mean(v57) over N,T
+	clipFraction  runtime.Mean        // clipFraction = mean(v44) over N,T
 	klApprox      runtime.Mean        // klApprox = mean(v60) over N,T
 	meanEntropy   runtime.Mean        // meanEntropy = mean(entropy) over N,T
 	lossEntropy   runtime.Mean        // lossEntropy = mean(v68) over N,T
@@ -505,7 +505,9 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c39 := float32(-0.22314355)
 	c40 := float32(0.18232156)
 	c45 := float32(1.2)
-	c49 := float32(0.8)
+	c46 := float32(math.Inf(1))
+	c48 := float32(0.8)
+	c49 := float32(math.Inf(-1))
 	zero := float32(0)
 	c67 := float32(-0.01)
 	half := float32(0.5)
@@ -572,19 +574,17 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v41 := max(logWeight, c39)
 			logWeightClip := min(v41, c40)
 			ratio := float32(math.Exp(float64(logWeight)))
-			v44 := b2f(logWeight > c40)
-			v46 := min(ratio, c45)
-			v47 := sel(v44, v46, ratio)
-			v48 := b2f(logWeight < c39)
-			v50 := max(ratio, c49)
-			v51 := sel(v48, v50, ratio)
-			v53 := b2f(advantageNormalized >= zero)
-			v54 := sel(v53, v47, v51)
-			gain := float32(advantageNormalized * v54)
-			v56 := -gain
-			lossObjective.Add(float64(v56))
-			v58 := b2f(logWeightClip != logWeight)
-			clipFraction.Add(float64(v58))
+			v44 := b2f(logWeightClip != logWeight)
+			v47 := sel(v44, c45, c46)
+			v50 := sel(v44, c48, c49)
+			v52 := b2f(advantageNormalized >= zero)
+			v53 := min(ratio, v47)
+			v54 := max(ratio, v50)
+			v55 := sel(v52, v53, v54)
+			gain := float32(advantageNormalized * v55)
+			v57 := -gain
+			lossObjective.Add(float64(v57))
+			clipFraction.Add(float64(v44))
 			v60 := sampleLogProb - logSoftmax
 			klApprox.Add(float64(v60))
 			v64 := float32(acc64)
@@ -610,31 +610,25 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v98 := v65 / v31
 			v99 := float32(c95 * v98)
 			v107 := float32(c106 * advantageNormalized)
-			v108 := sel(v53, v107, zero)
-			v109 := sel(v53, zero, v107)
-			v110 := sel(v48, v109, zero)
-			v111 := sel(v48, zero, v109)
-			v112 := b2f(ratio >= c49)
-			v113 := b2f(ratio != ratio)
-			v114 := max(v112, v113)
-			v115 := sel(v114, v110, zero)
-			v116 := v111 + v115
-			v117 := sel(v44, v108, zero)
-			v118 := sel(v44, zero, v108)
-			v119 := v116 + v118
-			v120 := b2f(ratio <= c45)
-			v121 := max(v120, v113)
-			v122 := sel(v121, v117, zero)
-			v123 := v119 + v122
-			v124 := b2f(v123 != zero)
-			v125 := float32(v123 * ratio)
-			v126 := sel(v124, v125, v123)
-			v127 := -v126
-			v128 := c95 + v127
-			v132 := b2f(v128 != zero)
-			v133 := v128 / v31
-			v134 := sel(v132, v133, v128)
-			v135 := v99 + v134
+			v108 := sel(v52, v107, zero)
+			v109 := sel(v52, zero, v107)
+			v110 := b2f(ratio >= v50)
+			v111 := b2f(ratio != ratio)
+			v112 := max(v110, v111)
+			v113 := sel(v112, v109, zero)
+			v114 := b2f(ratio <= v47)
+			v115 := max(v114, v111)
+			v116 := sel(v115, v108, zero)
+			v117 := v113 + v116
+			v118 := b2f(v117 != zero)
+			v119 := float32(v117 * ratio)
+			v120 := sel(v118, v119, v117)
+			v121 := -v120
+			v122 := c95 + v121
+			v126 := b2f(v122 != zero)
+			v127 := v122 / v31
+			v128 := sel(v126, v127, v122)
+			v129 := v99 + v128
 			for iA := 0; iA < 2; iA++ {
 				logits := in.Logits[iN*256+iT*2+iA]
 				v29 := logits - v27
@@ -646,13 +640,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v103 := b2f(v29 != v29)
 				v104 := max(v102, v103)
 				v105 := sel(v104, v101, zero)
-				v129 := float32(iA)
-				v130 := b2f(v129 == action)
-				v131 := sel(v130, v126, zero)
-				v136 := v100 + v135
-				v137 := float32(v136 * v30)
-				v138 := v105 + v137
-				gradLogits := v131 + v138
+				v123 := float32(iA)
+				v124 := b2f(v123 == action)
+				v125 := sel(v124, v120, zero)
+				v130 := v100 + v129
+				v131 := float32(v130 * v30)
+				v132 := v105 + v131
+				gradLogits := v125 + v132
 				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}

@@ -215,13 +215,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v57.s",
+		Name:   "scratch/pass1.v58.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v57.n",
+		Name:   "scratch/pass1.v58.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -317,12 +317,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"in/state_value", "scratch/s0", "out/advantage", "out/value_target", "scratch/s1", "scratch/s2", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "scratch/pass1.v57.s", "scratch/pass1.v57.n", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "scratch/s3", "scratch/s4", "scratch/s5", "scratch/s6"},
+		Params: []string{"in/state_value", "scratch/s0", "out/advantage", "out/value_target", "scratch/s1", "scratch/s2", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "scratch/pass1.v58.s", "scratch/pass1.v58.n", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "scratch/s3", "scratch/s4", "scratch/s5", "scratch/s6"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1_merge",
-		Params: []string{"scratch/pass1.v57.s", "scratch/pass1.v57.n", "out/loss_objective", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "out/clip_fraction", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "out/kl_approx", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "out/entropy", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "out/loss_entropy", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "out/loss_critic"},
+		Params: []string{"scratch/pass1.v58.s", "scratch/pass1.v58.n", "out/loss_objective", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "out/clip_fraction", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "out/kl_approx", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "out/entropy", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "out/loss_entropy", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "out/loss_critic"},
 	}, {
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -556,13 +556,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v57.s",
+		Name:   "scratch/pass1.v58.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass1.v57.n",
+		Name:   "scratch/pass1.v58.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -658,12 +658,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1",
-		Params: []string{"in/state_value", "scratch/s0", "out/advantage", "out/value_target", "scratch/s1", "scratch/s2", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass1.v57.s", "scratch/pass1.v57.n", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "scratch/s3", "scratch/s4", "scratch/s5", "scratch/s6"},
+		Params: []string{"in/state_value", "scratch/s0", "out/advantage", "out/value_target", "scratch/s1", "scratch/s2", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass1.v58.s", "scratch/pass1.v58.n", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "scratch/s3", "scratch/s4", "scratch/s5", "scratch/s6"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass1_merge",
-		Params: []string{"scratch/pass1.v57.s", "scratch/pass1.v57.n", "out/loss_objective", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "out/clip_fraction", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "out/kl_approx", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "out/entropy", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "out/loss_entropy", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "out/loss_critic"},
+		Params: []string{"scratch/pass1.v58.s", "scratch/pass1.v58.n", "out/loss_objective", "scratch/pass1.v59.s", "scratch/pass1.v59.n", "out/clip_fraction", "scratch/pass1.v61.s", "scratch/pass1.v61.n", "out/kl_approx", "scratch/pass1.v69.s", "scratch/pass1.v69.n", "out/entropy", "scratch/pass1.v70.s", "scratch/pass1.v70.n", "out/loss_entropy", "scratch/pass1.v75.s", "scratch/pass1.v75.n", "out/loss_critic"},
 	}, {
 		Block:  [3]int{128, 1, 1},
 		Grid:   [3]int{1, 1, 1},
