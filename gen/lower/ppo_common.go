@@ -25,7 +25,7 @@ func ppoParams() []spec.ParamDef {
 			Aliases: []spec.Alias{{Name: "critic_coef", Deprecated: "TorchRL's name up to v0.9.1, deprecated in v0.9.2 and v0.10 and removed in v0.11 (TypeError)"}}},
 		{Name: "loss_critic_type", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the critic's distance"},
 		{Name: "normalize_advantage", Type: spec.Bool, Default: false, Doc: "standardise the advantage per call"},
-		{Name: "normalize_advantage_exclude_dims", Type: spec.IntList, Doc: "dims (TorchRL indices on the [*batch, 1] advantage) normalised independently"},
+		{Name: "normalize_advantage_exclude_dims", Type: spec.IntList, Doc: "dims (TorchRL indices on the [*batch, 1] advantage, counted in the order of dims, the tensors' layout, not of the batch list; -1 is the trailing singleton) normalised independently: [0] standardises each index of the first dim (each agent of [agents, envs, time]) on its own"},
 		{Name: "clip_value", Type: spec.FloatOrBool, Null: 0.0, Min: -inf, Max: inf, Doc: "value-clipping δ; null or false: none"},
 		{Name: "log_explained_variance", Type: spec.Bool, Default: true, Doc: "report explained_variance"},
 		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
