@@ -133,6 +133,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if len(ignored) > 0 {
 		fmt.Fprintf(stderr, "eval: note: %s also holds %s, which this spec does not read\n", *inPath, strings.Join(ignored, ", "))
 	}
+	if w := paddingWithoutDone(c, inputs); w != "" {
+		fmt.Fprintf(stderr, "eval: warning: %s\n", w)
+	}
 	step := func(format string, args ...any) { fmt.Fprintf(stderr, "eval: "+format+"...\n", args...) }
 
 	// Go and AVX2 build the package in a module that points at lossgen's source: without
@@ -495,6 +498,62 @@ func compareBackends(w io.Writer, g *ir.Graph, inputs map[string]golden.Array, r
 	}
 	return fmt.Sprintf("verdict: FAIL: %d %s out of tolerance: %s", len(bad), plural(len(bad), "output"), strings.Join(what, ", ")),
 		fmt.Errorf("eval: %d %s out of the package test's tolerances", len(bad), plural(len(bad), "output"))
+}
+
+// paddingWithoutDone checks the data of a spec whose estimator runs before a loss with a
+// mask: the estimator runs on unmasked data (SEMANTICS.md §11.18), so a valid step followed
+// by padding along time needs done set there, or the padding after it (NaN, ±inf, garbage)
+// reaches the valid steps. It says how many such steps the data has, and the first; "" when
+// none (or the spec has no estimator, mask or done input).
+func paddingWithoutDone(c *gen.Compiled, inputs map[string]golden.Array) string {
+	s, g := c.Spec, c.Graph
+	if s.Estimator == nil {
+		return ""
+	}
+	var mask, done []float64
+	doneName := ""
+	for _, in := range g.Inputs {
+		if !in.Shape.Equal(g.Batch) {
+			continue
+		}
+		switch in.Key {
+		case "mask":
+			mask = inputs[in.Name].Float64s()
+		case "done":
+			done, doneName = inputs[in.Name].Float64s(), in.Name
+		}
+	}
+	n := g.Batch.Numel()
+	if len(mask) != n || len(done) != n {
+		return ""
+	}
+	time := s.Estimator.String("time_dim")
+	if time == "" {
+		time = g.Batch[len(g.Batch)-1].Name
+	}
+	ti := g.Batch.Index(time)
+	if ti < 0 {
+		return ""
+	}
+	stride, size := g.Batch.Strides()[ti], g.Batch[ti].Size
+	count, first := 0, -1
+	for i := range n {
+		if (i/stride)%size == size-1 || mask[i] == 0 || mask[i+stride] != 0 || done[i] != 0 {
+			continue
+		}
+		if count++; first < 0 {
+			first = i
+		}
+	}
+	if count == 0 {
+		return ""
+	}
+	idx := make([]int, len(g.Batch))
+	for d, st := range g.Batch.Strides() {
+		idx[d] = first / st % g.Batch[d].Size
+	}
+	return fmt.Sprintf("%d valid %s followed along %s by padding with %s false there (the first at %v): the estimator runs on unmasked data, so the padding after them reaches the valid steps (NaN or ±inf there makes them NaN); set done at each sequence's last valid step (docs/SEMANTICS.md §11.18)",
+		count, plural(count, "step"), time, doneName, idx)
 }
 
 // padMask is the loss's mask (keys.mask) over the batch, as 0s and 1s, for judging padding:

@@ -313,3 +313,20 @@ func TestEvalEstimatorPaddingIsThePaddings(t *testing.T) {
 	_, err = compareBackends(&out, g, inputs, results, []string{"ref", "go"})
 	require.Error(t, err)
 }
+
+// eval warns about data whose valid steps run into padding without done (the multi-agent
+// review: a dead agent's last valid step without done made the loss NaN, and eval said ok,
+// the kernels agreeing with the interpreter); data with done there gets no warning.
+func TestEvalWarnsOfPaddingWithoutDone(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("package: g\ndims: {N: 2, T: 4}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo}\nkeys: {mask: mask}\n"), 0o644))
+	c, err := gen.Compile(p)
+	require.NoError(t, err)
+	flags := func(v ...bool) golden.Array { return golden.Array{Shape: []int{2, 4}, Data: v} }
+	inputs := map[string]golden.Array{"mask": flags(true, true, true, false, true, true, false, false),
+		"next.done": flags(false, false, true, false, false, false, false, false)}
+	w := paddingWithoutDone(c, inputs)
+	require.Contains(t, w, "1 valid step followed along T by padding with next.done false there (the first at [1 1])")
+	inputs["next.done"] = flags(false, false, true, false, false, true, false, false)
+	require.Empty(t, paddingWithoutDone(c, inputs))
+}
