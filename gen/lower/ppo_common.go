@@ -445,8 +445,8 @@ func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.N
 	// lwc ≠ lw exactly where lw is beyond a bound (or NaN): the comparison clip_fraction
 	// makes. Beyond hi, max(r, e^lo) is r; below lo, min(r, e^hi) is r.
 	out := b.Ne(lwc, lw)
-	bhi := b.Where(out, b.Const(math.Exp(hi)), b.Const(math.Inf(1)))
-	blo := b.Where(out, b.Const(math.Exp(lo)), b.Const(math.Inf(-1)))
+	bhi := b.Where(out, b.Const(expRounded(hi)), b.Const(math.Inf(1)))
+	blo := b.Where(out, b.Const(expRounded(lo)), b.Const(math.Inf(-1)))
 	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, bhi), b.MaxFirst(r, blo)), "ratio_clipped")
 	return b.Note(b.Mul(adv, rc), "gain"), lwc
 }
