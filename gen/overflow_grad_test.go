@@ -11,13 +11,8 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/runtime/golden"
-	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // ClipPPO in float32 with log-ratios [100, 100, 0.1] and advantages [0, 1, −1]: exp(100)
@@ -32,23 +27,9 @@ func TestGradientAtOverflowEveryBackend(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\ndims: {B: 3}\nbatch: [B]\nloss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}\n"), 0o644))
 	c, err := gen.Compile(path)
 	require.NoError(t, err)
-	m, err := runner.NewModule(c)
-	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
 	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{3}, Data: v} }
 	in := map[string]golden.Array{"log_prob": f(100, 100, 0.1), "sample_log_prob": f(0, 0, 0), "advantage": f(0, 1, -1)}
-	outs := map[string]map[string]golden.Array{}
-	for name, tags := range map[string]string{"go": "purego", "default": ""} {
-		bin, err := m.Build(tags)
-		require.NoError(t, err)
-		outs[name], err = m.RunBackward(bin, in)
-		require.NoError(t, err)
-	}
-	mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
-	require.NoError(t, err)
-	outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, in)
-	require.NoError(t, err)
-	for backend, out := range outs {
+	for backend, out := range everyBackendOf(t, c, true)(in) {
 		require.InDelta(t, -0.0316096954, out["loss_objective"].Float64s()[0], 1e-8, backend)
 		g := out["grad.log_prob"].Float64s()
 		require.Equal(t, []float64{0, 0}, []float64{math.Abs(g[0]), math.Abs(g[1])}, "%s: the clipped branch's gradient", backend)
@@ -102,20 +83,7 @@ func TestGradientsAtEdgesEveryBackend(t *testing.T) {
 				cs.Inputs[in.Name] = cases.Stored(ref.DType, in, v)
 			}
 			require.NoError(t, cases.Want(ref, &cs))
-			m, err := runner.NewModule(comp)
-			require.NoError(t, err)
-			t.Cleanup(func() { m.Close() })
-			outs := map[string]map[string]golden.Array{}
-			for name, tags := range map[string]string{"go": "purego", "default": ""} {
-				bin, err := m.Build(tags)
-				require.NoError(t, err)
-				outs[name], err = m.RunBackward(bin, cs.Inputs)
-				require.NoError(t, err)
-			}
-			mod, err := ptxgen.Emit(comp.Plan, comp.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
-			require.NoError(t, err)
-			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, cs.Inputs)
-			require.NoError(t, err)
+			outs := everyBackendOf(t, comp, true)(cs.Inputs)
 			scale := gen.GradScale(ref, cs.Want)
 			for backend, out := range outs {
 				for _, o := range ref.Outputs {
@@ -165,21 +133,7 @@ func TestClipBoundEveryBackend(t *testing.T) {
 			}
 			adv := []float64{1, 1, -1, -1, 1, -1}
 			in := map[string]golden.Array{"log_prob": arrayOf(dt, lw), "sample_log_prob": arrayOf(dt, make([]float64, 6)), "advantage": arrayOf(dt, adv)}
-			m, err := runner.NewModule(c)
-			require.NoError(t, err)
-			t.Cleanup(func() { m.Close() })
-			outs := map[string]map[string]golden.Array{}
-			for name, tags := range map[string]string{"go": "purego", "default": ""} {
-				bin, err := m.Build(tags)
-				require.NoError(t, err)
-				outs[name], err = m.RunBackward(bin, in)
-				require.NoError(t, err)
-			}
-			mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
-			require.NoError(t, err)
-			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, in)
-			require.NoError(t, err)
-			for backend, out := range outs {
+			for backend, out := range everyBackendOf(t, c, true)(in) {
 				g := out["grad.log_prob"].Float64s()
 				for i := range 4 {
 					require.InEpsilon(t, -adv[i]*math.Exp(lw[i]), g[i], 1e-6, "%s: element %d, on or inside its bound", backend, i)
@@ -244,21 +198,7 @@ func TestStandardiseBeyondFloat32Variance(t *testing.T) {
 			for i := range valid {
 				want -= math.Exp(lw[i]) * (float64(i) - mean) / s / float64(valid)
 			}
-			m, err := runner.NewModule(c)
-			require.NoError(t, err)
-			t.Cleanup(func() { m.Close() })
-			outs := map[string]map[string]golden.Array{}
-			for name, tags := range map[string]string{"go": "purego", "default": ""} {
-				bin, err := m.Build(tags)
-				require.NoError(t, err)
-				outs[name], err = m.Run(bin, in)
-				require.NoError(t, err)
-			}
-			mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
-			require.NoError(t, err)
-			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, in)
-			require.NoError(t, err)
-			for backend, out := range outs {
+			for backend, out := range everyBackend(t, c)(in) {
 				require.InEpsilon(t, want, out["loss_objective"].Float64s()[0], 1e-5, backend)
 			}
 		})

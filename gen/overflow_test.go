@@ -27,6 +27,12 @@ import (
 // and returns a function running them and the PTX, in lossgen's simulator, on the same
 // inputs: outputs by backend ("go", "default", "ptx").
 func everyBackend(t *testing.T, c *gen.Compiled) func(in map[string]golden.Array) map[string]map[string]golden.Array {
+	return everyBackendOf(t, c, false)
+}
+
+// everyBackendOf is everyBackend, running ForwardBackward (outputs and gradients) when
+// backward is set.
+func everyBackendOf(t *testing.T, c *gen.Compiled, backward bool) func(in map[string]golden.Array) map[string]map[string]golden.Array {
 	m, err := runner.NewModule(c)
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
@@ -39,16 +45,24 @@ func everyBackend(t *testing.T, c *gen.Compiled) func(in map[string]golden.Array
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		require.Equal(t, "avx2", impl, "the default build must run the AVX2 kernels on this CPU")
 	}
-	mod, err := ptxgen.Emit(c.Plan, nil, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
+	fb := c.Backward
+	if !backward {
+		fb = nil
+	}
+	mod, err := ptxgen.Emit(c.Plan, fb, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
 	require.NoError(t, err)
+	run, launch := m.Run, mod.Launch
+	if backward {
+		run, launch = m.RunBackward, *mod.Backward
+	}
 	return func(in map[string]golden.Array) map[string]map[string]golden.Array {
 		out := map[string]map[string]golden.Array{}
 		var err error
-		out["go"], err = m.Run(goBin, in)
+		out["go"], err = run(goBin, in)
 		require.NoError(t, err)
-		out["default"], err = m.Run(defBin, in)
+		out["default"], err = run(defBin, in)
 		require.NoError(t, err)
-		out["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, in)
+		out["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), launch, in)
 		require.NoError(t, err)
 		return out
 	}
