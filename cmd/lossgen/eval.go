@@ -17,6 +17,7 @@ import (
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/gen/runner"
 	goldenw "github.com/lossgen/lossgen/golden"
@@ -527,10 +528,7 @@ func paddingWithoutDone(c *gen.Compiled, inputs map[string]golden.Array) string 
 	if len(mask) != n || len(done) != n {
 		return ""
 	}
-	time := s.Estimator.String("time_dim")
-	if time == "" {
-		time = g.Batch[len(g.Batch)-1].Name
-	}
+	time := lower.TimeDim(s.Estimator, g.Batch)
 	ti := g.Batch.Index(time)
 	if ti < 0 {
 		return ""

@@ -32,14 +32,8 @@ var goAccs = map[ir.Op]goAcc{
 	ir.OpRMax:      extreme("Max", -1),
 	ir.OpRMin:      extreme("Min", 1),
 	ir.OpLogSumExp: method("LogSumExp", jen.Qual(RuntimePath, "NewLogSumExp").Call(), "Result", "M", "S"),
-	ir.OpVar: {jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
-		func(r *ir.Node, acc jen.Code) jen.Code { return jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)) },
-		[]string{"N", "Mean", "M2"}},
-	ir.OpStd: {jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
-		func(r *ir.Node, acc jen.Code) jen.Code {
-			return jen.Qual("math", "Sqrt").Call(jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr)))
-		},
-		[]string{"N", "Mean", "M2"}},
+	ir.OpVar:       welford(func(v jen.Code) jen.Code { return v }),
+	ir.OpStd:       welford(func(v jen.Code) jen.Code { return jen.Qual("math", "Sqrt").Call(v) }),
 	ir.OpArgMax: {jen.Qual(RuntimePath, "ArgMax"), jen.Qual(RuntimePath, "NewArgMax").Call(),
 		func(p *pass, r *ir.Node, acc, x jen.Code) jen.Code {
 			axis := r.Axes[0]
@@ -54,6 +48,14 @@ var goAccs = map[ir.Op]goAcc{
 }
 
 func plain(_ *ir.Node, acc jen.Code) jen.Code { return acc }
+
+// welford is a variance's accumulator (runtime.Welford, merged by its fields), its result
+// finish applied to the variance: a std's root.
+func welford(finish func(v jen.Code) jen.Code) goAcc {
+	return goAcc{jen.Qual(RuntimePath, "Welford"), jen.Qual(RuntimePath, "Welford").Values(), add,
+		func(r *ir.Node, acc jen.Code) jen.Code { return finish(jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr))) },
+		[]string{"N", "Mean", "M2"}}
+}
 
 func add(_ *pass, _ *ir.Node, acc, x jen.Code) jen.Code { return jen.Add(acc).Dot("Add").Call(x) }
 

@@ -31,14 +31,17 @@ func (l *Lowerer) distance(v1, v2 *ir.Node, fn string) *ir.Node {
 	return b.Note(b.Where(b.Lt(z, b.Const(1)), b.Mul(b.Mul(half, z), z), b.Sub(z, half)), "smooth_l1")
 }
 
-// timeDim is an estimator's time axis: its time_dim, or the last batch dim (TorchRL's
-// default for a tensordict without a dim named "time", SEMANTICS.md §0.3).
-func (l *Lowerer) timeDim(st *spec.Stage) string {
+// timeDim is the estimator st's time axis in the kernel being lowered (TimeDim).
+func (l *Lowerer) timeDim(st *spec.Stage) string { return TimeDim(st, l.Batch()) }
+
+// TimeDim is estimator st's time axis in a kernel whose batch (in layout order) is batch: its
+// time_dim, or the last batch dim (TorchRL's default for a tensordict without a dim named
+// "time", SEMANTICS.md §0.3).
+func TimeDim(st *spec.Stage, batch ir.Shape) string {
 	if t := st.String("time_dim"); t != "" {
 		return t
 	}
-	b := l.Batch()
-	return b[len(b)-1].Name
+	return batch[len(batch)-1].Name
 }
 
 // paramTimeDim is the time_dim parameter every estimator takes.

@@ -23,7 +23,6 @@ type Lowerer struct {
 	inputs  map[string]string   // data name -> logical key of the input declared under it
 	read    map[string]bool     // logical keys read from the data
 	written map[string]bool     // logical keys written by a stage
-	cut     bool                // an estimator's recursion is cut at done steps (cutAtDone: keys.mask mapped)
 	stage   *spec.Stage         // the stage being lowered
 	hypers  []Hyper
 	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
@@ -330,7 +329,7 @@ func (l *Lowerer) warnUnused(g *ir.Graph) {
 	for _, k := range (registry{}).Keys() {
 		switch {
 		case !l.S.KeyWritten(k) || l.read[k] || l.written[k]:
-		case k == keyMask.Name && l.cut:
+		case k == keyMask.Name && slices.ContainsFunc(g.Nodes, func(n *ir.Node) bool { return n.Cut }):
 			// Not ignored: the mapping cuts the estimator's recursion at done steps.
 			l.S.Warnf("keys."+k, "keys.%s is not read by this spec's %s (the kernel takes no mask), but with it mapped the estimator's recursion is cut at done steps: padding after a done step reaches no valid step, even NaN or ±inf (docs/SEMANTICS.md §11.18); without it, 0·NaN carries NaN back as in TorchRL", k, what(l.S))
 		default:

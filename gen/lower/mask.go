@@ -32,10 +32,7 @@ func (l *Lowerer) readMask() {
 // cutAtDone reports whether an estimator's recursion cuts at a done step (ir.Node.Cut): in a
 // spec with a mask, where padding after a sequence's done step may hold anything (NaN, ±inf),
 // and 0·NaN would carry it into the valid steps before it.
-func (l *Lowerer) cutAtDone() bool {
-	l.cut = l.cut || l.Mapped("mask")
-	return l.Mapped("mask")
-}
+func (l *Lowerer) cutAtDone() bool { return l.Mapped("mask") }
 
 // selectValid is what a loss with a mask reads for a float or index key: the value where the
 // mask is true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0
@@ -118,10 +115,7 @@ func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
 	// unbiased std over all N elements with the padding set to the mean (where it deviates
 	// by nothing) is √(Σ_valid d² / (N − 1)); rescaled to n − 1. Squares formed in float32
 	// would overflow beyond a spread of 1.8e19 and standardise everything to 0.
-	total := 1
-	for _, name := range over {
-		total *= x.Shape[x.Shape.Index(name)].Size
-	}
+	total := x.Shape.Numel() / x.Shape.Without(over...).Numel()
 	if total == 1 {
 		return b.Mul(d, b.Const(0)) // one element: 0 where valid, as (x − x)/eps
 	}
