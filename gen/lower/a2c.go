@@ -37,8 +37,9 @@ func init() {
 				checkClipValue(c, a2cCritic(c.Stage))
 			},
 		},
-		Lower:   lowerA2C,
-		Summary: ppoSummary,
+		Lower:     lowerA2C,
+		Bootstrap: policyBootstrap,
+		Summary:   ppoSummary,
 	})
 }
 

@@ -11,8 +11,9 @@ func init() {
 	register(&Stage{
 		StageDef: ppoDef("clip_ppo", "ClipPPOLoss", []spec.ParamDef{{Name: "clip_epsilon", Type: spec.FloatOrPair, Default: 0.2, Min: 0, Max: 1, MinOpen: true, MaxOpen: true,
 			Doc: "ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically"}}, nil, nil),
-		Lower:   lowerClipPPO,
-		Summary: ppoSummary,
+		Lower:     lowerClipPPO,
+		Bootstrap: policyBootstrap,
+		Summary:   ppoSummary,
 	})
 }
 

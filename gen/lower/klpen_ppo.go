@@ -21,7 +21,7 @@ func init() {
 	// every distribution KLPEN takes here has one (checkKLPEN, SEMANTICS.md §11.9).
 	def.Ignored = append(def.Ignored, spec.ParamDef{Name: "samples_mc_kl", Type: spec.Int, Min: 1, Max: inf,
 		Doc: "TorchRL samples the KL only where the distributions have no closed-form KL; the kernel's distributions (categorical, one_hot_categorical, normal, tanh_normal) all have one, which TorchRL computes too"})
-	register(&Stage{StageDef: def, Lower: lowerKLPEN, Summary: ppoSummary})
+	register(&Stage{StageDef: def, Lower: lowerKLPEN, Summary: ppoSummary, Bootstrap: policyBootstrap})
 }
 
 // checkKLPEN requires a distribution with a closed-form KL (SEMANTICS.md §10.5, §11.9).

@@ -267,7 +267,7 @@ func (l *Lowerer) Set(key string, n *ir.Node) {
 // GradDoc documents how the stage's loss terms contribute to the gradient with respect to
 // key (an input): the formula and its source, for the generated Grads doc.
 func (l *Lowerer) GradDoc(key, doc string) {
-	if n := l.env[key]; n != nil && n.Op == ir.OpInput {
+	if n := l.env[key]; n != nil && n.Op == ir.OpInput && !slices.Contains(n.Input.GradDoc, doc) {
 		n.Input.GradDoc = append(n.Input.GradDoc, doc)
 	}
 }

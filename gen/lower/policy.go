@@ -2,6 +2,7 @@ package lower
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
@@ -150,6 +151,20 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 	}
 	p.lp = b.Note(p.lp, "log_prob")
 	return p
+}
+
+// policyBootstrap gives the estimator the current policy's log-prob of the stored action
+// when the loss evaluates its distribution in the kernel and the estimator reads log_prob
+// (V-trace's log_pi, the log-prob of the stored action as the functional takes it;
+// SEMANTICS.md §3.6, §10.4): the kernel computes it once, from the distribution's parameters,
+// instead of taking it as a second input that would have to agree with them. The loss's own
+// policy evaluation then reuses the same nodes (the builder merges them).
+func policyBootstrap(l *Lowerer, st *spec.Stage) {
+	if st.String("distribution") == "none" || l.S.Estimator == nil || !slices.ContainsFunc(stageOf(l.S.Estimator).Keys, func(k spec.KeyDef) bool { return k.Name == "log_prob" }) {
+		return
+	}
+	l.readMask()
+	l.Set("log_prob", l.policy(st).lp)
 }
 
 // entropy is the policy's entropy [*batch]: the input, or the closed form (§1.8, §11.9).

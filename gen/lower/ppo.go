@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(&Stage{StageDef: ppoDef("ppo", "PPOLoss", nil, nil, nil), Lower: lowerPPO, Summary: ppoSummary})
+	register(&Stage{StageDef: ppoDef("ppo", "PPOLoss", nil, nil, nil), Lower: lowerPPO, Summary: ppoSummary, Bootstrap: policyBootstrap})
 }
 
 // lowerPPO is TorchRL v0.11.0's PPOLoss.forward (SEMANTICS.md §2.2–2.7): the unclipped

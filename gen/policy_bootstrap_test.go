@@ -1,0 +1,95 @@
+package gen_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/runtime/golden"
+)
+
+// V-trace before a ClipPPO that evaluates a Normal policy in the kernel takes log_pi from
+// that distribution (the log-prob of the stored action, summed over the action dims), not
+// from a log_prob input the user would have to compute to agree with loc and scale. The
+// advantage and value target are checked on every backend against V-trace (SEMANTICS.md
+// §3.6) computed here in float64 from the hand-computed Normal log-probs, on a row with a
+// truncation and a row with a termination.
+func TestVTraceReadsInKernelPolicy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	const N, T, D, gamma = 2, 5, 2, 0.9
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float64\nparam_dtype: float64\ndims: {N: 2, T: 5, D: 2}\nbatch: [N, T]\n"+
+		"estimator: {type: vtrace, gamma: 0.9, rho_thresh: 1.0, c_thresh: 0.8}\n"+
+		"loss: {type: clip_ppo, distribution: normal, action_dim: D}\n"), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	for _, in := range c.Graph.Inputs {
+		require.NotEqual(t, "log_prob", in.Name, "log_pi comes from the distribution")
+	}
+
+	n := N * T
+	loc, scale, act := make([]float64, n*D), make([]float64, n*D), make([]float64, n*D)
+	for i := range loc {
+		loc[i], scale[i], act[i] = 0.3*math.Sin(float64(i)), 0.5+0.1*float64(i%7), 0.2*math.Cos(float64(3*i))
+	}
+	r, v, vn, lpOld := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	done, term := make([]bool, n), make([]bool, n)
+	for i := range r {
+		r[i], v[i], vn[i], lpOld[i] = math.Cos(float64(i)), 0.1*float64(i), 0.1*float64(i+1)+0.05, -1.2+0.15*float64(i%4)
+	}
+	done[2], done[7], term[7] = true, true, true // a truncation inside row 0, a termination in row 1
+	in := map[string]golden.Array{
+		"loc": {Shape: []int{N, T, D}, Data: loc}, "scale": {Shape: []int{N, T, D}, Data: scale}, "action": {Shape: []int{N, T, D}, Data: act},
+		"next.reward": {Shape: []int{N, T}, Data: r}, "state_value": {Shape: []int{N, T}, Data: v}, "next.state_value": {Shape: []int{N, T}, Data: vn},
+		"next.done": {Shape: []int{N, T}, Data: done}, "next.terminated": {Shape: []int{N, T}, Data: term}, "sample_log_prob": {Shape: []int{N, T}, Data: lpOld},
+	}
+
+	// V-trace by hand, log_pi = Σ_d log N(a_d; μ_d, σ_d).
+	wantAdv, wantVs := make([]float64, n), make([]float64, n)
+	for row := range N {
+		acc := 0.0
+		rho := make([]float64, T)
+		for t := T - 1; t >= 0; t-- {
+			i := row*T + t
+			lp := 0.0
+			for d := range D {
+				z := (act[i*D+d] - loc[i*D+d]) / scale[i*D+d]
+				lp += -z*z/2 - math.Log(scale[i*D+d]) - math.Log(2*math.Pi)/2
+			}
+			rho[t] = math.Exp(lp - lpOld[i])
+			notTerm, notDone := 1.0, 1.0
+			if term[i] {
+				notTerm = 0
+			}
+			if done[i] {
+				notDone = 0
+			}
+			delta := math.Min(rho[t], 1) * (r[i] + gamma*notTerm*vn[i] - v[i])
+			acc = delta + gamma*notDone*math.Min(rho[t], 0.8)*acc
+			wantVs[i] = v[i] + acc
+		}
+		for t := range T {
+			i := row*T + t
+			next := vn[i] // the row's end, and every done step (§11.7)
+			if t < T-1 && !done[i] {
+				next = wantVs[i+1]
+			}
+			notTerm := 1.0
+			if term[i] {
+				notTerm = 0
+			}
+			wantAdv[i] = math.Min(rho[t], 1) * (r[i] + gamma*notTerm*next - v[i])
+		}
+	}
+	for backend, out := range everyBackend(t, c)(in) {
+		require.InDeltaSlice(t, wantAdv, out["advantage"].Float64s(), 1e-12, backend)
+		require.InDeltaSlice(t, wantVs, out["value_target"].Float64s(), 1e-12, backend)
+	}
+}
