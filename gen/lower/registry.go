@@ -31,7 +31,8 @@ type Stage struct {
 	// sets the keys the estimator bootstraps from (next_value, value) from the loss's own
 	// inputs, as TorchRL's value_estimate runs the loss's (target) value network on "next"
 	// (DQNLoss: the target net's chosen action value; SAC: min_k Q'_k − α·log π'; TD3 and
-	// DDPG: the target Q, asking for the value target only, Lowerer.TargetOnly).
+	// DDPG: the target Q, asking for the value target only, Lowerer.TargetOnly), or the
+	// current policy's log_prob V-trace reads (the PPO family and A2C with a distribution).
 	Bootstrap func(l *Lowerer, st *spec.Stage)
 }
 
