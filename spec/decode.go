@@ -55,10 +55,6 @@ func (d *decoder) errf(n *yaml.Node, format string, args ...any) {
 	d.errs = append(d.errs, &Error{Pos: d.at(n), Msg: fmt.Sprintf(format, args...)})
 }
 
-func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
-	d.warns = append(d.warns, &Error{Pos: d.at(n), Msg: "warning: " + fmt.Sprintf(format, args...)})
-}
-
 // field is one accepted key of a mapping and the function that decodes its value, or, with
 // reject set, a key that is known but refused (the error says why).
 type field struct {
@@ -266,26 +262,6 @@ func (d *decoder) float(path string, n *yaml.Node) (float64, bool) {
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		d.errf(n, "%s: want a finite number, got %s", path, n.Value)
-		return 0, false
-	}
-	return v, true
-}
-
-// floatIn decodes a number that must lie in [lo, hi], with open ends where loOpen/hiOpen.
-func (d *decoder) floatIn(path string, n *yaml.Node, lo, hi float64, loOpen, hiOpen bool) (float64, bool) {
-	v, ok := d.float(path, n)
-	if !ok {
-		return 0, false
-	}
-	if (loOpen && v <= lo) || (!loOpen && v < lo) || (hiOpen && v >= hi) || (!hiOpen && v > hi) {
-		lb, rb := "[", "]"
-		if loOpen {
-			lb = "("
-		}
-		if hiOpen {
-			rb = ")"
-		}
-		d.errf(n, "%s: must be in %s%s, %s%s, got %s", path, lb, fmtNum(lo), fmtNum(hi), rb, n.Value)
 		return 0, false
 	}
 	return v, true

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/lossgen/lossgen/runtime"
 )
@@ -354,12 +353,3 @@ func (p *ParamDef) inRange(v float64) bool {
 
 // Unbounded is a parameter range with no limits.
 var Unbounded = struct{ Min, Max float64 }{math.Inf(-1), math.Inf(1)}
-
-func sortedStrings(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -251,10 +251,6 @@ func TestNoConsequentialErrors(t *testing.T) {
 	}
 }
 
-// lossTypes is the allowed list of loss types an unknown type's error names: every
-// registered loss, sorted.
-func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }
-
 // TDLambdaEstimator's and GAE's vectorized (an implementation choice, the same estimate) is
 // accepted with a note that it has no effect; the estimators that do not take it (TD(0), TD(1),
 // V-trace) refuse it as an unknown key.

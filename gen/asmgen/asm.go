@@ -258,15 +258,6 @@ func (a *asm) sqrt(x, z operand.Op) {
 	}
 }
 
-// round: z = x rounded to the nearest integer (ties to even), as floats.
-func (a *asm) round(x, z operand.Op) {
-	if a.f64 {
-		a.c.VROUNDPD(operand.Imm(0), x, z)
-	} else {
-		a.c.VROUNDPS(operand.Imm(0), x, z)
-	}
-}
-
 // AVX comparison predicates (Intel SDM, VCMPPS imm8).
 const (
 	cmpEQ_OQ  = 0x00

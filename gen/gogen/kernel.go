@@ -577,12 +577,3 @@ func (e *gen) helpers(f *jen.File) {
 		jen.Return(jen.Id("b")),
 	)
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

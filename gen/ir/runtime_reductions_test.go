@@ -16,10 +16,10 @@ import (
 // reductionData is rows of test data: random values, ties, and special values.
 func reductionData() [][]float64 {
 	r := rand.New(rand.NewPCG(1, 2))
-	inf, nan := math.Inf(1), math.NaN()
+	inf, nan, negZero := math.Inf(1), math.NaN(), math.Copysign(0, -1)
 	rows := [][]float64{
 		{1, 3, 3, 2}, {-inf, -inf, -inf}, {1, inf, 2}, {-inf, 4, -inf}, {nan, 1, 2},
-		{1, nan, 5, nan}, {2, 2, 2, 2, 2}, {700, 710, -3}, {-0.0, 0.0, -0.0},
+		{1, nan, 5, nan}, {2, 2, 2, 2, 2}, {700, 710, -3}, {negZero, 0, negZero}, {0, negZero}, {negZero, negZero},
 	}
 	for range 20 {
 		row := make([]float64, 1+r.IntN(19))

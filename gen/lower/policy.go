@@ -13,8 +13,6 @@ import (
 // inputs; otherwise the kernel computes them from the distribution's parameters and the stored
 // action, in closed form, with their gradients to those parameters.
 
-const distSource = "torchrl/modules/distributions (Categorical, OneHotCategorical, IndependentNormal, TanhNormal) and torch.distributions"
-
 // distributions are the values of the distribution parameter.
 var distributions = []string{"none", "categorical", "one_hot_categorical", "normal", "tanh_normal"}
 

@@ -100,7 +100,7 @@ func TestGradientGuardsSelectOnce(t *testing.T) {
 	require.True(t, isInput(out.Args[1].Args[1], "y"), "where(m, y, 0) is y under m")
 	require.Same(t, gg.Output("alsoShared").Node, gg.Output("shared").Node.Args[1].Args[0], "a value another output reads is not rebuilt")
 	nan := math.NaN()
-	in := map[string][]float64{"x": {1, nan, 3, -2}, "y": {0.5, 7, math.Inf(1), -0.0}, "m": {1, 0, 0, 1}}
+	in := map[string][]float64{"x": {1, nan, 3, -2}, "y": {0.5, 7, math.Inf(1), math.Copysign(0, -1)}, "m": {1, 0, 0, 1}}
 	want, got := run(t, g, in), run(t, gg, in)
 	for name, w := range want {
 		for i := range w {

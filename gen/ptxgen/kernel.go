@@ -123,12 +123,6 @@ func (k *kernel) constReg(v float64) string {
 	return r
 }
 
-func (k *kernel) constF64(v float64) string {
-	r := k.fd()
-	k.op("mov.f64 %s, %s", r, immF64(v))
-	return r
-}
-
 // addr computes base + index·size into a fresh 64-bit register (index a 32-bit register).
 func (k *kernel) addr(base, index string, size int) string {
 	a := k.r64()
