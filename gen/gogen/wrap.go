@@ -67,6 +67,9 @@ func WrapLineComments(src []byte) []byte {
 	return []byte(strings.Join(lines, "\n"))
 }
 
+// generatedMarker is Go's generated-file marker line.
+var generatedMarker = regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`)
+
 // listItem matches the start of a list item in a comment's text, and what follows.
 var listItem = regexp.MustCompile(`^(\s*(?:[-*•]|\d+[.)])\s+)`)
 
@@ -78,6 +81,12 @@ func wrapLine(l string) string {
 	indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
 	text := strings.TrimPrefix(l[len(indent):], "//")
 	if strings.HasPrefix(text, "go:") || strings.HasPrefix(text, "line ") || strings.HasPrefix(text, "\t") || strings.HasPrefix(text, " +build") {
+		return l
+	}
+	// The generated-code marker must stay one line: tools (gopls, staticcheck, golangci-lint,
+	// go vet's analyzers) recognise a generated file by a line matching
+	// ^// Code generated .* DO NOT EDIT\.$ (https://go.dev/s/generatedcode).
+	if generatedMarker.MatchString(l) {
 		return l
 	}
 	text = strings.TrimPrefix(text, " ")
