@@ -10,7 +10,7 @@ all: test
 demo:
 	$(GO) run ./cmd/lossgen eval -spec spec/examples/clip_ppo_gae.yaml -in golden/data/cartpole_rollout.npz -backend all
 
-# Everything CI checks: vet, the tests (with and without the purego tag), a short run of the
+# Everything CI checks: vet and staticcheck, the tests (with and without the purego tag), a short run of the
 # spec fuzzer, the golden cases against the interpreter, and that generated/ is what the
 # generator makes today. Each step runs in turn and reports its wall time; the first failure
 # stops the run.
@@ -25,6 +25,7 @@ test:
 # Every package of both modules: lossgen's (./...) and the runtime's, a module of its own in
 # runtime/ that ./... does not reach; go.work makes the pattern ./runtime/... work from here.
 PKGS := ./... ./runtime/...
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go') >&2; echo "gofmt: the files above need formatting" >&2; exit 1)
@@ -34,6 +35,8 @@ vet:
 	@# The runtime module on its own, outside the workspace: it (its tests included) must need
 	@# nothing of the generator's module, which a user's module does not require.
 	cd runtime && GOWORK=off $(GO) vet ./...
+	@# staticcheck (dead code, suspicious expressions); the module proxy serves it, pinned.
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 # On a CPU with AVX2 and FMA the generated tests must run the AVX2 kernels (a silently
 # missing assembly backend fails instead of passing on the Go fallback).

@@ -97,7 +97,7 @@ func (z *NPZ) Read(name string, maxLen int) (Array, error) {
 		return fail(fmt.Errorf("not a NumPy array: %w", err))
 	}
 	if h.Fortran {
-		return fail(fmt.Errorf("Fortran-ordered array; save it C-ordered (np.ascontiguousarray)"))
+		return fail(fmt.Errorf("array in Fortran order; save it C-ordered (np.ascontiguousarray)"))
 	}
 	dt, ok := dtypes[h.Descr]
 	if !ok {
