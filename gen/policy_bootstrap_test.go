@@ -33,6 +33,14 @@ func TestVTraceReadsInKernelPolicy(t *testing.T) {
 	for _, in := range c.Graph.Inputs {
 		require.NotEqual(t, "log_prob", in.Name, "log_pi comes from the distribution")
 	}
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	mapped := filepath.Join(t.TempDir(), "mapped.yaml")
+	require.NoError(t, os.WriteFile(mapped, append(src, "keys: {log_prob: lp}\n"...), 0o644))
+	cm, err := gen.Compile(mapped)
+	require.NoError(t, err)
+	require.Len(t, cm.Spec.Warnings, 1)
+	require.Contains(t, cm.Spec.Warnings[0].Error(), "keys.log_prob is ignored: vtrace takes log_pi from the loss's normal distribution")
 
 	n := N * T
 	loc, scale, act := make([]float64, n*D), make([]float64, n*D), make([]float64, n*D)
