@@ -937,6 +937,8 @@ func (e *exec) cvt(t *thread, in *Inst) error {
 		f := round(x)
 		var r int32
 		switch {
+		case f != f && src == "f64": // PTX ISA, cvt, Integer Notes: NaN → MININT from an .f64 source
+			r = math.MinInt32
 		case f != f:
 			r = 0
 		case f >= math.MaxInt32:
@@ -948,6 +950,9 @@ func (e *exec) cvt(t *thread, in *Inst) error {
 		}
 		t.regs[a[0].Reg] = uint64(uint32(r))
 	case "s64":
+		if !isInt {
+			return fmt.Errorf("unsupported cvt from %s to s64", src)
+		}
 		t.regs[a[0].Reg] = uint64(xi)
 	default:
 		return fmt.Errorf("unsupported cvt destination %s", dst)
@@ -975,7 +980,16 @@ func fma32(a, b, c float32) float32 {
 	} else {
 		lo = math.Nextafter32(r, float32(math.Inf(-1)))
 	}
-	if mid := (float64(lo) + float64(hi)) / 2; s == mid {
+	// Past the largest float32 the next value up is 2^128 (an overflow to ±Inf), not Inf
+	// itself: the midpoint that decides is MaxFloat32 + 2^103.
+	loF, hiF := float64(lo), float64(hi)
+	if math.IsInf(hiF, 1) {
+		hiF = 0x1p128
+	}
+	if math.IsInf(loF, -1) {
+		loF = -0x1p128
+	}
+	if mid := (loF + hiF) / 2; s == mid {
 		if err > 0 {
 			return hi
 		}

@@ -198,13 +198,18 @@ func TestFloatSemantics(t *testing.T) {
 	st.global.u32 [%rd0+24], %r5;
 	setp.neu.f32 %p2, %f0, %f1;
 	selp.s32 %r5, 1, 0, %p2;
-	st.global.u32 [%rd0+28], %r5;`, false)
+	st.global.u32 [%rd0+28], %r5;
+	cvt.rni.s32.f32 %r6, %f0;
+	st.global.u32 [%rd0+32], %r6;
+	cvt.f64.f32 %fd0, %f0;
+	cvt.rni.s32.f64 %r6, %fd0;
+	st.global.u32 [%rd0+36], %r6;`, false)
 	a := float32(1 + 0x1p-12)
 	in := []uint32{nan, f(2), f(2.5), f(-3.5), f(a), f(a), f(-1)}
 	// Only thread 0 may write (the others would race on out): use one warp and guard.
 	src = strings.Replace(src, "\tld.global.f32 %f0, [%rd1];", "\tsetp.eq.u32 %p1, %r3, 0;\n\t@!%p1 bra $L_end;\n\tld.global.f32 %f0, [%rd1];", 1)
 	src = strings.Replace(src, "\tret;", "$L_end:\n\tret;", 1)
-	got, err := launch(t, src, 1, 32, 8, in)
+	got, err := launch(t, src, 1, 32, 10, in)
 	check.NoError(t, err)
 	check.Equal(t, float32(2), math.Float32frombits(got[0]), "min returns the non-NaN operand")
 	check.True(t, math.IsNaN(float64(math.Float32frombits(got[1]))), "min.NaN propagates NaN")
@@ -214,6 +219,10 @@ func TestFloatSemantics(t *testing.T) {
 	check.Equal(t, float32(0x1p-11), math.Float32frombits(got[5]), "mul then add rounds twice")
 	check.Equal(t, uint32(0), got[6], "setp.ne is ordered: false on NaN")
 	check.Equal(t, uint32(1), got[7], "setp.neu is unordered: true on NaN")
+	// PTX ISA, cvt, Integer Notes: a NaN converts to 0 from an .f32 source, to MININT from an
+	// .f64 one (the simulator gave 0 for both).
+	check.Equal(t, uint32(0), got[8], "cvt.rni.s32.f32 of NaN")
+	check.Equal(t, uint32(0x80000000), got[9], "cvt.rni.s32.f64 of NaN")
 }
 
 // TestFMA32 compares fma32 with a·b + c computed exactly (big.Float) and rounded once to
@@ -249,6 +258,17 @@ func TestFMA32(t *testing.T) {
 		}
 		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
 			t.Fatalf("fma32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+		}
+	}
+	// At the overflow threshold: a·b = 2^128 − 2^103, exactly halfway between MaxFloat32 and
+	// 2^128, so c's sign decides (a tie overflows: MaxFloat32's significand is odd). fma32 gave
+	// +Inf below the midpoint (the PTX review).
+	for _, a := range []float32{18631, -18631} {
+		b := float32(1801 * 0x1p103)
+		for _, c := range []float32{-1, 0, 1, -0x1p80, 0x1p80} {
+			if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("fma32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+			}
 		}
 	}
 }
