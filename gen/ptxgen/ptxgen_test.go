@@ -30,6 +30,7 @@ type example struct {
 	dir   string
 	ptx   string
 	table runtime.LaunchTable
+	fb    *runtime.LaunchTable // ForwardBackward's, where the package has gradients
 	cases []golden.Case
 }
 
@@ -48,6 +49,10 @@ func examples(t *testing.T) []example {
 		ptx, err := os.ReadFile(filepath.Join(dir, ex.table.PTX))
 		require.NoError(t, err)
 		ex.ptx = string(ptx)
+		if js, err := os.ReadFile(filepath.Join(dir, ptxgen.LaunchBackwardFile)); err == nil {
+			ex.fb = new(runtime.LaunchTable)
+			require.NoError(t, json.Unmarshal(js, ex.fb))
+		}
 		ex.cases, err = golden.LoadCases("../../golden/" + ex.dir)
 		require.NoError(t, err)
 		require.NotEmpty(t, ex.cases, ex.dir)
@@ -258,9 +263,11 @@ func numpyPython() string {
 }
 
 // TestGPUCheckScript runs scripts/gpu-check without a GPU (--dry-run) on the simulator's
-// outputs for the "random" case of every example: it must accept them, and must reject them
-// once one element is off by 1e-3; and it must draw every seeded case's inputs as lossgen does — so the script's buffer plumbing and comparison are
-// tested here, and only the CUDA calls wait for a GPU.
+// outputs for the "random" case of every example, from Forward's launch table and from
+// ForwardBackward's (gradients under their Floor, DQN's float fault output too): it must accept
+// them, and must reject them once one element of an output or of a gradient is off; and it
+// must draw every seeded case's inputs as lossgen does — so the script's buffer plumbing and
+// comparison are tested here, and only the CUDA calls wait for a GPU.
 func TestGPUCheckScript(t *testing.T) {
 	py := numpyPython()
 	if py == "" {
@@ -268,7 +275,7 @@ func TestGPUCheckScript(t *testing.T) {
 	}
 	out := t.TempDir()
 	var dirs []string
-	var first string
+	var first, firstFB string
 	for _, ex := range examples(t) {
 		i := slices.IndexFunc(ex.cases, func(c golden.Case) bool { return c.Name == "random" })
 		require.GreaterOrEqual(t, i, 0, ex.dir)
@@ -277,6 +284,15 @@ func TestGPUCheckScript(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(out, ex.dir), 0o755))
 		f := filepath.Join(out, ex.dir, "random.npz")
 		require.NoError(t, goldenw.WriteNPZ(f, res))
+		if ex.fb != nil {
+			res, _, err := ptxsim.RunTable(ex.ptx, *ex.fb, ex.cases[i].Inputs)
+			require.NoError(t, err)
+			ffb := filepath.Join(out, ex.dir, "random.fb.npz")
+			require.NoError(t, goldenw.WriteNPZ(ffb, res))
+			if ex.dir == "clipppo" {
+				firstFB = ffb
+			}
+		}
 		dirs = append(dirs, filepath.Join("../../generated", ex.dir))
 		if ex.dir == "gae" {
 			first = f
@@ -297,6 +313,8 @@ func TestGPUCheckScript(t *testing.T) {
 	require.NoError(t, err, got)
 	require.Contains(t, got, "RESULT ok 0 failures")
 	require.Contains(t, got, "CASE gae random advantage ok")
+	require.Contains(t, got, "CASE clipppo random.fb grad.log_prob ok")
+	require.Contains(t, got, "CASE distdqn random invalid_target ok")
 	require.Contains(t, got, "PLAN clipppogae pass0_merge grid=")
 
 	require.NotEmpty(t, first)
@@ -310,6 +328,19 @@ func TestGPUCheckScript(t *testing.T) {
 	require.Contains(t, got, "CASE gae random advantage FAIL")
 	require.Regexp(t, `CASE gae random advantage FAIL .* bad=[1-9][0-9]*/[0-9]+checks`, got)
 	require.Contains(t, got, "RESULT FAIL 1 failures")
+
+	// A gradient off by 5% of the largest (the Norm term allows 1%): caught in ForwardBackward's table.
+	require.NotEmpty(t, firstFB)
+	fbRes, err := golden.ReadNPZ(firstFB)
+	require.NoError(t, err)
+	g := fbRes["grad.log_prob"].Float64s()
+	g[7] += 0.05 * golden.AbsMax(g)
+	fbRes["grad.log_prob"] = golden.Array{Shape: fbRes["grad.log_prob"].Shape, Data: g}
+	require.NoError(t, goldenw.WriteNPZ(firstFB, fbRes))
+	got, err = run()
+	require.Error(t, err, got)
+	require.Regexp(t, `CASE clipppo random.fb grad.log_prob FAIL .* bad=1/`, got)
+	require.Contains(t, got, "RESULT FAIL 2 failures")
 }
 
 // TestOddShapes runs the PTX of specs with awkward shapes — dims that fill no warp or block,
