@@ -102,6 +102,7 @@ type kernelView struct {
 	Doc    string
 	Name   string
 	Params []string
+	Block  int // .reqntid: the launch table's block, which the code assumes (warp slots, strides)
 	Regs   []regDecl
 	Shared int
 	Text   string
@@ -180,7 +181,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 	var kernels []kernelView
 	if faults := e.faultBuffers(&table); len(faults) > 0 {
 		k := e.faultsInit(faults)
-		kernels = append(kernels, view(k, faultDoc(k, faults), e.names))
+		kernels = append(kernels, view(k, 32, faultDoc(k, faults), e.names))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}, Params: k.Params})
 	}
 	for _, ps := range p.Passes {
@@ -196,7 +197,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 				return table, nil, nil, err
 			}
 		}
-		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe()), e.names))
+		kernels = append(kernels, view(k.kernel, k.block, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe()), e.names))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{k.grid, 1, 1}, Block: [3]int{k.block, 1, 1}, Params: k.Params})
 		if mk := k.mergeKernel(); mk != nil {
 			slots := 0
@@ -206,7 +207,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 				}
 			}
 			grid, block := plan.GridFor(slots)
-			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index), e.names))
+			kernels = append(kernels, view(mk, block, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index), e.names))
 			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{grid, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
 		}
 		for _, pb := range k.partials {
@@ -248,11 +249,11 @@ func render(v moduleView) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// view is what the template needs of kernel k; names are the graph's node names (see
-// paramIdents), nil for a kernel of no graph.
-func view(k *kernel, doc string, names map[int]string) kernelView {
+// view is what the template needs of kernel k, launched with block threads; names are the
+// graph's node names (see paramIdents), nil for a kernel of no graph.
+func view(k *kernel, block int, doc string, names map[int]string) kernelView {
 	idents := paramIdents(k.Params, names)
-	return kernelView{Doc: doc, Name: k.Name, Params: idents, Regs: k.Regs, Shared: k.Shared, Text: k.text(idents)}
+	return kernelView{Doc: doc, Name: k.Name, Params: idents, Block: block, Regs: k.Regs, Shared: k.Shared, Text: k.text(idents)}
 }
 
 // Generate returns the backend's files: kernels.ptx, launch.json (and, with gradients,

@@ -58,7 +58,7 @@ func vmathModule(t *testing.T, f64 bool, n int) []byte {
 		k.label(done)
 		k.op("ret")
 		k.finish()
-		views = append(views, view(k, name, nil))
+		views = append(views, view(k, 256, name, nil))
 	}
 	src, err := render(moduleView{Header: "vmath test", Package: "vmath", DType: "test", Kernels: views})
 	require.NoError(t, err)

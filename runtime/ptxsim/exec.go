@@ -59,6 +59,9 @@ func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, 
 	if block%32 != 0 {
 		return st, fmt.Errorf("%s: block of %d threads is not whole warps", name, block)
 	}
+	if k.ReqNtid != 0 && block != k.ReqNtid {
+		return st, fmt.Errorf("%s: launched with a block of %d threads, but its .reqntid is %d (a GPU fails the launch)", name, block, k.ReqNtid)
+	}
 	if blocks == nil {
 		blocks = make([]int, grid)
 		for b := range blocks {

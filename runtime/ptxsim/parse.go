@@ -31,8 +31,11 @@ type Kernel struct {
 	Shared map[string]int
 	Insts  []*Inst
 	Labels map[string]int
-	nregs  int
-	npreds int
+	// ReqNtid is the block size the kernel's .reqntid directive requires (0: none): a launch
+	// with another block fails, as the CUDA driver fails it.
+	ReqNtid int
+	nregs   int
+	npreds  int
 	// batchLoop marks the labels of the loops over batch dims (BatchLoopLabel): a partial
 	// simulation counts their back edges.
 	batchLoop map[string]bool
@@ -195,6 +198,12 @@ func Parse(src string) (*Module, error) {
 			k.Params = append(k.Params, strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(line, ".param .u64")), ","))
 		case inParams && line == ")":
 			inParams = false
+		case k != nil && strings.HasPrefix(line, ".reqntid"):
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, ".reqntid")))
+			if err != nil || n <= 0 {
+				return nil, fail("bad .reqntid (one dimension, > 0)")
+			}
+			k.ReqNtid = n
 		case line == "{":
 		case line == "}":
 			if k == nil {

@@ -272,3 +272,19 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+// A kernel declaring .reqntid runs only with that block size: ptxgen's kernels bake their
+// launch block into the code (warp slots of shared memory, strides), and a GPU fails a launch
+// that differs, so the simulator does too (the PTX review).
+func TestReqNtid(t *testing.T) {
+	src := strings.Replace(kernel("\tmad.wide.u32 %rd2, %r3, 4, %rd0;\n\tst.global.u32 [%rd2], %r0;", false), ")\n{", ")\n.reqntid 64\n{", 1)
+	m, err := Parse(src)
+	check.NoError(t, err)
+	check.Equal(t, 64, m.Kernels["k"].ReqNtid)
+	_, err = launch(t, src, 1, 32, 32, nil)
+	check.ErrorContains(t, err, "its .reqntid is 64")
+	_, err = launch(t, src, 1, 64, 64, nil)
+	check.NoError(t, err)
+	_, err = Parse(strings.Replace(src, ".reqntid 64", ".reqntid 0", 1))
+	check.ErrorContains(t, err, "bad .reqntid")
+}
