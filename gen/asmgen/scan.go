@@ -34,6 +34,43 @@ func (pg *passGen) scan(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	return y
 }
 
+// paddingOf is the mask input (keys.mask) of a scan that cuts at done steps, when it has the
+// scan's shape: its padding lanes are exempt from the overflow guard (scanLanes). nil
+// otherwise. Padding with no done step before it does reach valid steps, as in TorchRL;
+// there finite values beyond the guard's bound can overflow at other elements on AVX2 than
+// on the other backends (README "NaN propagation"; lossgen eval warns of such data).
+func (pg *passGen) paddingOf(n *ir.Node) *ir.Node {
+	if !pg.mayCut(n) {
+		return nil
+	}
+	for _, m := range pg.e.g.Nodes {
+		if m.Op == ir.OpInput && m.Input.Key == "mask" && m.Shape.Equal(n.Shape) {
+			return m
+		}
+	}
+	return nil
+}
+
+// paddingLanes is the lane mask of the block's padding: where mask input m is false. A full
+// block compares the bytes with 0 (as loadBoolMask, with the opposite sense); a tail block
+// reads them through load, which stops at the end.
+func (pg *passGen) paddingLanes(m *ir.Node) reg.VecVirtual {
+	pad := pg.ymm()
+	if pg.rem > 0 || pg.laneStride(m.Shape) != 1 || pg.tiles[m.ID] != nil {
+		pg.cmp(cmpEQ_OQ, pg.cf(0), pg.load(m), pad)
+		return pad
+	}
+	src := elemMem(pg.nodePtr(m), pg.off(m.Shape), 1, 0)
+	if pg.f64 {
+		pg.c.VPMOVZXBQ(src, pad)
+		pg.c.VPCMPEQQ(pg.cq(0), pad, pad)
+	} else {
+		pg.c.VPMOVZXBD(src, pad)
+		pg.c.VPCMPEQD(pg.cd(0), pad, pad)
+	}
+	return pad
+}
+
 // mayCut reports whether scan n cuts (ir.Node.Cut) and its coefficients may be 0, by their
 // value range.
 func (pg *passGen) mayCut(n *ir.Node) bool {
@@ -131,6 +168,12 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 			pg.or(z, t, t)
 			pg.and(t, ok, ok)
 		}
+	}
+	if m := pg.paddingOf(n); m != nil {
+		// Padding (keys.mask false) after a done step reaches no valid step in either order
+		// (a cut is a select: +0 whatever the maps after it hold), so what it holds does not
+		// send the pass to Go, whose rounding would move every valid value by an ulp.
+		pg.or(pg.paddingLanes(m), ok, ok)
 	}
 	pg.andGuard(ok)
 	// src is the lane whose map lane i composes with at step s; edge lanes (no such lane)

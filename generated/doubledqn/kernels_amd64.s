@@ -302,6 +302,10 @@ inner_A_4:
 	VCMPPD      $0x00, lgc0<>+0(SB), Y4, Y8
 	VORPD       Y8, Y7, Y7
 	VANDPD      Y7, Y5, Y5
+	MOVQ        mask+32(FP), SI
+	VPMOVZXBQ   (SI)(BX*1), Y7
+	VPCMPEQQ    lgc0<>+0(SB), Y7, Y7
+	VORPD       Y7, Y5, Y5
 	VANDPD      448(DX), Y5, Y5
 	VMOVUPD     Y5, 448(DX)
 	VPERMPD     $0xf9, Y4, Y5
@@ -731,6 +735,10 @@ inner_A_8:
 	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y5
 	VORPD       Y5, Y4, Y4
 	VANDPD      Y4, Y3, Y3
+	MOVQ        mask+24(FP), SI
+	VPMOVZXBQ   (SI)(BX*1), Y4
+	VPCMPEQQ    lgc0<>+0(SB), Y4, Y4
+	VORPD       Y4, Y3, Y3
 	VANDPD      256(DX), Y3, Y3
 	VMOVUPD     Y3, 256(DX)
 	VPERMPD     $0xf9, Y2, Y3

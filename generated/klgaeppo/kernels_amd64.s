@@ -81,6 +81,10 @@ blocks_2:
 	VCMPPS      $0x1a, lgc5<>+0(SB), Y7, Y5
 	VCMPPS      $0x00, lgc6<>+0(SB), Y7, Y7
 	VORPS       Y7, Y5, Y5
+	MOVQ        mask+8(FP), BX
+	VPMOVZXBD   (BX)(SI*1), Y7
+	VPCMPEQD    lgc0<>+0(SB), Y7, Y7
+	VORPS       Y7, Y5, Y5
 	MOVQ        state+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
@@ -1316,6 +1320,10 @@ blocks_12:
 	VANDPS      lgc4<>+0(SB), Y4, Y7
 	VCMPPS      $0x1a, lgc5<>+0(SB), Y7, Y6
 	VCMPPS      $0x00, lgc6<>+0(SB), Y7, Y7
+	VORPS       Y7, Y6, Y6
+	MOVQ        mask+8(FP), BX
+	VPMOVZXBD   (BX)(SI*1), Y7
+	VPCMPEQD    lgc0<>+0(SB), Y7, Y7
 	VORPS       Y7, Y6, Y6
 	MOVQ        state+72(FP), BX
 	VANDPS      1920(BX), Y6, Y6
