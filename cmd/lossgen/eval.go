@@ -212,6 +212,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}
 	}
+	if failed == nil && unbuilt != nil { // asked for and not run: not an ok
+		verdict = "verdict: FAIL: the go and avx2 backends did not run (lossgen's runtime module was not found; see above); " + strings.TrimPrefix(verdict, "verdict: ok: ")
+	}
 	fmt.Fprintln(stdout, verdict)
 	if err := faults(graph, ref.Want); err != nil {
 		return err

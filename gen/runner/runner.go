@@ -38,19 +38,30 @@ func RuntimeRoot() (string, error) {
 		}
 		return rt, nil
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", RuntimeModule)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	dir := strings.TrimSpace(string(out))
+	dir, why, err := listDir()
+	if err == nil && dir == "" {
+		// A module that vendors its dependencies (go mod vendor): go list -m gives no
+		// directory (vendor/ holds packages, not modules); the module cache has it.
+		dir, why, err = listDir("-mod=mod")
+	}
 	if err != nil || dir == "" {
-		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 		if why == "" && err != nil {
 			why = err.Error()
 		}
 		return "", fmt.Errorf("cannot find lossgen's runtime module to build the kernel against: run inside a Go module that requires %s (or in a lossgen checkout), or set LOSSGEN_ROOT=/path/to/lossgen (go list -m: %s)", RuntimeModule, or(why, "no directory"))
 	}
 	return dir, nil
+}
+
+// listDir is the runtime module's directory by go list -m (with flags), and the first line of
+// what go printed on stderr.
+func listDir(flags ...string) (dir, why string, err error) {
+	cmd := exec.Command("go", append(append([]string{"list"}, flags...), "-m", "-f", "{{.Dir}}", RuntimeModule)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	why, _, _ = strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+	return strings.TrimSpace(string(out)), why, err
 }
 
 // WriteModule makes dir a Go module named name whose packages may import the runtime module
