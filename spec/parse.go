@@ -318,7 +318,7 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 		p := &def.Params[i]
 		fs = append(fs, field{name: p.Name, aliases: p.Aliases, decode: func(kp string, v *yaml.Node) {
 			if x, ok := d.param(p, kp, v); ok {
-				st.Values[p.Name] = Value{V: x, Pos: d.at(v), Written: true}
+				st.Values[p.Name] = Value{V: x, Pos: d.at(v), Written: true, Null: isNull(v)}
 			}
 		}})
 	}

@@ -234,6 +234,7 @@ type Value struct {
 	V       any
 	Pos     Pos
 	Written bool   // the spec wrote it (rather than taking the default)
+	Null    bool   // it wrote null (V is then the parameter's ParamDef.Null)
 	Dim     string // the dim a DimSize value was written as, whose size V is
 }
 

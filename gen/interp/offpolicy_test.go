@@ -139,6 +139,9 @@ func TestOffPolicySpecChecks(t *testing.T) {
 		{"{type: sac, action_dim: D}", `loss.action_dim: "D" is not a dim: want an integer, or the name of a dim declared under dims`},
 		{"{type: sac, action_dim: B}", `loss.action_dim: "B" is a batch dim, not a size of one element`},
 		{"{type: sac, action_dim: 1, min_alpha: 2, max_alpha: 1}", "loss.min_alpha: 2 is above max_alpha 1"},
+		// TorchRL's ValueError (sac.py:410-414, cql.py:333-337): accepted before (the off-policy review).
+		{"{type: sac, action_dim: 1, min_alpha: 0.5, max_alpha: 0}", "loss.max_alpha: must be null or greater than 0 when min_alpha is set"},
+		{"{type: cql, action_dim: 1, min_alpha: 0.5, max_alpha: 0}", "loss.max_alpha: must be null or greater than 0 when min_alpha is set"},
 	} {
 		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: "+c.loss+"\n"), lower.Registry())
 		require.ErrorContains(t, err, c.err, c.loss)
@@ -154,6 +157,10 @@ func TestOffPolicySpecChecks(t *testing.T) {
 			_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nestimator: {type: "+est+"}\nloss: "+loss+"\n"), lower.Registry())
 			require.ErrorContains(t, err, "estimator.type: "+est+" is not supported by", loss)
 		}
+	}
+	for _, loss := range []string{"{type: sac, action_dim: 1, min_alpha: 0.5, max_alpha: null}", "{type: sac, action_dim: 1, max_alpha: 0}"} {
+		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: "+loss+"\n"), lower.Registry())
+		require.NoError(t, err, "null (TorchRL's None, 1e9 beside min_alpha), and 0 alone (no bound) are accepted: %s", loss)
 	}
 	s, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: sac, target_entropy: auto, action_dim: 3}\n"), lower.Registry())
 	require.NoError(t, err)

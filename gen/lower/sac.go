@@ -38,7 +38,7 @@ func sacParams() []spec.ParamDef {
 		paramNumQValueNets, paramEnsembleDim,
 		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 		{Name: "min_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the lower bound of α: log α is clamped to log min_alpha (TorchRL clamps the parameter in place); null or 0: none"},
-		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none, or 1e9 when min_alpha is set (TorchRL fills it so)"},
+		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null (or 0 without min_alpha): none, or 1e9 when min_alpha is set (TorchRL fills it so; 0 beside min_alpha is TorchRL's ValueError)"},
 		{Name: "fixed_alpha", Type: spec.Bool, Default: false, Doc: "α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported"},
 		{Name: "target_entropy", Type: spec.FloatOrAuto, Default: "auto", Min: -inf, Max: inf, Doc: "the entropy target of loss_alpha; auto: −action_dim"},
 		{Name: "action_dim", Type: spec.Int, DimSize: true, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
@@ -94,10 +94,16 @@ func checkActionDimSize(c *spec.Check) {
 	}
 }
 
-// checkAlphaBounds rejects min_alpha above max_alpha.
+// checkAlphaBounds rejects min_alpha above max_alpha, and max_alpha 0 beside min_alpha, as
+// TorchRL raises ValueError for it (sac.py:410-414: "max_alpha must be either None or greater
+// than 0"; null is the 1e9 TorchRL fills in).
 func checkAlphaBounds(c *spec.Check) {
-	if lo, hi := c.Stage.Float("min_alpha"), c.Stage.Float("max_alpha"); lo > 0 && hi > 0 && lo > hi {
+	lo, hi := c.Stage.Float("min_alpha"), c.Stage.Float("max_alpha")
+	if lo > 0 && hi > 0 && lo > hi {
 		c.Errorf("min_alpha", "%g is above max_alpha %g", lo, hi)
+	}
+	if v := c.Stage.Values["max_alpha"]; lo > 0 && v.Written && !v.Null && hi == 0 {
+		c.Errorf("max_alpha", "must be null or greater than 0 when min_alpha is set (TorchRL raises ValueError: max_alpha must be either None or greater than 0.)")
 	}
 }
 
