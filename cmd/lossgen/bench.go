@@ -111,6 +111,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *backend != "" {
 		pattern += "/^" + *backend + "$"
 	}
+	done, err := scratchDir("bench", stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var runs []benchRun
 	for _, cs := range compiled {
 		ws := workingSet(cs.Graph)

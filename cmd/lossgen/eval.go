@@ -6,11 +6,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/lossgen/lossgen/gen"
@@ -65,6 +63,13 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		return badUsage(fs, stderr, "-in DATA.npz is required")
 	case fs.NArg() != 0:
 		return badUsage(fs, stderr, "unexpected arguments %q (the spec goes after -spec)", fs.Args())
+	}
+	if !*keep { // a kept module stays where the user was told it is
+		done, err := scratchDir("eval", stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	selected := map[string]bool{}
 	switch *which {
@@ -366,7 +371,6 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 		fmt.Fprintln(stderr, "eval: temporary module kept in", m.Dir)
 	} else {
 		defer m.Close()
-		defer removeOnSignal(m.Dir, stderr)()
 	}
 	bin, err := m.Build(tags)
 	if err != nil {
@@ -640,24 +644,4 @@ func summarize(x []float64) string {
 		out += fmt.Sprintf(", %d NaN", nans)
 	}
 	return out
-}
-
-// removeOnSignal removes dir and exits with status 130 if SIGINT or SIGTERM arrives before
-// the returned stop is called: an interrupted eval leaves no temporary module behind.
-func removeOnSignal(dir string, stderr io.Writer) (stop func()) {
-	ch, done := make(chan os.Signal, 1), make(chan struct{})
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case sig := <-ch:
-			os.RemoveAll(dir)
-			fmt.Fprintf(stderr, "eval: interrupted (%v signal received); removed its temporary module\n", sig)
-			os.Exit(130)
-		case <-done:
-		}
-	}()
-	return func() {
-		signal.Stop(ch)
-		close(done)
-	}
 }

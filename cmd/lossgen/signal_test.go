@@ -17,6 +17,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/dirtx"
+	"github.com/lossgen/lossgen/gen/runner"
 )
 
 // dirFiles is every entry of dir, dot files and directories included, with its content.
@@ -142,4 +143,55 @@ func TestInterruptAfterWriteFails(t *testing.T) {
 	require.Equal(t, 1, run([]string{"generate", "-o", dir, spec}, os.Stdout, &stderr))
 	require.Contains(t, stderr.String(), "lossgen: interrupted (interrupt signal received) after the write had finished: "+dir+" holds the new files")
 	require.FileExists(t, filepath.Join(dir, "td0.go"))
+}
+
+// An interrupted eval or bench removes its temporary modules: the scratch directory is made
+// after the handler is in place, and removed whole on SIGINT or SIGTERM (exit status 130).
+// bench had no handler and left its module (660 KB) behind on every Ctrl-C; eval left an
+// empty one when the signal came while it made a module (the newcomer review). The child
+// process here is this test binary, holding a scratch directory with a module in it.
+func TestScratchDirRemovedOnSignal(t *testing.T) {
+	if os.Getenv("LOSSGEN_SCRATCH_CHILD") != "" {
+		done, err := scratchDir("bench", os.Stderr)
+		if err != nil {
+			os.Exit(3)
+		}
+		defer done()
+		os.MkdirAll(filepath.Join(runner.TempRoot, "lossgen-run-1", "kernel"), 0o755)
+		os.WriteFile(filepath.Join(runner.TempRoot, "lossgen-run-1", "go.mod"), []byte("module x\n"), 0o644)
+		os.Stdout.WriteString(runner.TempRoot + "\n")
+		time.Sleep(time.Minute)
+		os.Exit(4)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestScratchDirRemovedOnSignal$")
+		cmd.Env = append(os.Environ(), "LOSSGEN_SCRATCH_CHILD=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line := make([]byte, 4096)
+		n, err := out.Read(line)
+		require.NoError(t, err)
+		dir := strings.TrimSpace(string(line[:n]))
+		require.DirExists(t, filepath.Join(dir, "lossgen-run-1"))
+		require.NoError(t, cmd.Process.Signal(sig))
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		require.Equal(t, 130, ee.ExitCode(), stderr.String())
+		require.NoDirExists(t, dir, "%v left the scratch directory", sig)
+		require.Contains(t, stderr.String(), "bench: interrupted ("+sig.String()+" signal received); removed its temporary modules")
+	}
+
+	// Without a signal, done removes it and the runner's modules go back to the system's
+	// temporary directory.
+	done, err := scratchDir("eval", &bytes.Buffer{})
+	require.NoError(t, err)
+	dir := runner.TempRoot
+	require.DirExists(t, dir)
+	done()
+	require.NoDirExists(t, dir)
+	require.Empty(t, runner.TempRoot)
 }

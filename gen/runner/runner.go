@@ -22,6 +22,22 @@ import (
 	"github.com/lossgen/lossgen/templates"
 )
 
+// TempRoot is the directory temporary modules are made in ("": the system's, os.TempDir).
+// lossgen's eval and bench point it at a directory of their own, which they remove when
+// interrupted; the go commands that build and run the modules keep their work directories
+// there too (GOTMPDIR).
+var TempRoot string
+
+// goEnv is the environment of the go commands run on a module: outside any workspace, the
+// module's own go.mod, and work directories under TempRoot when set.
+func goEnv() []string {
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if TempRoot != "" {
+		env = append(env, "GOTMPDIR="+TempRoot)
+	}
+	return env
+}
+
 // RuntimeModule is the module of lossgen's runtime: all that generated packages, their tests
 // included, import of lossgen.
 const RuntimeModule = "github.com/lossgen/lossgen/runtime"
@@ -98,7 +114,7 @@ func newModule(c *gen.Compiled, tests bool) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "lossgen-run-")
+	tmp, err := os.MkdirTemp(TempRoot, "lossgen-run-")
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +186,7 @@ func (m *Module) Test(pattern string) (string, error) {
 func (m *Module) goTest(args ...string) (string, error) {
 	cmd := exec.Command("go", append(append([]string{"test"}, args...), "./kernel")...)
 	cmd.Dir = m.Dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = goEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go test %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -184,7 +200,7 @@ func (m *Module) Build(tags string) (string, error) {
 	bin := filepath.Join(m.Dir, "runner-"+strings.ReplaceAll(or(tags, "default"), ",", "-"))
 	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
 	cmd.Dir = m.Dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = goEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the kernel: %v\n%s", err, out)
 	}
