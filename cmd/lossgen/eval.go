@@ -45,7 +45,7 @@ func backendNames() []string {
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flags("eval", "-spec SPEC [-dims N=16,T=256] -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad]", stderr)
+	fs := flags("eval", "-spec SPEC [-dims N=16,T=256] -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad] [-keep]", stderr)
 	specPath := fs.String("spec", "", "spec file (required)")
 	dims := fs.String("dims", "", "resize the spec's dims, NAME=SIZE pairs (N=16,T=256), validated as if the spec declared them, as bench -sizes does")
 	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")

@@ -48,13 +48,13 @@ const usage = `usage: lossgen <command> [flags] [args]
 commands:
   generate -o DIR [-golden DIR] [-v] SPEC
                                        write the Go package for SPEC into DIR (-v: list what changed)
-  check [-o DIR] SPEC...               validate specs; with -o, also check that DIR is up to date
+  check [-o DIR [-golden DIR]] SPEC... validate specs; with -o, also check that DIR is up to date
   golden [-update] [-dir D] [-data D] SPEC...
                                        compare golden/<package>/ cases with the reference
                                        interpreter (-update rewrites them)
   explain [-passes] SPEC               print inputs, outputs, the IR and the fusion plan; -passes
                                        also the IR pass list with the graph after each pass
-  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
+  eval -spec SPEC [-dims N=16,T=256] -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad] [-keep]
                                        run the kernel on .npz data, compared with the interpreter
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
                                        a memory-copy probe
@@ -82,6 +82,11 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
+	if (cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help") && len(rest) == 1 && rest[0] != "help" {
+		cmd, rest = rest[0], []string{"-h"} // lossgen help generate: generate's flags
+	}
+	out := &outWriter{w: stdout}
+	stdout = out
 	var err error
 	switch cmd {
 	case "generate", "gen":
@@ -103,16 +108,23 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "schema":
 		err = cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-version":
-		if len(rest) > 0 {
+		switch {
+		case len(rest) == 1 && (rest[0] == "-h" || rest[0] == "-help" || rest[0] == "--help"):
+			fmt.Fprintf(stdout, "usage: lossgen version\n")
+		case len(rest) > 0:
 			fmt.Fprintf(stderr, "usage: lossgen version\n")
 			return 2
+		default:
+			fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
 		}
-		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
 		fmt.Fprintf(stderr, "lossgen: unknown command %q\n\n%s", cmd, usage)
 		return 2
+	}
+	if out.err != nil && (err == nil || errors.Is(err, errHelp)) {
+		err = fmt.Errorf("writing the output: %w", out.err) // explain > /dev/full lost it all
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):
@@ -122,6 +134,24 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	report(stderr, err)
 	return 1
+}
+
+// outWriter is a command's standard output that remembers its first write error, so that
+// output lost to a full disk fails the command instead of exiting 0.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
 }
 
 // badUsage says what is wrong with a command line, prints the command's usage, and returns
@@ -204,7 +234,7 @@ func warn(w io.Writer, s *spec.Spec) {
 var generate = gen.Generate
 
 func cmdGenerate(args []string, stdout, stderr io.Writer) error {
-	fs := flags("generate", "-o DIR [-golden DIR] SPEC", stderr)
+	fs := flags("generate", "-o DIR [-golden DIR] [-v] SPEC", stderr)
 	out := fs.String("o", "", "output directory of the generated package (required)")
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
 	verbose := fs.Bool("v", false, "list the files written (created or changed) and those removed")

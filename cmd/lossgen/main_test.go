@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -327,4 +329,19 @@ func TestGoldenCasesOfAnotherSpec(t *testing.T) {
 	errb.Reset()
 	require.Equal(t, 1, run([]string{"check", "-golden", filepath.Join(g, "p"), b}, &out, &errb))
 	require.Contains(t, errb.String(), "a write was cut short (.lossgen-txn)")
+}
+
+// fullWriter is a standard output on a full disk.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// Output lost to a full disk fails the command: explain, check, version and help exited 0
+// with nothing written (the newcomer review; init, reference and schema already failed).
+func TestLostOutputFails(t *testing.T) {
+	for _, args := range [][]string{{"explain", "../../spec/examples/gae.yaml"}, {"check", "../../spec/examples/gae.yaml"}, {"version"}, {"help"}} {
+		var stderr bytes.Buffer
+		require.Equal(t, 1, run(args, fullWriter{}, &stderr), "%v", args)
+		require.Contains(t, stderr.String(), "writing the output: no space left on device", "%v", args)
+	}
 }
