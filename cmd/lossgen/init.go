@@ -60,6 +60,9 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		return badUsage(fs, stderr, "name a LOSS, -estimator or -transform")
 	}
 	text, err := specdoc.Starter(o)
+	if us := (*specdoc.UnknownStage)(nil); errors.As(err, &us) { // a mistyped name: bad usage
+		return badUsage(fs, stderr, "%s: %v", map[spec.Kind]string{spec.Loss: "LOSS", spec.Estimator: "-estimator", spec.Transform: "-transform"}[us.Kind], err)
+	}
 	if flag, msg, ok := optionError(err); ok {
 		return badUsage(fs, stderr, "%s: %s", flag, msg)
 	}

@@ -175,6 +175,11 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"bench", "-count", "0", spec}, 2},
 		{[]string{"bench", "-backend", "cuda", spec}, 2},
 		{[]string{"bench", "-h"}, 0},
+		{[]string{"version", "-h"}, 0},
+		{[]string{"help", "generate"}, 0},
+		{[]string{"init", "nosuchloss"}, 2}, // a mistyped name is bad usage, as a bad -package is
+		{[]string{"init", "clip_ppo", "-transform", "foo"}, 2},
+		{[]string{"init", "clip_ppo", "-estimator", "foo"}, 2},
 	} {
 		var out, errb strings.Builder
 		if got := run(tc.args, &out, &errb); got != tc.want {

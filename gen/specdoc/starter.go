@@ -104,6 +104,17 @@ func commentOut(src []byte, warns []*spec.Error) ([]byte, bool) {
 	return []byte(strings.Join(lines, "\n")), changed
 }
 
+// UnknownStage is Starter's error for a stage type the registry does not have.
+type UnknownStage struct {
+	Kind    spec.Kind
+	Type    string
+	Allowed []string // the kind's registered types, sorted
+}
+
+func (e *UnknownStage) Error() string {
+	return fmt.Sprintf("no %s %q (allowed: %s)", e.Kind, e.Type, strings.Join(e.Allowed, ", "))
+}
+
 // starterFile names the starter in diagnostics.
 const starterFile = "lossgen init"
 
@@ -113,7 +124,7 @@ func starterStages(reg spec.Registry, o StarterOptions) ([]*spec.StageDef, error
 	add := func(k spec.Kind, t string) error {
 		d := reg.Stage(k, t)
 		if d == nil {
-			return fmt.Errorf("no %s %q (allowed: %s)", k, t, strings.Join(reg.Types(k), ", "))
+			return &UnknownStage{Kind: k, Type: t, Allowed: reg.Types(k)}
 		}
 		out = append(out, d)
 		return nil
