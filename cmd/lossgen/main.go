@@ -491,7 +491,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	}
 	// Why a data file made no case is a note: it follows the spec's result line, or the
 	// headlines of a failed comparison, never comes ahead of them.
-	var heads, details, notes []string
+	var heads, details, notes, missing []string
 	for _, path := range fs.Args() {
 		c, err := gen.Compile(path)
 		if err != nil {
@@ -548,6 +548,10 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			heads = append(heads, path+": "+foreign)
 			continue
 		}
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			missing = append(missing, fmt.Sprintf("%s: no golden cases: %s does not exist (cases go to DIR/<package>, and -dir is %s): give -dir the directory that holds %s/, or write them with %s", path, dir, *root, c.Spec.Package, goldenUpdateCommand(args)))
+			continue
+		}
 		diffs, err := cases.Check(dir, cs)
 		if err != nil {
 			return err
@@ -563,6 +567,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			details = append(details, d.Text)
 		}
 	}
+	printLines(stderr, missing)
 	if len(heads) > 0 {
 		// One line per output first, and the command; every difference after them.
 		for _, h := range heads {
@@ -575,6 +580,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "  "+d)
 		}
 		return fmt.Errorf("golden cases differ from the interpreter")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no golden cases for %d of the specs", len(missing))
 	}
 	return nil
 }
