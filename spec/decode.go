@@ -165,7 +165,7 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.AliasNode:
-		return "an alias"
+		return "the alias *" + n.Value + ", which lossgen does not follow: write the value out"
 	}
 	switch n.Tag {
 	case "!!null":
