@@ -76,15 +76,25 @@ func (pg *passGen) maskFromBytes(c *ir.Node) bool {
 // loadBoolMask reads bool input c's bytes as its lane mask: zero-extended, compared with 0
 // (any nonzero byte is true, as VCVTDQ2PS and ≠ 0 would say): two instructions where
 // widening to 0/1 floats and comparing them took four.
-func (pg *passGen) loadBoolMask(c *ir.Node) reg.VecVirtual {
+func (pg *passGen) loadBoolMask(c *ir.Node) reg.VecVirtual { return pg.loadByteMask(c, false) }
+
+// loadByteMask is loadBoolMask, or with invert the mask of the lanes where c is false.
+func (pg *passGen) loadByteMask(c *ir.Node, invert bool) reg.VecVirtual {
 	base, off := pg.nodePtr(c), pg.off(c.Shape)
 	src := elemMem(base, off, 1, 0)
 	pg.prefetch(base, off, 1)
 	x := pg.ymm()
-	if pg.f64 {
+	switch {
+	case pg.f64 && invert:
+		pg.c.VPMOVZXBQ(src, x)
+		pg.c.VPCMPEQQ(pg.cq(0), x, x)
+	case pg.f64:
 		pg.c.VPMOVZXBQ(src, x)
 		pg.c.VPCMPGTQ(pg.cq(0), x, x)
-	} else {
+	case invert:
+		pg.c.VPMOVZXBD(src, x)
+		pg.c.VPCMPEQD(pg.cd(0), x, x)
+	default:
 		pg.c.VPMOVZXBD(src, x)
 		pg.c.VPCMPGTD(pg.cd(0), x, x)
 	}

@@ -52,23 +52,15 @@ func (pg *passGen) paddingOf(n *ir.Node) *ir.Node {
 }
 
 // paddingLanes is the lane mask of the block's padding: where mask input m is false. A full
-// block compares the bytes with 0 (as loadBoolMask, with the opposite sense); a tail block
-// reads them through load, which stops at the end.
+// block compares the bytes with 0 (loadByteMask); a tail block reads them through load,
+// which stops at the end.
 func (pg *passGen) paddingLanes(m *ir.Node) reg.VecVirtual {
-	pad := pg.ymm()
 	if pg.rem > 0 || pg.laneStride(m.Shape) != 1 || pg.tiles[m.ID] != nil {
+		pad := pg.ymm()
 		pg.cmp(cmpEQ_OQ, pg.cf(0), pg.load(m), pad)
 		return pad
 	}
-	src := elemMem(pg.nodePtr(m), pg.off(m.Shape), 1, 0)
-	if pg.f64 {
-		pg.c.VPMOVZXBQ(src, pad)
-		pg.c.VPCMPEQQ(pg.cq(0), pad, pad)
-	} else {
-		pg.c.VPMOVZXBD(src, pad)
-		pg.c.VPCMPEQD(pg.cd(0), pad, pad)
-	}
-	return pad
+	return pg.loadByteMask(m, true)
 }
 
 // mayCut reports whether scan n cuts (ir.Node.Cut) and its coefficients may be 0, by their
