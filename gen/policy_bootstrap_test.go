@@ -41,6 +41,12 @@ func TestVTraceReadsInKernelPolicy(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cm.Spec.Warnings, 1)
 	require.Contains(t, cm.Spec.Warnings[0].Error(), "keys.log_prob is ignored: vtrace takes log_pi from the loss's normal distribution")
+	// A KL-reward transform before the estimator reads the mapped log_prob: no warning.
+	kl := filepath.Join(t.TempDir(), "kl.yaml")
+	require.NoError(t, os.WriteFile(kl, append(src, "transforms: [{type: kl_reward, coef: 0.1}]\nkeys: {log_prob: lp}\n"...), 0o644))
+	ck, err := gen.Compile(kl)
+	require.NoError(t, err)
+	require.Empty(t, ck.Spec.Warnings)
 
 	n := N * T
 	loc, scale, act := make([]float64, n*D), make([]float64, n*D), make([]float64, n*D)

@@ -161,7 +161,7 @@ func policyBootstrap(l *Lowerer, st *spec.Stage) {
 	if st.String("distribution") == "none" || l.S.Estimator == nil || !slices.ContainsFunc(stageOf(l.S.Estimator).Keys, func(k spec.KeyDef) bool { return k.Name == "log_prob" }) {
 		return
 	}
-	if l.S.KeyWritten("log_prob") {
+	if l.S.KeyWritten("log_prob") && !l.read["log_prob"] { // a transform before may read it
 		l.S.Warnf("keys.log_prob", "keys.log_prob is ignored: %s takes log_pi from the loss's %s distribution at the stored action, and the kernel takes no log_prob", l.S.Estimator.Type, st.String("distribution"))
 	}
 	l.readMask()
