@@ -106,4 +106,22 @@ func TestVTraceReadsInKernelPolicy(t *testing.T) {
 		require.InDeltaSlice(t, wantAdv, out["advantage"].Float64s(), 1e-12, backend)
 		require.InDeltaSlice(t, wantVs, out["value_target"].Float64s(), 1e-12, backend)
 	}
+
+	// With keys.mask, the estimator still reads its data unmasked (§11.18), log_pi included:
+	// the same advantages at every element, padding too (padding without a done before it
+	// here). A first version evaluated the policy after reading the mask, which zeroed the
+	// estimator's padding and moved valid advantages (the adversarial review).
+	masked := filepath.Join(t.TempDir(), "masked.yaml")
+	require.NoError(t, os.WriteFile(masked, append(src, "keys: {mask: mask}\n"...), 0o644))
+	cmask, err := gen.Compile(masked)
+	require.NoError(t, err)
+	mask := make([]bool, n)
+	for i := range mask {
+		mask[i] = i%T < 3 || i >= T // row 0 padded from t = 3, no done there
+	}
+	in["mask"] = golden.Array{Shape: []int{N, T}, Data: mask}
+	for backend, out := range everyBackend(t, cmask)(in) {
+		require.InDeltaSlice(t, wantAdv, out["advantage"].Float64s(), 1e-12, backend)
+		require.InDeltaSlice(t, wantVs, out["value_target"].Float64s(), 1e-12, backend)
+	}
 }

@@ -154,9 +154,11 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 // policyBootstrap gives the estimator the current policy's log-prob of the stored action
 // when the loss evaluates its distribution in the kernel and the estimator reads log_prob
 // (V-trace's log_pi, the log-prob of the stored action as the functional takes it;
-// SEMANTICS.md §3.6, §10.4): the kernel computes it once, from the distribution's parameters,
-// instead of taking it as a second input that would have to agree with them. The loss's own
-// policy evaluation then reuses the same nodes (the builder merges them).
+// SEMANTICS.md §3.6, §10.4): the kernel computes it from the distribution's parameters
+// instead of taking it as a second input that would have to agree with them. It reads them
+// unmasked, as the estimator reads all its data (§11.18; the mask is read after the
+// estimator, by the loss), so it is the log_prob input's exact stand-in; without a mask the
+// loss's own evaluation reuses the same nodes (the builder merges them).
 func policyBootstrap(l *Lowerer, st *spec.Stage) {
 	if st.String("distribution") == "none" || l.S.Estimator == nil || !slices.ContainsFunc(stageOf(l.S.Estimator).Keys, func(k spec.KeyDef) bool { return k.Name == "log_prob" }) {
 		return
@@ -164,7 +166,6 @@ func policyBootstrap(l *Lowerer, st *spec.Stage) {
 	if l.S.KeyWritten("log_prob") && !l.read["log_prob"] { // a transform before may read it
 		l.S.Warnf("keys.log_prob", "keys.log_prob is ignored: %s takes log_pi from the loss's %s distribution at the stored action, and the kernel takes no log_prob", l.S.Estimator.Type, st.String("distribution"))
 	}
-	l.readMask()
 	l.Set("log_prob", l.policy(st).lp)
 }
 
