@@ -46,6 +46,9 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if *tr != "" {
 		o.Transforms = strings.Split(*tr, ",")
 		for i, t := range o.Transforms {
+			if t == "" {
+				return badUsage(fs, stderr, "-transform %q: an empty name in the list", *tr)
+			}
 			if slices.Contains(o.Transforms[:i], t) {
 				return badUsage(fs, stderr, "-transform: %s given twice", t)
 			}

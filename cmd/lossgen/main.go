@@ -82,11 +82,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
-	if (cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help") && len(rest) == 1 && rest[0] != "help" {
-		cmd, rest = rest[0], []string{"-h"} // lossgen help generate: generate's flags
-	}
 	out := &outWriter{w: stdout}
 	stdout = out
+	if (cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help") && len(rest) == 1 && rest[0] != "help" {
+		// lossgen help generate: generate's flags, on stdout as lossgen help's own text
+		// (-h writes them to stderr, as Go's flag package does).
+		cmd, rest, stderr = rest[0], []string{"-h"}, stdout
+	}
 	var err error
 	switch cmd {
 	case "generate", "gen":
@@ -548,8 +550,12 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			heads = append(heads, path+": "+foreign)
 			continue
 		}
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
-			missing = append(missing, fmt.Sprintf("%s: no golden cases: %s does not exist (cases go to DIR/<package>, and -dir is %s): give -dir the directory that holds %s/, or write them with %s", path, dir, *root, c.Spec.Package, goldenUpdateCommand(args)))
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			why := "does not exist"
+			if err == nil || !os.IsNotExist(err) {
+				why = "is not a directory"
+			}
+			missing = append(missing, fmt.Sprintf("%s: no golden cases: %s %s (cases go to DIR/<package>, and -dir is %s): give -dir the directory that holds %s/, or write them with %s", path, dir, why, *root, c.Spec.Package, goldenUpdateCommand(args)))
 			continue
 		}
 		diffs, err := cases.Check(dir, cs)
