@@ -121,7 +121,7 @@ func TestClipBoundEveryBackend(t *testing.T) {
 		t.Run(dt, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: "+dt+"\ndims: {B: 6}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.05, reduction: sum, critic_coeff: null, entropy_bonus: false}\n"), 0o644))
+			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: "+dt+"\ndims: {B: 6}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.05, reduction: sum, critic_coeff: 0, entropy_bonus: false}\n"), 0o644))
 			c, err := gen.Compile(path)
 			require.NoError(t, err)
 			hi := float64(float32(math.Log1p(float64(float32(0.05)))))
@@ -169,7 +169,7 @@ func TestStandardiseBeyondFloat32Variance(t *testing.T) {
 	for _, masked := range []bool{false, true} {
 		t.Run(fmt.Sprint("masked=", masked), func(t *testing.T) {
 			t.Parallel()
-			src := "package: p\ndtype: float32\ndims: {B: 12}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, critic_coeff: null, entropy_bonus: false}\n"
+			src := "package: p\ndtype: float32\ndims: {B: 12}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, critic_coeff: 0, entropy_bonus: false}\n"
 			valid := 12
 			if masked {
 				src += "keys: {mask: mask}\n"

@@ -73,3 +73,21 @@ func TestReinforceHandValues(t *testing.T) {
 	near(t, []float64{0.25 + 4 + 0.04}, out["loss_value"], hand, "loss_value sum l2, clipped")
 	near(t, []float64{1.0 / 3}, out["value_clip_fraction"], hand, "value_clip_fraction")
 }
+
+// PPOLoss's critic_coeff None with a critic is 1.0 (ppo.py:502-505: the `elif` that would
+// turn None off never sees it; the docstring says otherwise), so null keeps the critic at
+// 1.0, and 0 drops it. Smooth-L1 of the critic's errors (0.5, −2, −0.2): (0.125, 1.5, 0.02).
+// lossgen dropped the term for null (the PPO-with-distributions review).
+func TestPPOCriticCoeffNull(t *testing.T) {
+	for _, typ := range []string{"ppo", "clip_ppo"} { // klpen_ppo shares the parameter (ppoParams)
+		in := onInputs("old_state_value")
+		in["sample_log_prob"] = []float64{-1, -0.5, -2}
+		out := eval(t, onHead+"loss: {type: "+typ+", critic_coeff: null}\n", in)
+		near(t, []float64{1.645 / 3}, out["loss_critic"], hand, typ+" critic_coeff null is 1.0")
+		delete(in, "state_value")
+		delete(in, "value_target")
+		out = eval(t, onHead+"loss: {type: "+typ+", critic_coeff: 0}\n", in)
+		_, ok := out["loss_critic"]
+		require.False(t, ok, "%s: critic_coeff 0 drops loss_critic", typ)
+	}
+}

@@ -21,7 +21,7 @@ func ppoParams() []spec.ParamDef {
 		{Name: "entropy_coeff", Type: spec.FloatOrMap, Default: 0.01, Min: -inf, Max: inf, Doc: "the entropy coefficient, or one per action head {head: coeff}",
 			Aliases: []spec.Alias{{Name: "entropy_coef", Deprecated: "TorchRL's name up to v0.8, deprecated in v0.9 and v0.10 and removed in v0.11 (TypeError)"}}},
 		{Name: "heads", Type: spec.Names, Doc: "the action heads of a composite action, when entropy_coeff is a mapping"},
-		{Name: "critic_coeff", Type: spec.Float, Default: 1.0, Null: 0.0, Min: -inf, Max: inf, Doc: "scales the critic loss; 0 or null drops the critic term",
+		{Name: "critic_coeff", Type: spec.Float, Default: 1.0, Null: 1.0, Min: -inf, Max: inf, Doc: "scales the critic loss; 0 drops the critic term; null is TorchRL's None, 1.0 with a critic (PPOLoss.__init__'s code; its docstring says otherwise)",
 			Aliases: []spec.Alias{{Name: "critic_coef", Deprecated: "TorchRL's name up to v0.9.1, deprecated in v0.9.2 and v0.10 and removed in v0.11 (TypeError)"}}},
 		{Name: "loss_critic_type", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the critic's distance"},
 		{Name: "normalize_advantage", Type: spec.Bool, Default: false, Doc: "standardise the advantage per call"},
@@ -148,7 +148,7 @@ func clipValue(st *spec.Stage) float64 {
 func checkPPO(c *spec.Check) {
 	st := c.Stage
 	if st.Float("critic_coeff") < 0 {
-		c.Errorf("critic_coeff", "must be >= 0 (0 or null drops the critic term), got %v; TorchRL silently drops the critic for a negative value", st.Float("critic_coeff"))
+		c.Errorf("critic_coeff", "must be >= 0 (0 drops the critic term), got %v; TorchRL silently drops the critic for a negative value", st.Float("critic_coeff"))
 	}
 	switch v := st.Get("clip_value").(type) {
 	case bool:

@@ -84,8 +84,9 @@ const (
 	// EntropyCoeff is ClipPPOLoss's entropy_coeff: the entropy coefficient, or one per action head
 	// {head: coeff}.
 	EntropyCoeff = 0.01
-	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
-	// term.
+	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 drops the critic term;
+	// null is TorchRL's None, 1.0 with a critic (PPOLoss.__init__'s code; its docstring says
+	// otherwise).
 	CriticCoeff = 1
 	// LossCriticType is ClipPPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"

@@ -66,8 +66,8 @@ const (
 const (
 	// EntropyBonus is PPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
-	// term.
+	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 drops the critic term; null
+	// is TorchRL's None, 1.0 with a critic (PPOLoss.__init__'s code; its docstring says otherwise).
 	CriticCoeff = 1
 	// LossCriticType is PPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"
