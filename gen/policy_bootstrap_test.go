@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/runtime/golden"
 )
 
@@ -124,4 +126,59 @@ func TestVTraceReadsInKernelPolicy(t *testing.T) {
 		require.InDeltaSlice(t, wantAdv, out["advantage"].Float64s(), 1e-12, backend)
 		require.InDeltaSlice(t, wantVs, out["value_target"].Float64s(), 1e-12, backend)
 	}
+}
+
+// A categorical action at padding may hold any index (−100, as LLM labels do; §11.18), also
+// where V-trace takes log_pi from the in-kernel policy: the bootstrap reads the index as 0
+// there (the rest of the estimator's data unmasked). It read −100 and the gather failed (the
+// review of the fixes). With done at each row's last valid step, the valid advantages are
+// those with any in-range index at padding.
+func TestVTracePolicyPaddingAction(t *testing.T) {
+	const N, T, A = 2, 5, 3
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float64\ndims: {N: 2, T: 5, A: 3}\nbatch: [N, T]\n"+
+		"estimator: {type: vtrace, gamma: 0.9, c_thresh: 0.8}\nloss: {type: clip_ppo, distribution: categorical, action_dim: A}\nkeys: {mask: mask}\n"), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	n := N * T
+	logits, action, mask, done := make([]float64, n*A), make([]int64, n), make([]bool, n), make([]bool, n)
+	f := func(k float64) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = math.Sin(k * float64(i+1))
+		}
+		return x
+	}
+	for i := range logits {
+		logits[i] = math.Cos(0.7 * float64(i))
+	}
+	for i := range n {
+		mask[i] = i%T < 3
+		done[i] = i%T == 2 || i%T == T-1
+		action[i] = int64(i % A)
+	}
+	in := map[string]golden.Array{
+		"logits": {Shape: []int{N, T, A}, Data: logits}, "action": {Shape: []int{N, T}, Data: action}, "mask": {Shape: []int{N, T}, Data: mask},
+		"next.reward": {Shape: []int{N, T}, Data: f(1)}, "state_value": {Shape: []int{N, T}, Data: f(2)}, "next.state_value": {Shape: []int{N, T}, Data: f(3)},
+		"next.done": {Shape: []int{N, T}, Data: done}, "next.terminated": {Shape: []int{N, T}, Data: make([]bool, n)}, "sample_log_prob": {Shape: []int{N, T}, Data: f(4)},
+	}
+	want := golden.Case{Name: "in range", Inputs: in}
+	require.NoError(t, cases.Want(c.Graph, &want))
+	bad := append([]int64(nil), action...)
+	for i := range bad {
+		if !mask[i] {
+			bad[i] = -100
+		}
+	}
+	in2 := maps.Clone(in)
+	in2["action"] = golden.Array{Shape: []int{N, T}, Data: bad}
+	got := golden.Case{Name: "-100", Inputs: in2}
+	require.NoError(t, cases.Want(c.Graph, &got), "padding may hold any index")
+	w, g := want.Want["advantage"].Float64s(), got.Want["advantage"].Float64s()
+	for i := range w {
+		if mask[i] {
+			require.Equal(t, w[i], g[i], "advantage[%d]", i)
+		}
+	}
+	require.Equal(t, want.Want["loss_objective"].Float64s(), got.Want["loss_objective"].Float64s())
 }

@@ -28,6 +28,10 @@ type Lowerer struct {
 	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
 	// mask): the loss's reductions run over the valid elements (mask.go).
 	mask, valid *ir.Node
+	// indexMask, while set (the policy's bootstrap, before the mask is read for the loss),
+	// selects index inputs alone: padding may hold any index (−100), which a gather must not
+	// read, while every other input stays unmasked, as the estimator reads its data.
+	indexMask *ir.Node
 	// targetOnly makes the estimator compute value_target alone, without reading V(s) or
 	// writing the advantage (set by a loss's Prepare; estimate.go).
 	targetOnly bool

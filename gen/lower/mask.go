@@ -45,6 +45,9 @@ func (l *Lowerer) cutAtDone() bool { return l.Mapped("mask") }
 // action) reads 0 at masked elements, and its range check covers the valid elements only
 // (ir.IndexChecks): padding may hold any index, as -100 in LLM labels.
 func (l *Lowerer) selectValid(x *ir.Node, def spec.KeyDef, kind spec.KeyKind) *ir.Node {
+	if l.mask == nil && l.indexMask != nil && kind == spec.IndexKey {
+		return l.B.Where(l.indexMask, x, l.B.Const(def.Pad))
+	}
 	if l.mask == nil || (kind == spec.BoolKey && def.Pad == 0) || x == l.mask {
 		return x
 	}

@@ -157,14 +157,19 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 // SEMANTICS.md §3.6, §10.4): the kernel computes it from the distribution's parameters
 // instead of taking it as a second input that would have to agree with them. It reads them
 // unmasked, as the estimator reads all its data (§11.18; the mask is read after the
-// estimator, by the loss), so it is the log_prob input's exact stand-in; without a mask the
-// loss's own evaluation reuses the same nodes (the builder merges them).
+// estimator, by the loss), so it is the log_prob input's stand-in; but a categorical action
+// index at padding reads as 0 (padding may hold any index). Without a mask the loss's own
+// evaluation reuses the same nodes (the builder merges them).
 func policyBootstrap(l *Lowerer, st *spec.Stage) {
 	if st.String("distribution") == "none" || l.S.Estimator == nil || !slices.ContainsFunc(stageOf(l.S.Estimator).Keys, func(k spec.KeyDef) bool { return k.Name == "log_prob" }) {
 		return
 	}
 	if l.S.KeyWritten("log_prob") && !l.read["log_prob"] { // a transform before may read it
 		l.S.Warnf("keys.log_prob", "keys.log_prob is ignored: %s takes log_pi from the loss's %s distribution at the stored action, and the kernel takes no log_prob", l.S.Estimator.Type, st.String("distribution"))
+	}
+	if l.Mapped("mask") { // an index at padding reads as 0: padding may hold −100 (§11.18)
+		l.indexMask = l.Read("mask")
+		defer func() { l.indexMask = nil }()
 	}
 	l.Set("log_prob", l.policy(st).lp)
 }
