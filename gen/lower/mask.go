@@ -19,7 +19,7 @@ var keyMask = spec.KeyDef{Name: "mask", Kind: spec.BoolKey,
 // readMask reads keys.mask when the spec maps it, for the loss being lowered, and reports
 // the valid count.
 func (l *Lowerer) readMask() {
-	if l.mask != nil || !l.Mapped("mask") { // read already (by the loss's Bootstrap), or none
+	if !l.Mapped("mask") {
 		return
 	}
 	b := l.B
