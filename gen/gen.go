@@ -313,6 +313,15 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		}
 		files[chunksTestName] = ct
 	}
+	if wide := asmgen.WidePasses(c.Plan, c.Backward); len(wide) > 0 {
+		wt, err := render("avx512_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package,
+			"Passes": strings.Join(wide, ", "), "Grads": c.Backward != nil, "Large": c.Graph.Batch.Numel() > LargeBatch,
+			"Chunked": len(asmgen.ChunkVars(c.Plan, c.Backward)) > 0})
+		if err != nil {
+			return nil, err
+		}
+		files[avx512TestName] = wt
+	}
 	if vars := gogen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
 		ct, err := render("gochunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
 		if err != nil {

@@ -23,6 +23,7 @@ const (
 	ptxSimTestName   = "ptxsim_test.go"
 	vmathTestName    = "vmath_amd64_test.go"
 	chunksTestName   = "chunks_amd64_test.go"
+	avx512TestName   = "avx512_amd64_test.go"
 	goChunksTestName = "chunks_test.go"
 	exampleName      = "example_test.go"
 )
@@ -31,9 +32,9 @@ const (
 // are <package>.go and <package>_test.go. TestEmitWritesOnlyOwnedNames keeps the list whole.
 var fixedNames = []string{
 	"kernels_generic.go", // gogen
-	asmgen.AsmFile, asmgen.StubsFile, asmgen.DispatchFile,
+	asmgen.AsmFile, asmgen.StubsFile, asmgen.DispatchFile, asmgen.WideAsmFile, asmgen.WideStubsFile,
 	ptxgen.PTXFile, ptxgen.LaunchFile, ptxgen.LaunchBackwardFile, ptxgen.GoFile,
-	ptxSimTestName, vmathTestName, chunksTestName, goChunksTestName, exampleName,
+	ptxSimTestName, vmathTestName, chunksTestName, avx512TestName, goChunksTestName, exampleName,
 }
 
 // generatedByLossgen reports whether a file's content carries lossgen's marker.

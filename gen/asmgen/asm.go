@@ -19,10 +19,12 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// asm wraps an avo build context with the element type and a pool of 32-byte constants.
+// asm wraps an avo build context with the element type and a pool of 32-byte constants
+// (64-byte ones for 16-lane code).
 type asm struct {
 	c      *build.Context
 	f64    bool // float64 lanes (4 per YMM) instead of float32 (8 per YMM)
+	zmm    bool // 16 float32 lanes in ZMM registers: an AVX-512 variant's blocks (wide.go)
 	consts map[string]operand.Mem
 	label  *int
 	budget int // vector registers the emitter lets node values hold at once (regs.makeRoom)
@@ -38,9 +40,18 @@ func (a *asm) as64() *asm {
 	return &asm{c: a.c, f64: true, consts: a.consts, label: a.label, budget: a.budget}
 }
 
-// lanes is the number of elements in a YMM register.
+// narrow is a view of the same context that emits 8-lane float32 (YMM) instructions, for
+// the parts of a 16-lane block that work on 8-lane states (wide.go).
+func (a *asm) narrow() *asm {
+	return &asm{c: a.c, f64: a.f64, consts: a.consts, label: a.label, budget: a.budget}
+}
+
+// lanes is the number of elements in a vector register (YMM, or ZMM for 16-lane code).
 func (a *asm) lanes() int {
-	if a.f64 {
+	switch {
+	case a.zmm:
+		return 16
+	case a.f64:
 		return 4
 	}
 	return 8
@@ -52,8 +63,19 @@ func (a *asm) newLabel(what string) string {
 	return fmt.Sprintf("%s_%d", what, *a.label)
 }
 
-// data returns a 32-byte read-only constant holding the given 8 dwords or 4 qwords.
+// data returns a 32-byte read-only constant holding the given 8 dwords or 4 qwords; in
+// 16-lane code, a 64-byte one holding them twice, which only a constant with the same value
+// in every lane can be (16-lane code has no lane-indexed constants: wideEligible).
 func (a *asm) data(key string, vals []operand.Constant) operand.Mem {
+	if a.zmm {
+		for _, v := range vals {
+			if v != vals[0] {
+				panic("asmgen: 16-lane code asks for the lane-indexed constant " + key)
+			}
+		}
+		key = "z" + key
+		vals = append(vals[:len(vals):len(vals)], vals...)
+	}
 	if m, ok := a.consts[key]; ok {
 		return m
 	}
@@ -126,8 +148,14 @@ func (a *asm) perm32(idx [8]int) operand.Mem {
 	return a.data(key, vals)
 }
 
-func (a *asm) ymm() reg.VecVirtual { return a.c.YMM() }
-func (a *asm) gp() reg.GPVirtual   { return a.c.GP64() }
+// ymm is a new vector register: a YMM, or a ZMM in 16-lane code.
+func (a *asm) ymm() reg.VecVirtual {
+	if a.zmm {
+		return a.c.ZMM()
+	}
+	return a.c.YMM()
+}
+func (a *asm) gp() reg.GPVirtual { return a.c.GP64() }
 
 // The element-type-generic instructions. Operand order is Go assembly's: sources first,
 // destination last; for VSUB/VDIV the result is (second − first) and (second / first).
@@ -224,8 +252,15 @@ func (a *asm) xor(x, y, z operand.Op) {
 	}
 }
 
-// cmp: z = (y PRED x) ? all ones : 0, with an AVX comparison predicate.
+// cmp: z = (y PRED x) ? all ones : 0, with an AVX comparison predicate. AVX-512 compares
+// into a mask register, which VPMOVM2D spreads back into lanes of all ones or zeros.
 func (a *asm) cmp(pred uint8, x, y, z operand.Op) {
+	if a.zmm {
+		k := a.c.K()
+		a.c.VCMPPS(operand.Imm(uint64(pred)), x, y, k)
+		a.c.VPMOVM2D(k, z)
+		return
+	}
 	if a.f64 {
 		a.c.VCMPPD(operand.Imm(uint64(pred)), x, y, z)
 	} else {
@@ -233,8 +268,13 @@ func (a *asm) cmp(pred uint8, x, y, z operand.Op) {
 	}
 }
 
-// blend: z = mask ? x : y (VBLENDVPS mask, x, y, z takes x where the mask's sign bit is set).
+// blend: z = mask ? x : y (VBLENDVPS mask, x, y, z takes x where the mask's sign bit is set;
+// 16-lane code selects bitwise, the masks being compares' all ones or zeros: selectBits).
 func (a *asm) blend(mask, x, y, z operand.Op) {
+	if a.zmm {
+		a.selectBits(mask, x, y, z)
+		return
+	}
 	if a.f64 {
 		a.c.VBLENDVPD(mask, x, y, z)
 	} else {

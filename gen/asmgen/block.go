@@ -301,7 +301,8 @@ func (pg *passGen) setValue(n *ir.Node, r reg.VecVirtual) {
 	}
 }
 
-func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(32) }
+// spillSlot is a stack slot for one vector register.
+func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(pg.vecBytes()) }
 
 // loopStart opens a loop over a block's dims: one counter per dim, from 0. Offsets computed
 // before the loop stay valid inside it (they do not depend on its counters).

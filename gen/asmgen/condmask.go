@@ -91,12 +91,9 @@ func (pg *passGen) loadByteMask(c *ir.Node, invert bool) reg.VecVirtual {
 	case pg.f64:
 		pg.c.VPMOVZXBQ(src, x)
 		pg.c.VPCMPGTQ(pg.cq(0), x, x)
-	case invert:
-		pg.c.VPMOVZXBD(src, x)
-		pg.c.VPCMPEQD(pg.cd(0), x, x)
 	default:
 		pg.c.VPMOVZXBD(src, x)
-		pg.c.VPCMPGTD(pg.cd(0), x, x)
+		pg.pcmpd(!invert, pg.cd(0), x, x)
 	}
 	return x
 }

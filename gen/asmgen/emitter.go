@@ -24,6 +24,8 @@ type emitter struct {
 	outField map[string]string
 	names    map[int]string // the nodes' names in comments, as the Go kernels name them
 
+	wide map[int][]param // passes with a 16-lane variant (wide.go): its arguments, by pass index
+
 	states     []stateArray   // the reduction state arrays inside avxState.buf, in order
 	stateAt    map[string]int // byte offset of each, by stateField name
 	stateBytes int            // the buffer's size
@@ -46,7 +48,7 @@ type stateArray struct {
 // per pass), the pass's overflow guard (guard.go) and the carries of scans along an outer dim
 // (one per index of the dims inside).
 func (e *emitter) layoutStates(p *plan.Plan) {
-	e.stateAt = map[string]int{}
+	e.states, e.stateAt = nil, map[string]int{}
 	end := 0
 	place := func(name string, elem bool, n, size int) {
 		if _, ok := e.stateAt[name]; ok {
@@ -138,6 +140,9 @@ const (
 	AsmFile      = "kernels_amd64.s"
 	StubsFile    = "kernels_amd64.go"
 	DispatchFile = "dispatch_amd64.go"
+	// The 16-lane AVX-512 variants (wide.go), for packages with a pass that has one.
+	WideAsmFile   = "kernels_avx512_amd64.s"
+	WideStubsFile = "kernels_avx512_amd64.go"
 )
 
 // Generate emits the AVX2 kernels of every pass of Forward's plan p and ForwardBackward's fb
@@ -156,10 +161,38 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 		}
 		ems = append(ems, e)
 	}
+	header := gogen.Header(m)
+	files := map[string][]byte{}
+	if p.Graph.DType != ir.F64 {
+		var any bool
+		wideSrc, wideStubs, err := assemble(m.Package, header, false, true, func(a *asm) {
+			any = false
+			for _, e := range ems {
+				e.a = a
+				e.layoutStates(e.p)
+				e.wide = map[int][]param{}
+				for _, ps := range e.p.Passes {
+					if wideEligible(e.g, ps) {
+						e.wide[ps.Index] = e.emitPass(ps, false).params
+						any = true
+					}
+				}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if any {
+			files[WideAsmFile], files[WideStubsFile] = wideSrc, wideStubs
+		} else {
+			for _, e := range ems {
+				e.wide = nil
+			}
+		}
+	}
 	pgs := map[*emitter][]*passGen{}
 	nt := map[*emitter]map[int]bool{}
-	header := gogen.Header(m)
-	asmSrc, stubs, err := assemble(m.Package, header, p.Graph.DType == ir.F64, func(a *asm) {
+	asmSrc, stubs, err := assemble(m.Package, header, p.Graph.DType == ir.F64, false, func(a *asm) {
 		clear(pgs) // a fresh attempt (assemble may run this again with a smaller budget)
 		clear(nt)
 		for _, e := range ems {
@@ -189,6 +222,12 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	f.HeaderComment("//go:build !purego")
 	f.ImportName(gogen.RuntimePath, "runtime")
 	reg := jen.Dict{jen.Id("name"): jen.Lit("avx2")}
+	if files[WideAsmFile] != nil {
+		f.Comment("useAVX512 says whether the passes with a 16-lane AVX-512 variant run it")
+		f.Comment("(runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it")
+		f.Comment("to compare the two.")
+		f.Var().Id("useAVX512").Op("=").Qual(gogen.RuntimePath, "AVX512").Call()
+	}
 	f.Comment("avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the")
 	f.Comment("pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data")
 	f.Comment("must never need it.")
@@ -211,7 +250,8 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("asmgen: %s: %w", DispatchFile, err)
 	}
-	return map[string][]byte{AsmFile: asmSrc, StubsFile: stubs, DispatchFile: buf.Bytes()}, nil
+	files[AsmFile], files[StubsFile], files[DispatchFile] = asmSrc, stubs, buf.Bytes()
+	return files, nil
 }
 
 // name is a kernel's identifier: fmt.Sprintf(format, i) with the kernel's prefix
@@ -364,15 +404,27 @@ func (e *emitter) initStates(b *jen.Group, pg *passGen, elem string) {
 // buffers are aligned for it).
 func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 	ps := pg.ps
-	call := func(name string) *jen.Statement {
+	call := func(name string, params []param) *jen.Statement {
 		return jen.Id(name).CallFunc(func(c *jen.Group) {
-			for _, p := range pg.params {
+			for _, p := range params {
 				c.Op(p.goExpr)
 			}
 		})
 	}
+	plain := func(s *jen.Statement) *jen.Statement { // s followed by the regular-store call
+		wp, ok := e.wide[ps.Index]
+		if !ok {
+			return s.Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
+		}
+		return s.If(jen.Id("useAVX512")).Block(call(e.name("pass%dAVX512", ps.Index), wp)).
+			Else().Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
+	}
 	if !nt {
-		b.Add(call(e.name("pass%dAVX2", ps.Index)))
+		if _, ok := e.wide[ps.Index]; ok {
+			b.Add(plain(jen.Null()))
+		} else {
+			b.Add(call(e.name("pass%dAVX2", ps.Index), pg.params))
+		}
 		return
 	}
 	// Non-temporal stores need 32-byte aligned buffers: large slices from make are, a
@@ -391,7 +443,14 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 			}
 		}
 	}
-	b.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index))).Else().Block(call(e.name("pass%dAVX2", ps.Index)))
+	// The 16-lane variant has regular stores only: where the non-temporal one runs, the
+	// pass is bound by memory, not by its instructions.
+	st := jen.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index), pg.params)).Else()
+	if _, ok := e.wide[ps.Index]; ok {
+		b.Add(plain(st))
+	} else {
+		b.Add(st.Block(call(e.name("pass%dAVX2", ps.Index), pg.params)))
+	}
 }
 
 // chunkVar names the variable holding a chunkable pass's chunk count.

@@ -18,11 +18,11 @@ import (
 
 // assemble runs body on a fresh avo context and returns the assembly and the Go stub
 // declarations, each starting with header (avo's own first line is replaced).
-func assemble(pkg, header string, f64 bool, body func(a *asm)) (asmSrc, stubs []byte, err error) {
+func assemble(pkg, header string, f64, zmm bool, body func(a *asm)) (asmSrc, stubs []byte, err error) {
 	// The budget's estimates of the registers an op needs are heuristics (temps): where a pass
 	// still ends up needing more than AVX2's 16, emit the file again with a smaller budget.
 	for budget := numYMM; ; budget-- {
-		asmSrc, stubs, err = assembleWith(pkg, header, f64, budget, body)
+		asmSrc, stubs, err = assembleWith(pkg, header, f64, zmm, budget, body)
 		if err != nil || !highVector.Match(asmSrc) {
 			return asmSrc, stubs, err
 		}
@@ -35,14 +35,16 @@ func assemble(pkg, header string, f64 bool, body func(a *asm)) (asmSrc, stubs []
 // minBudget is the smallest register budget assemble tries.
 const minBudget = 6
 
-// highVector matches a vector register AVX2 cannot encode (X16–X31, Y16–Y31).
+// highVector matches a vector register AVX2 cannot encode (X16–X31, Y16–Y31). The 16-lane
+// variants' file is held to it too: their 8-lane parts use VEX-only instructions.
 var highVector = regexp.MustCompile(`\b[XY](1[6-9]|2[0-9]|3[01])\b`)
 
 // assembleWith is one attempt of assemble, with the given register budget.
-func assembleWith(pkg, header string, f64 bool, budget int, body func(a *asm)) (asmSrc, stubs []byte, err error) {
+func assembleWith(pkg, header string, f64, zmm bool, budget int, body func(a *asm)) (asmSrc, stubs []byte, err error) {
 	c := build.NewContext()
 	c.Constraints(buildtags.Term("!purego").ToConstraints())
 	a := newAsm(c, f64, budget)
+	a.zmm = zmm
 	body(a)
 	f, err := c.Result()
 	if err != nil {

@@ -325,6 +325,9 @@ func (pg *passGen) guard() (lo, hi float64) {
 // expOf returns e^x for a logsumexp's argument x at the current block: the pass's own exp(x)
 // when it computes one (placed before the reduction by block), else a fresh one.
 func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
+	if pg.halfExp != nil { // the half of a 16-lane block's e^x being folded (accumulateHalves)
+		return pg.halfExp
+	}
 	if n := pg.sharedExp(r); n != nil {
 		e := pg.regs.get(pg.regs.vals[n.ID])
 		if c := expCond(r, n); c != nil { // e^where(c, x, −inf) = where(c, e^x, +0)

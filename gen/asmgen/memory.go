@@ -306,7 +306,7 @@ func (pg *passGen) loadBool(base, off reg.GPVirtual, stride int, x reg.VecVirtua
 
 // boolsToFloats widens the lanes' bytes at src (0 or 1) into x as floats.
 func (pg *passGen) boolsToFloats(src operand.Op, x reg.VecVirtual) {
-	if pg.lanes() == 8 {
+	if !pg.f64 {
 		pg.c.VPMOVZXBD(src, x)
 	} else {
 		pg.c.VPMOVZXBD(src, x.AsX())

@@ -63,6 +63,7 @@ type passGen struct {
 	keptTiles  map[int]*tile          // values kept across a block's inner loops, by node (keep.go)
 	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
+	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
 
 	blockState
 }
@@ -127,8 +128,8 @@ func (pg *passGen) elemGo() string {
 func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg := &passGen{asm: e.a, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{},
 		counters: map[string]reg.GPVirtual{}, carries: map[int]reg.VecVirtual{}, inner: map[int]operand.Mem{}, innerAt: map[string]int{}}
-	if ps.Schedule.Lanes != e.a.lanes() {
-		panic(fmt.Sprintf("asmgen: pass %d is scheduled on %d lanes, AVX2 has %d", ps.Index, ps.Schedule.Lanes, e.a.lanes()))
+	if ps.Schedule.Lanes != e.a.narrow().lanes() {
+		panic(fmt.Sprintf("asmgen: pass %d is scheduled on %d lanes, AVX2 has %d", ps.Index, ps.Schedule.Lanes, e.a.narrow().lanes()))
 	}
 	pg.large = ps.Schedule.Prefetch
 	pg.nt = nt
@@ -138,6 +139,9 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
 	name := e.name("pass%dAVX2", ps.Index)
+	if pg.zmm {
+		name = e.name("pass%dAVX512", ps.Index)
+	}
 	if nt {
 		name += "NT"
 	}
@@ -164,6 +168,9 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	doc := fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see %s for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), e.name("pass%dGo", ps.Index))
 	if nt {
 		doc += " Its full blocks store non-temporally: every stored buffer must be 32-byte aligned."
+	}
+	if pg.zmm {
+		doc += fmt.Sprintf(" Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane blocks of %s would, in their order, so the results are %s's bit for bit.", e.name("pass%dAVX2", ps.Index), e.name("pass%dAVX2", ps.Index))
 	}
 	c.Doc(doc)
 	return pg
@@ -313,9 +320,9 @@ func (pg *passGen) innerLoop() {
 		var k reg.GPVirtual
 		if partials {
 			k = pg.gp()
-			c.MOVQ(operand.I32(partialBlocks), k)
+			c.MOVQ(operand.I32(pg.flushEvery()), k)
 		}
-		pg.sumRegs = pg.sumsInRegs()
+		pg.inNarrow(func() { pg.sumRegs = pg.sumsInRegs() })
 		l := pg.newLabel("blocks")
 		var done string
 		switch {
@@ -338,8 +345,8 @@ func (pg *passGen) innerLoop() {
 			c.DECQ(k)
 			c.JNZ(operand.LabelRef(skip))
 			pg.freshOffsets()
-			pg.flushPartials(pg.blocksSinceFlush(nil))
-			c.MOVQ(operand.I32(partialBlocks), k)
+			pg.inNarrow(func() { pg.flushPartials(pg.blocksSinceFlush(nil)) })
+			c.MOVQ(operand.I32(pg.flushEvery()), k)
 			c.Label(skip)
 			flushK = k
 		}
@@ -359,7 +366,7 @@ func (pg *passGen) innerLoop() {
 			c.CMPQ(j, operand.I32(int32(full*L)))
 			c.JL(operand.LabelRef(l))
 		}
-		pg.storeSumRegs()
+		pg.inNarrow(pg.storeSumRegs)
 		pg.jReg = nil
 	}
 	tail := func() {
@@ -389,26 +396,32 @@ func (pg *passGen) innerLoop() {
 	if partials {
 		pg.freshOffsets()
 		pg.jReg, pg.jImm = nil, 0
-		var nb reg.VecVirtual
-		if flushK != nil {
-			nb = pg.blocksSinceFlush(flushK)
-		}
-		pg.flushPartials(nb)
+		pg.inNarrow(func() {
+			var nb reg.VecVirtual
+			if flushK != nil {
+				nb = pg.blocksSinceFlush(flushK)
+			}
+			pg.flushPartials(nb)
+		})
 	}
 }
 
-// blocksSinceFlush is how many full blocks the float32 partials hold, as float64 in every
-// lane: partialBlocks at a periodic flush (k nil), partialBlocks − k after the loop.
+// blocksSinceFlush is how many full 8-lane blocks the float32 partials hold, as float64 in
+// every lane: partialBlocks at a periodic flush (k nil), partialBlocks − k after the loop (k
+// counts 16-lane blocks in 16-lane code: twice partialBlocks/2 − k).
 func (pg *passGen) blocksSinceFlush(k reg.GPVirtual) reg.VecVirtual {
-	v := pg.ymm()
+	v := pg.a64.ymm()
 	if k == nil {
 		pg.a64.mov(pg.cf64(partialBlocks), v)
 		return v
 	}
 	c := pg.c
 	t := pg.gp()
-	c.MOVQ(operand.I32(partialBlocks), t)
+	c.MOVQ(operand.I32(pg.e.a.flushEvery()), t)
 	c.SUBQ(k, t)
+	if pg.e.a.zmm {
+		c.SHLQ(operand.U8(1), t)
+	}
 	x := pg.zeroX()
 	c.VCVTSI2SDQ(t, x, x)
 	c.VBROADCASTSD(x, v)

@@ -232,6 +232,10 @@ func (l *laneAcc) commitE(f string, v reg.VecVirtual) {
 // accumulate folds x, the reduction's argument at the current block, into r's lane states:
 // with the hand-written lane code of r's op (laneCode), or its description.
 func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
+	if pg.zmm {
+		pg.accumulateHalves(r, x)
+		return
+	}
 	if p := pg.sumRegs[r.ID]; p != nil && pg.rem == 0 {
 		pg.add(p, x, p)
 		return

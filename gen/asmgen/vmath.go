@@ -129,7 +129,7 @@ func (a *asm) log1pf(x reg.VecVirtual) reg.VecVirtual {
 	return r
 }
 
-// exp32 is e^x for 8 float32 lanes, x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
+// exp32 is e^x for 8 (16) float32 lanes, x clamped to [Exp32Lo, Exp32Hi] or NaN (expWithin): below −104 the
 // result rounds to 0, above 89 it overflows to +inf through the scaling. It also returns
 // n, x's integral multiple of ln2 (a float vector), and sets small (when not nil) to
 // e^r − 1 − r (expm1MinusX).
@@ -137,7 +137,7 @@ func (a *asm) exp32(xc, small reg.VecVirtual) (p, n reg.VecVirtual) {
 	c := a.c
 	n = a.ymm()
 	c.VMULPS(a.cf32(float32(math.Log2E)), xc, n)
-	c.VROUNDPS(operand.Imm(0), n, n)
+	a.roundEven(n)
 	r := a.ymm()
 	c.VMOVAPS(xc, r)
 	c.VFNMADD231PS(a.cf32(vmath.Exp32C1), n, r) // r −= n·C1 (exact: C1 has 9 bits)
@@ -224,29 +224,29 @@ func (a *asm) exp64(xc, small reg.VecVirtual) (p, n reg.VecVirtual) {
 	return p, n
 }
 
-// log32 is the natural logarithm for 8 float32 lanes.
+// log32 is the natural logarithm for 8 (16) float32 lanes.
 func (a *asm) log32(x reg.VecVirtual) reg.VecVirtual {
 	c := a.c
 	// Subnormals: scale by 2^23 and remember −23 in the exponent.
 	sub := a.ymm()
-	c.VCMPPS(operand.Imm(cmpLT_OQ), a.cf32(0x1p-126), x, sub)
+	a.cmp(cmpLT_OQ, a.cf32(0x1p-126), x, sub)
 	xs := a.ymm()
 	c.VMULPS(a.cf32(0x1p23), x, xs)
-	c.VBLENDVPS(sub, xs, x, xs)
+	a.blend(sub, xs, x, xs)
 	e := a.ymm()
 	c.VPSRLD(operand.Imm(23), xs, e)
 	c.VPSUBD(a.cd(127), e, e)
 	adj := a.ymm()
-	c.VPAND(a.cd(-23), sub, adj)
+	a.pand(a.cd(-23), sub, adj)
 	c.VPADDD(adj, e, e)
 	m := a.ymm()
-	c.VPAND(a.cd(0x007fffff), xs, m)
-	c.VPOR(a.cd(0x3f800000), m, m) // m ∈ [1, 2)
+	a.pand(a.cd(0x007fffff), xs, m)
+	a.por(a.cd(0x3f800000), m, m) // m ∈ [1, 2)
 	big := a.ymm()
-	c.VCMPPS(operand.Imm(cmpGT_OQ), a.cf32(float32(vmath.Sqrt2)), m, big)
+	a.cmp(cmpGT_OQ, a.cf32(float32(vmath.Sqrt2)), m, big)
 	half := a.ymm()
 	c.VMULPS(a.cf32(0.5), m, half)
-	c.VBLENDVPS(big, half, m, m)
+	a.blend(big, half, m, m)
 	c.VPSUBD(big, e, e) // big is −1 where m was halved: e += 1
 	f := a.ymm()
 	c.VSUBPS(a.cf32(1), m, f)

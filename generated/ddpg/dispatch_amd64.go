@@ -11,6 +11,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -54,7 +59,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r19_m, float32(math.Inf(-1)))
 	runtime.Fill(st.r20_m, float32(math.Inf(-1)))
 	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
+	if useAVX512 {
+		pass0AVX512(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
+	} else {
+		pass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -109,7 +118,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r19_m, float32(math.Inf(-1)))
 	runtime.Fill(st.r20_m, float32(math.Inf(-1)))
 	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
+	if useAVX512 {
+		fbPass0AVX512(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
+	} else {
+		fbPass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

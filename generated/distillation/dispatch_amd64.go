@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -65,7 +70,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r14_s, 0)
 		runtime.Fill(st.r14_p, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+		if useAVX512 {
+			pass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+		} else {
+			pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+		}
 	}
 	n := min(pass0Chunks, 8)
 	if n <= 1 {
@@ -185,12 +194,20 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 157 {
 			lo, hi := a, min(a+157, hi)
-			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+			if useAVX512 {
+				fbPass0AVX512(lo, &st.buf[0], &in.Mask[0], hi)
+			} else {
+				fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+			}
 			runtime.FinishSum(st.res[lo:hi], st.r14_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
+			if useAVX512 {
+				fbPass1AVX512(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
+			} else {
+				fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
+			}
 			runtime.FinishSum(st.res[lo:hi], st.r13_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -104,7 +109,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r75_s, 0)
 		runtime.Fill(st.r75_p, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
+		if useAVX512 {
+			pass0AVX512(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
+		} else {
+			pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], hi)
+		}
 	}
 	n := min(pass0Chunks, 8)
 	if n <= 1 {
@@ -241,7 +250,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r18_s, 0)
 		runtime.Fill(st.r18_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+		if useAVX512 {
+			fbPass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+		} else {
+			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+		}
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -301,7 +314,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r75_s, 0)
 		runtime.Fill(st.r75_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
+		if useAVX512 {
+			fbPass1AVX512(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
+		} else {
+			fbPass1AVX2(&out.NumKept, lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &in.RefLogProb[0], &g.Entropy[0], &g.LogProb[0], hi)
+		}
 	}
 	n := min(fbPass1Chunks, 8)
 	if n <= 1 {

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -162,7 +167,11 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r66_s, 0)
 		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		if useAVX512 {
+			pass2AVX512(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		} else {
+			pass2AVX2(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		}
 	}
 	n := min(pass2Chunks, 4)
 	if n <= 1 {
@@ -296,7 +305,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r13_s, 0)
 		runtime.Fill(st.r13_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+		if useAVX512 {
+			fbPass0AVX512(lo, &st.buf[0], &in.Mask[0], hi)
+		} else {
+			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+		}
 	}
 	n := min(fbPass0Chunks, 4)
 	if n <= 1 {
@@ -409,7 +422,11 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r65_s, 0)
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+		if useAVX512 {
+			fbPass3AVX512(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+		} else {
+			fbPass3AVX2(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+		}
 	}
 	n := min(fbPass3Chunks, 4)
 	if n <= 1 {

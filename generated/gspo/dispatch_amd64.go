@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -83,7 +88,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p1_ok)
 		for a := lo; a < hi; a += 156 {
 			lo, hi := a, min(a+156, hi)
-			pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			if useAVX512 {
+				pass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			} else {
+				pass0AVX2(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			}
 			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -92,7 +101,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
+			if useAVX512 {
+				pass1AVX512(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
+			} else {
+				pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
+			}
 		}
 	}
 	n := min(pass0Chunks, 8)
@@ -200,7 +213,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+		if useAVX512 {
+			fbPass0AVX512(lo, &st.buf[0], &in.Mask[0], hi)
+		} else {
+			fbPass0AVX2(lo, &st.buf[0], &in.Mask[0], hi)
+		}
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -257,7 +274,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p2_ok)
 		for a := lo; a < hi; a += 119 {
 			lo, hi := a, min(a+119, hi)
-			fbPass1AVX2(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			if useAVX512 {
+				fbPass1AVX512(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			} else {
+				fbPass1AVX2(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], hi)
+			}
 			runtime.FinishSum(st.res[lo:hi], st.r8_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s0[k] = float32(st.res[k])
@@ -270,7 +291,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}
-			fbPass2AVX2(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+			if useAVX512 {
+				fbPass2AVX512(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+			} else {
+				fbPass2AVX2(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+			}
 		}
 	}
 	n := min(fbPass1Chunks, 8)

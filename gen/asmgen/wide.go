@@ -1,0 +1,267 @@
+package asmgen
+
+import (
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// roundEven rounds x's float32 lanes to integers, ties to even, in place (VROUNDPS; AVX-512's
+// VRNDSCALEPS with scale 0 in 16-lane code, the same rounding).
+func (a *asm) roundEven(x operand.Op) {
+	if a.zmm {
+		a.c.VRNDSCALEPS(operand.Imm(0), x, x)
+		return
+	}
+	a.c.VROUNDPS(operand.Imm(0), x, x)
+}
+
+// pand and por are the bitwise and / or of dword lanes (VPANDD/VPORD in 16-lane code).
+func (a *asm) pand(x, y, z operand.Op) {
+	if a.zmm {
+		a.c.VPANDD(x, y, z)
+		return
+	}
+	a.c.VPAND(x, y, z)
+}
+
+func (a *asm) por(x, y, z operand.Op) {
+	if a.zmm {
+		a.c.VPORD(x, y, z)
+		return
+	}
+	a.c.VPOR(x, y, z)
+}
+
+// pcmpd sets z's dword lanes to all ones where y > x (gt) or y == x, else 0 (VPCMPGTD and
+// VPCMPEQD; in 16-lane code through a mask register, as cmp).
+func (a *asm) pcmpd(gt bool, x, y, z operand.Op) {
+	switch {
+	case a.zmm:
+		k := a.c.K()
+		if gt {
+			a.c.VPCMPGTD(x, y, k)
+		} else {
+			a.c.VPCMPEQD(x, y, k)
+		}
+		a.c.VPMOVM2D(k, z)
+	case gt:
+		a.c.VPCMPGTD(x, y, z)
+	default:
+		a.c.VPCMPEQD(x, y, z)
+	}
+}
+
+// vecBytes is the size of a vector register: 32 (YMM), 64 in 16-lane code (ZMM).
+func (a *asm) vecBytes() int {
+	if a.zmm {
+		return 64
+	}
+	return 32
+}
+
+// flushEvery is how many blocks of the loop over full blocks a float32 partial absorbs
+// between flushes: partialBlocks 8-lane blocks, as 16-lane blocks in 16-lane code.
+func (a *asm) flushEvery() int {
+	if a.zmm {
+		return partialBlocks / 2
+	}
+	return partialBlocks
+}
+
+// inNarrow runs f with pg emitting 8-lane code: in 16-lane code, what works on the
+// reductions' 8-lane states (accumulating a half, flushing partials, the guard).
+func (pg *passGen) inNarrow(f func()) {
+	if !pg.zmm {
+		f()
+		return
+	}
+	w := pg.asm
+	pg.asm = w.narrow()
+	defer func() { pg.asm = w }()
+	f()
+}
+
+// halvesOf splits a 16-lane register into its lanes 0–7 (its low YMM) and 8–15.
+func (pg *passGen) halvesOf(x reg.VecVirtual) (lo, hi reg.VecVirtual) {
+	hi = pg.c.YMM()
+	pg.c.VEXTRACTF64X4(operand.Imm(1), x, hi)
+	return x.AsY().(reg.VecVirtual), hi
+}
+
+// accumulateHalves folds a 16-lane block x into r's 8-lane states as two 8-lane blocks, lanes
+// 0–7 first: the order in which the AVX2 pass folds the same elements, so every state, and
+// every result, is the AVX2 pass's bit for bit.
+// A logsumexp's e^x (the pass's own, or its own exp) is a value of the 16-lane block: it is
+// computed on 16 lanes and folded by halves with x.
+func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
+	lo, hi := pg.halvesOf(x)
+	var es [2]reg.VecVirtual
+	if pg.guarded(r) {
+		es[0], es[1] = pg.halvesOf(pg.expOf(r))
+	}
+	pg.inNarrow(func() {
+		for h, xh := range []reg.VecVirtual{lo, hi} {
+			pg.halfExp = es[h]
+			pg.accumulate(r, xh)
+		}
+		pg.halfExp = nil
+	})
+}
+
+// foldAnd is the and of a 16-lane mask's two halves, an 8-lane mask.
+func (pg *passGen) foldAnd(m reg.VecVirtual) reg.VecVirtual {
+	lo, hi := pg.halvesOf(m)
+	z := pg.c.YMM()
+	pg.c.VANDPS(lo, hi, z)
+	return z
+}
+
+// The AVX-512 variants. On a CPU with AVX-512 (F, DQ, VL: runtime.AVX512), a pass that
+// only streams contiguous float32 rows runs a variant of its AVX2 function on 16 lanes:
+// blocks of 16 elements in ZMM registers, compares into mask registers (VPMOVM2D spreads
+// them back into lanes, so a where is still an and or a VBLENDMPS on lanes), VRNDSCALEPS for
+// VROUNDPS, 64-byte constants and spill slots. Elementwise ops round alike on 8 and 16
+// lanes, and each 16-lane block folds into the reductions' 8-lane states as two 8-lane
+// blocks in their order (accumulateHalves), flushing float32 partials after the same
+// elements: results are the AVX2 function's bit for bit, and the AVX2 glue (chunks, merges,
+// guards, fallbacks) serves both. A machine that issues 512-bit operations at the rate of
+// 256-bit ones (Zen 5, server Intel) then does twice the arithmetic per instruction, which
+// is what the compute-bound token losses need to reach the copy limit.
+
+// wideEligible reports whether pass ps of the kernel gets a 16-lane variant: a float32 pass
+// over a vector axis of whole 16-element blocks (no tail) whose every load and store is
+// contiguous or a broadcast (no tiles, gathers, scatters, int64 indices), with no scan,
+// shift, gather, loop over inner dims, iota (lane-indexed constants) or inner reduction, and
+// whose reductions have their own lane code with one state per 8-lane lane (sum, mean, max,
+// min, logsumexp over the vector axis): the forms whose 8-lane folding is written here.
+func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
+	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || len(ps.Inner) > 0 || g.GenericReductions {
+		return false
+	}
+	vaxis := ps.Domain[len(ps.Domain)-1].Name
+	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 {
+		return false
+	}
+	if ch := ps.Schedule.Chunks; ch != nil && len(ps.Domain) == 1 && ch.Align%16 != 0 {
+		return false
+	}
+	for _, st := range ps.Body.Steps {
+		if st.Kind == plan.Loop {
+			return false
+		}
+	}
+	stride := func(s ir.Shape) int {
+		i := s.Index(vaxis)
+		if i < 0 {
+			return 0
+		}
+		return s.Strides()[i]
+	}
+	for _, n := range ps.Loads {
+		if n.Op == ir.OpIota || (n.Op == ir.OpInput && n.Input.Kind == ir.Index) || stride(n.Shape) > 1 {
+			return false
+		}
+	}
+	for _, n := range ps.Stores {
+		if stride(n.Shape) != 1 {
+			return false
+		}
+	}
+	for _, n := range ps.Compute {
+		if n.Op.Class() != ir.Elementwise {
+			return false
+		}
+	}
+	for _, r := range ps.Reduces {
+		switch r.Op {
+		case ir.OpSum, ir.OpMean, ir.OpRMax, ir.OpRMin, ir.OpLogSumExp:
+		default:
+			return false
+		}
+		if ps.Schedule.LanesPerSlot(g, r) == 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// selectBits is z = (m & x) | (^m & y) in one VPTERNLOGD, which overwrites its first operand
+// (A): z itself when it is one of m, x, y, else z after a copy of m. Of the other two, B
+// must be a register and C may be memory. m is a lane mask (all ones or all zeros in every
+// lane: a compare's, VPMOVM2D's), so this is VBLENDVPS's select, which reads only m's sign
+// bits. (VBLENDMPS would need the mask moved into a mask register first, and avo counts its
+// destination as read.)
+func (a *asm) selectBits(m, x, y, z operand.Op) {
+	ops := []operand.Op{m, x, y}
+	dst := -1
+	for i, o := range ops {
+		if sameReg(o, z) {
+			dst = i
+			break
+		}
+	}
+	if dst < 0 {
+		a.mov(m, z)
+		dst = 0
+	}
+	var rest []int
+	for i := range ops {
+		if i != dst {
+			rest = append(rest, i)
+		}
+	}
+	b, c := rest[0], rest[1]
+	if _, ok := ops[b].(reg.Register); !ok {
+		b, c = c, b
+	}
+	if _, ok := ops[b].(reg.Register); !ok {
+		t := a.ymm()
+		a.mov(ops[b], t)
+		ops[b] = t
+	}
+	pos := make([]int, 3) // each operand's position: 0 = A, 1 = B, 2 = C
+	pos[dst], pos[b], pos[c] = 0, 1, 2
+	a.c.VPTERNLOGD(operand.Imm(uint64(selectImm(pos[0], pos[1], pos[2]))), ops[c], ops[b], z)
+}
+
+// selectImm is VPTERNLOGD's truth table for m ? x : y, bitwise, with m, x and y in operand
+// positions pm, px, py (0 = A, the destination, 1 = B, 2 = C): bit i of the table is the
+// result for A, B, C = bits 2, 1, 0 of i.
+func selectImm(pm, px, py int) uint8 {
+	var imm uint8
+	for i := range 8 {
+		bit := func(p int) int { return i >> (2 - p) & 1 }
+		v := bit(py)
+		if bit(pm) == 1 {
+			v = bit(px)
+		}
+		imm |= uint8(v) << i
+	}
+	return imm
+}
+
+// sameReg reports whether operand o is register r.
+func sameReg(o, r operand.Op) bool {
+	x, ok := o.(reg.Register)
+	y, ok2 := r.(reg.Register)
+	return ok && ok2 && x.ID() == y.ID()
+}
+
+// WidePasses names the 16-lane AVX-512 variants the AVX2 backend emits for Forward's plan p
+// and ForwardBackward's fb (none: the package has no kernels_avx512_amd64.s).
+func WidePasses(p, fb *plan.Plan) []string {
+	var out []string
+	for _, k := range gogen.Kernels(p, fb) {
+		e := &emitter{k: k}
+		for _, ps := range k.Plan.Passes {
+			if wideEligible(k.Plan.Graph, ps) {
+				out = append(out, e.name("pass%dAVX512", ps.Index))
+			}
+		}
+	}
+	return out
+}
