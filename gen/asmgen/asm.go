@@ -64,22 +64,24 @@ func (a *asm) newLabel(what string) string {
 }
 
 // data returns a 32-byte read-only constant holding the given 8 dwords or 4 qwords; in
-// 16-lane code, a 64-byte one holding them twice, which only a constant with the same value
-// in every lane can be (16-lane code has no lane-indexed constants: wideEligible).
+// 16-lane code, the one dword of a constant with the same value in every lane (16-lane code
+// has no lane-indexed constants: wideEligible), which its instructions read as a broadcast
+// (broadcastConsts: 64-byte data would be 32-byte aligned, the linker's most, and half its
+// loads would cross a cache line).
 func (a *asm) data(key string, vals []operand.Constant) operand.Mem {
+	name := "lgc%d"
 	if a.zmm {
 		for _, v := range vals {
 			if v != vals[0] {
 				panic("asmgen: 16-lane code asks for the lane-indexed constant " + key)
 			}
 		}
-		key = "z" + key
-		vals = append(vals[:len(vals):len(vals)], vals...)
+		key, vals, name = "z"+key, vals[:1], bcstPrefix+"%d"
 	}
 	if m, ok := a.consts[key]; ok {
 		return m
 	}
-	m := a.c.StaticGlobal(fmt.Sprintf("lgc%d", len(a.consts)))
+	m := a.c.StaticGlobal(fmt.Sprintf(name, len(a.consts)))
 	a.c.DataAttributes(attr.RODATA | attr.NOPTR)
 	for _, v := range vals {
 		a.c.AppendDatum(v)

@@ -302,7 +302,12 @@ func (pg *passGen) setValue(n *ir.Node, r reg.VecVirtual) {
 }
 
 // spillSlot is a stack slot for one vector register.
-func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(pg.vecBytes()) }
+func (pg *passGen) spillSlot() operand.Mem {
+	if pg.slots != nil {
+		return pg.slots.next()
+	}
+	return pg.c.AllocLocal(pg.vecBytes())
+}
 
 // loopStart opens a loop over a block's dims: one counter per dim, from 0. Offsets computed
 // before the loop stay valid inside it (they do not depend on its counters).

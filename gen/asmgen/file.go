@@ -86,6 +86,7 @@ func retitle(src []byte, header string) []byte {
 var compile = pass.Concat(
 	pass.Verify,
 	pass.FunctionPass(peephole),
+	pass.FunctionPass(broadcastConsts),
 	pass.FunctionPass(pass.PruneJumpToFollowingLabel),
 	pass.FunctionPass(pass.PruneDanglingLabels),
 	pass.FunctionPass(pass.LabelTarget),

@@ -68,19 +68,10 @@ func (l *laneAcc) sum(x reg.VecVirtual) {
 func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 	pg, a, r := l.pg, l.pg.a64, l.r
 	e := pg.expOf(r)
-	glo, ghi := pg.guard()
 	tw := pg.twinOf(r) // same slots and layout as r
-	if tw != nil && pg.partial(r) {
-		glo = twinGuardLo // (e^x)² summed in float32 must be a normal float too
-	}
-	in, t := pg.ymm(), pg.ymm()
-	pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
-	pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
-	pg.and(t, in, in)
-	// −inf adds e^−inf = 0 exactly (a masked element's log-weight): still exact.
-	pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
-	pg.or(t, in, in)
+	in := pg.lseGuard(r, x)
 	if l.mask != nil { // lanes past the tail pass
+		t := pg.ymm()
 		pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
 		pg.blend(l.mask, in, t, in)
 	}
@@ -106,6 +97,22 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 			a.mov(s2, m)
 		}
 	}
+}
+
+// lseGuard is the lanes where logsumexp r's fast path stays exact at x (logSumExp): x within
+// the guard, or −inf, which adds e^−inf = 0 exactly (a masked element's log-weight).
+func (pg *passGen) lseGuard(r *ir.Node, x reg.VecVirtual) reg.VecVirtual {
+	glo, ghi := pg.guard()
+	if pg.twinOf(r) != nil && pg.partial(r) {
+		glo = twinGuardLo // (e^x)² summed in float32 must be a normal float too
+	}
+	in, t := pg.ymm(), pg.ymm()
+	pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
+	pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
+	pg.and(t, in, in)
+	pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
+	pg.or(t, in, in)
+	return in
 }
 
 // twinGuardLo is the guard's lower end for a float32 logsumexp whose twin sums (e^x)² in

@@ -64,6 +64,7 @@ type passGen struct {
 	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
+	slots      *alignedSlots          // 16-lane code: the 64-byte aligned spill slots (spillSlot)
 
 	blockState
 }
@@ -151,7 +152,13 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	c.Pragma("noescape")
 	// The signature is known only once the body has asked for its pointers: emit the body
 	// into the function first, then set the signature (avo reads it when it compiles).
+	if pg.zmm {
+		pg.slots = pg.startSlots()
+	}
 	pg.body()
+	if pg.zmm {
+		pg.slots.place(c)
+	}
 	if nt {
 		c.SFENCE() // order the non-temporal stores before the caller reads the outputs
 	}

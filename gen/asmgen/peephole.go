@@ -1,6 +1,8 @@
 package asmgen
 
 import (
+	"strings"
+
 	avoir "github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/x86"
@@ -48,7 +50,7 @@ func isImm(op operand.Op, v int64) bool {
 	return false
 }
 
-// pruneVectorSelfMoves removes a full-width move of a YMM register to itself, which register
+// pruneVectorSelfMoves removes a full-width move of a YMM or ZMM register to itself, which register
 // allocation leaves where a value's register is the one it was copied to (avo's
 // PruneSelfMoves handles general-purpose moves only). An XMM self-move stays: VEX encoding
 // zeroes the upper half, so it is not a no-op.
@@ -56,7 +58,7 @@ func pruneVectorSelfMoves(fn *avoir.Function) error {
 	out := fn.Nodes[:0]
 	for _, n := range fn.Nodes {
 		if i, ok := n.(*avoir.Instruction); ok && vectorMoves[i.Opcode] && len(i.Operands) == 2 &&
-			operand.IsYMM(i.Operands[0]) && i.Operands[0] == i.Operands[1] {
+			(operand.IsYMM(i.Operands[0]) || operand.IsZMM(i.Operands[0])) && i.Operands[0] == i.Operands[1] {
 			continue
 		}
 		out = append(out, n)
@@ -67,3 +69,32 @@ func pruneVectorSelfMoves(fn *avoir.Function) error {
 
 // vectorMoves are the full-register vector moves.
 var vectorMoves = map[string]bool{"VMOVUPS": true, "VMOVAPS": true, "VMOVUPD": true, "VMOVAPD": true, "VMOVDQU": true, "VMOVDQA": true}
+
+// bcstPrefix names the one-dword constants of 16-lane code (asm.data).
+const bcstPrefix = "lgb"
+
+// broadcastConsts makes every instruction of 16-lane code that reads a one-dword constant
+// read it broadcast to all 16 lanes: a load into a register becomes VBROADCASTSS, any other
+// instruction takes the .BCST suffix (EVEX embedded broadcast, {1to16}). The emitter wrote
+// them as full-width memory operands, the forms avo checks.
+func broadcastConsts(fn *avoir.Function) error {
+	for _, n := range fn.Nodes {
+		i, ok := n.(*avoir.Instruction)
+		if !ok {
+			continue
+		}
+		for _, op := range i.Operands {
+			m, ok := op.(operand.Mem)
+			if !ok || !strings.HasPrefix(m.Symbol.Name, bcstPrefix) {
+				continue
+			}
+			if vectorMoves[i.Opcode] {
+				i.Opcode = "VBROADCASTSS"
+			} else {
+				i.Suffixes = append(i.Suffixes, "BCST")
+			}
+			break
+		}
+	}
+	return nil
+}

@@ -1,8 +1,11 @@
 package asmgen
 
 import (
+	"github.com/mmcloughlin/avo/build"
+	avoir "github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+	"github.com/mmcloughlin/avo/x86"
 
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
@@ -98,6 +101,15 @@ func (pg *passGen) halvesOf(x reg.VecVirtual) (lo, hi reg.VecVirtual) {
 // A logsumexp's e^x (the pass's own, or its own exp) is a value of the 16-lane block: it is
 // computed on 16 lanes and folded by halves with x.
 func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
+	switch {
+	case (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.partial(r) && pg.sumRegs[r.ID] == nil:
+		lo, hi := pg.halvesOf(x)
+		pg.inNarrow(func() { pg.addPair(r, lo, hi) })
+		return
+	case pg.guarded(r) && pg.partial(r):
+		pg.logSumExpWide(r, x)
+		return
+	}
 	lo, hi := pg.halvesOf(x)
 	var es [2]reg.VecVirtual
 	if pg.guarded(r) {
@@ -264,4 +276,70 @@ func WidePasses(p, fb *plan.Plan) []string {
 		}
 	}
 	return out
+}
+
+// alignedSlots are a 16-lane function's spill slots: 64 bytes each, from a base register the
+// function aligns to 64 bytes on entry. Go aligns the stack to 8 bytes only, and a ZMM load or
+// store that crosses a cache line costs two.
+type alignedSlots struct {
+	base reg.GPVirtual
+	lea  *avoir.Instruction // base = the area's address + 63, patched once its place is known
+	n    int
+}
+
+// startSlots emits the base's computation at the function's entry.
+func (pg *passGen) startSlots() *alignedSlots {
+	s := &alignedSlots{base: pg.gp()}
+	lea, err := x86.LEAQ(operand.NewStackAddr(0), s.base)
+	if err != nil {
+		panic(err)
+	}
+	s.lea = lea
+	pg.c.Instruction(lea)
+	pg.c.ANDQ(operand.I32(-64), s.base)
+	return s
+}
+
+// next is a new slot.
+func (s *alignedSlots) next() operand.Mem {
+	s.n++
+	return operand.Mem{Base: s.base, Disp: 64 * (s.n - 1)}
+}
+
+// place reserves the slots in the frame, with room to align them, and points the base there.
+func (s *alignedSlots) place(c *build.Context) {
+	area := c.AllocLocal(64*s.n + 64)
+	s.lea.Operands[0] = operand.NewStackAddr(area.Disp + 63)
+}
+
+// addPair adds lo, then hi, to r's float32 partial in memory, as two 8-lane blocks would, with
+// one load and one store: the partial's chain from one block to the next goes through memory
+// (a store forwarded to the next load) once per 16 lanes.
+func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
+	pm := pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0)
+	p := pg.ymm()
+	pg.add(pm, lo, p)
+	pg.add(hi, p, p)
+	pg.mov(p, pm)
+}
+
+// logSumExpWide is logSumExp's fast path for a 16-lane block of a logsumexp with float32
+// partials: the guard on 16 lanes, its halves anded into the 8-lane guard (an and in either
+// order), e^x and its twin's (e^x)² added to the partials by halves (addPair).
+func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
+	e := pg.expOf(r)
+	ok := pg.foldAnd(pg.lseGuard(r, x))
+	elo, ehi := pg.halvesOf(e)
+	pg.inNarrow(func() {
+		okm := pg.stateMem(r, field{"ok", true}, nil, 0)
+		pg.and(okm, ok, ok)
+		pg.mov(ok, okm)
+		pg.addPair(r, elo, ehi)
+		if tw := pg.twinOf(r); tw != nil {
+			qlo, qhi := pg.ymm(), pg.ymm()
+			pg.mul(elo, elo, qlo)
+			pg.mul(ehi, ehi, qhi)
+			pg.addPair(tw, qlo, qhi)
+		}
+	})
 }

@@ -6,109 +6,107 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $128-64
-	MOVQ lo+0(FP), AX
+TEXT ·pass0AVX512(SB), $192-64
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_2:
-	MOVQ      mask+8(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VCVTDQ2PS Z0, Z0
-	VMOVUPS   lgc0<>+0(SB), Z1
-	VCMPPS    $0x04, Z1, Z0, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc1<>+0(SB), Z2
+	MOVQ         mask+8(FP), SI
+	IMUL3Q       $+128, CX, DI
+	ADDQ         DX, DI
+	VPMOVZXBD    (SI)(DI*1), Z0
+	VCVTDQ2PS    Z0, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
+	VCMPPS       $0x04, Z1, Z0, K1
+	VPMOVM2D     K1, Z1
+	VBROADCASTSS lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z2
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y2, Y2
-	VMOVUPS       Y2, 256(BX)
-	VADDPS        256(BX), Y3, Y2
-	VMOVUPS       Y2, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	MOVQ          state+16(FP), SI
+	VADDPS        256(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 256(SI)
+	MOVQ          logProb+24(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	MOVQ    sampleLogProb+32(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z3, Z1, Z3
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z4
+	MOVQ    advantage+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z4
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z4, Z1, Z1
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Z3, Z2, Z4
-	VMOVUPS lgc2<>+0(SB), Z5
+	VSUBPS       Z3, Z2, Z4
+	VBROADCASTSS lgb2<>+0(SB), Z5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z4, Z5, Z6
-	VMOVUPS lgc3<>+0(SB), Z7
+	VMAXPS       Z4, Z5, Z6
+	VBROADCASTSS lgb3<>+0(SB), Z7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Z6, Z7, Z6
-	VMOVUPS Z3, (SP)
-	VMOVUPS Z6, 64(SP)
+	VMOVUPS Z3, (AX)
+	VMOVUPS Z6, 64(AX)
 
 	// v16 = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Z3
-	VMAXPS       Z4, Z3, Z3
-	VMOVUPS      lgc5<>+0(SB), Z6
-	VMINPS       Z3, Z6, Z3
-	VMULPS       lgc6<>+0(SB), Z3, Z6
-	VRNDSCALEPS  $0x00, Z6, Z6
-	VMOVAPS      Z3, Z3
-	VFNMADD231PS lgc7<>+0(SB), Z6, Z3
-	VFNMADD231PS lgc8<>+0(SB), Z6, Z3
-	VMULPS       Z3, Z3, Z8
-	VMOVUPS      lgc9<>+0(SB), Z9
-	VFMADD213PS  lgc10<>+0(SB), Z3, Z9
-	VMOVUPS      lgc11<>+0(SB), Z10
-	VFMADD213PS  lgc12<>+0(SB), Z3, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc13<>+0(SB), Z10
-	VFMADD213PS  lgc14<>+0(SB), Z3, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z3, Z8, Z9
-	VADDPS       lgc1<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z6, Z3
-	VPADDD       lgc15<>+0(SB), Z3, Z3
-	VPSRLD       $0x01, Z3, Z6
-	VPSUBD       Z6, Z3, Z3
-	VPSLLD       $0x17, Z6, Z6
-	VPSLLD       $0x17, Z3, Z3
-	VMULPS       Z6, Z9, Z9
-	VMULPS       Z3, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z3
+	VMAXPS            Z4, Z3, Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z6
+	VMINPS            Z3, Z6, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z3, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z6, Z3
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z6, Z3
+	VMULPS            Z3, Z3, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z3, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z3, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z3, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z3, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z6, Z3
+	VPADDD.BCST       lgb15<>+0(SB), Z3, Z3
+	VPSRLD            $0x01, Z3, Z6
+	VPSUBD            Z6, Z3, Z3
+	VPSLLD            $0x17, Z6, Z6
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z6, Z9, Z9
+	VMULPS            Z3, Z9, Z9
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS   $0x11, Z5, Z4, K1
-	VPMOVM2D K1, Z3
-	VMOVUPS  lgc16<>+0(SB), Z5
+	VCMPPS       $0x11, Z5, Z4, K1
+	VPMOVM2D     K1, Z3
+	VBROADCASTSS lgb16<>+0(SB), Z5
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VMOVUPS    Z3, Z3
 	VPTERNLOGD $0xca, Z9, Z5, Z3
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS   $0x1e, Z7, Z4, K1
-	VPMOVM2D K1, Z5
-	VMOVUPS  lgc17<>+0(SB), Z6
+	VCMPPS       $0x1e, Z7, Z4, K1
+	VPMOVM2D     K1, Z5
+	VBROADCASTSS lgb17<>+0(SB), Z6
 
 	// ratioClip = where(v20, 1.2799999924290435, v19)
-	VMOVUPS    Z5, Z5
 	VPTERNLOGD $0xca, Z3, Z6, Z5
 
 	// v24 = mul(ratioClip, v10)
@@ -118,49 +116,44 @@ blocks_2:
 	VMULPS Z2, Z1, Z1
 
 	// v26 = neg(v25)
-	VXORPS   lgc18<>+0(SB), Z1, Z1
-	VMOVUPS  lgc0<>+0(SB), Z3
-	VCMPPS   $0x04, Z3, Z0, K1
-	VPMOVM2D K1, Z3
+	VXORPS.BCST  lgb18<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	VCMPPS       $0x04, Z3, Z0, K1
+	VPMOVM2D     K1, Z3
 
 	// v27 = where(mask, v26, 0)
 	VANDPS Z1, Z3, Z1
 
 	// sum(v27) over [L]
 	VEXTRACTF64X4 $0x01, Z1, Y5
-	MOVQ          AX, DI
-	IMUL3Q        $+8, DI, R8
-	VADDPS        1024(BX)(R8*4), Y1, Y1
-	VMOVUPS       Y1, 1024(BX)(R8*4)
-	IMUL3Q        $+8, DI, R8
-	VADDPS        1024(BX)(R8*4), Y5, Y1
-	VMOVUPS       Y1, 1024(BX)(R8*4)
+	MOVQ          CX, R8
+	IMUL3Q        $+8, R8, R9
+	VADDPS        1024(SI)(R9*4), Y1, Y1
+	VADDPS        Y5, Y1, Y1
+	VMOVUPS       Y1, 1024(SI)(R9*4)
 
 	// sum(mask) over [L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2048(BX)(R8*4), Y0, Y0
-	VMOVUPS       Y0, 2048(BX)(R8*4)
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2048(BX)(R8*4), Y1, Y0
-	VMOVUPS       Y0, 2048(BX)(R8*4)
-	VMOVUPS       64(SP), Z0
+	IMUL3Q        $+8, R8, R9
+	VADDPS        2048(SI)(R9*4), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2048(SI)(R9*4)
+	VMOVUPS       64(AX), Z0
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z4, Z0, K1
-	VPMOVM2D K1, Z0
-	VANDPS   lgc1<>+0(SB), Z0, Z0
+	VCMPPS      $0x04, Z4, Z0, K1
+	VPMOVM2D    K1, Z0
+	VANDPS.BCST lgb1<>+0(SB), Z0, Z0
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Z0, Z3, Z0
 
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2624(BX), Y0, Y0
-	VMOVUPS       Y0, 2624(BX)
-	VADDPS        2624(BX), Y1, Y0
-	VMOVUPS       Y0, 2624(BX)
-	VMOVUPS       (SP), Z0
+	VADDPS        2624(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2624(SI)
+	VMOVUPS       (AX), Z0
 
 	// v38 = sub(v8, v6)
 	VSUBPS Z2, Z0, Z0
@@ -170,785 +163,439 @@ blocks_2:
 
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2944(BX), Y0, Y0
-	VMOVUPS       Y0, 2944(BX)
-	VADDPS        2944(BX), Y1, Y0
-	VMOVUPS       Y0, 2944(BX)
-	MOVQ          entropy+48(FP), R8
-	VMOVUPS       (R8)(SI*4), Z0
+	VADDPS        2944(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2944(SI)
+	MOVQ          entropy+48(FP), R9
+	VMOVUPS       (R9)(DI*4), Z0
 
 	// v43 = where(mask, entropy, 0)
 	VANDPS Z0, Z3, Z0
 
 	// sum(v43) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3264(BX), Y0, Y2
-	VMOVUPS       Y2, 3264(BX)
-	VADDPS        3264(BX), Y1, Y1
-	VMOVUPS       Y1, 3264(BX)
+	VADDPS        3264(SI), Y0, Y2
+	VADDPS        Y1, Y2, Y2
+	VMOVUPS       Y2, 3264(SI)
 
 	// v47 = mul(-0.01, v43)
-	VMULPS lgc19<>+0(SB), Z0, Z0
+	VMULPS.BCST lgb19<>+0(SB), Z0, Z0
 
 	// v48 = where(mask, v47, 0)
 	VANDPS Z0, Z3, Z0
 
 	// sum(v48) over [L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	IMUL3Q        $+8, DI, SI
-	VADDPS        4032(BX)(SI*4), Y0, Y0
-	VMOVUPS       Y0, 4032(BX)(SI*4)
-	IMUL3Q        $+8, DI, SI
-	VADDPS        4032(BX)(SI*4), Y1, Y0
-	VMOVUPS       Y0, 4032(BX)(SI*4)
-	VMOVUPS       lgc20<>+0(SB), Z0
+	IMUL3Q        $+8, R8, DI
+	VADDPS        4032(SI)(DI*4), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 4032(SI)(DI*4)
+	VBROADCASTSS  lgb20<>+0(SB), Z0
 
 	// v53 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z3, Z1
 	VPTERNLOGD $0xca, Z0, Z4, Z1
 
 	// logsumexp(v53) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VANDPS        Z9, Z3, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VCMPPS        $0x15, lgc21<>+0(SB), Y1, Y4
-	VCMPPS        $0x1a, lgc22<>+0(SB), Y1, Y5
-	VANDPS        Y5, Y4, Y4
-	VCMPPS        $0x00, lgc23<>+0(SB), Y1, Y5
-	VORPS         Y5, Y4, Y4
-	VANDPS        4608(BX), Y4, Y4
-	VMOVUPS       Y4, 4608(BX)
-	VADDPS        4736(BX), Y2, Y1
-	VMOVUPS       Y1, 4736(BX)
-	VMULPS        Y2, Y2, Y1
-	VADDPS        5056(BX), Y1, Y1
-	VMOVUPS       Y1, 5056(BX)
-	VCMPPS        $0x15, lgc21<>+0(SB), Y0, Y1
-	VCMPPS        $0x1a, lgc22<>+0(SB), Y0, Y2
+	VANDPS        Z9, Z3, Z0
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y1
 	VANDPS        Y2, Y1, Y1
-	VCMPPS        $0x00, lgc23<>+0(SB), Y0, Y2
-	VORPS         Y2, Y1, Y1
-	VANDPS        4608(BX), Y1, Y1
-	VMOVUPS       Y1, 4608(BX)
-	VADDPS        4736(BX), Y3, Y0
-	VMOVUPS       Y0, 4736(BX)
-	VMULPS        Y3, Y3, Y0
-	VADDPS        5056(BX), Y0, Y0
-	VMOVUPS       Y0, 5056(BX)
-	DECQ          DX
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VANDPS        4608(SI), Y1, Y1
+	VMOVUPS       Y1, 4608(SI)
+	VADDPS        4736(SI), Y0, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 4736(SI)
+	VMULPS        Y0, Y0, Y0
+	VMULPS        Y2, Y2, Y1
+	VADDPS        5056(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 5056(SI)
+	DECQ          BX
 	JNZ           noflush_3
-	VMOVUPD       lgc24<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc25<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
+	VMOVUPD       lgc23<>+0(SB), Y0
+	MOVQ          state+16(FP), BX
+	VMOVUPS       256(BX), Y1
+	VANDPS        lgc24<>+0(SB), Y1, Y0
+	VCMPPS        $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
-	VMOVUPS       lgc27<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
-	MOVQ          AX, BX
-	IMUL3Q        $+8, BX, SI
-	VMOVUPS       1024(DX)(SI*4), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VADDPD        64(BX), Y2, Y2
+	VMOVUPD       Y2, 64(BX)
+	VADDPD        96(BX), Y1, Y1
+	VMOVUPD       Y1, 96(BX)
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VMOVUPS       Y1, 256(BX)
+	MOVQ          CX, SI
+	IMUL3Q        $+8, SI, DI
+	VMOVUPS       1024(BX)(DI*4), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX)(SI*8), Y3, Y3
-	VMOVUPD       Y3, 384(DX)(SI*8)
-	VADDPD        416(DX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 416(DX)(SI*8)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 1024(DX)(SI*4)
+	VADDPD        384(BX)(DI*8), Y3, Y3
+	VMOVUPD       Y3, 384(BX)(DI*8)
+	VADDPD        416(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 416(BX)(DI*8)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 1024(BX)(DI*4)
 	VANDPS        Y1, Y0, Y0
-	IMUL3Q        $+8, BX, SI
-	VMOVUPS       2048(DX)(SI*4), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	IMUL3Q        $+8, SI, DI
+	VMOVUPS       2048(BX)(DI*4), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1408(DX)(SI*8), Y3, Y3
-	VMOVUPD       Y3, 1408(DX)(SI*8)
-	VADDPD        1440(DX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 1440(DX)(SI*8)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2048(DX)(SI*4)
+	VADDPD        1408(BX)(DI*8), Y3, Y3
+	VMOVUPD       Y3, 1408(BX)(DI*8)
+	VADDPD        1440(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 1440(BX)(DI*8)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 2048(BX)(DI*4)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(DX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS       2624(BX), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2432(DX), Y3, Y3
-	VMOVUPD       Y3, 2432(DX)
-	VADDPD        2464(DX), Y2, Y2
-	VMOVUPD       Y2, 2464(DX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(DX)
+	VADDPD        2432(BX), Y3, Y3
+	VMOVUPD       Y3, 2432(BX)
+	VADDPD        2464(BX), Y2, Y2
+	VMOVUPD       Y2, 2464(BX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 2624(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(DX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS       2944(BX), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(DX), Y3, Y3
-	VMOVUPD       Y3, 2752(DX)
-	VADDPD        2784(DX), Y2, Y2
-	VMOVUPD       Y2, 2784(DX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(DX)
+	VADDPD        2752(BX), Y3, Y3
+	VMOVUPD       Y3, 2752(BX)
+	VADDPD        2784(BX), Y2, Y2
+	VMOVUPD       Y2, 2784(BX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 2944(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(DX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS       3264(BX), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(DX), Y3, Y3
-	VMOVUPD       Y3, 3072(DX)
-	VADDPD        3104(DX), Y2, Y2
-	VMOVUPD       Y2, 3104(DX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(DX)
+	VADDPD        3072(BX), Y3, Y3
+	VMOVUPD       Y3, 3072(BX)
+	VADDPD        3104(BX), Y2, Y2
+	VMOVUPD       Y2, 3104(BX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 3264(BX)
 	VANDPS        Y1, Y0, Y0
-	IMUL3Q        $+8, BX, BX
-	VMOVUPS       4032(DX)(BX*4), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	IMUL3Q        $+8, SI, SI
+	VMOVUPS       4032(BX)(SI*4), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3392(DX)(BX*8), Y3, Y3
-	VMOVUPD       Y3, 3392(DX)(BX*8)
-	VADDPD        3424(DX)(BX*8), Y2, Y2
-	VMOVUPD       Y2, 3424(DX)(BX*8)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4032(DX)(BX*4)
+	VADDPD        3392(BX)(SI*8), Y3, Y3
+	VMOVUPD       Y3, 3392(BX)(SI*8)
+	VADDPD        3424(BX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 3424(BX)(SI*8)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 4032(BX)(SI*4)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4736(DX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS       4736(BX), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4416(DX), Y3, Y3
-	VMOVUPD       Y3, 4416(DX)
-	VADDPD        4448(DX), Y2, Y2
-	VMOVUPD       Y2, 4448(DX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4736(DX)
+	VADDPD        4416(BX), Y3, Y3
+	VMOVUPD       Y3, 4416(BX)
+	VADDPD        4448(BX), Y2, Y2
+	VMOVUPD       Y2, 4448(BX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 4736(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       5056(DX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS       5056(BX), Y2
+	VANDPS        lgc24<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4864(DX), Y3, Y3
-	VMOVUPD       Y3, 4864(DX)
-	VADDPD        4896(DX), Y2, Y2
-	VMOVUPD       Y2, 4896(DX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 5056(DX)
+	VADDPD        4864(BX), Y3, Y3
+	VMOVUPD       Y3, 4864(BX)
+	VADDPD        4896(BX), Y2, Y2
+	VMOVUPD       Y2, 4896(BX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VMOVUPS       Y2, 5056(BX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        5184(DX), Y0, Y0
-	VMOVUPS       Y0, 5184(DX)
-	MOVQ          $+4, DX
+	VANDPS        5184(BX), Y0, Y0
+	VMOVUPS       Y0, 5184(BX)
+	MOVQ          $+4, BX
 
 noflush_3:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_2
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc27<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc26<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	MOVQ         AX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	MOVQ         CX, BX
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      1024(DX)(SI*4), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
+	VADDPD       384(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 384(DX)(SI*8)
+	VADDPD       416(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 416(DX)(SI*8)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      2048(DX)(SI*4), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(BX*8)
-	VADDPD       1440(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(BX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(BX*4)
+	VADDPD       1408(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 1408(DX)(SI*8)
+	VADDPD       1440(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1440(DX)(SI*8)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 2048(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
+	VADDPD       2432(DX), Y3, Y3
+	VMOVUPD      Y3, 2432(DX)
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
+	VADDPD       2752(DX), Y3, Y3
+	VMOVUPD      Y3, 2752(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
+	VADDPD       3072(DX), Y3, Y3
+	VMOVUPD      Y3, 3072(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      4032(DX)(BX*4), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3392(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 3392(CX)(DX*8)
-	VADDPD       3424(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3424(CX)(DX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(CX)(DX*4)
+	VADDPD       3392(DX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 3392(DX)(BX*8)
+	VADDPD       3424(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3424(DX)(BX*8)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4736(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS      4736(DX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4416(CX), Y3, Y3
-	VMOVUPD      Y3, 4416(CX)
-	VADDPD       4448(CX), Y2, Y2
-	VMOVUPD      Y2, 4448(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4736(CX)
+	VADDPD       4416(DX), Y3, Y3
+	VMOVUPD      Y3, 4416(DX)
+	VADDPD       4448(DX), Y2, Y2
+	VMOVUPD      Y2, 4448(DX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 4736(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5056(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMOVUPS      5056(DX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4864(CX), Y3, Y3
-	VMOVUPD      Y3, 4864(CX)
-	VADDPD       4896(CX), Y2, Y2
-	VMOVUPD      Y2, 4896(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 5056(CX)
+	VADDPD       4864(DX), Y3, Y3
+	VMOVUPD      Y3, 4864(DX)
+	VADDPD       4896(DX), Y2, Y2
+	VMOVUPD      Y2, 4896(DX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 5056(DX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       5184(CX), Y0, Y0
-	VMOVUPS      Y0, 5184(CX)
-	INCQ         AX
-	CMPQ         AX, hi+56(FP)
+	VANDPS       5184(DX), Y0, Y0
+	VMOVUPS      Y0, 5184(DX)
+	INCQ         CX
+	CMPQ         CX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0xbe647fbe
-DATA lgc2<>+4(SB)/4, $0xbe647fbe
-DATA lgc2<>+8(SB)/4, $0xbe647fbe
-DATA lgc2<>+12(SB)/4, $0xbe647fbe
-DATA lgc2<>+16(SB)/4, $0xbe647fbe
-DATA lgc2<>+20(SB)/4, $0xbe647fbe
-DATA lgc2<>+24(SB)/4, $0xbe647fbe
-DATA lgc2<>+28(SB)/4, $0xbe647fbe
-DATA lgc2<>+32(SB)/4, $0xbe647fbe
-DATA lgc2<>+36(SB)/4, $0xbe647fbe
-DATA lgc2<>+40(SB)/4, $0xbe647fbe
-DATA lgc2<>+44(SB)/4, $0xbe647fbe
-DATA lgc2<>+48(SB)/4, $0xbe647fbe
-DATA lgc2<>+52(SB)/4, $0xbe647fbe
-DATA lgc2<>+56(SB)/4, $0xbe647fbe
-DATA lgc2<>+60(SB)/4, $0xbe647fbe
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgc3<>+0(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+4(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+8(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+12(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+16(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+20(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+24(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+28(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+32(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+36(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+40(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+44(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+48(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+52(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+56(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+60(SB)/4, $0x3e7cc8e3
-GLOBL lgc3<>(SB), RODATA|NOPTR, $64
+DATA lgb3<>+0(SB)/4, $0x3e7cc8e3
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgc4<>+0(SB)/4, $0xc2d00000
-DATA lgc4<>+4(SB)/4, $0xc2d00000
-DATA lgc4<>+8(SB)/4, $0xc2d00000
-DATA lgc4<>+12(SB)/4, $0xc2d00000
-DATA lgc4<>+16(SB)/4, $0xc2d00000
-DATA lgc4<>+20(SB)/4, $0xc2d00000
-DATA lgc4<>+24(SB)/4, $0xc2d00000
-DATA lgc4<>+28(SB)/4, $0xc2d00000
-DATA lgc4<>+32(SB)/4, $0xc2d00000
-DATA lgc4<>+36(SB)/4, $0xc2d00000
-DATA lgc4<>+40(SB)/4, $0xc2d00000
-DATA lgc4<>+44(SB)/4, $0xc2d00000
-DATA lgc4<>+48(SB)/4, $0xc2d00000
-DATA lgc4<>+52(SB)/4, $0xc2d00000
-DATA lgc4<>+56(SB)/4, $0xc2d00000
-DATA lgc4<>+60(SB)/4, $0xc2d00000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $64
+DATA lgb4<>+0(SB)/4, $0xc2d00000
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgc5<>+0(SB)/4, $0x42b20000
-DATA lgc5<>+4(SB)/4, $0x42b20000
-DATA lgc5<>+8(SB)/4, $0x42b20000
-DATA lgc5<>+12(SB)/4, $0x42b20000
-DATA lgc5<>+16(SB)/4, $0x42b20000
-DATA lgc5<>+20(SB)/4, $0x42b20000
-DATA lgc5<>+24(SB)/4, $0x42b20000
-DATA lgc5<>+28(SB)/4, $0x42b20000
-DATA lgc5<>+32(SB)/4, $0x42b20000
-DATA lgc5<>+36(SB)/4, $0x42b20000
-DATA lgc5<>+40(SB)/4, $0x42b20000
-DATA lgc5<>+44(SB)/4, $0x42b20000
-DATA lgc5<>+48(SB)/4, $0x42b20000
-DATA lgc5<>+52(SB)/4, $0x42b20000
-DATA lgc5<>+56(SB)/4, $0x42b20000
-DATA lgc5<>+60(SB)/4, $0x42b20000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $64
+DATA lgb5<>+0(SB)/4, $0x42b20000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
-DATA lgc7<>+32(SB)/4, $0x3f318000
-DATA lgc7<>+36(SB)/4, $0x3f318000
-DATA lgc7<>+40(SB)/4, $0x3f318000
-DATA lgc7<>+44(SB)/4, $0x3f318000
-DATA lgc7<>+48(SB)/4, $0x3f318000
-DATA lgc7<>+52(SB)/4, $0x3f318000
-DATA lgc7<>+56(SB)/4, $0x3f318000
-DATA lgc7<>+60(SB)/4, $0x3f318000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x3f318000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
-DATA lgc8<>+32(SB)/4, $0xb95e8083
-DATA lgc8<>+36(SB)/4, $0xb95e8083
-DATA lgc8<>+40(SB)/4, $0xb95e8083
-DATA lgc8<>+44(SB)/4, $0xb95e8083
-DATA lgc8<>+48(SB)/4, $0xb95e8083
-DATA lgc8<>+52(SB)/4, $0xb95e8083
-DATA lgc8<>+56(SB)/4, $0xb95e8083
-DATA lgc8<>+60(SB)/4, $0xb95e8083
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0xb95e8083
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
-DATA lgc9<>+32(SB)/4, $0x39506967
-DATA lgc9<>+36(SB)/4, $0x39506967
-DATA lgc9<>+40(SB)/4, $0x39506967
-DATA lgc9<>+44(SB)/4, $0x39506967
-DATA lgc9<>+48(SB)/4, $0x39506967
-DATA lgc9<>+52(SB)/4, $0x39506967
-DATA lgc9<>+56(SB)/4, $0x39506967
-DATA lgc9<>+60(SB)/4, $0x39506967
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0x39506967
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
-DATA lgc10<>+32(SB)/4, $0x3ab743ce
-DATA lgc10<>+36(SB)/4, $0x3ab743ce
-DATA lgc10<>+40(SB)/4, $0x3ab743ce
-DATA lgc10<>+44(SB)/4, $0x3ab743ce
-DATA lgc10<>+48(SB)/4, $0x3ab743ce
-DATA lgc10<>+52(SB)/4, $0x3ab743ce
-DATA lgc10<>+56(SB)/4, $0x3ab743ce
-DATA lgc10<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
-DATA lgc11<>+32(SB)/4, $0x3c088908
-DATA lgc11<>+36(SB)/4, $0x3c088908
-DATA lgc11<>+40(SB)/4, $0x3c088908
-DATA lgc11<>+44(SB)/4, $0x3c088908
-DATA lgc11<>+48(SB)/4, $0x3c088908
-DATA lgc11<>+52(SB)/4, $0x3c088908
-DATA lgc11<>+56(SB)/4, $0x3c088908
-DATA lgc11<>+60(SB)/4, $0x3c088908
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x3c088908
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
-DATA lgc14<>+32(SB)/4, $0x3f000000
-DATA lgc14<>+36(SB)/4, $0x3f000000
-DATA lgc14<>+40(SB)/4, $0x3f000000
-DATA lgc14<>+44(SB)/4, $0x3f000000
-DATA lgc14<>+48(SB)/4, $0x3f000000
-DATA lgc14<>+52(SB)/4, $0x3f000000
-DATA lgc14<>+56(SB)/4, $0x3f000000
-DATA lgc14<>+60(SB)/4, $0x3f000000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $64
+DATA lgb14<>+0(SB)/4, $0x3f000000
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgc15<>+0(SB)/4, $0x000000fe
-DATA lgc15<>+4(SB)/4, $0x000000fe
-DATA lgc15<>+8(SB)/4, $0x000000fe
-DATA lgc15<>+12(SB)/4, $0x000000fe
-DATA lgc15<>+16(SB)/4, $0x000000fe
-DATA lgc15<>+20(SB)/4, $0x000000fe
-DATA lgc15<>+24(SB)/4, $0x000000fe
-DATA lgc15<>+28(SB)/4, $0x000000fe
-DATA lgc15<>+32(SB)/4, $0x000000fe
-DATA lgc15<>+36(SB)/4, $0x000000fe
-DATA lgc15<>+40(SB)/4, $0x000000fe
-DATA lgc15<>+44(SB)/4, $0x000000fe
-DATA lgc15<>+48(SB)/4, $0x000000fe
-DATA lgc15<>+52(SB)/4, $0x000000fe
-DATA lgc15<>+56(SB)/4, $0x000000fe
-DATA lgc15<>+60(SB)/4, $0x000000fe
-GLOBL lgc15<>(SB), RODATA|NOPTR, $64
+DATA lgb15<>+0(SB)/4, $0x000000fe
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgc16<>+0(SB)/4, $0x3f4ccccd
-DATA lgc16<>+4(SB)/4, $0x3f4ccccd
-DATA lgc16<>+8(SB)/4, $0x3f4ccccd
-DATA lgc16<>+12(SB)/4, $0x3f4ccccd
-DATA lgc16<>+16(SB)/4, $0x3f4ccccd
-DATA lgc16<>+20(SB)/4, $0x3f4ccccd
-DATA lgc16<>+24(SB)/4, $0x3f4ccccd
-DATA lgc16<>+28(SB)/4, $0x3f4ccccd
-DATA lgc16<>+32(SB)/4, $0x3f4ccccd
-DATA lgc16<>+36(SB)/4, $0x3f4ccccd
-DATA lgc16<>+40(SB)/4, $0x3f4ccccd
-DATA lgc16<>+44(SB)/4, $0x3f4ccccd
-DATA lgc16<>+48(SB)/4, $0x3f4ccccd
-DATA lgc16<>+52(SB)/4, $0x3f4ccccd
-DATA lgc16<>+56(SB)/4, $0x3f4ccccd
-DATA lgc16<>+60(SB)/4, $0x3f4ccccd
-GLOBL lgc16<>(SB), RODATA|NOPTR, $64
+DATA lgb16<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgc17<>+0(SB)/4, $0x3fa3d70a
-DATA lgc17<>+4(SB)/4, $0x3fa3d70a
-DATA lgc17<>+8(SB)/4, $0x3fa3d70a
-DATA lgc17<>+12(SB)/4, $0x3fa3d70a
-DATA lgc17<>+16(SB)/4, $0x3fa3d70a
-DATA lgc17<>+20(SB)/4, $0x3fa3d70a
-DATA lgc17<>+24(SB)/4, $0x3fa3d70a
-DATA lgc17<>+28(SB)/4, $0x3fa3d70a
-DATA lgc17<>+32(SB)/4, $0x3fa3d70a
-DATA lgc17<>+36(SB)/4, $0x3fa3d70a
-DATA lgc17<>+40(SB)/4, $0x3fa3d70a
-DATA lgc17<>+44(SB)/4, $0x3fa3d70a
-DATA lgc17<>+48(SB)/4, $0x3fa3d70a
-DATA lgc17<>+52(SB)/4, $0x3fa3d70a
-DATA lgc17<>+56(SB)/4, $0x3fa3d70a
-DATA lgc17<>+60(SB)/4, $0x3fa3d70a
-GLOBL lgc17<>(SB), RODATA|NOPTR, $64
+DATA lgb17<>+0(SB)/4, $0x3fa3d70a
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
-DATA lgc18<>+32(SB)/4, $0x80000000
-DATA lgc18<>+36(SB)/4, $0x80000000
-DATA lgc18<>+40(SB)/4, $0x80000000
-DATA lgc18<>+44(SB)/4, $0x80000000
-DATA lgc18<>+48(SB)/4, $0x80000000
-DATA lgc18<>+52(SB)/4, $0x80000000
-DATA lgc18<>+56(SB)/4, $0x80000000
-DATA lgc18<>+60(SB)/4, $0x80000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x80000000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0xbc23d70a
-DATA lgc19<>+4(SB)/4, $0xbc23d70a
-DATA lgc19<>+8(SB)/4, $0xbc23d70a
-DATA lgc19<>+12(SB)/4, $0xbc23d70a
-DATA lgc19<>+16(SB)/4, $0xbc23d70a
-DATA lgc19<>+20(SB)/4, $0xbc23d70a
-DATA lgc19<>+24(SB)/4, $0xbc23d70a
-DATA lgc19<>+28(SB)/4, $0xbc23d70a
-DATA lgc19<>+32(SB)/4, $0xbc23d70a
-DATA lgc19<>+36(SB)/4, $0xbc23d70a
-DATA lgc19<>+40(SB)/4, $0xbc23d70a
-DATA lgc19<>+44(SB)/4, $0xbc23d70a
-DATA lgc19<>+48(SB)/4, $0xbc23d70a
-DATA lgc19<>+52(SB)/4, $0xbc23d70a
-DATA lgc19<>+56(SB)/4, $0xbc23d70a
-DATA lgc19<>+60(SB)/4, $0xbc23d70a
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0xbc23d70a
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0xff800000
-DATA lgc20<>+4(SB)/4, $0xff800000
-DATA lgc20<>+8(SB)/4, $0xff800000
-DATA lgc20<>+12(SB)/4, $0xff800000
-DATA lgc20<>+16(SB)/4, $0xff800000
-DATA lgc20<>+20(SB)/4, $0xff800000
-DATA lgc20<>+24(SB)/4, $0xff800000
-DATA lgc20<>+28(SB)/4, $0xff800000
-DATA lgc20<>+32(SB)/4, $0xff800000
-DATA lgc20<>+36(SB)/4, $0xff800000
-DATA lgc20<>+40(SB)/4, $0xff800000
-DATA lgc20<>+44(SB)/4, $0xff800000
-DATA lgc20<>+48(SB)/4, $0xff800000
-DATA lgc20<>+52(SB)/4, $0xff800000
-DATA lgc20<>+56(SB)/4, $0xff800000
-DATA lgc20<>+60(SB)/4, $0xff800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0xff800000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgc21<>+0(SB)/4, $0xc22c0000
-DATA lgc21<>+4(SB)/4, $0xc22c0000
-DATA lgc21<>+8(SB)/4, $0xc22c0000
-DATA lgc21<>+12(SB)/4, $0xc22c0000
-DATA lgc21<>+16(SB)/4, $0xc22c0000
-DATA lgc21<>+20(SB)/4, $0xc22c0000
-DATA lgc21<>+24(SB)/4, $0xc22c0000
-DATA lgc21<>+28(SB)/4, $0xc22c0000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+DATA lgb21<>+0(SB)/4, $0xc22c0000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgc22<>+0(SB)/4, $0x42b00000
-DATA lgc22<>+4(SB)/4, $0x42b00000
-DATA lgc22<>+8(SB)/4, $0x42b00000
-DATA lgc22<>+12(SB)/4, $0x42b00000
-DATA lgc22<>+16(SB)/4, $0x42b00000
-DATA lgc22<>+20(SB)/4, $0x42b00000
-DATA lgc22<>+24(SB)/4, $0x42b00000
-DATA lgc22<>+28(SB)/4, $0x42b00000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+DATA lgb22<>+0(SB)/4, $0x42b00000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgc23<>+0(SB)/4, $0xff800000
-DATA lgc23<>+4(SB)/4, $0xff800000
-DATA lgc23<>+8(SB)/4, $0xff800000
-DATA lgc23<>+12(SB)/4, $0xff800000
-DATA lgc23<>+16(SB)/4, $0xff800000
-DATA lgc23<>+20(SB)/4, $0xff800000
-DATA lgc23<>+24(SB)/4, $0xff800000
-DATA lgc23<>+28(SB)/4, $0xff800000
+DATA lgc23<>+0(SB)/8, $0x4020000000000000
+DATA lgc23<>+8(SB)/8, $0x4020000000000000
+DATA lgc23<>+16(SB)/8, $0x4020000000000000
+DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x4020000000000000
-DATA lgc24<>+8(SB)/8, $0x4020000000000000
-DATA lgc24<>+16(SB)/8, $0x4020000000000000
-DATA lgc24<>+24(SB)/8, $0x4020000000000000
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
+DATA lgc26<>+0(SB)/4, $0x00000000
+DATA lgc26<>+4(SB)/4, $0x00000000
+DATA lgc26<>+8(SB)/4, $0x00000000
+DATA lgc26<>+12(SB)/4, $0x00000000
+DATA lgc26<>+16(SB)/4, $0x00000000
+DATA lgc26<>+20(SB)/4, $0x00000000
+DATA lgc26<>+24(SB)/4, $0x00000000
+DATA lgc26<>+28(SB)/4, $0x00000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x00000000
-DATA lgc27<>+4(SB)/4, $0x00000000
-DATA lgc27<>+8(SB)/4, $0x00000000
-DATA lgc27<>+12(SB)/4, $0x00000000
-DATA lgc27<>+16(SB)/4, $0x00000000
-DATA lgc27<>+20(SB)/4, $0x00000000
-DATA lgc27<>+24(SB)/4, $0x00000000
-DATA lgc27<>+28(SB)/4, $0x00000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -972,12 +619,12 @@ blocks_5:
 	VADDPS        Y0, Y2, Y0
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc24<>+0(SB), Y1
+	VMOVUPD       lgc23<>+0(SB), Y1
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, DX
 	MOVQ          state+8(FP), BX
-	VANDPS        lgc25<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS        lgc24<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -985,7 +632,7 @@ blocks_5:
 	VMOVUPD       Y2, 64(BX)(DX*8)
 	VADDPD        96(BX)(DX*8), Y0, Y0
 	VMOVUPD       Y0, 96(BX)(DX*8)
-	VMOVUPS       lgc27<>+0(SB), Y0
+	VMOVUPS       lgc26<>+0(SB), Y0
 	VANDPS        1088(BX), Y1, Y1
 	VMOVUPS       Y1, 1088(BX)
 	MOVQ          $+4, DX
@@ -1001,15 +648,15 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc27<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
 	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1017,7 +664,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(DX)(CX*8)
 	VADDPD       96(DX)(CX*8), Y1, Y1
 	VMOVUPD      Y1, 96(DX)(CX*8)
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc26<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)(CX*4)
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
@@ -1029,123 +676,121 @@ noflush_6:
 
 // func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $256-88
-	MOVQ lo+0(FP), AX
+TEXT ·fbPass1AVX512(SB), $320-88
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_7:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         s1+8(FP), CX
-	MOVQ         AX, DX
-	VBROADCASTSS (CX)(DX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         s1+8(FP), DX
+	MOVQ         CX, BX
+	VBROADCASTSS (DX)(BX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v30 = max(v29, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc28<>+0(SB), Z1
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb27<>+0(SB), Z1
 
 	// v65 = div(0.125, v30)
 	VDIVPS Z0, Z1, Z0
 
 	// v67 = mul(v65, -0.01)
-	VMULPS  lgc19<>+0(SB), Z0, Z1
-	VMOVUPS Z0, (SP)
-	VMOVUPS Z1, 64(SP)
-	MOVQ    $+4, DX
-	XORQ    CX, CX
+	VMULPS.BCST lgb19<>+0(SB), Z0, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	MOVQ        $+4, BX
+	XORQ        DX, DX
 
 blocks_8:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), BX
-	VADDPS        1408(BX), Y1, Y1
-	VMOVUPS       Y1, 1408(BX)
-	VADDPS        1408(BX), Y2, Y1
-	VMOVUPS       Y1, 1408(BX)
-	MOVQ          logProb+32(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+24(FP), SI
+	VADDPS        1408(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 1408(SI)
+	MOVQ          logProb+32(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z2
-	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	MOVQ    sampleLogProb+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z3, Z0, Z3
-	MOVQ    advantage+48(FP), DI
-	VMOVUPS (DI)(SI*4), Z4
+	MOVQ    advantage+48(FP), R8
+	VMOVUPS (R8)(DI*4), Z4
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z4, Z0, Z4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Z3, Z2, Z2
-	VMOVUPS lgc2<>+0(SB), Z3
+	VSUBPS       Z3, Z2, Z2
+	VBROADCASTSS lgb2<>+0(SB), Z3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z2, Z3, Z5
-	VMOVUPS lgc3<>+0(SB), Z6
+	VMAXPS       Z2, Z3, Z5
+	VBROADCASTSS lgb3<>+0(SB), Z6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Z5, Z6, Z5
-	VMOVUPS Z5, 128(SP)
+	VMOVUPS Z5, 128(AX)
 
 	// v16 = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Z5
-	VMAXPS       Z2, Z5, Z5
-	VMOVUPS      lgc5<>+0(SB), Z7
-	VMINPS       Z5, Z7, Z5
-	VMULPS       lgc6<>+0(SB), Z5, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z5, Z5
-	VFNMADD231PS lgc7<>+0(SB), Z7, Z5
-	VFNMADD231PS lgc8<>+0(SB), Z7, Z5
-	VMULPS       Z5, Z5, Z8
-	VMOVUPS      lgc9<>+0(SB), Z9
-	VFMADD213PS  lgc10<>+0(SB), Z5, Z9
-	VMOVUPS      lgc11<>+0(SB), Z10
-	VFMADD213PS  lgc12<>+0(SB), Z5, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc13<>+0(SB), Z10
-	VFMADD213PS  lgc14<>+0(SB), Z5, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z5, Z8, Z9
-	VADDPS       lgc1<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z5
-	VPADDD       lgc15<>+0(SB), Z5, Z5
-	VPSRLD       $0x01, Z5, Z7
-	VPSUBD       Z7, Z5, Z5
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z5, Z5
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z5, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z5
+	VMAXPS            Z2, Z5, Z5
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMINPS            Z5, Z7, Z5
+	VMULPS.BCST       lgb6<>+0(SB), Z5, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z5
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z5
+	VMULPS            Z5, Z5, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z5, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z5
+	VPADDD.BCST       lgb15<>+0(SB), Z5, Z5
+	VPSRLD            $0x01, Z5, Z7
+	VPSUBD            Z7, Z5, Z5
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z5, Z5
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z5, Z9, Z9
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS   $0x11, Z3, Z2, K1
-	VPMOVM2D K1, Z3
-	VMOVUPS  lgc16<>+0(SB), Z5
+	VCMPPS       $0x11, Z3, Z2, K1
+	VPMOVM2D     K1, Z3
+	VBROADCASTSS lgb16<>+0(SB), Z5
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VMOVUPS    Z3, Z3
 	VPTERNLOGD $0xca, Z9, Z5, Z3
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS   $0x1e, Z6, Z2, K1
-	VPMOVM2D K1, Z5
-	VMOVUPS  lgc17<>+0(SB), Z6
+	VCMPPS       $0x1e, Z6, Z2, K1
+	VPMOVM2D     K1, Z5
+	VBROADCASTSS lgb17<>+0(SB), Z6
 
 	// v22 = where(v20, 1.2799999924290435, v19)
-	VMOVUPS    Z5, Z5
 	VPTERNLOGD $0xca, Z3, Z6, Z5
 
 	// v24 = mul(v22, v10)
@@ -1155,38 +800,35 @@ blocks_8:
 	VMULPS Z1, Z3, Z4
 
 	// v26 = neg(v25)
-	VXORPS lgc18<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
 
 	// v27 = where(mask, v26, 0)
 	VANDPS Z4, Z0, Z4
 
 	// sum(v27) over [L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	MOVQ          AX, DI
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2176(BX)(R8*4), Y4, Y4
-	VMOVUPS       Y4, 2176(BX)(R8*4)
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2176(BX)(R8*4), Y5, Y4
-	VMOVUPS       Y4, 2176(BX)(R8*4)
-	VMOVUPS       128(SP), Z4
+	MOVQ          CX, R8
+	IMUL3Q        $+8, R8, R9
+	VADDPS        2176(SI)(R9*4), Y4, Y4
+	VADDPS        Y5, Y4, Y4
+	VMOVUPS       Y4, 2176(SI)(R9*4)
+	VMOVUPS       128(AX), Z4
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z2, Z4, K1
-	VPMOVM2D K1, Z4
-	VANDPS   lgc1<>+0(SB), Z4, Z4
+	VCMPPS      $0x04, Z2, Z4, K1
+	VPMOVM2D    K1, Z4
+	VANDPS.BCST lgb1<>+0(SB), Z4, Z4
 
 	// v34 = where(mask, v33, 0)
 	VANDPS Z4, Z0, Z4
 
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        2752(BX), Y4, Y4
-	VMOVUPS       Y4, 2752(BX)
-	VADDPS        2752(BX), Y5, Y4
-	VMOVUPS       Y4, 2752(BX)
-	MOVQ          sampleLogProb+40(FP), R8
-	VMOVUPS       (R8)(SI*4), Z4
+	VADDPS        2752(SI), Y4, Y4
+	VADDPS        Y5, Y4, Y4
+	VMOVUPS       Y4, 2752(SI)
+	MOVQ          sampleLogProb+40(FP), R9
+	VMOVUPS       (R9)(DI*4), Z4
 
 	// v38 = sub(sampleLogProb, logProb)
 	VSUBPS Z1, Z4, Z1
@@ -1196,114 +838,225 @@ blocks_8:
 
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        3072(BX), Y1, Y1
-	VMOVUPS       Y1, 3072(BX)
-	VADDPS        3072(BX), Y4, Y1
-	VMOVUPS       Y1, 3072(BX)
-	MOVQ          entropy+56(FP), R8
-	VMOVUPS       (R8)(SI*4), Z1
+	VADDPS        3072(SI), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 3072(SI)
+	MOVQ          entropy+56(FP), R9
+	VMOVUPS       (R9)(DI*4), Z1
 
 	// v43 = where(mask, entropy, 0)
 	VANDPS Z1, Z0, Z4
 
 	// sum(v43) over [B L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        3392(BX), Y4, Y4
-	VMOVUPS       Y4, 3392(BX)
-	VADDPS        3392(BX), Y5, Y4
-	VMOVUPS       Y4, 3392(BX)
+	VADDPS        3392(SI), Y4, Y4
+	VADDPS        Y5, Y4, Y4
+	VMOVUPS       Y4, 3392(SI)
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS lgc19<>+0(SB), Z1, Z1
+	VMULPS.BCST lgb19<>+0(SB), Z1, Z1
 
 	// v48 = where(mask, v47, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v48) over [L]
 	VEXTRACTF64X4 $0x01, Z1, Y4
-	IMUL3Q        $+8, DI, R8
-	VADDPS        4160(BX)(R8*4), Y1, Y1
-	VMOVUPS       Y1, 4160(BX)(R8*4)
-	IMUL3Q        $+8, DI, DI
-	VADDPS        4160(BX)(DI*4), Y4, Y1
-	VMOVUPS       Y1, 4160(BX)(DI*4)
-	VMOVUPS       lgc20<>+0(SB), Z1
+	IMUL3Q        $+8, R8, R8
+	VADDPS        4160(SI)(R8*4), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 4160(SI)(R8*4)
+	VBROADCASTSS  lgb20<>+0(SB), Z1
 
 	// v53 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z0, Z4
 	VPTERNLOGD $0xca, Z1, Z2, Z4
-	VMOVUPS    Z3, 192(SP)
+	VMOVUPS    Z3, 192(AX)
 
 	// logsumexp(v53) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VANDPS        Z9, Z0, Z2
+	VANDPS        Z9, Z0, Z1
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VCMPPS        $0x15, lgc21<>+0(SB), Y4, Y5
-	VCMPPS        $0x1a, lgc22<>+0(SB), Y4, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc23<>+0(SB), Y4, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        4736(BX), Y5, Y5
-	VMOVUPS       Y5, 4736(BX)
-	VADDPS        4864(BX), Y2, Y4
-	VMOVUPS       Y4, 4864(BX)
-	VMULPS        Y2, Y2, Y2
-	VADDPS        5184(BX), Y2, Y2
-	VMOVUPS       Y2, 5184(BX)
-	VCMPPS        $0x15, lgc21<>+0(SB), Y1, Y2
-	VCMPPS        $0x1a, lgc22<>+0(SB), Y1, Y4
-	VANDPS        Y4, Y2, Y2
-	VCMPPS        $0x00, lgc23<>+0(SB), Y1, Y4
-	VORPS         Y4, Y2, Y2
-	VANDPS        4736(BX), Y2, Y2
-	VMOVUPS       Y2, 4736(BX)
-	VADDPS        4864(BX), Y3, Y1
-	VMOVUPS       Y1, 4864(BX)
-	VMULPS        Y3, Y3, Y1
-	VADDPS        5184(BX), Y1, Y1
-	VMOVUPS       Y1, 5184(BX)
-	VMOVUPS       (SP), Z1
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VANDPS        4736(SI), Y2, Y2
+	VMOVUPS       Y2, 4736(SI)
+	VADDPS        4864(SI), Y1, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 4864(SI)
+	VMULPS        Y1, Y1, Y1
+	VMULPS        Y3, Y3, Y2
+	VADDPS        5184(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 5184(SI)
+	VMOVUPS       (AX), Z1
 
 	// v66 = where(mask, v65, 0)
 	VANDPS  Z1, Z0, Z1
-	VMOVUPS 64(SP), Z2
+	VMOVUPS 64(AX), Z2
 
 	// gradEntropy = where(mask, v67, 0)
 	VANDPS Z2, Z0, Z2
 
 	// v69 = neg(v66)
-	VXORPS  lgc18<>+0(SB), Z1, Z1
-	VMOVUPS lgc0<>+0(SB), Z3
+	VXORPS.BCST  lgb18<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z3
 
 	// v70 = ne(v69, 0)
 	VCMPPS   $0x04, Z3, Z1, K1
 	VPMOVM2D K1, Z3
-	VMOVUPS  192(SP), Z4
+	VMOVUPS  192(AX), Z4
 
 	// v71 = mul(v69, v24)
 	VMULPS Z4, Z1, Z4
 
 	// v72 = where(v70, v71, v69)
-	VMOVUPS    Z3, Z3
 	VPTERNLOGD $0xca, Z1, Z4, Z3
 
 	// gradLogProb = where(mask, v72, 0)
 	VANDPS Z3, Z0, Z0
 
 	// store gradEntropy
-	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	MOVQ    gradEntropy+64(FP), SI
+	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+72(FP), BX
-	VMOVUPS      Z0, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradLogProb+72(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
 	JNZ          noflush_9
-	VMOVUPD      lgc24<>+0(SB), Y0
+	VMOVUPD      lgc23<>+0(SB), Y0
+	MOVQ         state+24(FP), BX
+	VMOVUPS      1408(BX), Y1
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1216(BX), Y2, Y2
+	VMOVUPD      Y2, 1216(BX)
+	VADDPD       1248(BX), Y1, Y1
+	VMOVUPD      Y1, 1248(BX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(BX)
+	MOVQ         CX, SI
+	IMUL3Q       $+8, SI, DI
+	VMOVUPS      2176(BX)(DI*4), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1536(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 1536(BX)(DI*8)
+	VADDPD       1568(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 1568(BX)(DI*8)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(BX)(DI*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(BX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2560(BX), Y3, Y3
+	VMOVUPD      Y3, 2560(BX)
+	VADDPD       2592(BX), Y2, Y2
+	VMOVUPD      Y2, 2592(BX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(BX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2880(BX), Y3, Y3
+	VMOVUPD      Y3, 2880(BX)
+	VADDPD       2912(BX), Y2, Y2
+	VMOVUPD      Y2, 2912(BX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(BX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3200(BX), Y3, Y3
+	VMOVUPD      Y3, 3200(BX)
+	VADDPD       3232(BX), Y2, Y2
+	VMOVUPD      Y2, 3232(BX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(BX)
+	VANDPS       Y1, Y0, Y0
+	IMUL3Q       $+8, SI, SI
+	VMOVUPS      4160(BX)(SI*4), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3520(BX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 3520(BX)(SI*8)
+	VADDPD       3552(BX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 3552(BX)(SI*8)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 4160(BX)(SI*4)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4864(BX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4544(BX), Y3, Y3
+	VMOVUPD      Y3, 4544(BX)
+	VADDPD       4576(BX), Y2, Y2
+	VMOVUPD      Y2, 4576(BX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 4864(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5184(BX), Y2
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4992(BX), Y3, Y3
+	VMOVUPD      Y3, 4992(BX)
+	VADDPD       5024(BX), Y2, Y2
+	VMOVUPD      Y2, 5024(BX)
+	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      Y2, 5184(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5312(BX), Y0, Y0
+	VMOVUPS      Y0, 5312(BX)
+	MOVQ         $+4, BX
+
+noflush_9:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_8
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc26<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VANDPS       lgc24<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1311,13 +1064,13 @@ blocks_8:
 	VMOVUPD      Y2, 1216(DX)
 	VADDPD       1248(DX), Y1, Y1
 	VMOVUPD      Y1, 1248(DX)
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc26<>+0(SB), Y1
 	VMOVUPS      Y1, 1408(DX)
-	MOVQ         AX, BX
+	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      2176(DX)(SI*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1325,12 +1078,12 @@ blocks_8:
 	VMOVUPD      Y3, 1536(DX)(SI*8)
 	VADDPD       1568(DX)(SI*8), Y2, Y2
 	VMOVUPD      Y2, 1568(DX)(SI*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1338,12 +1091,12 @@ blocks_8:
 	VMOVUPD      Y3, 2560(DX)
 	VADDPD       2592(DX), Y2, Y2
 	VMOVUPD      Y2, 2592(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1351,12 +1104,12 @@ blocks_8:
 	VMOVUPD      Y3, 2880(DX)
 	VADDPD       2912(DX), Y2, Y2
 	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1364,13 +1117,13 @@ blocks_8:
 	VMOVUPD      Y3, 3200(DX)
 	VADDPD       3232(DX), Y2, Y2
 	VMOVUPD      Y2, 3232(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1378,12 +1131,12 @@ blocks_8:
 	VMOVUPD      Y3, 3520(DX)(BX*8)
 	VADDPD       3552(DX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 3552(DX)(BX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4160(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4864(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1391,12 +1144,12 @@ blocks_8:
 	VMOVUPD      Y3, 4544(DX)
 	VADDPD       4576(DX), Y2, Y2
 	VMOVUPD      Y2, 4576(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4864(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5184(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VANDPS       lgc24<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1404,152 +1157,16 @@ blocks_8:
 	VMOVUPD      Y3, 4992(DX)
 	VADDPD       5024(DX), Y2, Y2
 	VMOVUPD      Y2, 5024(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 5184(DX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       5312(DX), Y0, Y0
 	VMOVUPS      Y0, 5312(DX)
-	MOVQ         $+4, DX
-
-noflush_9:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
-	JL           blocks_8
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc27<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(CX), Y2, Y2
-	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y1, Y1
-	VMOVUPD      Y1, 1248(CX)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(CX)
-	MOVQ         AX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(CX)(BX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(CX)(BX*8)
-	VADDPD       1568(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(CX)(BX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(CX), Y3, Y3
-	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y2, Y2
-	VMOVUPD      Y2, 3232(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(CX)
-	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4160(CX)(DX*4), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 3520(CX)(DX*8)
-	VADDPD       3552(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3552(CX)(DX*8)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4160(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4864(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(CX), Y3, Y3
-	VMOVUPD      Y3, 4544(CX)
-	VADDPD       4576(CX), Y2, Y2
-	VMOVUPD      Y2, 4576(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4864(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5184(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(CX), Y3, Y3
-	VMOVUPD      Y3, 4992(CX)
-	VADDPD       5024(CX), Y2, Y2
-	VMOVUPD      Y2, 5024(CX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       5312(CX), Y0, Y0
-	VMOVUPS      Y0, 5312(CX)
-	INCQ         AX
-	CMPQ         AX, hi+80(FP)
+	INCQ         CX
+	CMPQ         CX, hi+80(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x3e000000
-DATA lgc28<>+4(SB)/4, $0x3e000000
-DATA lgc28<>+8(SB)/4, $0x3e000000
-DATA lgc28<>+12(SB)/4, $0x3e000000
-DATA lgc28<>+16(SB)/4, $0x3e000000
-DATA lgc28<>+20(SB)/4, $0x3e000000
-DATA lgc28<>+24(SB)/4, $0x3e000000
-DATA lgc28<>+28(SB)/4, $0x3e000000
-DATA lgc28<>+32(SB)/4, $0x3e000000
-DATA lgc28<>+36(SB)/4, $0x3e000000
-DATA lgc28<>+40(SB)/4, $0x3e000000
-DATA lgc28<>+44(SB)/4, $0x3e000000
-DATA lgc28<>+48(SB)/4, $0x3e000000
-DATA lgc28<>+52(SB)/4, $0x3e000000
-DATA lgc28<>+56(SB)/4, $0x3e000000
-DATA lgc28<>+60(SB)/4, $0x3e000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $64
+DATA lgb27<>+0(SB)/4, $0x3e000000
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4

@@ -6,112 +6,111 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $192-64
-	MOVQ lo+0(FP), AX
+TEXT ·pass0AVX512(SB), $256-64
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_2:
-	MOVQ      mask+8(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+8(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y1, Y1
-	VMOVUPS       Y1, 256(BX)
-	VADDPS        256(BX), Y2, Y1
-	VMOVUPS       Y1, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+16(FP), SI
+	VADDPS        256(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 256(SI)
+	MOVQ          logProb+24(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	MOVQ    sampleLogProb+32(FP), R8
+	VMOVUPS (R8)(DI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	MOVQ    advantage+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z3, Z0, Z3
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Z2, Z1, Z4
-	VMOVUPS lgc2<>+0(SB), Z5
+	VSUBPS       Z2, Z1, Z4
+	VBROADCASTSS lgb2<>+0(SB), Z5
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z4, Z5, Z5
-	VMOVUPS lgc3<>+0(SB), Z6
+	VMAXPS       Z4, Z5, Z5
+	VBROADCASTSS lgb3<>+0(SB), Z6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS Z5, Z6, Z5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Z6
-	VMAXPS       Z4, Z6, Z6
-	VMOVUPS      lgc5<>+0(SB), Z7
-	VMINPS       Z6, Z7, Z6
-	VMULPS       lgc6<>+0(SB), Z6, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z6, Z6
-	VFNMADD231PS lgc7<>+0(SB), Z7, Z6
-	VFNMADD231PS lgc8<>+0(SB), Z7, Z6
-	VMULPS       Z6, Z6, Z8
-	VMOVUPS      lgc9<>+0(SB), Z9
-	VFMADD213PS  lgc10<>+0(SB), Z6, Z9
-	VMOVUPS      lgc11<>+0(SB), Z10
-	VFMADD213PS  lgc12<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc13<>+0(SB), Z10
-	VFMADD213PS  lgc14<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z6, Z8, Z9
-	VADDPS       lgc1<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z6
-	VPADDD       lgc15<>+0(SB), Z6, Z6
-	VPSRLD       $0x01, Z6, Z7
-	VPSUBD       Z7, Z6, Z6
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z6, Z6
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z6, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z6
+	VMAXPS            Z4, Z6, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb6<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z6
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
+	VMULPS            Z6, Z6, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z6, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z6
+	VPADDD.BCST       lgb15<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z6, Z9, Z9
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z4, Z5, K1
-	VPMOVM2D K1, Z5
-	VANDPS   lgc1<>+0(SB), Z5, Z6
-	VMOVUPS  lgc16<>+0(SB), Z7
-	VMOVUPS  lgc17<>+0(SB), Z8
+	VCMPPS       $0x04, Z4, Z5, K1
+	VPMOVM2D     K1, Z5
+	VANDPS.BCST  lgb1<>+0(SB), Z5, Z6
+	VBROADCASTSS lgb16<>+0(SB), Z7
+	VBROADCASTSS lgb17<>+0(SB), Z8
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS    Z5, Z10
-	VPTERNLOGD $0xca, Z8, Z7, Z10
-	VMOVUPS    lgc18<>+0(SB), Z7
-	VMOVUPS    lgc19<>+0(SB), Z8
+	VMOVUPS      Z5, Z10
+	VPTERNLOGD   $0xca, Z8, Z7, Z10
+	VBROADCASTSS lgb18<>+0(SB), Z7
+	VBROADCASTSS lgb19<>+0(SB), Z8
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VMOVUPS    Z5, Z5
-	VPTERNLOGD $0xca, Z8, Z7, Z5
-	VMOVUPS    lgc0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z8, Z7, Z5
+	VBROADCASTSS lgb0<>+0(SB), Z7
 
 	// v24 = ge(v10, 0)
 	VCMPPS   $0x1d, Z7, Z3, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, (SP)
-	VMOVUPS  Z1, 64(SP)
+	VMOVUPS  Z4, (AX)
+	VMOVUPS  Z1, 64(AX)
 
 	// v25 = min(ratio, v20) tie=first
 	VMINPS Z9, Z10, Z1
@@ -127,28 +126,26 @@ blocks_2:
 	VMULPS Z5, Z3, Z1
 
 	// v29 = neg(gain)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v30 = where(mask, v29, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v30) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        576(BX), Y1, Y1
-	VMOVUPS       Y1, 576(BX)
-	VADDPS        576(BX), Y3, Y1
-	VMOVUPS       Y1, 576(BX)
+	VADDPS        576(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 576(SI)
 
 	// v34 = where(mask, v17, 0)
 	VANDPS Z6, Z0, Z1
 
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        896(BX), Y1, Y1
-	VMOVUPS       Y1, 896(BX)
-	VADDPS        896(BX), Y3, Y1
-	VMOVUPS       Y1, 896(BX)
-	VMOVUPS       64(SP), Z1
+	VADDPS        896(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 896(SI)
+	VMOVUPS       64(AX), Z1
 
 	// v37 = sub(v8, v6)
 	VSUBPS Z1, Z2, Z1
@@ -158,842 +155,481 @@ blocks_2:
 
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        1216(BX), Y1, Y3
-	VMOVUPS       Y3, 1216(BX)
-	VADDPS        1216(BX), Y2, Y2
-	VMOVUPS       Y2, 1216(BX)
-	MOVQ          entropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VADDPS        1216(SI), Y1, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 1216(SI)
+	MOVQ          entropy+48(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v42 = where(mask, entropy, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1536(BX), Y2, Y4
-	VMOVUPS       Y4, 1536(BX)
-	VADDPS        1536(BX), Y3, Y3
-	VMOVUPS       Y3, 1536(BX)
+	VADDPS        1536(SI), Y2, Y4
+	VADDPS        Y3, Y4, Y4
+	VMOVUPS       Y4, 1536(SI)
 
 	// v46 = mul(-0.01, v42)
-	VMULPS lgc21<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
 
 	// v47 = where(mask, v46, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1856(BX), Y2, Y2
-	VMOVUPS       Y2, 1856(BX)
-	VADDPS        1856(BX), Y3, Y2
-	VMOVUPS       Y2, 1856(BX)
-	VMOVUPS       (SP), Z2
-	VMOVUPS       lgc19<>+0(SB), Z3
+	VADDPS        1856(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 1856(SI)
+	VMOVUPS       (AX), Z2
+	VBROADCASTSS  lgb19<>+0(SB), Z3
 
 	// v50 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z0, Z4
 	VPTERNLOGD $0xca, Z3, Z2, Z4
-	VMOVUPS    Z1, 128(SP)
+	VMOVUPS    Z1, 128(AX)
 
 	// logsumexp(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VANDPS        Z9, Z0, Z2
+	VANDPS        Z9, Z0, Z1
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VCMPPS        $0x15, lgc22<>+0(SB), Y4, Y5
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y4, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc24<>+0(SB), Y4, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        2176(BX), Y5, Y5
-	VMOVUPS       Y5, 2176(BX)
-	VADDPS        2304(BX), Y2, Y4
-	VMOVUPS       Y4, 2304(BX)
-	VMULPS        Y2, Y2, Y2
-	VADDPS        2624(BX), Y2, Y2
-	VMOVUPS       Y2, 2624(BX)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y1, Y2
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y1, Y4
-	VANDPS        Y4, Y2, Y2
-	VCMPPS        $0x00, lgc24<>+0(SB), Y1, Y4
-	VORPS         Y4, Y2, Y2
-	VANDPS        2176(BX), Y2, Y2
-	VMOVUPS       Y2, 2176(BX)
-	VADDPS        2304(BX), Y3, Y1
-	VMOVUPS       Y1, 2304(BX)
-	VMULPS        Y3, Y3, Y1
-	VADDPS        2624(BX), Y1, Y1
-	VMOVUPS       Y1, 2624(BX)
-	VMOVUPS       128(SP), Z1
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VANDPS        2176(SI), Y2, Y2
+	VMOVUPS       Y2, 2176(SI)
+	VADDPS        2304(SI), Y1, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2304(SI)
+	VMULPS        Y1, Y1, Y1
+	VMULPS        Y3, Y3, Y2
+	VADDPS        2624(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 2624(SI)
+	VMOVUPS       128(AX), Z1
 
 	// k3 = expm1_minus_x(v38)
-	VMOVUPS      lgc4<>+0(SB), Z2
-	VMAXPS       Z1, Z2, Z2
-	VMOVUPS      lgc5<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc6<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc7<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc8<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc9<>+0(SB), Z6
-	VFMADD213PS  lgc10<>+0(SB), Z4, Z6
-	VMOVUPS      lgc11<>+0(SB), Z2
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc13<>+0(SB), Z2
-	VFMADD213PS  lgc14<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc15<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z1
-	VPTERNLOGD   $0xb8, Z2, Z1, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb5<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z1, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD        $0xb8, Z2, Z1, Z6
 
 	// v62 = where(mask, k3, 0)
 	VANDPS Z6, Z0, Z0
 
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2944(BX), Y0, Y0
-	VMOVUPS       Y0, 2944(BX)
-	VADDPS        2944(BX), Y1, Y0
-	VMOVUPS       Y0, 2944(BX)
-	DECQ          DX
+	VADDPS        2944(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2944(SI)
+	DECQ          BX
 	JNZ           noflush_3
-	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc26<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
+	VMOVUPD       lgc24<>+0(SB), Y0
+	MOVQ          state+16(FP), BX
+	VMOVUPS       256(BX), Y1
+	VANDPS        lgc25<>+0(SB), Y1, Y0
+	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
-	VMOVUPS       576(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VADDPD        64(BX), Y2, Y2
+	VMOVUPD       Y2, 64(BX)
+	VADDPD        96(BX), Y1, Y1
+	VMOVUPD       Y1, 96(BX)
+	VMOVUPS       lgc27<>+0(SB), Y1
+	VMOVUPS       Y1, 256(BX)
+	VMOVUPS       576(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX), Y3, Y3
-	VMOVUPD       Y3, 384(DX)
-	VADDPD        416(DX), Y2, Y2
-	VMOVUPD       Y2, 416(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 576(DX)
+	VADDPD        384(BX), Y3, Y3
+	VMOVUPD       Y3, 384(BX)
+	VADDPD        416(BX), Y2, Y2
+	VMOVUPD       Y2, 416(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 576(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       896(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        704(DX), Y3, Y3
-	VMOVUPD       Y3, 704(DX)
-	VADDPD        736(DX), Y2, Y2
-	VMOVUPD       Y2, 736(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 896(DX)
+	VADDPD        704(BX), Y3, Y3
+	VMOVUPD       Y3, 704(BX)
+	VADDPD        736(BX), Y2, Y2
+	VMOVUPD       Y2, 736(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 896(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       1216(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1024(DX), Y3, Y3
-	VMOVUPD       Y3, 1024(DX)
-	VADDPD        1056(DX), Y2, Y2
-	VMOVUPD       Y2, 1056(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(DX)
+	VADDPD        1024(BX), Y3, Y3
+	VMOVUPD       Y3, 1024(BX)
+	VADDPD        1056(BX), Y2, Y2
+	VMOVUPD       Y2, 1056(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 1216(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       1536(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1344(DX), Y3, Y3
-	VMOVUPD       Y3, 1344(DX)
-	VADDPD        1376(DX), Y2, Y2
-	VMOVUPD       Y2, 1376(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(DX)
+	VADDPD        1344(BX), Y3, Y3
+	VMOVUPD       Y3, 1344(BX)
+	VADDPD        1376(BX), Y2, Y2
+	VMOVUPD       Y2, 1376(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 1536(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       1856(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1664(DX), Y3, Y3
-	VMOVUPD       Y3, 1664(DX)
-	VADDPD        1696(DX), Y2, Y2
-	VMOVUPD       Y2, 1696(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(DX)
+	VADDPD        1664(BX), Y3, Y3
+	VMOVUPD       Y3, 1664(BX)
+	VADDPD        1696(BX), Y2, Y2
+	VMOVUPD       Y2, 1696(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 1856(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2304(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       2304(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1984(DX), Y3, Y3
-	VMOVUPD       Y3, 1984(DX)
-	VADDPD        2016(DX), Y2, Y2
-	VMOVUPD       Y2, 2016(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2304(DX)
+	VADDPD        1984(BX), Y3, Y3
+	VMOVUPD       Y3, 1984(BX)
+	VADDPD        2016(BX), Y2, Y2
+	VMOVUPD       Y2, 2016(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 2304(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       2624(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2432(DX), Y3, Y3
-	VMOVUPD       Y3, 2432(DX)
-	VADDPD        2464(DX), Y2, Y2
-	VMOVUPD       Y2, 2464(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(DX)
+	VADDPD        2432(BX), Y3, Y3
+	VMOVUPD       Y3, 2432(BX)
+	VADDPD        2464(BX), Y2, Y2
+	VMOVUPD       Y2, 2464(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 2624(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       2944(BX), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(DX), Y3, Y3
-	VMOVUPD       Y3, 2752(DX)
-	VADDPD        2784(DX), Y2, Y2
-	VMOVUPD       Y2, 2784(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(DX)
+	VADDPD        2752(BX), Y3, Y3
+	VMOVUPD       Y3, 2752(BX)
+	VADDPD        2784(BX), Y2, Y2
+	VMOVUPD       Y2, 2784(BX)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 2944(BX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        3072(DX), Y0, Y0
-	VMOVUPS       Y0, 3072(DX)
-	MOVQ          $+4, DX
+	VANDPS        3072(BX), Y0, Y0
+	VMOVUPS       Y0, 3072(BX)
+	MOVQ          $+4, BX
 
 noflush_3:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_2
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc27<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      1536(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y2, Y2
+	VMOVUPD      Y2, 1376(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      1856(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y2, Y2
+	VMOVUPD      Y2, 1696(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(CX), Y3, Y3
-	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y2, Y2
-	VMOVUPD      Y2, 2016(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(CX)
+	VADDPD       1984(DX), Y3, Y3
+	VMOVUPD      Y3, 1984(DX)
+	VADDPD       2016(DX), Y2, Y2
+	VMOVUPD      Y2, 2016(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
+	VADDPD       2432(DX), Y3, Y3
+	VMOVUPD      Y3, 2432(DX)
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
+	VADDPD       2752(DX), Y3, Y3
+	VMOVUPD      Y3, 2752(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3072(CX), Y0, Y0
-	VMOVUPS      Y0, 3072(CX)
-	INCQ         AX
-	CMPQ         AX, hi+56(FP)
+	VANDPS       3072(DX), Y0, Y0
+	VMOVUPS      Y0, 3072(DX)
+	INCQ         CX
+	CMPQ         CX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0xbe647fbe
-DATA lgc2<>+4(SB)/4, $0xbe647fbe
-DATA lgc2<>+8(SB)/4, $0xbe647fbe
-DATA lgc2<>+12(SB)/4, $0xbe647fbe
-DATA lgc2<>+16(SB)/4, $0xbe647fbe
-DATA lgc2<>+20(SB)/4, $0xbe647fbe
-DATA lgc2<>+24(SB)/4, $0xbe647fbe
-DATA lgc2<>+28(SB)/4, $0xbe647fbe
-DATA lgc2<>+32(SB)/4, $0xbe647fbe
-DATA lgc2<>+36(SB)/4, $0xbe647fbe
-DATA lgc2<>+40(SB)/4, $0xbe647fbe
-DATA lgc2<>+44(SB)/4, $0xbe647fbe
-DATA lgc2<>+48(SB)/4, $0xbe647fbe
-DATA lgc2<>+52(SB)/4, $0xbe647fbe
-DATA lgc2<>+56(SB)/4, $0xbe647fbe
-DATA lgc2<>+60(SB)/4, $0xbe647fbe
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgc3<>+0(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+4(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+8(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+12(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+16(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+20(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+24(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+28(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+32(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+36(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+40(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+44(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+48(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+52(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+56(SB)/4, $0x3e7cc8e3
-DATA lgc3<>+60(SB)/4, $0x3e7cc8e3
-GLOBL lgc3<>(SB), RODATA|NOPTR, $64
+DATA lgb3<>+0(SB)/4, $0x3e7cc8e3
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgc4<>+0(SB)/4, $0xc2d00000
-DATA lgc4<>+4(SB)/4, $0xc2d00000
-DATA lgc4<>+8(SB)/4, $0xc2d00000
-DATA lgc4<>+12(SB)/4, $0xc2d00000
-DATA lgc4<>+16(SB)/4, $0xc2d00000
-DATA lgc4<>+20(SB)/4, $0xc2d00000
-DATA lgc4<>+24(SB)/4, $0xc2d00000
-DATA lgc4<>+28(SB)/4, $0xc2d00000
-DATA lgc4<>+32(SB)/4, $0xc2d00000
-DATA lgc4<>+36(SB)/4, $0xc2d00000
-DATA lgc4<>+40(SB)/4, $0xc2d00000
-DATA lgc4<>+44(SB)/4, $0xc2d00000
-DATA lgc4<>+48(SB)/4, $0xc2d00000
-DATA lgc4<>+52(SB)/4, $0xc2d00000
-DATA lgc4<>+56(SB)/4, $0xc2d00000
-DATA lgc4<>+60(SB)/4, $0xc2d00000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $64
+DATA lgb4<>+0(SB)/4, $0xc2d00000
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgc5<>+0(SB)/4, $0x42b20000
-DATA lgc5<>+4(SB)/4, $0x42b20000
-DATA lgc5<>+8(SB)/4, $0x42b20000
-DATA lgc5<>+12(SB)/4, $0x42b20000
-DATA lgc5<>+16(SB)/4, $0x42b20000
-DATA lgc5<>+20(SB)/4, $0x42b20000
-DATA lgc5<>+24(SB)/4, $0x42b20000
-DATA lgc5<>+28(SB)/4, $0x42b20000
-DATA lgc5<>+32(SB)/4, $0x42b20000
-DATA lgc5<>+36(SB)/4, $0x42b20000
-DATA lgc5<>+40(SB)/4, $0x42b20000
-DATA lgc5<>+44(SB)/4, $0x42b20000
-DATA lgc5<>+48(SB)/4, $0x42b20000
-DATA lgc5<>+52(SB)/4, $0x42b20000
-DATA lgc5<>+56(SB)/4, $0x42b20000
-DATA lgc5<>+60(SB)/4, $0x42b20000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $64
+DATA lgb5<>+0(SB)/4, $0x42b20000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
-DATA lgc7<>+32(SB)/4, $0x3f318000
-DATA lgc7<>+36(SB)/4, $0x3f318000
-DATA lgc7<>+40(SB)/4, $0x3f318000
-DATA lgc7<>+44(SB)/4, $0x3f318000
-DATA lgc7<>+48(SB)/4, $0x3f318000
-DATA lgc7<>+52(SB)/4, $0x3f318000
-DATA lgc7<>+56(SB)/4, $0x3f318000
-DATA lgc7<>+60(SB)/4, $0x3f318000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x3f318000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
-DATA lgc8<>+32(SB)/4, $0xb95e8083
-DATA lgc8<>+36(SB)/4, $0xb95e8083
-DATA lgc8<>+40(SB)/4, $0xb95e8083
-DATA lgc8<>+44(SB)/4, $0xb95e8083
-DATA lgc8<>+48(SB)/4, $0xb95e8083
-DATA lgc8<>+52(SB)/4, $0xb95e8083
-DATA lgc8<>+56(SB)/4, $0xb95e8083
-DATA lgc8<>+60(SB)/4, $0xb95e8083
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0xb95e8083
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
-DATA lgc9<>+32(SB)/4, $0x39506967
-DATA lgc9<>+36(SB)/4, $0x39506967
-DATA lgc9<>+40(SB)/4, $0x39506967
-DATA lgc9<>+44(SB)/4, $0x39506967
-DATA lgc9<>+48(SB)/4, $0x39506967
-DATA lgc9<>+52(SB)/4, $0x39506967
-DATA lgc9<>+56(SB)/4, $0x39506967
-DATA lgc9<>+60(SB)/4, $0x39506967
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0x39506967
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
-DATA lgc10<>+32(SB)/4, $0x3ab743ce
-DATA lgc10<>+36(SB)/4, $0x3ab743ce
-DATA lgc10<>+40(SB)/4, $0x3ab743ce
-DATA lgc10<>+44(SB)/4, $0x3ab743ce
-DATA lgc10<>+48(SB)/4, $0x3ab743ce
-DATA lgc10<>+52(SB)/4, $0x3ab743ce
-DATA lgc10<>+56(SB)/4, $0x3ab743ce
-DATA lgc10<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
-DATA lgc11<>+32(SB)/4, $0x3c088908
-DATA lgc11<>+36(SB)/4, $0x3c088908
-DATA lgc11<>+40(SB)/4, $0x3c088908
-DATA lgc11<>+44(SB)/4, $0x3c088908
-DATA lgc11<>+48(SB)/4, $0x3c088908
-DATA lgc11<>+52(SB)/4, $0x3c088908
-DATA lgc11<>+56(SB)/4, $0x3c088908
-DATA lgc11<>+60(SB)/4, $0x3c088908
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x3c088908
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
-DATA lgc14<>+32(SB)/4, $0x3f000000
-DATA lgc14<>+36(SB)/4, $0x3f000000
-DATA lgc14<>+40(SB)/4, $0x3f000000
-DATA lgc14<>+44(SB)/4, $0x3f000000
-DATA lgc14<>+48(SB)/4, $0x3f000000
-DATA lgc14<>+52(SB)/4, $0x3f000000
-DATA lgc14<>+56(SB)/4, $0x3f000000
-DATA lgc14<>+60(SB)/4, $0x3f000000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $64
+DATA lgb14<>+0(SB)/4, $0x3f000000
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgc15<>+0(SB)/4, $0x000000fe
-DATA lgc15<>+4(SB)/4, $0x000000fe
-DATA lgc15<>+8(SB)/4, $0x000000fe
-DATA lgc15<>+12(SB)/4, $0x000000fe
-DATA lgc15<>+16(SB)/4, $0x000000fe
-DATA lgc15<>+20(SB)/4, $0x000000fe
-DATA lgc15<>+24(SB)/4, $0x000000fe
-DATA lgc15<>+28(SB)/4, $0x000000fe
-DATA lgc15<>+32(SB)/4, $0x000000fe
-DATA lgc15<>+36(SB)/4, $0x000000fe
-DATA lgc15<>+40(SB)/4, $0x000000fe
-DATA lgc15<>+44(SB)/4, $0x000000fe
-DATA lgc15<>+48(SB)/4, $0x000000fe
-DATA lgc15<>+52(SB)/4, $0x000000fe
-DATA lgc15<>+56(SB)/4, $0x000000fe
-DATA lgc15<>+60(SB)/4, $0x000000fe
-GLOBL lgc15<>(SB), RODATA|NOPTR, $64
+DATA lgb15<>+0(SB)/4, $0x000000fe
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgc16<>+0(SB)/4, $0x3fa3d70a
-DATA lgc16<>+4(SB)/4, $0x3fa3d70a
-DATA lgc16<>+8(SB)/4, $0x3fa3d70a
-DATA lgc16<>+12(SB)/4, $0x3fa3d70a
-DATA lgc16<>+16(SB)/4, $0x3fa3d70a
-DATA lgc16<>+20(SB)/4, $0x3fa3d70a
-DATA lgc16<>+24(SB)/4, $0x3fa3d70a
-DATA lgc16<>+28(SB)/4, $0x3fa3d70a
-DATA lgc16<>+32(SB)/4, $0x3fa3d70a
-DATA lgc16<>+36(SB)/4, $0x3fa3d70a
-DATA lgc16<>+40(SB)/4, $0x3fa3d70a
-DATA lgc16<>+44(SB)/4, $0x3fa3d70a
-DATA lgc16<>+48(SB)/4, $0x3fa3d70a
-DATA lgc16<>+52(SB)/4, $0x3fa3d70a
-DATA lgc16<>+56(SB)/4, $0x3fa3d70a
-DATA lgc16<>+60(SB)/4, $0x3fa3d70a
-GLOBL lgc16<>(SB), RODATA|NOPTR, $64
+DATA lgb16<>+0(SB)/4, $0x3fa3d70a
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgc17<>+0(SB)/4, $0x7f800000
-DATA lgc17<>+4(SB)/4, $0x7f800000
-DATA lgc17<>+8(SB)/4, $0x7f800000
-DATA lgc17<>+12(SB)/4, $0x7f800000
-DATA lgc17<>+16(SB)/4, $0x7f800000
-DATA lgc17<>+20(SB)/4, $0x7f800000
-DATA lgc17<>+24(SB)/4, $0x7f800000
-DATA lgc17<>+28(SB)/4, $0x7f800000
-DATA lgc17<>+32(SB)/4, $0x7f800000
-DATA lgc17<>+36(SB)/4, $0x7f800000
-DATA lgc17<>+40(SB)/4, $0x7f800000
-DATA lgc17<>+44(SB)/4, $0x7f800000
-DATA lgc17<>+48(SB)/4, $0x7f800000
-DATA lgc17<>+52(SB)/4, $0x7f800000
-DATA lgc17<>+56(SB)/4, $0x7f800000
-DATA lgc17<>+60(SB)/4, $0x7f800000
-GLOBL lgc17<>(SB), RODATA|NOPTR, $64
+DATA lgb17<>+0(SB)/4, $0x7f800000
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
-DATA lgc18<>+32(SB)/4, $0x3f4ccccd
-DATA lgc18<>+36(SB)/4, $0x3f4ccccd
-DATA lgc18<>+40(SB)/4, $0x3f4ccccd
-DATA lgc18<>+44(SB)/4, $0x3f4ccccd
-DATA lgc18<>+48(SB)/4, $0x3f4ccccd
-DATA lgc18<>+52(SB)/4, $0x3f4ccccd
-DATA lgc18<>+56(SB)/4, $0x3f4ccccd
-DATA lgc18<>+60(SB)/4, $0x3f4ccccd
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0xff800000
-DATA lgc19<>+4(SB)/4, $0xff800000
-DATA lgc19<>+8(SB)/4, $0xff800000
-DATA lgc19<>+12(SB)/4, $0xff800000
-DATA lgc19<>+16(SB)/4, $0xff800000
-DATA lgc19<>+20(SB)/4, $0xff800000
-DATA lgc19<>+24(SB)/4, $0xff800000
-DATA lgc19<>+28(SB)/4, $0xff800000
-DATA lgc19<>+32(SB)/4, $0xff800000
-DATA lgc19<>+36(SB)/4, $0xff800000
-DATA lgc19<>+40(SB)/4, $0xff800000
-DATA lgc19<>+44(SB)/4, $0xff800000
-DATA lgc19<>+48(SB)/4, $0xff800000
-DATA lgc19<>+52(SB)/4, $0xff800000
-DATA lgc19<>+56(SB)/4, $0xff800000
-DATA lgc19<>+60(SB)/4, $0xff800000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0xff800000
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
-DATA lgc20<>+32(SB)/4, $0x80000000
-DATA lgc20<>+36(SB)/4, $0x80000000
-DATA lgc20<>+40(SB)/4, $0x80000000
-DATA lgc20<>+44(SB)/4, $0x80000000
-DATA lgc20<>+48(SB)/4, $0x80000000
-DATA lgc20<>+52(SB)/4, $0x80000000
-DATA lgc20<>+56(SB)/4, $0x80000000
-DATA lgc20<>+60(SB)/4, $0x80000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0x80000000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgc21<>+0(SB)/4, $0xbc23d70a
-DATA lgc21<>+4(SB)/4, $0xbc23d70a
-DATA lgc21<>+8(SB)/4, $0xbc23d70a
-DATA lgc21<>+12(SB)/4, $0xbc23d70a
-DATA lgc21<>+16(SB)/4, $0xbc23d70a
-DATA lgc21<>+20(SB)/4, $0xbc23d70a
-DATA lgc21<>+24(SB)/4, $0xbc23d70a
-DATA lgc21<>+28(SB)/4, $0xbc23d70a
-DATA lgc21<>+32(SB)/4, $0xbc23d70a
-DATA lgc21<>+36(SB)/4, $0xbc23d70a
-DATA lgc21<>+40(SB)/4, $0xbc23d70a
-DATA lgc21<>+44(SB)/4, $0xbc23d70a
-DATA lgc21<>+48(SB)/4, $0xbc23d70a
-DATA lgc21<>+52(SB)/4, $0xbc23d70a
-DATA lgc21<>+56(SB)/4, $0xbc23d70a
-DATA lgc21<>+60(SB)/4, $0xbc23d70a
-GLOBL lgc21<>(SB), RODATA|NOPTR, $64
+DATA lgb21<>+0(SB)/4, $0xbc23d70a
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgc22<>+0(SB)/4, $0xc22c0000
-DATA lgc22<>+4(SB)/4, $0xc22c0000
-DATA lgc22<>+8(SB)/4, $0xc22c0000
-DATA lgc22<>+12(SB)/4, $0xc22c0000
-DATA lgc22<>+16(SB)/4, $0xc22c0000
-DATA lgc22<>+20(SB)/4, $0xc22c0000
-DATA lgc22<>+24(SB)/4, $0xc22c0000
-DATA lgc22<>+28(SB)/4, $0xc22c0000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+DATA lgb22<>+0(SB)/4, $0xc22c0000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+DATA lgb23<>+0(SB)/4, $0x42b00000
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgc24<>+0(SB)/4, $0xff800000
-DATA lgc24<>+4(SB)/4, $0xff800000
-DATA lgc24<>+8(SB)/4, $0xff800000
-DATA lgc24<>+12(SB)/4, $0xff800000
-DATA lgc24<>+16(SB)/4, $0xff800000
-DATA lgc24<>+20(SB)/4, $0xff800000
-DATA lgc24<>+24(SB)/4, $0xff800000
-DATA lgc24<>+28(SB)/4, $0xff800000
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x4020000000000000
-DATA lgc25<>+8(SB)/8, $0x4020000000000000
-DATA lgc25<>+16(SB)/8, $0x4020000000000000
-DATA lgc25<>+24(SB)/8, $0x4020000000000000
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
+DATA lgc27<>+0(SB)/4, $0x00000000
+DATA lgc27<>+4(SB)/4, $0x00000000
+DATA lgc27<>+8(SB)/4, $0x00000000
+DATA lgc27<>+12(SB)/4, $0x00000000
+DATA lgc27<>+16(SB)/4, $0x00000000
+DATA lgc27<>+20(SB)/4, $0x00000000
+DATA lgc27<>+24(SB)/4, $0x00000000
+DATA lgc27<>+28(SB)/4, $0x00000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x00000000
-DATA lgc28<>+4(SB)/4, $0x00000000
-DATA lgc28<>+8(SB)/4, $0x00000000
-DATA lgc28<>+12(SB)/4, $0x00000000
-DATA lgc28<>+16(SB)/4, $0x00000000
-DATA lgc28<>+20(SB)/4, $0x00000000
-DATA lgc28<>+24(SB)/4, $0x00000000
-DATA lgc28<>+28(SB)/4, $0x00000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -1003,13 +639,13 @@ outer0_4:
 	XORQ    CX, CX
 
 blocks_5:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VPCMPGTD  lgc0<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc1<>+0(SB), Z2
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -1020,10 +656,10 @@ blocks_5:
 	VADDPS        Y0, Y2, Y0
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc25<>+0(SB), Y1
+	VMOVUPD       lgc24<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc26<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS        lgc25<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -1031,7 +667,7 @@ blocks_5:
 	VMOVUPD       Y2, 64(DX)
 	VADDPD        96(DX), Y0, Y0
 	VMOVUPD       Y0, 96(DX)
-	VMOVUPS       lgc28<>+0(SB), Y0
+	VMOVUPS       lgc27<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
@@ -1045,13 +681,13 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc27<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1059,7 +695,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
@@ -1071,16 +707,19 @@ noflush_6:
 
 // func fbPass1AVX512(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $576-88
+TEXT ·fbPass1AVX512(SB), $640-88
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
 	// values every block reads alike, computed once
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v32 = max(numValid, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc29<>+0(SB), Z2
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb28<>+0(SB), Z2
 
 	// v68 = div(0.01, v32)
 	VDIVPS Z0, Z2, Z2
@@ -1089,111 +728,109 @@ TEXT ·fbPass1AVX512(SB), $576-88
 	VDIVPS Z0, Z1, Z0
 
 	// v77 = mul(v75, -0.01)
-	VMULPS  lgc21<>+0(SB), Z0, Z1
-	VMOVUPS Z2, (SP)
-	VMOVUPS Z0, 64(SP)
-	VMOVUPS Z1, 128(SP)
-	MOVQ    lo+8(FP), AX
+	VMULPS.BCST lgb21<>+0(SB), Z0, Z1
+	VMOVUPS     Z2, (AX)
+	VMOVUPS     Z0, 64(AX)
+	VMOVUPS     Z1, 128(AX)
+	MOVQ        lo+8(FP), CX
 
 outer0_7:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_8:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	MOVQ      logProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Z1
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	MOVQ          logProb+24(FP), SI
+	VMOVUPS       (SI)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z2
+	MOVQ    sampleLogProb+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z3
-	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z4
+	MOVQ    advantage+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z4
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z4, Z0, Z5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS  Z3, Z1, Z1
-	VMOVUPS lgc2<>+0(SB), Z3
+	VSUBPS       Z3, Z1, Z1
+	VBROADCASTSS lgb2<>+0(SB), Z3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z1, Z3, Z3
-	VMOVUPS lgc3<>+0(SB), Z6
+	VMAXPS       Z1, Z3, Z3
+	VBROADCASTSS lgb3<>+0(SB), Z6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS Z3, Z6, Z3
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc4<>+0(SB), Z6
-	VMAXPS       Z1, Z6, Z6
-	VMOVUPS      lgc5<>+0(SB), Z7
-	VMINPS       Z6, Z7, Z6
-	VMULPS       lgc6<>+0(SB), Z6, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z6, Z6
-	VFNMADD231PS lgc7<>+0(SB), Z7, Z6
-	VFNMADD231PS lgc8<>+0(SB), Z7, Z6
-	VMULPS       Z6, Z6, Z8
-	VMOVUPS      lgc9<>+0(SB), Z9
-	VFMADD213PS  lgc10<>+0(SB), Z6, Z9
-	VMOVUPS      lgc11<>+0(SB), Z10
-	VFMADD213PS  lgc12<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc13<>+0(SB), Z10
-	VFMADD213PS  lgc14<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z6, Z8, Z9
-	VADDPS       lgc1<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z6
-	VPADDD       lgc15<>+0(SB), Z6, Z6
-	VPSRLD       $0x01, Z6, Z7
-	VPSUBD       Z7, Z6, Z6
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z6, Z6
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z6, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z6
+	VMAXPS            Z1, Z6, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb6<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z6
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
+	VMULPS            Z6, Z6, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z6, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z6
+	VPADDD.BCST       lgb15<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z6, Z9, Z9
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z1, Z3, K1
-	VPMOVM2D K1, Z3
-	VANDPS   lgc1<>+0(SB), Z3, Z6
-	VMOVUPS  lgc16<>+0(SB), Z7
-	VMOVUPS  lgc17<>+0(SB), Z8
+	VCMPPS       $0x04, Z1, Z3, K1
+	VPMOVM2D     K1, Z3
+	VANDPS.BCST  lgb1<>+0(SB), Z3, Z6
+	VBROADCASTSS lgb16<>+0(SB), Z7
+	VBROADCASTSS lgb17<>+0(SB), Z8
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS    Z3, Z10
-	VPTERNLOGD $0xca, Z8, Z7, Z10
-	VMOVUPS    lgc18<>+0(SB), Z7
-	VMOVUPS    lgc19<>+0(SB), Z8
+	VMOVUPS      Z3, Z10
+	VPTERNLOGD   $0xca, Z8, Z7, Z10
+	VBROADCASTSS lgb18<>+0(SB), Z7
+	VBROADCASTSS lgb19<>+0(SB), Z8
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VMOVUPS    Z3, Z3
-	VPTERNLOGD $0xca, Z8, Z7, Z3
-	VMOVUPS    lgc0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z8, Z7, Z3
+	VBROADCASTSS lgb0<>+0(SB), Z7
 
 	// v24 = ge(v10, 0)
 	VCMPPS   $0x1d, Z7, Z5, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z5, 192(SP)
-	VMOVUPS  Z1, 256(SP)
+	VMOVUPS  Z5, 192(AX)
+	VMOVUPS  Z1, 256(AX)
 
 	// v25 = min(ratio, v20) tie=first
 	VMINPS  Z9, Z10, Z1
-	VMOVUPS Z10, 320(SP)
+	VMOVUPS Z10, 320(AX)
 
 	// v26 = max(ratio, v23) tie=first
 	VMAXPS  Z9, Z3, Z5
-	VMOVUPS Z3, 384(SP)
+	VMOVUPS Z3, 384(AX)
 
 	// v27 = where(v24, v25, v26)
 	VMOVUPS    Z7, Z3
@@ -1203,30 +840,28 @@ blocks_8:
 	VMULPS Z3, Z4, Z1
 
 	// v29 = neg(gain)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v30 = where(mask, v29, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v30) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	MOVQ          state+48(FP), BX
-	VADDPS        704(BX), Y1, Y1
-	VMOVUPS       Y1, 704(BX)
-	VADDPS        704(BX), Y3, Y1
-	VMOVUPS       Y1, 704(BX)
+	MOVQ          state+48(FP), SI
+	VADDPS        704(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 704(SI)
 
 	// v34 = where(mask, v17, 0)
 	VANDPS Z6, Z0, Z1
 
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1024(BX), Y1, Y1
-	VMOVUPS       Y1, 1024(BX)
-	VADDPS        1024(BX), Y3, Y1
-	VMOVUPS       Y1, 1024(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VADDPS        1024(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 1024(SI)
+	MOVQ          logProb+24(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v37 = sub(sampleLogProb, logProb)
 	VSUBPS Z1, Z2, Z1
@@ -1236,162 +871,152 @@ blocks_8:
 
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        1344(BX), Y1, Y3
-	VMOVUPS       Y3, 1344(BX)
-	VADDPS        1344(BX), Y2, Y2
-	VMOVUPS       Y2, 1344(BX)
-	MOVQ          entropy+56(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VADDPS        1344(SI), Y1, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 1344(SI)
+	MOVQ          entropy+56(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v42 = where(mask, entropy, 0)
 	VANDPS Z2, Z0, Z3
 
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        1664(BX), Y3, Y3
-	VMOVUPS       Y3, 1664(BX)
-	VADDPS        1664(BX), Y4, Y3
-	VMOVUPS       Y3, 1664(BX)
+	VADDPS        1664(SI), Y3, Y3
+	VADDPS        Y4, Y3, Y3
+	VMOVUPS       Y3, 1664(SI)
 
 	// v46 = mul(-0.01, entropy)
-	VMULPS lgc21<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
 
 	// v47 = where(mask, v46, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1984(BX), Y2, Y2
-	VMOVUPS       Y2, 1984(BX)
-	VADDPS        1984(BX), Y3, Y2
-	VMOVUPS       Y2, 1984(BX)
-	VMOVUPS       256(SP), Z2
-	VMOVUPS       lgc19<>+0(SB), Z3
+	VADDPS        1984(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 1984(SI)
+	VMOVUPS       256(AX), Z2
+	VBROADCASTSS  lgb19<>+0(SB), Z3
 
 	// v50 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z0, Z4
 	VPTERNLOGD $0xca, Z3, Z2, Z4
-	VMOVUPS    Z7, 448(SP)
-	VMOVUPS    Z1, 512(SP)
+	VMOVUPS    Z7, 448(AX)
+	VMOVUPS    Z1, 512(AX)
 
 	// logsumexp(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VANDPS        Z9, Z0, Z2
+	VANDPS        Z9, Z0, Z1
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VCMPPS        $0x15, lgc22<>+0(SB), Y4, Y5
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y4, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc24<>+0(SB), Y4, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        2304(BX), Y5, Y5
-	VMOVUPS       Y5, 2304(BX)
-	VADDPS        2432(BX), Y2, Y4
-	VMOVUPS       Y4, 2432(BX)
-	VMULPS        Y2, Y2, Y2
-	VADDPS        2752(BX), Y2, Y2
-	VMOVUPS       Y2, 2752(BX)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y1, Y2
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y1, Y4
-	VANDPS        Y4, Y2, Y2
-	VCMPPS        $0x00, lgc24<>+0(SB), Y1, Y4
-	VORPS         Y4, Y2, Y2
-	VANDPS        2304(BX), Y2, Y2
-	VMOVUPS       Y2, 2304(BX)
-	VADDPS        2432(BX), Y3, Y1
-	VMOVUPS       Y1, 2432(BX)
-	VMULPS        Y3, Y3, Y1
-	VADDPS        2752(BX), Y1, Y1
-	VMOVUPS       Y1, 2752(BX)
-	VMOVUPS       512(SP), Z1
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VANDPS        2304(SI), Y2, Y2
+	VMOVUPS       Y2, 2304(SI)
+	VADDPS        2432(SI), Y1, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2432(SI)
+	VMULPS        Y1, Y1, Y1
+	VMULPS        Y3, Y3, Y2
+	VADDPS        2752(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 2752(SI)
+	VMOVUPS       512(AX), Z1
 
 	// k3 = expm1_minus_x(v38)
-	VMOVUPS      lgc4<>+0(SB), Z2
-	VMAXPS       Z1, Z2, Z2
-	VMOVUPS      lgc5<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc6<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc7<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc8<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc9<>+0(SB), Z6
-	VFMADD213PS  lgc10<>+0(SB), Z4, Z6
-	VMOVUPS      lgc11<>+0(SB), Z2
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc13<>+0(SB), Z2
-	VFMADD213PS  lgc14<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc15<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z3
-	VPTERNLOGD   $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb5<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z1, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z2, Z3, Z6
 
 	// v62 = where(mask, k3, 0)
 	VANDPS Z6, Z0, Z2
 
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3072(BX), Y2, Y2
-	VMOVUPS       Y2, 3072(BX)
-	VADDPS        3072(BX), Y3, Y2
-	VMOVUPS       Y2, 3072(BX)
-	VMOVUPS       lgc30<>+0(SB), Z2
+	VADDPS        3072(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 3072(SI)
+	VBROADCASTSS  lgb29<>+0(SB), Z2
 
 	// v70 = lt(v38, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
 	VPMOVM2D K1, Z2
 
 	// v72 = add(k3, v38)
-	VADDPS  Z1, Z6, Z1
-	VMOVUPS lgc31<>+0(SB), Z3
+	VADDPS       Z1, Z6, Z1
+	VBROADCASTSS lgb30<>+0(SB), Z3
 
 	// v73 = where(v70, -1, v72)
-	VMOVUPS    Z2, Z2
 	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (SP), Z1
+	VMOVUPS    (AX), Z1
 
 	// v74 = mul(v68, v73)
 	VMULPS  Z2, Z1, Z1
-	VMOVUPS 64(SP), Z2
+	VMOVUPS 64(AX), Z2
 
 	// v76 = where(mask, v75, 0)
 	VANDPS  Z2, Z0, Z2
-	VMOVUPS 128(SP), Z3
+	VMOVUPS 128(AX), Z3
 
 	// gradEntropy = where(mask, v77, 0)
 	VANDPS Z3, Z0, Z3
 
 	// v79 = neg(v76)
-	VXORPS  lgc20<>+0(SB), Z2, Z2
-	VMOVUPS 192(SP), Z4
+	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
+	VMOVUPS     192(AX), Z4
 
 	// v80 = mul(v79, v10)
-	VMULPS   Z4, Z2, Z2
-	VMOVUPS  448(SP), Z4
-	VMOVUPS  lgc0<>+0(SB), Z5
-	VCMPPS   $0x04, Z5, Z4, K1
-	VPMOVM2D K1, Z5
+	VMULPS       Z4, Z2, Z2
+	VMOVUPS      448(AX), Z4
+	VBROADCASTSS lgb0<>+0(SB), Z5
+	VCMPPS       $0x04, Z5, Z4, K1
+	VPMOVM2D     K1, Z5
 
 	// v81 = where(v24, v80, 0)
 	VANDPS Z2, Z5, Z4
 
 	// v82 = where(v24, 0, v80)
 	VANDNPS Z2, Z5, Z2
-	VMOVUPS 384(SP), Z5
+	VMOVUPS 384(AX), Z5
 
 	// v83 = ge(ratio, v23)
 	VCMPPS   $0x1d, Z5, Z9, K1
@@ -1406,7 +1031,7 @@ blocks_8:
 
 	// v86 = where(v85, v82, 0)
 	VANDPS  Z2, Z5, Z2
-	VMOVUPS 320(SP), Z5
+	VMOVUPS 320(AX), Z5
 
 	// v87 = le(ratio, v20)
 	VCMPPS   $0x12, Z5, Z9, K1
@@ -1419,8 +1044,8 @@ blocks_8:
 	VANDPS Z4, Z5, Z4
 
 	// v90 = add(v86, v89)
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS lgc0<>+0(SB), Z4
+	VADDPS       Z4, Z2, Z2
+	VBROADCASTSS lgb0<>+0(SB), Z4
 
 	// v91 = ne(v90, 0)
 	VCMPPS   $0x04, Z4, Z2, K1
@@ -1430,11 +1055,10 @@ blocks_8:
 	VMULPS Z9, Z2, Z5
 
 	// v93 = where(v91, v92, v90)
-	VMOVUPS    Z4, Z4
 	VPTERNLOGD $0xca, Z2, Z5, Z4
 
 	// v94 = neg(v74)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v95 = add(v94, v93)
 	VADDPS Z4, Z1, Z1
@@ -1443,19 +1067,137 @@ blocks_8:
 	VANDPS Z1, Z0, Z0
 
 	// store gradEntropy
-	MOVQ    gradEntropy+64(FP), BX
-	VMOVUPS Z3, (BX)(SI*4)
+	MOVQ    gradEntropy+64(FP), SI
+	VMOVUPS Z3, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+72(FP), BX
-	VMOVUPS      Z0, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradLogProb+72(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
 	JNZ          noflush_9
-	VMOVUPD      lgc25<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
+	MOVQ         state+48(FP), BX
+	VMOVUPS      704(BX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(BX), Y2, Y2
+	VMOVUPD      Y2, 512(BX)
+	VADDPD       544(BX), Y1, Y1
+	VMOVUPD      Y1, 544(BX)
+	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      Y1, 704(BX)
+	VMOVUPS      1024(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       832(BX), Y3, Y3
+	VMOVUPD      Y3, 832(BX)
+	VADDPD       864(BX), Y2, Y2
+	VMOVUPD      Y2, 864(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1152(BX), Y3, Y3
+	VMOVUPD      Y3, 1152(BX)
+	VADDPD       1184(BX), Y2, Y2
+	VMOVUPD      Y2, 1184(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1472(BX), Y3, Y3
+	VMOVUPD      Y3, 1472(BX)
+	VADDPD       1504(BX), Y2, Y2
+	VMOVUPD      Y2, 1504(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(BX), Y3, Y3
+	VMOVUPD      Y3, 1792(BX)
+	VADDPD       1824(BX), Y2, Y2
+	VMOVUPD      Y2, 1824(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2432(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(BX), Y3, Y3
+	VMOVUPD      Y3, 2112(BX)
+	VADDPD       2144(BX), Y2, Y2
+	VMOVUPD      Y2, 2144(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 2432(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2560(BX), Y3, Y3
+	VMOVUPD      Y3, 2560(BX)
+	VADDPD       2592(BX), Y2, Y2
+	VMOVUPD      Y2, 2592(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2880(BX), Y3, Y3
+	VMOVUPD      Y3, 2880(BX)
+	VADDPD       2912(BX), Y2, Y2
+	VMOVUPD      Y2, 2912(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3200(BX), Y0, Y0
+	VMOVUPS      Y0, 3200(BX)
+	MOVQ         $+4, BX
+
+noflush_9:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_8
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc27<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1463,11 +1205,11 @@ blocks_8:
 	VMOVUPD      Y2, 512(DX)
 	VADDPD       544(DX), Y1, Y1
 	VMOVUPD      Y1, 544(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1475,12 +1217,12 @@ blocks_8:
 	VMOVUPD      Y3, 832(DX)
 	VADDPD       864(DX), Y2, Y2
 	VMOVUPD      Y2, 864(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1488,12 +1230,12 @@ blocks_8:
 	VMOVUPD      Y3, 1152(DX)
 	VADDPD       1184(DX), Y2, Y2
 	VMOVUPD      Y2, 1184(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1501,12 +1243,12 @@ blocks_8:
 	VMOVUPD      Y3, 1472(DX)
 	VADDPD       1504(DX), Y2, Y2
 	VMOVUPD      Y2, 1504(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1514,12 +1256,12 @@ blocks_8:
 	VMOVUPD      Y3, 1792(DX)
 	VADDPD       1824(DX), Y2, Y2
 	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2432(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1527,12 +1269,12 @@ blocks_8:
 	VMOVUPD      Y3, 2112(DX)
 	VADDPD       2144(DX), Y2, Y2
 	VMOVUPD      Y2, 2144(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 2432(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1540,12 +1282,12 @@ blocks_8:
 	VMOVUPD      Y3, 2560(DX)
 	VADDPD       2592(DX), Y2, Y2
 	VMOVUPD      Y2, 2592(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1553,185 +1295,22 @@ blocks_8:
 	VMOVUPD      Y3, 2880(DX)
 	VADDPD       2912(DX), Y2, Y2
 	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       3200(DX), Y0, Y0
 	VMOVUPS      Y0, 3200(DX)
-	MOVQ         $+4, DX
-
-noflush_9:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
-	JL           blocks_8
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      704(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(CX), Y2, Y2
-	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y1, Y1
-	VMOVUPD      Y1, 544(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 704(CX)
-	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(CX), Y3, Y3
-	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y2, Y2
-	VMOVUPD      Y2, 864(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(CX), Y3, Y3
-	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y2, Y2
-	VMOVUPD      Y2, 1184(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(CX), Y3, Y3
-	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2432(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(CX), Y3, Y3
-	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y2, Y2
-	VMOVUPD      Y2, 2144(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2432(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       3200(CX), Y0, Y0
-	VMOVUPS      Y0, 3200(CX)
-	INCQ         AX
-	CMPQ         AX, hi+80(FP)
+	INCQ         CX
+	CMPQ         CX, hi+80(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x3c23d70a
-DATA lgc29<>+4(SB)/4, $0x3c23d70a
-DATA lgc29<>+8(SB)/4, $0x3c23d70a
-DATA lgc29<>+12(SB)/4, $0x3c23d70a
-DATA lgc29<>+16(SB)/4, $0x3c23d70a
-DATA lgc29<>+20(SB)/4, $0x3c23d70a
-DATA lgc29<>+24(SB)/4, $0x3c23d70a
-DATA lgc29<>+28(SB)/4, $0x3c23d70a
-DATA lgc29<>+32(SB)/4, $0x3c23d70a
-DATA lgc29<>+36(SB)/4, $0x3c23d70a
-DATA lgc29<>+40(SB)/4, $0x3c23d70a
-DATA lgc29<>+44(SB)/4, $0x3c23d70a
-DATA lgc29<>+48(SB)/4, $0x3c23d70a
-DATA lgc29<>+52(SB)/4, $0x3c23d70a
-DATA lgc29<>+56(SB)/4, $0x3c23d70a
-DATA lgc29<>+60(SB)/4, $0x3c23d70a
-GLOBL lgc29<>(SB), RODATA|NOPTR, $64
+DATA lgb28<>+0(SB)/4, $0x3c23d70a
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
 
-DATA lgc30<>+0(SB)/4, $0xc2200000
-DATA lgc30<>+4(SB)/4, $0xc2200000
-DATA lgc30<>+8(SB)/4, $0xc2200000
-DATA lgc30<>+12(SB)/4, $0xc2200000
-DATA lgc30<>+16(SB)/4, $0xc2200000
-DATA lgc30<>+20(SB)/4, $0xc2200000
-DATA lgc30<>+24(SB)/4, $0xc2200000
-DATA lgc30<>+28(SB)/4, $0xc2200000
-DATA lgc30<>+32(SB)/4, $0xc2200000
-DATA lgc30<>+36(SB)/4, $0xc2200000
-DATA lgc30<>+40(SB)/4, $0xc2200000
-DATA lgc30<>+44(SB)/4, $0xc2200000
-DATA lgc30<>+48(SB)/4, $0xc2200000
-DATA lgc30<>+52(SB)/4, $0xc2200000
-DATA lgc30<>+56(SB)/4, $0xc2200000
-DATA lgc30<>+60(SB)/4, $0xc2200000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $64
+DATA lgb29<>+0(SB)/4, $0xc2200000
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
-DATA lgc31<>+0(SB)/4, $0xbf800000
-DATA lgc31<>+4(SB)/4, $0xbf800000
-DATA lgc31<>+8(SB)/4, $0xbf800000
-DATA lgc31<>+12(SB)/4, $0xbf800000
-DATA lgc31<>+16(SB)/4, $0xbf800000
-DATA lgc31<>+20(SB)/4, $0xbf800000
-DATA lgc31<>+24(SB)/4, $0xbf800000
-DATA lgc31<>+28(SB)/4, $0xbf800000
-DATA lgc31<>+32(SB)/4, $0xbf800000
-DATA lgc31<>+36(SB)/4, $0xbf800000
-DATA lgc31<>+40(SB)/4, $0xbf800000
-DATA lgc31<>+44(SB)/4, $0xbf800000
-DATA lgc31<>+48(SB)/4, $0xbf800000
-DATA lgc31<>+52(SB)/4, $0xbf800000
-DATA lgc31<>+56(SB)/4, $0xbf800000
-DATA lgc31<>+60(SB)/4, $0xbf800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $64
+DATA lgb30<>+0(SB)/4, $0xbf800000
+GLOBL lgb30<>(SB), RODATA|NOPTR, $4

@@ -6,28 +6,30 @@
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $64-48
-	MOVQ lo+0(FP), AX
+TEXT ·pass0AVX512(SB), $128-48
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ    $+4, DX
-	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
-	MOVQ    AX, BX
-	IMUL3Q  $+8, BX, SI
-	VMOVUPS 1024(CX)(SI*4), Y1
-	IMUL3Q  $+8, BX, BX
-	VMOVUPS 2048(CX)(BX*4), Y2
-	XORQ    CX, CX
+	MOVQ    $+4, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 256(DX), Y0
+	MOVQ    CX, SI
+	IMUL3Q  $+8, SI, DI
+	VMOVUPS 1024(DX)(DI*4), Y1
+	IMUL3Q  $+8, SI, SI
+	VMOVUPS 2048(DX)(SI*4), Y2
+	XORQ    DX, DX
 
 blocks_2:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z3
-	VPCMPGTD  lgc0<>+0(SB), Z3, K1
-	VPMOVM2D  K1, Z3
-	VMOVUPS   lgc1<>+0(SB), Z4
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z3
+	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z3
+	VBROADCASTSS  lgb1<>+0(SB), Z4
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z4, Z3, Z4
@@ -36,60 +38,60 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        Y0, Y4, Y0
 	VADDPS        Y0, Y5, Y0
-	MOVQ          logProb+24(FP), BX
-	VMOVUPS       (BX)(SI*4), Z5
+	MOVQ          logProb+24(FP), SI
+	VMOVUPS       (SI)(DI*4), Z5
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z5, Z3, Z5
-	MOVQ    teacherLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z6
+	MOVQ    teacherLogProb+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z6
 
 	// v8 = where(mask, teacherLogProb, 0)
 	VANDPS Z6, Z3, Z3
 
 	// v10 = sub(v8, v6)
 	VSUBPS  Z5, Z3, Z3
-	VMOVUPS Z4, (SP)
+	VMOVUPS Z4, (AX)
 
 	// k3 = expm1_minus_x(v10)
-	VMOVUPS      lgc2<>+0(SB), Z4
-	VMAXPS       Z3, Z4, Z4
-	VMOVUPS      lgc3<>+0(SB), Z5
-	VMINPS       Z4, Z5, Z4
-	VMULPS       lgc4<>+0(SB), Z4, Z5
-	VRNDSCALEPS  $0x00, Z5, Z5
-	VMOVAPS      Z4, Z6
-	VFNMADD231PS lgc5<>+0(SB), Z5, Z6
-	VFNMADD231PS lgc6<>+0(SB), Z5, Z6
-	VMULPS       Z6, Z6, Z7
-	VMOVUPS      lgc7<>+0(SB), Z8
-	VFMADD213PS  lgc8<>+0(SB), Z6, Z8
-	VMOVUPS      lgc9<>+0(SB), Z4
-	VFMADD213PS  lgc10<>+0(SB), Z6, Z4
-	VFMADD213PS  Z4, Z7, Z8
-	VMOVUPS      lgc11<>+0(SB), Z4
-	VFMADD213PS  lgc12<>+0(SB), Z6, Z4
-	VFMADD213PS  Z4, Z7, Z8
-	VMULPS       Z7, Z8, Z4
-	VFMADD213PS  Z6, Z7, Z8
-	VADDPS       lgc1<>+0(SB), Z8, Z8
-	VCVTPS2DQ    Z5, Z6
-	VPADDD       lgc13<>+0(SB), Z6, Z6
-	VPSRLD       $0x01, Z6, Z7
-	VPSUBD       Z7, Z6, Z6
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z6, Z6
-	VMULPS       Z7, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VSUBPS       lgc1<>+0(SB), Z8, Z8
-	VSUBPS       Z3, Z8, Z8
-	VCMPPS       $0x00, lgc0<>+0(SB), Z5, K1
-	VPMOVM2D     K1, Z3
-	VPTERNLOGD   $0xb8, Z4, Z3, Z8
-	MOVQ         mask+16(FP), BX
-	VPMOVZXBD    (BX)(SI*1), Z3
-	VPCMPGTD     lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z3
+	VBROADCASTSS      lgb2<>+0(SB), Z4
+	VMAXPS            Z3, Z4, Z4
+	VBROADCASTSS      lgb3<>+0(SB), Z5
+	VMINPS            Z4, Z5, Z4
+	VMULPS.BCST       lgb4<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VMOVAPS           Z4, Z6
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z5, Z6
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z5, Z6
+	VMULPS            Z6, Z6, Z7
+	VBROADCASTSS      lgb7<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z6, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z4
+	VFMADD213PS       Z4, Z7, Z8
+	VBROADCASTSS      lgb11<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z4
+	VFMADD213PS       Z4, Z7, Z8
+	VMULPS            Z7, Z8, Z4
+	VFMADD213PS       Z6, Z7, Z8
+	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VCVTPS2DQ         Z5, Z6
+	VPADDD.BCST       lgb13<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z8, Z8
+	VMULPS            Z6, Z8, Z8
+	VSUBPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VSUBPS            Z3, Z8, Z8
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z5, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z4, Z3, Z8
+	MOVQ              mask+16(FP), SI
+	VPMOVZXBD         (SI)(DI*1), Z3
+	VPCMPGTD.BCST     lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
 
 	// v12 = where(mask, k3, 0)
 	VANDPS Z8, Z3, Z3
@@ -98,373 +100,163 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        Y1, Y3, Y1
 	VADDPS        Y1, Y4, Y1
-	VMOVUPS       (SP), Z3
+	VMOVUPS       (AX), Z3
 
 	// sum(v3) over [L]
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        Y2, Y3, Y2
 	VADDPS        Y2, Y4, Y2
-	DECQ          DX
+	DECQ          BX
 	JNZ           noflush_3
 	VMOVUPD       lgc14<>+0(SB), Y3
-	MOVQ          state+8(FP), DX
+	MOVQ          state+8(FP), BX
 	VANDPS        lgc15<>+0(SB), Y0, Y3
 	VCMPPS        $0x12, lgc16<>+0(SB), Y3, Y3
 	VCVTPS2PD     X0, Y4
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        64(DX), Y4, Y4
-	VMOVUPD       Y4, 64(DX)
-	VADDPD        96(DX), Y0, Y0
-	VMOVUPD       Y0, 96(DX)
+	VADDPD        64(BX), Y4, Y4
+	VMOVUPD       Y4, 64(BX)
+	VADDPD        96(BX), Y0, Y0
+	VMOVUPD       Y0, 96(BX)
 	VMOVUPS       lgc17<>+0(SB), Y0
-	MOVQ          AX, BX
-	IMUL3Q        $+8, BX, SI
+	MOVQ          CX, SI
+	IMUL3Q        $+8, SI, DI
 	VANDPS        lgc15<>+0(SB), Y1, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
 	VCVTPS2PD     X1, Y5
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        384(DX)(SI*8), Y5, Y5
-	VMOVUPD       Y5, 384(DX)(SI*8)
-	VADDPD        416(DX)(SI*8), Y1, Y1
-	VMOVUPD       Y1, 416(DX)(SI*8)
+	VADDPD        384(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 384(BX)(DI*8)
+	VADDPD        416(BX)(DI*8), Y1, Y1
+	VMOVUPD       Y1, 416(BX)(DI*8)
 	VMOVUPS       lgc17<>+0(SB), Y1
 	VANDPS        Y4, Y3, Y3
-	IMUL3Q        $+8, BX, BX
+	IMUL3Q        $+8, SI, SI
 	VANDPS        lgc15<>+0(SB), Y2, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
 	VCVTPS2PD     X2, Y5
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1408(DX)(BX*8), Y5, Y5
-	VMOVUPD       Y5, 1408(DX)(BX*8)
-	VADDPD        1440(DX)(BX*8), Y2, Y2
-	VMOVUPD       Y2, 1440(DX)(BX*8)
+	VADDPD        1408(BX)(SI*8), Y5, Y5
+	VMOVUPD       Y5, 1408(BX)(SI*8)
+	VADDPD        1440(BX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 1440(BX)(SI*8)
 	VMOVUPS       lgc17<>+0(SB), Y2
 	VANDPS        Y4, Y3, Y3
-	VANDPS        2432(DX), Y3, Y3
-	VMOVUPS       Y3, 2432(DX)
-	MOVQ          $+4, DX
+	VANDPS        2432(BX), Y3, Y3
+	VMOVUPS       Y3, 2432(BX)
+	MOVQ          $+4, BX
 
 noflush_3:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
-	MOVQ         AX, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      Y1, 1024(CX)(SI*4)
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      Y2, 2048(CX)(BX*4)
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y0, 256(DX)
+	MOVQ         CX, SI
+	IMUL3Q       $+8, SI, DI
+	VMOVUPS      Y1, 1024(DX)(DI*4)
+	IMUL3Q       $+8, SI, SI
+	VMOVUPS      Y2, 2048(DX)(SI*4)
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
 	VMOVUPS      lgc17<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	MOVQ         AX, DX
-	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
+	VMOVUPS      Y1, 256(DX)
+	MOVQ         CX, BX
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      1024(DX)(SI*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
+	VADDPD       384(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 384(DX)(SI*8)
+	VADDPD       416(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 416(DX)(SI*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
+	VMOVUPS      Y2, 1024(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y2
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      2048(DX)(BX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(DX*8)
+	VADDPD       1408(DX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1408(DX)(BX*8)
+	VADDPD       1440(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(DX)(BX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(DX*4)
+	VMOVUPS      Y2, 2048(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       2432(CX), Y0, Y0
-	VMOVUPS      Y0, 2432(CX)
-	INCQ         AX
-	CMPQ         AX, hi+40(FP)
+	VANDPS       2432(DX), Y0, Y0
+	VMOVUPS      Y0, 2432(DX)
+	INCQ         CX
+	CMPQ         CX, hi+40(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0xc2d00000
-DATA lgc2<>+4(SB)/4, $0xc2d00000
-DATA lgc2<>+8(SB)/4, $0xc2d00000
-DATA lgc2<>+12(SB)/4, $0xc2d00000
-DATA lgc2<>+16(SB)/4, $0xc2d00000
-DATA lgc2<>+20(SB)/4, $0xc2d00000
-DATA lgc2<>+24(SB)/4, $0xc2d00000
-DATA lgc2<>+28(SB)/4, $0xc2d00000
-DATA lgc2<>+32(SB)/4, $0xc2d00000
-DATA lgc2<>+36(SB)/4, $0xc2d00000
-DATA lgc2<>+40(SB)/4, $0xc2d00000
-DATA lgc2<>+44(SB)/4, $0xc2d00000
-DATA lgc2<>+48(SB)/4, $0xc2d00000
-DATA lgc2<>+52(SB)/4, $0xc2d00000
-DATA lgc2<>+56(SB)/4, $0xc2d00000
-DATA lgc2<>+60(SB)/4, $0xc2d00000
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0xc2d00000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgc3<>+0(SB)/4, $0x42b20000
-DATA lgc3<>+4(SB)/4, $0x42b20000
-DATA lgc3<>+8(SB)/4, $0x42b20000
-DATA lgc3<>+12(SB)/4, $0x42b20000
-DATA lgc3<>+16(SB)/4, $0x42b20000
-DATA lgc3<>+20(SB)/4, $0x42b20000
-DATA lgc3<>+24(SB)/4, $0x42b20000
-DATA lgc3<>+28(SB)/4, $0x42b20000
-DATA lgc3<>+32(SB)/4, $0x42b20000
-DATA lgc3<>+36(SB)/4, $0x42b20000
-DATA lgc3<>+40(SB)/4, $0x42b20000
-DATA lgc3<>+44(SB)/4, $0x42b20000
-DATA lgc3<>+48(SB)/4, $0x42b20000
-DATA lgc3<>+52(SB)/4, $0x42b20000
-DATA lgc3<>+56(SB)/4, $0x42b20000
-DATA lgc3<>+60(SB)/4, $0x42b20000
-GLOBL lgc3<>(SB), RODATA|NOPTR, $64
+DATA lgb3<>+0(SB)/4, $0x42b20000
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgc4<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc4<>(SB), RODATA|NOPTR, $64
+DATA lgb4<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgc5<>+0(SB)/4, $0x3f318000
-DATA lgc5<>+4(SB)/4, $0x3f318000
-DATA lgc5<>+8(SB)/4, $0x3f318000
-DATA lgc5<>+12(SB)/4, $0x3f318000
-DATA lgc5<>+16(SB)/4, $0x3f318000
-DATA lgc5<>+20(SB)/4, $0x3f318000
-DATA lgc5<>+24(SB)/4, $0x3f318000
-DATA lgc5<>+28(SB)/4, $0x3f318000
-DATA lgc5<>+32(SB)/4, $0x3f318000
-DATA lgc5<>+36(SB)/4, $0x3f318000
-DATA lgc5<>+40(SB)/4, $0x3f318000
-DATA lgc5<>+44(SB)/4, $0x3f318000
-DATA lgc5<>+48(SB)/4, $0x3f318000
-DATA lgc5<>+52(SB)/4, $0x3f318000
-DATA lgc5<>+56(SB)/4, $0x3f318000
-DATA lgc5<>+60(SB)/4, $0x3f318000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $64
+DATA lgb5<>+0(SB)/4, $0x3f318000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgc6<>+0(SB)/4, $0xb95e8083
-DATA lgc6<>+4(SB)/4, $0xb95e8083
-DATA lgc6<>+8(SB)/4, $0xb95e8083
-DATA lgc6<>+12(SB)/4, $0xb95e8083
-DATA lgc6<>+16(SB)/4, $0xb95e8083
-DATA lgc6<>+20(SB)/4, $0xb95e8083
-DATA lgc6<>+24(SB)/4, $0xb95e8083
-DATA lgc6<>+28(SB)/4, $0xb95e8083
-DATA lgc6<>+32(SB)/4, $0xb95e8083
-DATA lgc6<>+36(SB)/4, $0xb95e8083
-DATA lgc6<>+40(SB)/4, $0xb95e8083
-DATA lgc6<>+44(SB)/4, $0xb95e8083
-DATA lgc6<>+48(SB)/4, $0xb95e8083
-DATA lgc6<>+52(SB)/4, $0xb95e8083
-DATA lgc6<>+56(SB)/4, $0xb95e8083
-DATA lgc6<>+60(SB)/4, $0xb95e8083
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0xb95e8083
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x39506967
-DATA lgc7<>+4(SB)/4, $0x39506967
-DATA lgc7<>+8(SB)/4, $0x39506967
-DATA lgc7<>+12(SB)/4, $0x39506967
-DATA lgc7<>+16(SB)/4, $0x39506967
-DATA lgc7<>+20(SB)/4, $0x39506967
-DATA lgc7<>+24(SB)/4, $0x39506967
-DATA lgc7<>+28(SB)/4, $0x39506967
-DATA lgc7<>+32(SB)/4, $0x39506967
-DATA lgc7<>+36(SB)/4, $0x39506967
-DATA lgc7<>+40(SB)/4, $0x39506967
-DATA lgc7<>+44(SB)/4, $0x39506967
-DATA lgc7<>+48(SB)/4, $0x39506967
-DATA lgc7<>+52(SB)/4, $0x39506967
-DATA lgc7<>+56(SB)/4, $0x39506967
-DATA lgc7<>+60(SB)/4, $0x39506967
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x39506967
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0x3ab743ce
-DATA lgc8<>+4(SB)/4, $0x3ab743ce
-DATA lgc8<>+8(SB)/4, $0x3ab743ce
-DATA lgc8<>+12(SB)/4, $0x3ab743ce
-DATA lgc8<>+16(SB)/4, $0x3ab743ce
-DATA lgc8<>+20(SB)/4, $0x3ab743ce
-DATA lgc8<>+24(SB)/4, $0x3ab743ce
-DATA lgc8<>+28(SB)/4, $0x3ab743ce
-DATA lgc8<>+32(SB)/4, $0x3ab743ce
-DATA lgc8<>+36(SB)/4, $0x3ab743ce
-DATA lgc8<>+40(SB)/4, $0x3ab743ce
-DATA lgc8<>+44(SB)/4, $0x3ab743ce
-DATA lgc8<>+48(SB)/4, $0x3ab743ce
-DATA lgc8<>+52(SB)/4, $0x3ab743ce
-DATA lgc8<>+56(SB)/4, $0x3ab743ce
-DATA lgc8<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0x3c088908
-DATA lgc9<>+4(SB)/4, $0x3c088908
-DATA lgc9<>+8(SB)/4, $0x3c088908
-DATA lgc9<>+12(SB)/4, $0x3c088908
-DATA lgc9<>+16(SB)/4, $0x3c088908
-DATA lgc9<>+20(SB)/4, $0x3c088908
-DATA lgc9<>+24(SB)/4, $0x3c088908
-DATA lgc9<>+28(SB)/4, $0x3c088908
-DATA lgc9<>+32(SB)/4, $0x3c088908
-DATA lgc9<>+36(SB)/4, $0x3c088908
-DATA lgc9<>+40(SB)/4, $0x3c088908
-DATA lgc9<>+44(SB)/4, $0x3c088908
-DATA lgc9<>+48(SB)/4, $0x3c088908
-DATA lgc9<>+52(SB)/4, $0x3c088908
-DATA lgc9<>+56(SB)/4, $0x3c088908
-DATA lgc9<>+60(SB)/4, $0x3c088908
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0x3c088908
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3f000000
-DATA lgc12<>+4(SB)/4, $0x3f000000
-DATA lgc12<>+8(SB)/4, $0x3f000000
-DATA lgc12<>+12(SB)/4, $0x3f000000
-DATA lgc12<>+16(SB)/4, $0x3f000000
-DATA lgc12<>+20(SB)/4, $0x3f000000
-DATA lgc12<>+24(SB)/4, $0x3f000000
-DATA lgc12<>+28(SB)/4, $0x3f000000
-DATA lgc12<>+32(SB)/4, $0x3f000000
-DATA lgc12<>+36(SB)/4, $0x3f000000
-DATA lgc12<>+40(SB)/4, $0x3f000000
-DATA lgc12<>+44(SB)/4, $0x3f000000
-DATA lgc12<>+48(SB)/4, $0x3f000000
-DATA lgc12<>+52(SB)/4, $0x3f000000
-DATA lgc12<>+56(SB)/4, $0x3f000000
-DATA lgc12<>+60(SB)/4, $0x3f000000
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3f000000
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x000000fe
-DATA lgc13<>+4(SB)/4, $0x000000fe
-DATA lgc13<>+8(SB)/4, $0x000000fe
-DATA lgc13<>+12(SB)/4, $0x000000fe
-DATA lgc13<>+16(SB)/4, $0x000000fe
-DATA lgc13<>+20(SB)/4, $0x000000fe
-DATA lgc13<>+24(SB)/4, $0x000000fe
-DATA lgc13<>+28(SB)/4, $0x000000fe
-DATA lgc13<>+32(SB)/4, $0x000000fe
-DATA lgc13<>+36(SB)/4, $0x000000fe
-DATA lgc13<>+40(SB)/4, $0x000000fe
-DATA lgc13<>+44(SB)/4, $0x000000fe
-DATA lgc13<>+48(SB)/4, $0x000000fe
-DATA lgc13<>+52(SB)/4, $0x000000fe
-DATA lgc13<>+56(SB)/4, $0x000000fe
-DATA lgc13<>+60(SB)/4, $0x000000fe
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x000000fe
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
 DATA lgc14<>+0(SB)/8, $0x4020000000000000
 DATA lgc14<>+8(SB)/8, $0x4020000000000000
@@ -504,7 +296,9 @@ GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -516,13 +310,13 @@ outer0_4:
 	XORQ    CX, CX
 
 blocks_5:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VPCMPGTD  lgc0<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc1<>+0(SB), Z2
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -590,52 +384,53 @@ noflush_6:
 
 // func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $64-64
-	MOVQ lo+0(FP), AX
+TEXT ·fbPass1AVX512(SB), $128-64
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_7:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         s1+8(FP), CX
-	MOVQ         AX, DX
-	VBROADCASTSS (CX)(DX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         s1+8(FP), DX
+	MOVQ         CX, BX
+	VBROADCASTSS (DX)(BX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v15 = max(v14, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc18<>+0(SB), Z1
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb18<>+0(SB), Z1
 
 	// v20 = div(0.125, v15)
 	VDIVPS  Z0, Z1, Z0
-	VMOVUPS Z0, (SP)
-	MOVQ    $+4, DX
-	XORQ    CX, CX
+	VMOVUPS Z0, (AX)
+	MOVQ    $+4, BX
+	XORQ    DX, DX
 
 blocks_8:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), BX
-	VADDPS        1408(BX), Y1, Y1
-	VMOVUPS       Y1, 1408(BX)
-	VADDPS        1408(BX), Y2, Y1
-	VMOVUPS       Y1, 1408(BX)
-	MOVQ          logProb+32(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+24(FP), SI
+	VADDPS        1408(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 1408(SI)
+	MOVQ          logProb+32(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    teacherLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	MOVQ    teacherLogProb+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z2
 
 	// v8 = where(mask, teacherLogProb, 0)
 	VANDPS Z2, Z0, Z2
@@ -644,83 +439,122 @@ blocks_8:
 	VSUBPS Z1, Z2, Z1
 
 	// k3 = expm1_minus_x(v10)
-	VMOVUPS      lgc2<>+0(SB), Z2
-	VMAXPS       Z1, Z2, Z2
-	VMOVUPS      lgc3<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc4<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc5<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc6<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc7<>+0(SB), Z6
-	VFMADD213PS  lgc8<>+0(SB), Z4, Z6
-	VMOVUPS      lgc9<>+0(SB), Z2
-	VFMADD213PS  lgc10<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc11<>+0(SB), Z2
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc13<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z3
-	VPTERNLOGD   $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb2<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb3<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb4<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb7<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb13<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z1, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z2, Z3, Z6
 
 	// v12 = where(mask, k3, 0)
 	VANDPS Z6, Z0, Z2
 
 	// sum(v12) over [L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          AX, DI
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2176(BX)(R8*4), Y2, Y2
-	VMOVUPS       Y2, 2176(BX)(R8*4)
-	IMUL3Q        $+8, DI, DI
-	VADDPS        2176(BX)(DI*4), Y3, Y2
-	VMOVUPS       Y2, 2176(BX)(DI*4)
-	VMOVUPS       lgc19<>+0(SB), Z2
+	MOVQ          CX, R8
+	IMUL3Q        $+8, R8, R8
+	VADDPS        2176(SI)(R8*4), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2176(SI)(R8*4)
+	VBROADCASTSS  lgb19<>+0(SB), Z2
 
 	// v22 = lt(v10, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
 	VPMOVM2D K1, Z2
 
 	// v24 = add(k3, v10)
-	VADDPS  Z1, Z6, Z1
-	VMOVUPS lgc20<>+0(SB), Z3
+	VADDPS       Z1, Z6, Z1
+	VBROADCASTSS lgb20<>+0(SB), Z3
 
 	// v25 = where(v22, -1, v24)
-	VMOVUPS    Z2, Z2
 	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (SP), Z1
+	VMOVUPS    (AX), Z1
 
 	// v26 = mul(v20, v25)
 	VMULPS Z2, Z1, Z1
 
 	// v27 = neg(v26)
-	VXORPS lgc21<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb21<>+0(SB), Z1, Z1
 
 	// gradLogProb = where(mask, v27, 0)
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+48(FP), BX
-	VMOVUPS      Z0, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradLogProb+48(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
 	JNZ          noflush_9
 	VMOVUPD      lgc14<>+0(SB), Y0
+	MOVQ         state+24(FP), BX
+	VMOVUPS      1408(BX), Y1
+	VANDPS       lgc15<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1216(BX), Y2, Y2
+	VMOVUPD      Y2, 1216(BX)
+	VADDPD       1248(BX), Y1, Y1
+	VMOVUPD      Y1, 1248(BX)
+	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(BX)
+	MOVQ         CX, SI
+	IMUL3Q       $+8, SI, SI
+	VMOVUPS      2176(BX)(SI*4), Y2
+	VANDPS       lgc15<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1536(BX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 1536(BX)(SI*8)
+	VADDPD       1568(BX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1568(BX)(SI*8)
+	VMOVUPS      lgc17<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(BX)(SI*4)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       2560(BX), Y0, Y0
+	VMOVUPS      Y0, 2560(BX)
+	MOVQ         $+4, BX
+
+noflush_9:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_8
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc17<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      1408(DX), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
@@ -734,7 +568,7 @@ blocks_8:
 	VMOVUPD      Y1, 1248(DX)
 	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 1408(DX)
-	MOVQ         AX, BX
+	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      2176(DX)(BX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
@@ -751,122 +585,20 @@ blocks_8:
 	VANDPS       Y1, Y0, Y0
 	VANDPS       2560(DX), Y0, Y0
 	VMOVUPS      Y0, 2560(DX)
-	MOVQ         $+4, DX
-
-noflush_9:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
-	JL           blocks_8
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc17<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(CX), Y2, Y2
-	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y1, Y1
-	VMOVUPD      Y1, 1248(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(CX)
-	MOVQ         AX, DX
-	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2176(CX)(DX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(CX)(DX*8)
-	VADDPD       1568(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(CX)(DX*8)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       2560(CX), Y0, Y0
-	VMOVUPS      Y0, 2560(CX)
-	INCQ         AX
-	CMPQ         AX, hi+56(FP)
+	INCQ         CX
+	CMPQ         CX, hi+56(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-DATA lgc18<>+0(SB)/4, $0x3e000000
-DATA lgc18<>+4(SB)/4, $0x3e000000
-DATA lgc18<>+8(SB)/4, $0x3e000000
-DATA lgc18<>+12(SB)/4, $0x3e000000
-DATA lgc18<>+16(SB)/4, $0x3e000000
-DATA lgc18<>+20(SB)/4, $0x3e000000
-DATA lgc18<>+24(SB)/4, $0x3e000000
-DATA lgc18<>+28(SB)/4, $0x3e000000
-DATA lgc18<>+32(SB)/4, $0x3e000000
-DATA lgc18<>+36(SB)/4, $0x3e000000
-DATA lgc18<>+40(SB)/4, $0x3e000000
-DATA lgc18<>+44(SB)/4, $0x3e000000
-DATA lgc18<>+48(SB)/4, $0x3e000000
-DATA lgc18<>+52(SB)/4, $0x3e000000
-DATA lgc18<>+56(SB)/4, $0x3e000000
-DATA lgc18<>+60(SB)/4, $0x3e000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x3e000000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0xc2200000
-DATA lgc19<>+4(SB)/4, $0xc2200000
-DATA lgc19<>+8(SB)/4, $0xc2200000
-DATA lgc19<>+12(SB)/4, $0xc2200000
-DATA lgc19<>+16(SB)/4, $0xc2200000
-DATA lgc19<>+20(SB)/4, $0xc2200000
-DATA lgc19<>+24(SB)/4, $0xc2200000
-DATA lgc19<>+28(SB)/4, $0xc2200000
-DATA lgc19<>+32(SB)/4, $0xc2200000
-DATA lgc19<>+36(SB)/4, $0xc2200000
-DATA lgc19<>+40(SB)/4, $0xc2200000
-DATA lgc19<>+44(SB)/4, $0xc2200000
-DATA lgc19<>+48(SB)/4, $0xc2200000
-DATA lgc19<>+52(SB)/4, $0xc2200000
-DATA lgc19<>+56(SB)/4, $0xc2200000
-DATA lgc19<>+60(SB)/4, $0xc2200000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0xc2200000
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0xbf800000
-DATA lgc20<>+4(SB)/4, $0xbf800000
-DATA lgc20<>+8(SB)/4, $0xbf800000
-DATA lgc20<>+12(SB)/4, $0xbf800000
-DATA lgc20<>+16(SB)/4, $0xbf800000
-DATA lgc20<>+20(SB)/4, $0xbf800000
-DATA lgc20<>+24(SB)/4, $0xbf800000
-DATA lgc20<>+28(SB)/4, $0xbf800000
-DATA lgc20<>+32(SB)/4, $0xbf800000
-DATA lgc20<>+36(SB)/4, $0xbf800000
-DATA lgc20<>+40(SB)/4, $0xbf800000
-DATA lgc20<>+44(SB)/4, $0xbf800000
-DATA lgc20<>+48(SB)/4, $0xbf800000
-DATA lgc20<>+52(SB)/4, $0xbf800000
-DATA lgc20<>+56(SB)/4, $0xbf800000
-DATA lgc20<>+60(SB)/4, $0xbf800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0xbf800000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgc21<>+0(SB)/4, $0x80000000
-DATA lgc21<>+4(SB)/4, $0x80000000
-DATA lgc21<>+8(SB)/4, $0x80000000
-DATA lgc21<>+12(SB)/4, $0x80000000
-DATA lgc21<>+16(SB)/4, $0x80000000
-DATA lgc21<>+20(SB)/4, $0x80000000
-DATA lgc21<>+24(SB)/4, $0x80000000
-DATA lgc21<>+28(SB)/4, $0x80000000
-DATA lgc21<>+32(SB)/4, $0x80000000
-DATA lgc21<>+36(SB)/4, $0x80000000
-DATA lgc21<>+40(SB)/4, $0x80000000
-DATA lgc21<>+44(SB)/4, $0x80000000
-DATA lgc21<>+48(SB)/4, $0x80000000
-DATA lgc21<>+52(SB)/4, $0x80000000
-DATA lgc21<>+56(SB)/4, $0x80000000
-DATA lgc21<>+60(SB)/4, $0x80000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $64
+DATA lgb21<>+0(SB)/4, $0x80000000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4

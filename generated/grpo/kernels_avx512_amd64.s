@@ -6,44 +6,45 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $192-72
-	MOVQ lo+0(FP), AX
+TEXT ·pass0AVX512(SB), $256-72
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_2:
-	MOVQ      mask+8(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+8(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y1, Y1
-	VMOVUPS       Y1, 256(BX)
-	VADDPS        256(BX), Y2, Y1
-	VMOVUPS       Y1, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+16(FP), SI
+	VADDPS        256(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 256(SI)
+	MOVQ          logProb+24(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	MOVQ    sampleLogProb+32(FP), R8
+	VMOVUPS (R8)(DI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	MOVQ    advantage+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z3, Z0, Z3
@@ -55,86 +56,83 @@ blocks_2:
 	VMULPS Z4, Z4, Z5
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Z5, Z5
-	VMOVUPS lgc3<>+0(SB), Z6
+	VMULPS.BCST  lgb2<>+0(SB), Z5, Z5
+	VBROADCASTSS lgb3<>+0(SB), Z6
 
 	// v16 = le(v14, 0.05)
-	VCMPPS   $0x12, Z6, Z5, K1
-	VPMOVM2D K1, Z5
-	VANDPS   lgc1<>+0(SB), Z5, Z5
+	VCMPPS      $0x12, Z6, Z5, K1
+	VPMOVM2D    K1, Z5
+	VANDPS.BCST lgb1<>+0(SB), Z5, Z5
 
 	// kept = where(mask, v16, 0)
 	VANDPS Z5, Z0, Z5
 
 	// sum(kept) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        576(BX), Y5, Y7
-	VMOVUPS       Y7, 576(BX)
-	VADDPS        576(BX), Y6, Y6
-	VMOVUPS       Y6, 576(BX)
-	VMOVUPS       lgc4<>+0(SB), Z6
+	VADDPS        576(SI), Y5, Y7
+	VADDPS        Y6, Y7, Y7
+	VMOVUPS       Y7, 576(SI)
+	VBROADCASTSS  lgb4<>+0(SB), Z6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z4, Z6, Z6
-	VMOVUPS lgc5<>+0(SB), Z7
+	VMAXPS       Z4, Z6, Z6
+	VBROADCASTSS lgb5<>+0(SB), Z7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Z6, Z7, Z6
-	VMOVUPS Z1, (SP)
+	VMOVUPS Z1, (AX)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc6<>+0(SB), Z1
-	VMAXPS       Z4, Z1, Z1
-	VMOVUPS      lgc7<>+0(SB), Z7
-	VMINPS       Z1, Z7, Z1
-	VMULPS       lgc8<>+0(SB), Z1, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z1, Z1
-	VFNMADD231PS lgc9<>+0(SB), Z7, Z1
-	VFNMADD231PS lgc10<>+0(SB), Z7, Z1
-	VMULPS       Z1, Z1, Z8
-	VMOVUPS      lgc11<>+0(SB), Z9
-	VFMADD213PS  lgc12<>+0(SB), Z1, Z9
-	VMOVUPS      lgc13<>+0(SB), Z10
-	VFMADD213PS  lgc14<>+0(SB), Z1, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc15<>+0(SB), Z10
-	VFMADD213PS  lgc2<>+0(SB), Z1, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z1, Z8, Z9
-	VADDPS       lgc1<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z1
-	VPADDD       lgc16<>+0(SB), Z1, Z1
-	VPSRLD       $0x01, Z1, Z7
-	VPSUBD       Z7, Z1, Z1
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z1, Z1
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z1, Z9, Z9
+	VBROADCASTSS      lgb6<>+0(SB), Z1
+	VMAXPS            Z4, Z1, Z1
+	VBROADCASTSS      lgb7<>+0(SB), Z7
+	VMINPS            Z1, Z7, Z1
+	VMULPS.BCST       lgb8<>+0(SB), Z1, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z1
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z7, Z1
+	VMULPS            Z1, Z1, Z8
+	VBROADCASTSS      lgb11<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb15<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z1, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z1, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z1
+	VPADDD.BCST       lgb16<>+0(SB), Z1, Z1
+	VPSRLD            $0x01, Z1, Z7
+	VPSUBD            Z7, Z1, Z1
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z1, Z1
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z1, Z9, Z9
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z4, Z6, K1
-	VPMOVM2D K1, Z1
-	VANDPS   lgc1<>+0(SB), Z1, Z6
-	VMOVUPS  lgc17<>+0(SB), Z7
-	VMOVUPS  lgc18<>+0(SB), Z8
+	VCMPPS       $0x04, Z4, Z6, K1
+	VPMOVM2D     K1, Z1
+	VANDPS.BCST  lgb1<>+0(SB), Z1, Z6
+	VBROADCASTSS lgb17<>+0(SB), Z7
+	VBROADCASTSS lgb18<>+0(SB), Z8
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS    Z1, Z10
-	VPTERNLOGD $0xca, Z8, Z7, Z10
-	VMOVUPS    lgc19<>+0(SB), Z7
-	VMOVUPS    lgc20<>+0(SB), Z8
+	VMOVUPS      Z1, Z10
+	VPTERNLOGD   $0xca, Z8, Z7, Z10
+	VBROADCASTSS lgb19<>+0(SB), Z7
+	VBROADCASTSS lgb20<>+0(SB), Z8
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VMOVUPS    Z1, Z1
-	VPTERNLOGD $0xca, Z8, Z7, Z1
-	VMOVUPS    lgc0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z8, Z7, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z7
 
 	// v31 = ge(v10, 0)
 	VCMPPS   $0x1d, Z7, Z3, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, 64(SP)
-	VMOVUPS  Z2, 128(SP)
+	VMOVUPS  Z4, 64(AX)
+	VMOVUPS  Z2, 128(AX)
 
 	// v32 = min(ratio, v27) tie=first
 	VMINPS Z9, Z10, Z2
@@ -150,32 +148,30 @@ blocks_2:
 	VMULPS Z4, Z3, Z1
 
 	// v36 = neg(gain)
-	VXORPS   lgc21<>+0(SB), Z1, Z1
-	VMOVUPS  lgc0<>+0(SB), Z2
-	VCMPPS   $0x04, Z2, Z5, K1
-	VPMOVM2D K1, Z2
+	VXORPS.BCST  lgb21<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
+	VCMPPS       $0x04, Z2, Z5, K1
+	VPMOVM2D     K1, Z2
 
 	// v37 = where(kept, v36, 0)
 	VANDPS Z1, Z2, Z1
 
 	// sum(v37) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        896(BX), Y1, Y1
-	VMOVUPS       Y1, 896(BX)
-	VADDPS        896(BX), Y3, Y1
-	VMOVUPS       Y1, 896(BX)
+	VADDPS        896(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 896(SI)
 
 	// v41 = where(mask, v24, 0)
 	VANDPS Z6, Z0, Z1
 
 	// sum(v41) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1216(BX), Y1, Y1
-	VMOVUPS       Y1, 1216(BX)
-	VADDPS        1216(BX), Y3, Y1
-	VMOVUPS       Y1, 1216(BX)
-	VMOVUPS       128(SP), Z1
-	VMOVUPS       (SP), Z3
+	VADDPS        1216(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 1216(SI)
+	VMOVUPS       128(AX), Z1
+	VMOVUPS       (AX), Z3
 
 	// v45 = sub(v8, v6)
 	VSUBPS Z3, Z1, Z1
@@ -185,80 +181,72 @@ blocks_2:
 
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1536(BX), Y1, Y1
-	VMOVUPS       Y1, 1536(BX)
-	VADDPS        1536(BX), Y3, Y1
-	VMOVUPS       Y1, 1536(BX)
-	MOVQ          entropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VADDPS        1536(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 1536(SI)
+	MOVQ          entropy+48(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v50 = where(mask, entropy, 0)
 	VANDPS Z1, Z0, Z0
 
 	// sum(v50) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        1856(BX), Y0, Y3
-	VMOVUPS       Y3, 1856(BX)
-	VADDPS        1856(BX), Y1, Y1
-	VMOVUPS       Y1, 1856(BX)
+	VADDPS        1856(SI), Y0, Y3
+	VADDPS        Y1, Y3, Y3
+	VMOVUPS       Y3, 1856(SI)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS lgc22<>+0(SB), Z0, Z0
+	VMULPS.BCST lgb22<>+0(SB), Z0, Z0
 
 	// v55 = where(kept, v54, 0)
 	VANDPS Z0, Z2, Z0
 
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2176(BX), Y0, Y0
-	VMOVUPS       Y0, 2176(BX)
-	VADDPS        2176(BX), Y1, Y0
-	VMOVUPS       Y0, 2176(BX)
-	VMOVUPS       64(SP), Z0
-	VMOVUPS       lgc20<>+0(SB), Z1
+	VADDPS        2176(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2176(SI)
+	VMOVUPS       64(AX), Z0
+	VBROADCASTSS  lgb20<>+0(SB), Z1
 
 	// v58 = where(kept, logWeight, -Inf)
 	VMOVUPS    Z2, Z3
 	VPTERNLOGD $0xca, Z1, Z0, Z3
 
 	// logsumexp(v58) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VANDPS        Z9, Z2, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VCMPPS        $0x15, lgc23<>+0(SB), Y3, Y5
-	VCMPPS        $0x1a, lgc24<>+0(SB), Y3, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc25<>+0(SB), Y3, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        2496(BX), Y5, Y5
-	VMOVUPS       Y5, 2496(BX)
-	VADDPS        2624(BX), Y1, Y3
-	VMOVUPS       Y3, 2624(BX)
-	VMULPS        Y1, Y1, Y1
-	VADDPS        2944(BX), Y1, Y1
-	VMOVUPS       Y1, 2944(BX)
-	VCMPPS        $0x15, lgc23<>+0(SB), Y0, Y1
-	VCMPPS        $0x1a, lgc24<>+0(SB), Y0, Y3
-	VANDPS        Y3, Y1, Y1
-	VCMPPS        $0x00, lgc25<>+0(SB), Y0, Y3
-	VORPS         Y3, Y1, Y1
-	VANDPS        2496(BX), Y1, Y1
-	VMOVUPS       Y1, 2496(BX)
-	VADDPS        2624(BX), Y4, Y0
-	VMOVUPS       Y0, 2624(BX)
-	VMULPS        Y4, Y4, Y0
-	VADDPS        2944(BX), Y0, Y0
-	VMOVUPS       Y0, 2944(BX)
-	MOVQ          mask+8(FP), DI
-	VPMOVZXBD     (DI)(SI*1), Z0
-	VPCMPGTD      lgc0<>+0(SB), Z0, K1
+	VANDPS        Z9, Z2, Z0
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z1
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VANDPS        Z4, Z1, Z1
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VORPS         Z4, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VANDPS        Y1, Y3, Y1
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VANDPS        2496(SI), Y1, Y1
+	VMOVUPS       Y1, 2496(SI)
+	VADDPS        2624(SI), Y0, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2624(SI)
+	VMULPS        Y0, Y0, Y0
+	VMULPS        Y3, Y3, Y1
+	VADDPS        2944(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2944(SI)
+	MOVQ          mask+8(FP), R8
+	VPMOVZXBD     (R8)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	MOVQ          refLogProb+56(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          refLogProb+56(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v70 = where(mask, refLogProb, 0)
 	VANDPS  Z1, Z0, Z0
-	VMOVUPS (SP), Z1
+	VMOVUPS (AX), Z1
 
 	// v71 = sub(v70, v6)
 	VSUBPS Z1, Z0, Z0
@@ -267,818 +255,450 @@ blocks_2:
 	VANDPS Z0, Z2, Z0
 
 	// k3 = expm1_minus_x(v72)
-	VMOVUPS      lgc6<>+0(SB), Z1
-	VMAXPS       Z0, Z1, Z1
-	VMOVUPS      lgc7<>+0(SB), Z3
-	VMINPS       Z1, Z3, Z1
-	VMULPS       lgc8<>+0(SB), Z1, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z1, Z4
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc10<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc11<>+0(SB), Z6
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z6
-	VMOVUPS      lgc13<>+0(SB), Z1
-	VFMADD213PS  lgc14<>+0(SB), Z4, Z1
-	VFMADD213PS  Z1, Z5, Z6
-	VMOVUPS      lgc15<>+0(SB), Z1
-	VFMADD213PS  lgc2<>+0(SB), Z4, Z1
-	VFMADD213PS  Z1, Z5, Z6
-	VMULPS       Z5, Z6, Z1
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc16<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z0, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z0
-	VPTERNLOGD   $0xb8, Z1, Z0, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z1
+	VMAXPS            Z0, Z1, Z1
+	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VMINPS            Z1, Z3, Z1
+	VMULPS.BCST       lgb8<>+0(SB), Z1, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z1, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z1
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z1
+	VFMADD213PS       Z1, Z5, Z6
+	VBROADCASTSS      lgb15<>+0(SB), Z1
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z4, Z1
+	VFMADD213PS       Z1, Z5, Z6
+	VMULPS            Z5, Z6, Z1
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z0, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z1, Z0, Z6
 
 	// v74 = where(kept, k3, 0)
 	VANDPS Z6, Z2, Z0
 
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3264(BX), Y0, Y0
-	VMOVUPS       Y0, 3264(BX)
-	VADDPS        3264(BX), Y1, Y0
-	VMOVUPS       Y0, 3264(BX)
-	DECQ          DX
+	VADDPS        3264(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 3264(SI)
+	DECQ          BX
 	JNZ           noflush_3
-	VMOVUPD       lgc26<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc27<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc28<>+0(SB), Y0, Y0
+	VMOVUPD       lgc25<>+0(SB), Y0
+	MOVQ          state+16(FP), BX
+	VMOVUPS       256(BX), Y1
+	VANDPS        lgc26<>+0(SB), Y1, Y0
+	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
-	VMOVUPS       lgc29<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
-	VMOVUPS       576(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VADDPD        64(BX), Y2, Y2
+	VMOVUPD       Y2, 64(BX)
+	VADDPD        96(BX), Y1, Y1
+	VMOVUPD       Y1, 96(BX)
+	VMOVUPS       lgc28<>+0(SB), Y1
+	VMOVUPS       Y1, 256(BX)
+	VMOVUPS       576(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX), Y3, Y3
-	VMOVUPD       Y3, 384(DX)
-	VADDPD        416(DX), Y2, Y2
-	VMOVUPD       Y2, 416(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 576(DX)
+	VADDPD        384(BX), Y3, Y3
+	VMOVUPD       Y3, 384(BX)
+	VADDPD        416(BX), Y2, Y2
+	VMOVUPD       Y2, 416(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 576(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       896(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        704(DX), Y3, Y3
-	VMOVUPD       Y3, 704(DX)
-	VADDPD        736(DX), Y2, Y2
-	VMOVUPD       Y2, 736(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 896(DX)
+	VADDPD        704(BX), Y3, Y3
+	VMOVUPD       Y3, 704(BX)
+	VADDPD        736(BX), Y2, Y2
+	VMOVUPD       Y2, 736(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 896(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       1216(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1024(DX), Y3, Y3
-	VMOVUPD       Y3, 1024(DX)
-	VADDPD        1056(DX), Y2, Y2
-	VMOVUPD       Y2, 1056(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(DX)
+	VADDPD        1024(BX), Y3, Y3
+	VMOVUPD       Y3, 1024(BX)
+	VADDPD        1056(BX), Y2, Y2
+	VMOVUPD       Y2, 1056(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1216(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       1536(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1344(DX), Y3, Y3
-	VMOVUPD       Y3, 1344(DX)
-	VADDPD        1376(DX), Y2, Y2
-	VMOVUPD       Y2, 1376(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(DX)
+	VADDPD        1344(BX), Y3, Y3
+	VMOVUPD       Y3, 1344(BX)
+	VADDPD        1376(BX), Y2, Y2
+	VMOVUPD       Y2, 1376(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1536(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       1856(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1664(DX), Y3, Y3
-	VMOVUPD       Y3, 1664(DX)
-	VADDPD        1696(DX), Y2, Y2
-	VMOVUPD       Y2, 1696(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(DX)
+	VADDPD        1664(BX), Y3, Y3
+	VMOVUPD       Y3, 1664(BX)
+	VADDPD        1696(BX), Y2, Y2
+	VMOVUPD       Y2, 1696(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1856(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2176(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       2176(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1984(DX), Y3, Y3
-	VMOVUPD       Y3, 1984(DX)
-	VADDPD        2016(DX), Y2, Y2
-	VMOVUPD       Y2, 2016(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 2176(DX)
+	VADDPD        1984(BX), Y3, Y3
+	VMOVUPD       Y3, 1984(BX)
+	VADDPD        2016(BX), Y2, Y2
+	VMOVUPD       Y2, 2016(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 2176(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       2624(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2304(DX), Y3, Y3
-	VMOVUPD       Y3, 2304(DX)
-	VADDPD        2336(DX), Y2, Y2
-	VMOVUPD       Y2, 2336(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(DX)
+	VADDPD        2304(BX), Y3, Y3
+	VMOVUPD       Y3, 2304(BX)
+	VADDPD        2336(BX), Y2, Y2
+	VMOVUPD       Y2, 2336(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 2624(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       2944(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(DX), Y3, Y3
-	VMOVUPD       Y3, 2752(DX)
-	VADDPD        2784(DX), Y2, Y2
-	VMOVUPD       Y2, 2784(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(DX)
+	VADDPD        2752(BX), Y3, Y3
+	VMOVUPD       Y3, 2752(BX)
+	VADDPD        2784(BX), Y2, Y2
+	VMOVUPD       Y2, 2784(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 2944(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(DX), Y2
-	VANDPS        lgc27<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS       3264(BX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(DX), Y3, Y3
-	VMOVUPD       Y3, 3072(DX)
-	VADDPD        3104(DX), Y2, Y2
-	VMOVUPD       Y2, 3104(DX)
-	VMOVUPS       lgc29<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(DX)
+	VADDPD        3072(BX), Y3, Y3
+	VMOVUPD       Y3, 3072(BX)
+	VADDPD        3104(BX), Y2, Y2
+	VMOVUPD       Y2, 3104(BX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 3264(BX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        3392(DX), Y0, Y0
-	VMOVUPS       Y0, 3392(DX)
-	MOVQ          $+4, DX
+	VANDPS        3392(BX), Y0, Y0
+	VMOVUPS       Y0, 3392(BX)
+	MOVQ          $+4, BX
 
 noflush_3:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_2
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc29<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc28<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc27<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc28<>+0(SB), Y0, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc29<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      1536(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y2, Y2
+	VMOVUPD      Y2, 1376(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      1856(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y2, Y2
+	VMOVUPD      Y2, 1696(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      2176(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(CX), Y3, Y3
-	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y2, Y2
-	VMOVUPD      Y2, 2016(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)
+	VADDPD       1984(DX), Y3, Y3
+	VMOVUPD      Y3, 1984(DX)
+	VADDPD       2016(DX), Y2, Y2
+	VMOVUPD      Y2, 2016(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 2176(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2304(CX), Y3, Y3
-	VMOVUPD      Y3, 2304(CX)
-	VADDPD       2336(CX), Y2, Y2
-	VMOVUPD      Y2, 2336(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
+	VADDPD       2304(DX), Y3, Y3
+	VMOVUPD      Y3, 2304(DX)
+	VADDPD       2336(DX), Y2, Y2
+	VMOVUPD      Y2, 2336(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
+	VADDPD       2752(DX), Y3, Y3
+	VMOVUPD      Y3, 2752(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
+	VADDPD       3072(DX), Y3, Y3
+	VMOVUPD      Y3, 3072(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3392(CX), Y0, Y0
-	VMOVUPS      Y0, 3392(CX)
-	INCQ         AX
-	CMPQ         AX, hi+64(FP)
+	VANDPS       3392(DX), Y0, Y0
+	VMOVUPS      Y0, 3392(DX)
+	INCQ         CX
+	CMPQ         CX, hi+64(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0x3f000000
-DATA lgc2<>+4(SB)/4, $0x3f000000
-DATA lgc2<>+8(SB)/4, $0x3f000000
-DATA lgc2<>+12(SB)/4, $0x3f000000
-DATA lgc2<>+16(SB)/4, $0x3f000000
-DATA lgc2<>+20(SB)/4, $0x3f000000
-DATA lgc2<>+24(SB)/4, $0x3f000000
-DATA lgc2<>+28(SB)/4, $0x3f000000
-DATA lgc2<>+32(SB)/4, $0x3f000000
-DATA lgc2<>+36(SB)/4, $0x3f000000
-DATA lgc2<>+40(SB)/4, $0x3f000000
-DATA lgc2<>+44(SB)/4, $0x3f000000
-DATA lgc2<>+48(SB)/4, $0x3f000000
-DATA lgc2<>+52(SB)/4, $0x3f000000
-DATA lgc2<>+56(SB)/4, $0x3f000000
-DATA lgc2<>+60(SB)/4, $0x3f000000
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0x3f000000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgc3<>+0(SB)/4, $0x3d4ccccd
-DATA lgc3<>+4(SB)/4, $0x3d4ccccd
-DATA lgc3<>+8(SB)/4, $0x3d4ccccd
-DATA lgc3<>+12(SB)/4, $0x3d4ccccd
-DATA lgc3<>+16(SB)/4, $0x3d4ccccd
-DATA lgc3<>+20(SB)/4, $0x3d4ccccd
-DATA lgc3<>+24(SB)/4, $0x3d4ccccd
-DATA lgc3<>+28(SB)/4, $0x3d4ccccd
-DATA lgc3<>+32(SB)/4, $0x3d4ccccd
-DATA lgc3<>+36(SB)/4, $0x3d4ccccd
-DATA lgc3<>+40(SB)/4, $0x3d4ccccd
-DATA lgc3<>+44(SB)/4, $0x3d4ccccd
-DATA lgc3<>+48(SB)/4, $0x3d4ccccd
-DATA lgc3<>+52(SB)/4, $0x3d4ccccd
-DATA lgc3<>+56(SB)/4, $0x3d4ccccd
-DATA lgc3<>+60(SB)/4, $0x3d4ccccd
-GLOBL lgc3<>(SB), RODATA|NOPTR, $64
+DATA lgb3<>+0(SB)/4, $0x3d4ccccd
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgc4<>+0(SB)/4, $0xbe647fbe
-DATA lgc4<>+4(SB)/4, $0xbe647fbe
-DATA lgc4<>+8(SB)/4, $0xbe647fbe
-DATA lgc4<>+12(SB)/4, $0xbe647fbe
-DATA lgc4<>+16(SB)/4, $0xbe647fbe
-DATA lgc4<>+20(SB)/4, $0xbe647fbe
-DATA lgc4<>+24(SB)/4, $0xbe647fbe
-DATA lgc4<>+28(SB)/4, $0xbe647fbe
-DATA lgc4<>+32(SB)/4, $0xbe647fbe
-DATA lgc4<>+36(SB)/4, $0xbe647fbe
-DATA lgc4<>+40(SB)/4, $0xbe647fbe
-DATA lgc4<>+44(SB)/4, $0xbe647fbe
-DATA lgc4<>+48(SB)/4, $0xbe647fbe
-DATA lgc4<>+52(SB)/4, $0xbe647fbe
-DATA lgc4<>+56(SB)/4, $0xbe647fbe
-DATA lgc4<>+60(SB)/4, $0xbe647fbe
-GLOBL lgc4<>(SB), RODATA|NOPTR, $64
+DATA lgb4<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgc5<>+0(SB)/4, $0x3e3ab281
-DATA lgc5<>+4(SB)/4, $0x3e3ab281
-DATA lgc5<>+8(SB)/4, $0x3e3ab281
-DATA lgc5<>+12(SB)/4, $0x3e3ab281
-DATA lgc5<>+16(SB)/4, $0x3e3ab281
-DATA lgc5<>+20(SB)/4, $0x3e3ab281
-DATA lgc5<>+24(SB)/4, $0x3e3ab281
-DATA lgc5<>+28(SB)/4, $0x3e3ab281
-DATA lgc5<>+32(SB)/4, $0x3e3ab281
-DATA lgc5<>+36(SB)/4, $0x3e3ab281
-DATA lgc5<>+40(SB)/4, $0x3e3ab281
-DATA lgc5<>+44(SB)/4, $0x3e3ab281
-DATA lgc5<>+48(SB)/4, $0x3e3ab281
-DATA lgc5<>+52(SB)/4, $0x3e3ab281
-DATA lgc5<>+56(SB)/4, $0x3e3ab281
-DATA lgc5<>+60(SB)/4, $0x3e3ab281
-GLOBL lgc5<>(SB), RODATA|NOPTR, $64
+DATA lgb5<>+0(SB)/4, $0x3e3ab281
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgc6<>+0(SB)/4, $0xc2d00000
-DATA lgc6<>+4(SB)/4, $0xc2d00000
-DATA lgc6<>+8(SB)/4, $0xc2d00000
-DATA lgc6<>+12(SB)/4, $0xc2d00000
-DATA lgc6<>+16(SB)/4, $0xc2d00000
-DATA lgc6<>+20(SB)/4, $0xc2d00000
-DATA lgc6<>+24(SB)/4, $0xc2d00000
-DATA lgc6<>+28(SB)/4, $0xc2d00000
-DATA lgc6<>+32(SB)/4, $0xc2d00000
-DATA lgc6<>+36(SB)/4, $0xc2d00000
-DATA lgc6<>+40(SB)/4, $0xc2d00000
-DATA lgc6<>+44(SB)/4, $0xc2d00000
-DATA lgc6<>+48(SB)/4, $0xc2d00000
-DATA lgc6<>+52(SB)/4, $0xc2d00000
-DATA lgc6<>+56(SB)/4, $0xc2d00000
-DATA lgc6<>+60(SB)/4, $0xc2d00000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0xc2d00000
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x42b20000
-DATA lgc7<>+4(SB)/4, $0x42b20000
-DATA lgc7<>+8(SB)/4, $0x42b20000
-DATA lgc7<>+12(SB)/4, $0x42b20000
-DATA lgc7<>+16(SB)/4, $0x42b20000
-DATA lgc7<>+20(SB)/4, $0x42b20000
-DATA lgc7<>+24(SB)/4, $0x42b20000
-DATA lgc7<>+28(SB)/4, $0x42b20000
-DATA lgc7<>+32(SB)/4, $0x42b20000
-DATA lgc7<>+36(SB)/4, $0x42b20000
-DATA lgc7<>+40(SB)/4, $0x42b20000
-DATA lgc7<>+44(SB)/4, $0x42b20000
-DATA lgc7<>+48(SB)/4, $0x42b20000
-DATA lgc7<>+52(SB)/4, $0x42b20000
-DATA lgc7<>+56(SB)/4, $0x42b20000
-DATA lgc7<>+60(SB)/4, $0x42b20000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x42b20000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0x3f318000
-DATA lgc9<>+4(SB)/4, $0x3f318000
-DATA lgc9<>+8(SB)/4, $0x3f318000
-DATA lgc9<>+12(SB)/4, $0x3f318000
-DATA lgc9<>+16(SB)/4, $0x3f318000
-DATA lgc9<>+20(SB)/4, $0x3f318000
-DATA lgc9<>+24(SB)/4, $0x3f318000
-DATA lgc9<>+28(SB)/4, $0x3f318000
-DATA lgc9<>+32(SB)/4, $0x3f318000
-DATA lgc9<>+36(SB)/4, $0x3f318000
-DATA lgc9<>+40(SB)/4, $0x3f318000
-DATA lgc9<>+44(SB)/4, $0x3f318000
-DATA lgc9<>+48(SB)/4, $0x3f318000
-DATA lgc9<>+52(SB)/4, $0x3f318000
-DATA lgc9<>+56(SB)/4, $0x3f318000
-DATA lgc9<>+60(SB)/4, $0x3f318000
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0x3f318000
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0xb95e8083
-DATA lgc10<>+4(SB)/4, $0xb95e8083
-DATA lgc10<>+8(SB)/4, $0xb95e8083
-DATA lgc10<>+12(SB)/4, $0xb95e8083
-DATA lgc10<>+16(SB)/4, $0xb95e8083
-DATA lgc10<>+20(SB)/4, $0xb95e8083
-DATA lgc10<>+24(SB)/4, $0xb95e8083
-DATA lgc10<>+28(SB)/4, $0xb95e8083
-DATA lgc10<>+32(SB)/4, $0xb95e8083
-DATA lgc10<>+36(SB)/4, $0xb95e8083
-DATA lgc10<>+40(SB)/4, $0xb95e8083
-DATA lgc10<>+44(SB)/4, $0xb95e8083
-DATA lgc10<>+48(SB)/4, $0xb95e8083
-DATA lgc10<>+52(SB)/4, $0xb95e8083
-DATA lgc10<>+56(SB)/4, $0xb95e8083
-DATA lgc10<>+60(SB)/4, $0xb95e8083
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0xb95e8083
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x39506967
-DATA lgc11<>+4(SB)/4, $0x39506967
-DATA lgc11<>+8(SB)/4, $0x39506967
-DATA lgc11<>+12(SB)/4, $0x39506967
-DATA lgc11<>+16(SB)/4, $0x39506967
-DATA lgc11<>+20(SB)/4, $0x39506967
-DATA lgc11<>+24(SB)/4, $0x39506967
-DATA lgc11<>+28(SB)/4, $0x39506967
-DATA lgc11<>+32(SB)/4, $0x39506967
-DATA lgc11<>+36(SB)/4, $0x39506967
-DATA lgc11<>+40(SB)/4, $0x39506967
-DATA lgc11<>+44(SB)/4, $0x39506967
-DATA lgc11<>+48(SB)/4, $0x39506967
-DATA lgc11<>+52(SB)/4, $0x39506967
-DATA lgc11<>+56(SB)/4, $0x39506967
-DATA lgc11<>+60(SB)/4, $0x39506967
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x39506967
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3ab743ce
-DATA lgc12<>+4(SB)/4, $0x3ab743ce
-DATA lgc12<>+8(SB)/4, $0x3ab743ce
-DATA lgc12<>+12(SB)/4, $0x3ab743ce
-DATA lgc12<>+16(SB)/4, $0x3ab743ce
-DATA lgc12<>+20(SB)/4, $0x3ab743ce
-DATA lgc12<>+24(SB)/4, $0x3ab743ce
-DATA lgc12<>+28(SB)/4, $0x3ab743ce
-DATA lgc12<>+32(SB)/4, $0x3ab743ce
-DATA lgc12<>+36(SB)/4, $0x3ab743ce
-DATA lgc12<>+40(SB)/4, $0x3ab743ce
-DATA lgc12<>+44(SB)/4, $0x3ab743ce
-DATA lgc12<>+48(SB)/4, $0x3ab743ce
-DATA lgc12<>+52(SB)/4, $0x3ab743ce
-DATA lgc12<>+56(SB)/4, $0x3ab743ce
-DATA lgc12<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x3c088908
-DATA lgc13<>+4(SB)/4, $0x3c088908
-DATA lgc13<>+8(SB)/4, $0x3c088908
-DATA lgc13<>+12(SB)/4, $0x3c088908
-DATA lgc13<>+16(SB)/4, $0x3c088908
-DATA lgc13<>+20(SB)/4, $0x3c088908
-DATA lgc13<>+24(SB)/4, $0x3c088908
-DATA lgc13<>+28(SB)/4, $0x3c088908
-DATA lgc13<>+32(SB)/4, $0x3c088908
-DATA lgc13<>+36(SB)/4, $0x3c088908
-DATA lgc13<>+40(SB)/4, $0x3c088908
-DATA lgc13<>+44(SB)/4, $0x3c088908
-DATA lgc13<>+48(SB)/4, $0x3c088908
-DATA lgc13<>+52(SB)/4, $0x3c088908
-DATA lgc13<>+56(SB)/4, $0x3c088908
-DATA lgc13<>+60(SB)/4, $0x3c088908
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x3c088908
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc14<>(SB), RODATA|NOPTR, $64
+DATA lgb14<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc15<>(SB), RODATA|NOPTR, $64
+DATA lgb15<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgc16<>+0(SB)/4, $0x000000fe
-DATA lgc16<>+4(SB)/4, $0x000000fe
-DATA lgc16<>+8(SB)/4, $0x000000fe
-DATA lgc16<>+12(SB)/4, $0x000000fe
-DATA lgc16<>+16(SB)/4, $0x000000fe
-DATA lgc16<>+20(SB)/4, $0x000000fe
-DATA lgc16<>+24(SB)/4, $0x000000fe
-DATA lgc16<>+28(SB)/4, $0x000000fe
-DATA lgc16<>+32(SB)/4, $0x000000fe
-DATA lgc16<>+36(SB)/4, $0x000000fe
-DATA lgc16<>+40(SB)/4, $0x000000fe
-DATA lgc16<>+44(SB)/4, $0x000000fe
-DATA lgc16<>+48(SB)/4, $0x000000fe
-DATA lgc16<>+52(SB)/4, $0x000000fe
-DATA lgc16<>+56(SB)/4, $0x000000fe
-DATA lgc16<>+60(SB)/4, $0x000000fe
-GLOBL lgc16<>(SB), RODATA|NOPTR, $64
+DATA lgb16<>+0(SB)/4, $0x000000fe
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgc17<>+0(SB)/4, $0x3f99999a
-DATA lgc17<>+4(SB)/4, $0x3f99999a
-DATA lgc17<>+8(SB)/4, $0x3f99999a
-DATA lgc17<>+12(SB)/4, $0x3f99999a
-DATA lgc17<>+16(SB)/4, $0x3f99999a
-DATA lgc17<>+20(SB)/4, $0x3f99999a
-DATA lgc17<>+24(SB)/4, $0x3f99999a
-DATA lgc17<>+28(SB)/4, $0x3f99999a
-DATA lgc17<>+32(SB)/4, $0x3f99999a
-DATA lgc17<>+36(SB)/4, $0x3f99999a
-DATA lgc17<>+40(SB)/4, $0x3f99999a
-DATA lgc17<>+44(SB)/4, $0x3f99999a
-DATA lgc17<>+48(SB)/4, $0x3f99999a
-DATA lgc17<>+52(SB)/4, $0x3f99999a
-DATA lgc17<>+56(SB)/4, $0x3f99999a
-DATA lgc17<>+60(SB)/4, $0x3f99999a
-GLOBL lgc17<>(SB), RODATA|NOPTR, $64
+DATA lgb17<>+0(SB)/4, $0x3f99999a
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgc18<>+0(SB)/4, $0x7f800000
-DATA lgc18<>+4(SB)/4, $0x7f800000
-DATA lgc18<>+8(SB)/4, $0x7f800000
-DATA lgc18<>+12(SB)/4, $0x7f800000
-DATA lgc18<>+16(SB)/4, $0x7f800000
-DATA lgc18<>+20(SB)/4, $0x7f800000
-DATA lgc18<>+24(SB)/4, $0x7f800000
-DATA lgc18<>+28(SB)/4, $0x7f800000
-DATA lgc18<>+32(SB)/4, $0x7f800000
-DATA lgc18<>+36(SB)/4, $0x7f800000
-DATA lgc18<>+40(SB)/4, $0x7f800000
-DATA lgc18<>+44(SB)/4, $0x7f800000
-DATA lgc18<>+48(SB)/4, $0x7f800000
-DATA lgc18<>+52(SB)/4, $0x7f800000
-DATA lgc18<>+56(SB)/4, $0x7f800000
-DATA lgc18<>+60(SB)/4, $0x7f800000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x7f800000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0x3f4ccccd
-DATA lgc19<>+4(SB)/4, $0x3f4ccccd
-DATA lgc19<>+8(SB)/4, $0x3f4ccccd
-DATA lgc19<>+12(SB)/4, $0x3f4ccccd
-DATA lgc19<>+16(SB)/4, $0x3f4ccccd
-DATA lgc19<>+20(SB)/4, $0x3f4ccccd
-DATA lgc19<>+24(SB)/4, $0x3f4ccccd
-DATA lgc19<>+28(SB)/4, $0x3f4ccccd
-DATA lgc19<>+32(SB)/4, $0x3f4ccccd
-DATA lgc19<>+36(SB)/4, $0x3f4ccccd
-DATA lgc19<>+40(SB)/4, $0x3f4ccccd
-DATA lgc19<>+44(SB)/4, $0x3f4ccccd
-DATA lgc19<>+48(SB)/4, $0x3f4ccccd
-DATA lgc19<>+52(SB)/4, $0x3f4ccccd
-DATA lgc19<>+56(SB)/4, $0x3f4ccccd
-DATA lgc19<>+60(SB)/4, $0x3f4ccccd
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0xff800000
-DATA lgc20<>+4(SB)/4, $0xff800000
-DATA lgc20<>+8(SB)/4, $0xff800000
-DATA lgc20<>+12(SB)/4, $0xff800000
-DATA lgc20<>+16(SB)/4, $0xff800000
-DATA lgc20<>+20(SB)/4, $0xff800000
-DATA lgc20<>+24(SB)/4, $0xff800000
-DATA lgc20<>+28(SB)/4, $0xff800000
-DATA lgc20<>+32(SB)/4, $0xff800000
-DATA lgc20<>+36(SB)/4, $0xff800000
-DATA lgc20<>+40(SB)/4, $0xff800000
-DATA lgc20<>+44(SB)/4, $0xff800000
-DATA lgc20<>+48(SB)/4, $0xff800000
-DATA lgc20<>+52(SB)/4, $0xff800000
-DATA lgc20<>+56(SB)/4, $0xff800000
-DATA lgc20<>+60(SB)/4, $0xff800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0xff800000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgc21<>+0(SB)/4, $0x80000000
-DATA lgc21<>+4(SB)/4, $0x80000000
-DATA lgc21<>+8(SB)/4, $0x80000000
-DATA lgc21<>+12(SB)/4, $0x80000000
-DATA lgc21<>+16(SB)/4, $0x80000000
-DATA lgc21<>+20(SB)/4, $0x80000000
-DATA lgc21<>+24(SB)/4, $0x80000000
-DATA lgc21<>+28(SB)/4, $0x80000000
-DATA lgc21<>+32(SB)/4, $0x80000000
-DATA lgc21<>+36(SB)/4, $0x80000000
-DATA lgc21<>+40(SB)/4, $0x80000000
-DATA lgc21<>+44(SB)/4, $0x80000000
-DATA lgc21<>+48(SB)/4, $0x80000000
-DATA lgc21<>+52(SB)/4, $0x80000000
-DATA lgc21<>+56(SB)/4, $0x80000000
-DATA lgc21<>+60(SB)/4, $0x80000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $64
+DATA lgb21<>+0(SB)/4, $0x80000000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgc22<>+0(SB)/4, $0xbc23d70a
-DATA lgc22<>+4(SB)/4, $0xbc23d70a
-DATA lgc22<>+8(SB)/4, $0xbc23d70a
-DATA lgc22<>+12(SB)/4, $0xbc23d70a
-DATA lgc22<>+16(SB)/4, $0xbc23d70a
-DATA lgc22<>+20(SB)/4, $0xbc23d70a
-DATA lgc22<>+24(SB)/4, $0xbc23d70a
-DATA lgc22<>+28(SB)/4, $0xbc23d70a
-DATA lgc22<>+32(SB)/4, $0xbc23d70a
-DATA lgc22<>+36(SB)/4, $0xbc23d70a
-DATA lgc22<>+40(SB)/4, $0xbc23d70a
-DATA lgc22<>+44(SB)/4, $0xbc23d70a
-DATA lgc22<>+48(SB)/4, $0xbc23d70a
-DATA lgc22<>+52(SB)/4, $0xbc23d70a
-DATA lgc22<>+56(SB)/4, $0xbc23d70a
-DATA lgc22<>+60(SB)/4, $0xbc23d70a
-GLOBL lgc22<>(SB), RODATA|NOPTR, $64
+DATA lgb22<>+0(SB)/4, $0xbc23d70a
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgc23<>+0(SB)/4, $0xc22c0000
-DATA lgc23<>+4(SB)/4, $0xc22c0000
-DATA lgc23<>+8(SB)/4, $0xc22c0000
-DATA lgc23<>+12(SB)/4, $0xc22c0000
-DATA lgc23<>+16(SB)/4, $0xc22c0000
-DATA lgc23<>+20(SB)/4, $0xc22c0000
-DATA lgc23<>+24(SB)/4, $0xc22c0000
-DATA lgc23<>+28(SB)/4, $0xc22c0000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+DATA lgb23<>+0(SB)/4, $0xc22c0000
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgc24<>+0(SB)/4, $0x42b00000
-DATA lgc24<>+4(SB)/4, $0x42b00000
-DATA lgc24<>+8(SB)/4, $0x42b00000
-DATA lgc24<>+12(SB)/4, $0x42b00000
-DATA lgc24<>+16(SB)/4, $0x42b00000
-DATA lgc24<>+20(SB)/4, $0x42b00000
-DATA lgc24<>+24(SB)/4, $0x42b00000
-DATA lgc24<>+28(SB)/4, $0x42b00000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+DATA lgb24<>+0(SB)/4, $0x42b00000
+GLOBL lgb24<>(SB), RODATA|NOPTR, $4
 
-DATA lgc25<>+0(SB)/4, $0xff800000
-DATA lgc25<>+4(SB)/4, $0xff800000
-DATA lgc25<>+8(SB)/4, $0xff800000
-DATA lgc25<>+12(SB)/4, $0xff800000
-DATA lgc25<>+16(SB)/4, $0xff800000
-DATA lgc25<>+20(SB)/4, $0xff800000
-DATA lgc25<>+24(SB)/4, $0xff800000
-DATA lgc25<>+28(SB)/4, $0xff800000
+DATA lgc25<>+0(SB)/8, $0x4020000000000000
+DATA lgc25<>+8(SB)/8, $0x4020000000000000
+DATA lgc25<>+16(SB)/8, $0x4020000000000000
+DATA lgc25<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x4020000000000000
-DATA lgc26<>+8(SB)/8, $0x4020000000000000
-DATA lgc26<>+16(SB)/8, $0x4020000000000000
-DATA lgc26<>+24(SB)/8, $0x4020000000000000
+DATA lgc26<>+0(SB)/4, $0x7fffffff
+DATA lgc26<>+4(SB)/4, $0x7fffffff
+DATA lgc26<>+8(SB)/4, $0x7fffffff
+DATA lgc26<>+12(SB)/4, $0x7fffffff
+DATA lgc26<>+16(SB)/4, $0x7fffffff
+DATA lgc26<>+20(SB)/4, $0x7fffffff
+DATA lgc26<>+24(SB)/4, $0x7fffffff
+DATA lgc26<>+28(SB)/4, $0x7fffffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7fffffff
-DATA lgc27<>+4(SB)/4, $0x7fffffff
-DATA lgc27<>+8(SB)/4, $0x7fffffff
-DATA lgc27<>+12(SB)/4, $0x7fffffff
-DATA lgc27<>+16(SB)/4, $0x7fffffff
-DATA lgc27<>+20(SB)/4, $0x7fffffff
-DATA lgc27<>+24(SB)/4, $0x7fffffff
-DATA lgc27<>+28(SB)/4, $0x7fffffff
+DATA lgc27<>+0(SB)/4, $0x7f7fffff
+DATA lgc27<>+4(SB)/4, $0x7f7fffff
+DATA lgc27<>+8(SB)/4, $0x7f7fffff
+DATA lgc27<>+12(SB)/4, $0x7f7fffff
+DATA lgc27<>+16(SB)/4, $0x7f7fffff
+DATA lgc27<>+20(SB)/4, $0x7f7fffff
+DATA lgc27<>+24(SB)/4, $0x7f7fffff
+DATA lgc27<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x7f7fffff
-DATA lgc28<>+4(SB)/4, $0x7f7fffff
-DATA lgc28<>+8(SB)/4, $0x7f7fffff
-DATA lgc28<>+12(SB)/4, $0x7f7fffff
-DATA lgc28<>+16(SB)/4, $0x7f7fffff
-DATA lgc28<>+20(SB)/4, $0x7f7fffff
-DATA lgc28<>+24(SB)/4, $0x7f7fffff
-DATA lgc28<>+28(SB)/4, $0x7f7fffff
+DATA lgc28<>+0(SB)/4, $0x00000000
+DATA lgc28<>+4(SB)/4, $0x00000000
+DATA lgc28<>+8(SB)/4, $0x00000000
+DATA lgc28<>+12(SB)/4, $0x00000000
+DATA lgc28<>+16(SB)/4, $0x00000000
+DATA lgc28<>+20(SB)/4, $0x00000000
+DATA lgc28<>+24(SB)/4, $0x00000000
+DATA lgc28<>+28(SB)/4, $0x00000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x00000000
-DATA lgc29<>+4(SB)/4, $0x00000000
-DATA lgc29<>+8(SB)/4, $0x00000000
-DATA lgc29<>+12(SB)/4, $0x00000000
-DATA lgc29<>+16(SB)/4, $0x00000000
-DATA lgc29<>+20(SB)/4, $0x00000000
-DATA lgc29<>+24(SB)/4, $0x00000000
-DATA lgc29<>+28(SB)/4, $0x00000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-48
+TEXT ·fbPass0AVX512(SB), $64-48
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -1088,14 +708,14 @@ outer0_4:
 	XORQ    CX, CX
 
 blocks_5:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VPCMPGTD  lgc0<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	MOVQ      logProb+24(FP), BX
-	VMOVUPS   (BX)(SI*4), Z2
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
@@ -1112,13 +732,13 @@ blocks_5:
 	VMULPS Z2, Z2, Z2
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Z2, Z2
-	VMOVUPS lgc3<>+0(SB), Z3
+	VMULPS.BCST  lgb2<>+0(SB), Z2, Z2
+	VBROADCASTSS lgb3<>+0(SB), Z3
 
 	// v16 = le(v14, 0.05)
-	VCMPPS   $0x12, Z3, Z2, K1
-	VPMOVM2D K1, Z2
-	VANDPS   lgc1<>+0(SB), Z2, Z2
+	VCMPPS      $0x12, Z3, Z2, K1
+	VPMOVM2D    K1, Z2
+	VANDPS.BCST lgb1<>+0(SB), Z2, Z2
 
 	// v17 = where(mask, v16, 0)
 	VANDPS Z2, Z1, Z1
@@ -1129,10 +749,10 @@ blocks_5:
 	VADDPS        Y0, Y2, Y0
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc26<>+0(SB), Y1
+	VMOVUPD       lgc25<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc27<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS        lgc26<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -1140,7 +760,7 @@ blocks_5:
 	VMOVUPD       Y2, 64(DX)
 	VADDPD        96(DX), Y0, Y0
 	VMOVUPD       Y0, 96(DX)
-	VMOVUPS       lgc29<>+0(SB), Y0
+	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
@@ -1154,13 +774,13 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc29<>+0(SB), X0
+	VMOVUPS      lgc28<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc27<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc28<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1168,7 +788,7 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
@@ -1180,61 +800,63 @@ noflush_6:
 
 // func fbPass1AVX512(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $576-96
+TEXT ·fbPass1AVX512(SB), $640-96
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
 	// values every block reads alike, computed once
-	MOVQ         numKept+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         numKept+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v39 = max(numKept, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc30<>+0(SB), Z2
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb29<>+0(SB), Z2
 
 	// v80 = div(0.04, v39)
 	VDIVPS Z0, Z2, Z2
 
 	// v89 = div(1, v39)
 	VDIVPS  Z0, Z1, Z0
-	VMOVUPS Z2, (SP)
-	VMOVUPS Z0, 64(SP)
-	MOVQ    lo+8(FP), AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z0, 64(AX)
+	MOVQ    lo+8(FP), CX
 
 outer0_7:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_8:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), BX
-	VADDPS        704(BX), Y1, Y1
-	VMOVUPS       Y1, 704(BX)
-	VADDPS        704(BX), Y2, Y1
-	VMOVUPS       Y1, 704(BX)
-	MOVQ          logProb+32(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+24(FP), SI
+	VADDPS        704(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 704(SI)
+	MOVQ          logProb+32(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	MOVQ    sampleLogProb+40(FP), R8
+	VMOVUPS (R8)(DI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+48(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	MOVQ    advantage+48(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z3, Z0, Z3
@@ -1246,86 +868,84 @@ blocks_8:
 	VMULPS Z2, Z2, Z4
 
 	// v14 = mul(0.5, v13)
-	VMULPS  lgc2<>+0(SB), Z4, Z4
-	VMOVUPS lgc3<>+0(SB), Z5
+	VMULPS.BCST  lgb2<>+0(SB), Z4, Z4
+	VBROADCASTSS lgb3<>+0(SB), Z5
 
 	// v16 = le(v14, 0.05)
-	VCMPPS   $0x12, Z5, Z4, K1
-	VPMOVM2D K1, Z4
-	VANDPS   lgc1<>+0(SB), Z4, Z4
+	VCMPPS      $0x12, Z5, Z4, K1
+	VPMOVM2D    K1, Z4
+	VANDPS.BCST lgb1<>+0(SB), Z4, Z4
 
 	// v17 = where(mask, v16, 0)
-	VANDPS  Z4, Z0, Z4
-	VMOVUPS lgc4<>+0(SB), Z5
+	VANDPS       Z4, Z0, Z4
+	VBROADCASTSS lgb4<>+0(SB), Z5
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z2, Z5, Z5
-	VMOVUPS lgc5<>+0(SB), Z6
+	VMAXPS       Z2, Z5, Z5
+	VBROADCASTSS lgb5<>+0(SB), Z6
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Z5, Z6, Z5
-	VMOVUPS Z1, 128(SP)
+	VMOVUPS Z1, 128(AX)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc6<>+0(SB), Z1
-	VMAXPS       Z2, Z1, Z1
-	VMOVUPS      lgc7<>+0(SB), Z6
-	VMINPS       Z1, Z6, Z1
-	VMULPS       lgc8<>+0(SB), Z1, Z6
-	VRNDSCALEPS  $0x00, Z6, Z6
-	VMOVAPS      Z1, Z1
-	VFNMADD231PS lgc9<>+0(SB), Z6, Z1
-	VFNMADD231PS lgc10<>+0(SB), Z6, Z1
-	VMULPS       Z1, Z1, Z7
-	VMOVUPS      lgc11<>+0(SB), Z8
-	VFMADD213PS  lgc12<>+0(SB), Z1, Z8
-	VMOVUPS      lgc13<>+0(SB), Z9
-	VFMADD213PS  lgc14<>+0(SB), Z1, Z9
-	VFMADD213PS  Z9, Z7, Z8
-	VMOVUPS      lgc15<>+0(SB), Z9
-	VFMADD213PS  lgc2<>+0(SB), Z1, Z9
-	VFMADD213PS  Z9, Z7, Z8
-	VFMADD213PS  Z1, Z7, Z8
-	VADDPS       lgc1<>+0(SB), Z8, Z8
-	VCVTPS2DQ    Z6, Z1
-	VPADDD       lgc16<>+0(SB), Z1, Z1
-	VPSRLD       $0x01, Z1, Z6
-	VPSUBD       Z6, Z1, Z1
-	VPSLLD       $0x17, Z6, Z6
-	VPSLLD       $0x17, Z1, Z1
-	VMULPS       Z6, Z8, Z8
-	VMULPS       Z1, Z8, Z8
+	VBROADCASTSS      lgb6<>+0(SB), Z1
+	VMAXPS            Z2, Z1, Z1
+	VBROADCASTSS      lgb7<>+0(SB), Z6
+	VMINPS            Z1, Z6, Z1
+	VMULPS.BCST       lgb8<>+0(SB), Z1, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z6, Z1
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z1
+	VMULPS            Z1, Z1, Z7
+	VBROADCASTSS      lgb11<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z8
+	VBROADCASTSS      lgb13<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z9
+	VFMADD213PS       Z9, Z7, Z8
+	VBROADCASTSS      lgb15<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z1, Z9
+	VFMADD213PS       Z9, Z7, Z8
+	VFMADD213PS       Z1, Z7, Z8
+	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VCVTPS2DQ         Z6, Z1
+	VPADDD.BCST       lgb16<>+0(SB), Z1, Z1
+	VPSRLD            $0x01, Z1, Z6
+	VPSUBD            Z6, Z1, Z1
+	VPSLLD            $0x17, Z6, Z6
+	VPSLLD            $0x17, Z1, Z1
+	VMULPS            Z6, Z8, Z8
+	VMULPS            Z1, Z8, Z8
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z2, Z5, K1
-	VPMOVM2D K1, Z1
-	VANDPS   lgc1<>+0(SB), Z1, Z5
-	VMOVUPS  lgc17<>+0(SB), Z6
-	VMOVUPS  lgc18<>+0(SB), Z7
+	VCMPPS       $0x04, Z2, Z5, K1
+	VPMOVM2D     K1, Z1
+	VANDPS.BCST  lgb1<>+0(SB), Z1, Z5
+	VBROADCASTSS lgb17<>+0(SB), Z6
+	VBROADCASTSS lgb18<>+0(SB), Z7
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS    Z1, Z9
-	VPTERNLOGD $0xca, Z7, Z6, Z9
-	VMOVUPS    lgc19<>+0(SB), Z6
-	VMOVUPS    lgc20<>+0(SB), Z7
+	VMOVUPS      Z1, Z9
+	VPTERNLOGD   $0xca, Z7, Z6, Z9
+	VBROADCASTSS lgb19<>+0(SB), Z6
+	VBROADCASTSS lgb20<>+0(SB), Z7
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VMOVUPS    Z1, Z1
-	VPTERNLOGD $0xca, Z7, Z6, Z1
-	VMOVUPS    lgc0<>+0(SB), Z6
+	VPTERNLOGD   $0xca, Z7, Z6, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z6
 
 	// v31 = ge(v10, 0)
 	VCMPPS   $0x1d, Z6, Z3, K1
 	VPMOVM2D K1, Z6
-	VMOVUPS  Z2, 192(SP)
+	VMOVUPS  Z2, 192(AX)
 
 	// v32 = min(ratio, v27) tie=first
 	VMINPS  Z8, Z9, Z2
-	VMOVUPS Z9, 256(SP)
+	VMOVUPS Z9, 256(AX)
 
 	// v33 = max(ratio, v30) tie=first
 	VMAXPS  Z8, Z1, Z7
-	VMOVUPS Z1, 320(SP)
+	VMOVUPS Z1, 320(AX)
 
 	// v34 = where(v31, v32, v33)
 	VMOVUPS    Z6, Z1
@@ -1335,34 +955,32 @@ blocks_8:
 	VMULPS Z1, Z3, Z1
 
 	// v36 = neg(gain)
-	VXORPS   lgc21<>+0(SB), Z1, Z1
-	VMOVUPS  lgc0<>+0(SB), Z2
-	VCMPPS   $0x04, Z2, Z4, K1
-	VPMOVM2D K1, Z2
+	VXORPS.BCST  lgb21<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
+	VCMPPS       $0x04, Z2, Z4, K1
+	VPMOVM2D     K1, Z2
 
 	// v37 = where(v17, v36, 0)
 	VANDPS Z1, Z2, Z1
 
 	// sum(v37) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1024(BX), Y1, Y1
-	VMOVUPS       Y1, 1024(BX)
-	VADDPS        1024(BX), Y4, Y1
-	VMOVUPS       Y1, 1024(BX)
+	VADDPS        1024(SI), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 1024(SI)
 
 	// v41 = where(mask, v24, 0)
 	VANDPS Z5, Z0, Z1
 
 	// sum(v41) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1344(BX), Y1, Y1
-	VMOVUPS       Y1, 1344(BX)
-	VADDPS        1344(BX), Y4, Y1
-	VMOVUPS       Y1, 1344(BX)
-	MOVQ          sampleLogProb+40(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
-	MOVQ          logProb+32(FP), DI
-	VMOVUPS       (DI)(SI*4), Z4
+	VADDPS        1344(SI), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 1344(SI)
+	MOVQ          sampleLogProb+40(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
+	MOVQ          logProb+32(FP), R8
+	VMOVUPS       (R8)(DI*4), Z4
 
 	// v45 = sub(sampleLogProb, logProb)
 	VSUBPS Z4, Z1, Z1
@@ -1372,149 +990,139 @@ blocks_8:
 
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1664(BX), Y1, Y1
-	VMOVUPS       Y1, 1664(BX)
-	VADDPS        1664(BX), Y4, Y1
-	VMOVUPS       Y1, 1664(BX)
-	MOVQ          entropy+56(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VADDPS        1664(SI), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 1664(SI)
+	MOVQ          entropy+56(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v50 = where(mask, entropy, 0)
 	VANDPS Z1, Z0, Z0
 
 	// sum(v50) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        1984(BX), Y0, Y4
-	VMOVUPS       Y4, 1984(BX)
-	VADDPS        1984(BX), Y1, Y1
-	VMOVUPS       Y1, 1984(BX)
+	VADDPS        1984(SI), Y0, Y4
+	VADDPS        Y1, Y4, Y4
+	VMOVUPS       Y4, 1984(SI)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS lgc22<>+0(SB), Z0, Z0
+	VMULPS.BCST lgb22<>+0(SB), Z0, Z0
 
 	// v55 = where(v17, v54, 0)
 	VANDPS Z0, Z2, Z0
 
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2304(BX), Y0, Y0
-	VMOVUPS       Y0, 2304(BX)
-	VADDPS        2304(BX), Y1, Y0
-	VMOVUPS       Y0, 2304(BX)
-	VMOVUPS       192(SP), Z0
-	VMOVUPS       lgc20<>+0(SB), Z1
+	VADDPS        2304(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 2304(SI)
+	VMOVUPS       192(AX), Z0
+	VBROADCASTSS  lgb20<>+0(SB), Z1
 
 	// v58 = where(v17, logWeight, -Inf)
 	VMOVUPS    Z2, Z4
 	VPTERNLOGD $0xca, Z1, Z0, Z4
-	VMOVUPS    Z6, 384(SP)
-	VMOVUPS    Z3, 448(SP)
+	VMOVUPS    Z6, 384(AX)
+	VMOVUPS    Z3, 448(AX)
 
 	// logsumexp(v58) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VANDPS        Z8, Z2, Z1
+	VANDPS        Z8, Z2, Z0
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z1
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z1, Z1
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z1, Z1
 	VEXTRACTF64X4 $0x01, Z1, Y3
-	VCMPPS        $0x15, lgc23<>+0(SB), Y4, Y5
-	VCMPPS        $0x1a, lgc24<>+0(SB), Y4, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc25<>+0(SB), Y4, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        2624(BX), Y5, Y5
-	VMOVUPS       Y5, 2624(BX)
-	VADDPS        2752(BX), Y1, Y4
-	VMOVUPS       Y4, 2752(BX)
-	VMULPS        Y1, Y1, Y1
-	VADDPS        3072(BX), Y1, Y1
-	VMOVUPS       Y1, 3072(BX)
-	VCMPPS        $0x15, lgc23<>+0(SB), Y0, Y1
-	VCMPPS        $0x1a, lgc24<>+0(SB), Y0, Y4
-	VANDPS        Y4, Y1, Y1
-	VCMPPS        $0x00, lgc25<>+0(SB), Y0, Y4
-	VORPS         Y4, Y1, Y1
-	VANDPS        2624(BX), Y1, Y1
-	VMOVUPS       Y1, 2624(BX)
-	VADDPS        2752(BX), Y3, Y0
-	VMOVUPS       Y0, 2752(BX)
-	VMULPS        Y3, Y3, Y0
-	VADDPS        3072(BX), Y0, Y0
-	VMOVUPS       Y0, 3072(BX)
-	MOVQ          mask+16(FP), DI
-	VPMOVZXBD     (DI)(SI*1), Z0
-	VPCMPGTD      lgc0<>+0(SB), Z0, K1
+	VANDPS        Y1, Y3, Y1
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VANDPS        2624(SI), Y1, Y1
+	VMOVUPS       Y1, 2624(SI)
+	VADDPS        2752(SI), Y0, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2752(SI)
+	VMULPS        Y0, Y0, Y0
+	VMULPS        Y3, Y3, Y1
+	VADDPS        3072(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 3072(SI)
+	MOVQ          mask+16(FP), R8
+	VPMOVZXBD     (R8)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	MOVQ          refLogProb+64(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          refLogProb+64(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v70 = where(mask, refLogProb, 0)
 	VANDPS  Z1, Z0, Z1
-	VMOVUPS 128(SP), Z3
+	VMOVUPS 128(AX), Z3
 
 	// v71 = sub(v70, v6)
 	VSUBPS Z3, Z1, Z1
 
 	// v72 = where(v17, v71, 0)
 	VANDPS  Z1, Z2, Z1
-	VMOVUPS Z8, 512(SP)
+	VMOVUPS Z8, 512(AX)
 
 	// k3 = expm1_minus_x(v72)
-	VMOVUPS      lgc6<>+0(SB), Z3
-	VMAXPS       Z1, Z3, Z3
-	VMOVUPS      lgc7<>+0(SB), Z4
-	VMINPS       Z3, Z4, Z3
-	VMULPS       lgc8<>+0(SB), Z3, Z4
-	VRNDSCALEPS  $0x00, Z4, Z4
-	VMOVAPS      Z3, Z5
-	VFNMADD231PS lgc9<>+0(SB), Z4, Z5
-	VFNMADD231PS lgc10<>+0(SB), Z4, Z5
-	VMULPS       Z5, Z5, Z6
-	VMOVUPS      lgc11<>+0(SB), Z7
-	VFMADD213PS  lgc12<>+0(SB), Z5, Z7
-	VMOVUPS      lgc13<>+0(SB), Z3
-	VFMADD213PS  lgc14<>+0(SB), Z5, Z3
-	VFMADD213PS  Z3, Z6, Z7
-	VMOVUPS      lgc15<>+0(SB), Z3
-	VFMADD213PS  lgc2<>+0(SB), Z5, Z3
-	VFMADD213PS  Z3, Z6, Z7
-	VMULPS       Z6, Z7, Z3
-	VFMADD213PS  Z5, Z6, Z7
-	VADDPS       lgc1<>+0(SB), Z7, Z7
-	VCVTPS2DQ    Z4, Z5
-	VPADDD       lgc16<>+0(SB), Z5, Z5
-	VPSRLD       $0x01, Z5, Z6
-	VPSUBD       Z6, Z5, Z5
-	VPSLLD       $0x17, Z6, Z6
-	VPSLLD       $0x17, Z5, Z5
-	VMULPS       Z6, Z7, Z7
-	VMULPS       Z5, Z7, Z7
-	VSUBPS       lgc1<>+0(SB), Z7, Z7
-	VSUBPS       Z1, Z7, Z7
-	VCMPPS       $0x00, lgc0<>+0(SB), Z4, K1
-	VPMOVM2D     K1, Z4
-	VPTERNLOGD   $0xb8, Z3, Z4, Z7
+	VBROADCASTSS      lgb6<>+0(SB), Z3
+	VMAXPS            Z1, Z3, Z3
+	VBROADCASTSS      lgb7<>+0(SB), Z4
+	VMINPS            Z3, Z4, Z3
+	VMULPS.BCST       lgb8<>+0(SB), Z3, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VMOVAPS           Z3, Z5
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z4, Z5
+	VMULPS            Z5, Z5, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z7
+	VBROADCASTSS      lgb13<>+0(SB), Z3
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z3
+	VFMADD213PS       Z3, Z6, Z7
+	VBROADCASTSS      lgb15<>+0(SB), Z3
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z5, Z3
+	VFMADD213PS       Z3, Z6, Z7
+	VMULPS            Z6, Z7, Z3
+	VFMADD213PS       Z5, Z6, Z7
+	VADDPS.BCST       lgb1<>+0(SB), Z7, Z7
+	VCVTPS2DQ         Z4, Z5
+	VPADDD.BCST       lgb16<>+0(SB), Z5, Z5
+	VPSRLD            $0x01, Z5, Z6
+	VPSUBD            Z6, Z5, Z5
+	VPSLLD            $0x17, Z6, Z6
+	VPSLLD            $0x17, Z5, Z5
+	VMULPS            Z6, Z7, Z7
+	VMULPS            Z5, Z7, Z7
+	VSUBPS.BCST       lgb1<>+0(SB), Z7, Z7
+	VSUBPS            Z1, Z7, Z7
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z4, K1
+	VPMOVM2D          K1, Z4
+	VPTERNLOGD        $0xb8, Z3, Z4, Z7
 
 	// v74 = where(v17, k3, 0)
 	VANDPS Z7, Z2, Z3
 
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        3392(BX), Y3, Y3
-	VMOVUPS       Y3, 3392(BX)
-	VADDPS        3392(BX), Y4, Y3
-	VMOVUPS       Y3, 3392(BX)
-	VMOVUPS       lgc31<>+0(SB), Z3
+	VADDPS        3392(SI), Y3, Y3
+	VADDPS        Y4, Y3, Y3
+	VMOVUPS       Y3, 3392(SI)
+	VBROADCASTSS  lgb30<>+0(SB), Z3
 
 	// v82 = lt(v72, -40)
 	VCMPPS   $0x11, Z3, Z1, K1
 	VPMOVM2D K1, Z3
 
 	// v84 = add(k3, v72)
-	VADDPS  Z1, Z7, Z1
-	VMOVUPS lgc32<>+0(SB), Z4
+	VADDPS       Z1, Z7, Z1
+	VBROADCASTSS lgb31<>+0(SB), Z4
 
 	// v85 = where(v82, -1, v84)
-	VMOVUPS    Z3, Z3
 	VPTERNLOGD $0xca, Z1, Z4, Z3
-	VMOVUPS    (SP), Z1
+	VMOVUPS    (AX), Z1
 
 	// v86 = mul(v80, v85)
 	VMULPS Z3, Z1, Z1
@@ -1523,36 +1131,36 @@ blocks_8:
 	VANDPS Z1, Z2, Z1
 
 	// v88 = neg(v87)
-	VXORPS  lgc21<>+0(SB), Z1, Z1
-	VMOVUPS 64(SP), Z3
+	VXORPS.BCST lgb21<>+0(SB), Z1, Z1
+	VMOVUPS     64(AX), Z3
 
 	// v90 = where(v17, v89, 0)
 	VANDPS Z3, Z2, Z2
 
 	// v91 = mul(v90, -0.01)
-	VMULPS lgc22<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb22<>+0(SB), Z2, Z3
 
 	// gradEntropy = where(mask, v91, 0)
 	VANDPS Z3, Z0, Z3
 
 	// v93 = neg(v90)
-	VXORPS  lgc21<>+0(SB), Z2, Z2
-	VMOVUPS 448(SP), Z4
+	VXORPS.BCST lgb21<>+0(SB), Z2, Z2
+	VMOVUPS     448(AX), Z4
 
 	// v94 = mul(v93, v10)
-	VMULPS   Z4, Z2, Z2
-	VMOVUPS  384(SP), Z4
-	VMOVUPS  lgc0<>+0(SB), Z5
-	VCMPPS   $0x04, Z5, Z4, K1
-	VPMOVM2D K1, Z5
+	VMULPS       Z4, Z2, Z2
+	VMOVUPS      384(AX), Z4
+	VBROADCASTSS lgb0<>+0(SB), Z5
+	VCMPPS       $0x04, Z5, Z4, K1
+	VPMOVM2D     K1, Z5
 
 	// v95 = where(v31, v94, 0)
 	VANDPS Z2, Z5, Z4
 
 	// v96 = where(v31, 0, v94)
 	VANDNPS Z2, Z5, Z2
-	VMOVUPS 512(SP), Z5
-	VMOVUPS 320(SP), Z6
+	VMOVUPS 512(AX), Z5
+	VMOVUPS 320(AX), Z6
 
 	// v97 = ge(ratio, v30)
 	VCMPPS   $0x1d, Z6, Z5, K1
@@ -1567,7 +1175,7 @@ blocks_8:
 
 	// v100 = where(v99, v96, 0)
 	VANDPS  Z2, Z6, Z2
-	VMOVUPS 256(SP), Z6
+	VMOVUPS 256(AX), Z6
 
 	// v101 = le(ratio, v27)
 	VCMPPS   $0x12, Z6, Z5, K1
@@ -1580,8 +1188,8 @@ blocks_8:
 	VANDPS Z4, Z6, Z4
 
 	// v104 = add(v100, v103)
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS lgc0<>+0(SB), Z4
+	VADDPS       Z4, Z2, Z2
+	VBROADCASTSS lgb0<>+0(SB), Z4
 
 	// v105 = ne(v104, 0)
 	VCMPPS   $0x04, Z4, Z2, K1
@@ -1591,7 +1199,6 @@ blocks_8:
 	VMULPS Z5, Z2, Z5
 
 	// v107 = where(v105, v106, v104)
-	VMOVUPS    Z4, Z4
 	VPTERNLOGD $0xca, Z2, Z5, Z4
 
 	// v108 = add(v88, v107)
@@ -1601,19 +1208,150 @@ blocks_8:
 	VANDPS Z1, Z0, Z0
 
 	// store gradEntropy
-	MOVQ    gradEntropy+72(FP), BX
-	VMOVUPS Z3, (BX)(SI*4)
+	MOVQ    gradEntropy+72(FP), SI
+	VMOVUPS Z3, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), BX
-	VMOVUPS      Z0, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradLogProb+80(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
 	JNZ          noflush_9
-	VMOVUPD      lgc26<>+0(SB), Y0
+	VMOVUPD      lgc25<>+0(SB), Y0
+	MOVQ         state+24(FP), BX
+	VMOVUPS      704(BX), Y1
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(BX), Y2, Y2
+	VMOVUPD      Y2, 512(BX)
+	VADDPD       544(BX), Y1, Y1
+	VMOVUPD      Y1, 544(BX)
+	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      Y1, 704(BX)
+	VMOVUPS      1024(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       832(BX), Y3, Y3
+	VMOVUPD      Y3, 832(BX)
+	VADDPD       864(BX), Y2, Y2
+	VMOVUPD      Y2, 864(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1152(BX), Y3, Y3
+	VMOVUPD      Y3, 1152(BX)
+	VADDPD       1184(BX), Y2, Y2
+	VMOVUPD      Y2, 1184(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1472(BX), Y3, Y3
+	VMOVUPD      Y3, 1472(BX)
+	VADDPD       1504(BX), Y2, Y2
+	VMOVUPD      Y2, 1504(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(BX), Y3, Y3
+	VMOVUPD      Y3, 1792(BX)
+	VADDPD       1824(BX), Y2, Y2
+	VMOVUPD      Y2, 1824(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(BX), Y3, Y3
+	VMOVUPD      Y3, 2112(BX)
+	VADDPD       2144(BX), Y2, Y2
+	VMOVUPD      Y2, 2144(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2752(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(BX), Y3, Y3
+	VMOVUPD      Y3, 2432(BX)
+	VADDPD       2464(BX), Y2, Y2
+	VMOVUPD      Y2, 2464(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 2752(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3072(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2880(BX), Y3, Y3
+	VMOVUPD      Y3, 2880(BX)
+	VADDPD       2912(BX), Y2, Y2
+	VMOVUPD      Y2, 2912(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 3072(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3200(BX), Y3, Y3
+	VMOVUPD      Y3, 3200(BX)
+	VADDPD       3232(BX), Y2, Y2
+	VMOVUPD      Y2, 3232(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 3392(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       3520(BX), Y0, Y0
+	VMOVUPS      Y0, 3520(BX)
+	MOVQ         $+4, BX
+
+noflush_9:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_8
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc28<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
 	VMOVUPS      704(DX), Y1
-	VANDPS       lgc27<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc28<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1621,11 +1359,11 @@ blocks_8:
 	VMOVUPD      Y2, 512(DX)
 	VADDPD       544(DX), Y1, Y1
 	VMOVUPD      Y1, 544(DX)
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1633,12 +1371,12 @@ blocks_8:
 	VMOVUPD      Y3, 832(DX)
 	VADDPD       864(DX), Y2, Y2
 	VMOVUPD      Y2, 864(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1646,12 +1384,12 @@ blocks_8:
 	VMOVUPD      Y3, 1152(DX)
 	VADDPD       1184(DX), Y2, Y2
 	VMOVUPD      Y2, 1184(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1659,12 +1397,12 @@ blocks_8:
 	VMOVUPD      Y3, 1472(DX)
 	VADDPD       1504(DX), Y2, Y2
 	VMOVUPD      Y2, 1504(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1672,12 +1410,12 @@ blocks_8:
 	VMOVUPD      Y3, 1792(DX)
 	VADDPD       1824(DX), Y2, Y2
 	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1685,12 +1423,12 @@ blocks_8:
 	VMOVUPD      Y3, 2112(DX)
 	VADDPD       2144(DX), Y2, Y2
 	VMOVUPD      Y2, 2144(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1698,12 +1436,12 @@ blocks_8:
 	VMOVUPD      Y3, 2432(DX)
 	VADDPD       2464(DX), Y2, Y2
 	VMOVUPD      Y2, 2464(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1711,12 +1449,12 @@ blocks_8:
 	VMOVUPD      Y3, 2880(DX)
 	VADDPD       2912(DX), Y2, Y2
 	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1724,198 +1462,22 @@ blocks_8:
 	VMOVUPD      Y3, 3200(DX)
 	VADDPD       3232(DX), Y2, Y2
 	VMOVUPD      Y2, 3232(DX)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
-	MOVQ         $+4, DX
-
-noflush_9:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
-	JL           blocks_8
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc29<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), CX
-	VMOVUPS      704(CX), Y1
-	VANDPS       lgc27<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc28<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(CX), Y2, Y2
-	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y1, Y1
-	VMOVUPD      Y1, 544(CX)
-	VMOVUPS      lgc29<>+0(SB), Y1
-	VMOVUPS      Y1, 704(CX)
-	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(CX), Y3, Y3
-	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y2, Y2
-	VMOVUPD      Y2, 864(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(CX), Y3, Y3
-	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y2, Y2
-	VMOVUPD      Y2, 1184(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(CX), Y3, Y3
-	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(CX), Y3, Y3
-	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y2, Y2
-	VMOVUPD      Y2, 2144(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc27<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc28<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(CX), Y3, Y3
-	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y2, Y2
-	VMOVUPD      Y2, 3232(CX)
-	VMOVUPS      lgc29<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       3520(CX), Y0, Y0
-	VMOVUPS      Y0, 3520(CX)
-	INCQ         AX
-	CMPQ         AX, hi+88(FP)
+	INCQ         CX
+	CMPQ         CX, hi+88(FP)
 	JL           outer0_7
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x3d23d70a
-DATA lgc30<>+4(SB)/4, $0x3d23d70a
-DATA lgc30<>+8(SB)/4, $0x3d23d70a
-DATA lgc30<>+12(SB)/4, $0x3d23d70a
-DATA lgc30<>+16(SB)/4, $0x3d23d70a
-DATA lgc30<>+20(SB)/4, $0x3d23d70a
-DATA lgc30<>+24(SB)/4, $0x3d23d70a
-DATA lgc30<>+28(SB)/4, $0x3d23d70a
-DATA lgc30<>+32(SB)/4, $0x3d23d70a
-DATA lgc30<>+36(SB)/4, $0x3d23d70a
-DATA lgc30<>+40(SB)/4, $0x3d23d70a
-DATA lgc30<>+44(SB)/4, $0x3d23d70a
-DATA lgc30<>+48(SB)/4, $0x3d23d70a
-DATA lgc30<>+52(SB)/4, $0x3d23d70a
-DATA lgc30<>+56(SB)/4, $0x3d23d70a
-DATA lgc30<>+60(SB)/4, $0x3d23d70a
-GLOBL lgc30<>(SB), RODATA|NOPTR, $64
+DATA lgb29<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
-DATA lgc31<>+0(SB)/4, $0xc2200000
-DATA lgc31<>+4(SB)/4, $0xc2200000
-DATA lgc31<>+8(SB)/4, $0xc2200000
-DATA lgc31<>+12(SB)/4, $0xc2200000
-DATA lgc31<>+16(SB)/4, $0xc2200000
-DATA lgc31<>+20(SB)/4, $0xc2200000
-DATA lgc31<>+24(SB)/4, $0xc2200000
-DATA lgc31<>+28(SB)/4, $0xc2200000
-DATA lgc31<>+32(SB)/4, $0xc2200000
-DATA lgc31<>+36(SB)/4, $0xc2200000
-DATA lgc31<>+40(SB)/4, $0xc2200000
-DATA lgc31<>+44(SB)/4, $0xc2200000
-DATA lgc31<>+48(SB)/4, $0xc2200000
-DATA lgc31<>+52(SB)/4, $0xc2200000
-DATA lgc31<>+56(SB)/4, $0xc2200000
-DATA lgc31<>+60(SB)/4, $0xc2200000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $64
+DATA lgb30<>+0(SB)/4, $0xc2200000
+GLOBL lgb30<>(SB), RODATA|NOPTR, $4
 
-DATA lgc32<>+0(SB)/4, $0xbf800000
-DATA lgc32<>+4(SB)/4, $0xbf800000
-DATA lgc32<>+8(SB)/4, $0xbf800000
-DATA lgc32<>+12(SB)/4, $0xbf800000
-DATA lgc32<>+16(SB)/4, $0xbf800000
-DATA lgc32<>+20(SB)/4, $0xbf800000
-DATA lgc32<>+24(SB)/4, $0xbf800000
-DATA lgc32<>+28(SB)/4, $0xbf800000
-DATA lgc32<>+32(SB)/4, $0xbf800000
-DATA lgc32<>+36(SB)/4, $0xbf800000
-DATA lgc32<>+40(SB)/4, $0xbf800000
-DATA lgc32<>+44(SB)/4, $0xbf800000
-DATA lgc32<>+48(SB)/4, $0xbf800000
-DATA lgc32<>+52(SB)/4, $0xbf800000
-DATA lgc32<>+56(SB)/4, $0xbf800000
-DATA lgc32<>+60(SB)/4, $0xbf800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $64
+DATA lgb31<>+0(SB)/4, $0xbf800000
+GLOBL lgb31<>(SB), RODATA|NOPTR, $4

@@ -6,7 +6,9 @@
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $0-48
+TEXT ·pass0AVX512(SB), $64-48
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -20,13 +22,13 @@ outer0_1:
 	XORQ    CX, CX
 
 blocks_2:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z2
-	VPCMPGTD  lgc0<>+0(SB), Z2, K1
-	VPMOVM2D  K1, Z2
-	VMOVUPS   lgc1<>+0(SB), Z3
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z2
+	VPCMPGTD.BCST lgb0<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
+	VBROADCASTSS  lgb1<>+0(SB), Z3
 
 	// v3 = where(mask, 1, 0)
 	VANDPS  Z3, Z2, Z3
@@ -141,41 +143,11 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
 DATA lgc2<>+0(SB)/8, $0x4020000000000000
 DATA lgc2<>+8(SB)/8, $0x4020000000000000
@@ -215,103 +187,103 @@ GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass1AVX512(SB), $128-72
-	MOVQ lo+0(FP), AX
+TEXT ·pass1AVX512(SB), $192-72
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_4:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         s0+8(FP), CX
-	MOVQ         AX, DX
-	VBROADCASTSS (CX)(DX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         s0+8(FP), DX
+	MOVQ         CX, BX
+	VBROADCASTSS (DX)(BX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v10 = max(sequenceLength, 1)
 	VMAXPS       Z0, Z1, Z1
-	MOVQ         s1+16(FP), CX
-	VBROADCASTSS (CX)(DX*4), Z2
+	MOVQ         s1+16(FP), DX
+	VBROADCASTSS (DX)(BX*4), Z2
 
 	// logSequenceRatio = div(v13, v10)
-	VDIVPS  Z1, Z2, Z1
-	VMOVUPS lgc0<>+0(SB), Z2
+	VDIVPS       Z1, Z2, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
 
 	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Z2, Z0, K1
 	VPMOVM2D     K1, Z0
-	MOVQ         advantage+24(FP), CX
-	VBROADCASTSS (CX)(DX*4), Z3
+	MOVQ         advantage+24(FP), DX
+	VBROADCASTSS (DX)(BX*4), Z3
 
 	// v17 = where(v16, advantage, 0)
 	VANDPS Z3, Z0, Z0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMOVUPS      lgc6<>+0(SB), Z3
-	VMAXPS       Z1, Z3, Z1
-	VMOVUPS      lgc7<>+0(SB), Z3
-	VMINPS       Z1, Z3, Z1
-	VMULPS       lgc8<>+0(SB), Z1, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z1, Z1
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z1
-	VFNMADD231PS lgc10<>+0(SB), Z3, Z1
-	VMULPS       Z1, Z1, Z4
-	VMOVUPS      lgc11<>+0(SB), Z5
-	VFMADD213PS  lgc12<>+0(SB), Z1, Z5
-	VMOVUPS      lgc13<>+0(SB), Z6
-	VFMADD213PS  lgc14<>+0(SB), Z1, Z6
-	VFMADD213PS  Z6, Z4, Z5
-	VMOVUPS      lgc15<>+0(SB), Z6
-	VFMADD213PS  lgc16<>+0(SB), Z1, Z6
-	VFMADD213PS  Z6, Z4, Z5
-	VFMADD213PS  Z1, Z4, Z5
-	VADDPS       lgc1<>+0(SB), Z5, Z5
-	VCVTPS2DQ    Z3, Z1
-	VPADDD       lgc17<>+0(SB), Z1, Z1
-	VPSRLD       $0x01, Z1, Z3
-	VPSUBD       Z3, Z1, Z1
-	VPSLLD       $0x17, Z3, Z3
-	VPSLLD       $0x17, Z1, Z1
-	VMULPS       Z3, Z5, Z5
-	VMULPS       Z1, Z5, Z5
+	VBROADCASTSS      lgb6<>+0(SB), Z3
+	VMAXPS            Z1, Z3, Z1
+	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VMINPS            Z1, Z3, Z1
+	VMULPS.BCST       lgb8<>+0(SB), Z1, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z1
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z1
+	VMULPS            Z1, Z1, Z4
+	VBROADCASTSS      lgb11<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z5
+	VBROADCASTSS      lgb13<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VBROADCASTSS      lgb15<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb16<>+0(SB), Z1, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VFMADD213PS       Z1, Z4, Z5
+	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
+	VCVTPS2DQ         Z3, Z1
+	VPADDD.BCST       lgb17<>+0(SB), Z1, Z1
+	VPSRLD            $0x01, Z1, Z3
+	VPSUBD            Z3, Z1, Z1
+	VPSLLD            $0x17, Z3, Z3
+	VPSLLD            $0x17, Z1, Z1
+	VMULPS            Z3, Z5, Z5
+	VMULPS            Z1, Z5, Z5
 
 	// v19 = ge(v17, 0)
-	VCMPPS   $0x1d, Z2, Z0, K1
-	VPMOVM2D K1, Z1
-	VMOVUPS  lgc18<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z0, K1
+	VPMOVM2D     K1, Z1
+	VBROADCASTSS lgb18<>+0(SB), Z3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Z5, Z3, Z4
-	VMOVUPS lgc19<>+0(SB), Z6
+	VMINPS       Z5, Z3, Z4
+	VBROADCASTSS lgb19<>+0(SB), Z6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Z5, Z6, Z7
 
 	// ratioClipped = where(v19, v21, v23)
-	VMOVUPS    Z1, Z1
 	VPTERNLOGD $0xca, Z7, Z4, Z1
 
 	// gain = mul(v17, ratioClipped)
 	VMULPS Z1, Z0, Z1
 
 	// v26 = neg(gain)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v32 = lt(v17, 0)
 	VCMPPS   $0x11, Z2, Z0, K1
 	VPMOVM2D K1, Z4
 
 	// v33 = lt(sequenceRatio, 0.8)
-	VCMPPS   $0x11, Z6, Z5, K1
-	VPMOVM2D K1, Z6
-	VANDPS   lgc1<>+0(SB), Z6, Z6
+	VCMPPS      $0x11, Z6, Z5, K1
+	VPMOVM2D    K1, Z6
+	VANDPS.BCST lgb1<>+0(SB), Z6, Z6
 
 	// v34 = gt(v17, 0)
 	VCMPPS   $0x1e, Z2, Z0, K1
 	VPMOVM2D K1, Z0
 
 	// v35 = gt(sequenceRatio, 1.2)
-	VCMPPS   $0x1e, Z3, Z5, K1
-	VPMOVM2D K1, Z2
-	VANDPS   lgc1<>+0(SB), Z2, Z2
+	VCMPPS      $0x1e, Z3, Z5, K1
+	VPMOVM2D    K1, Z2
+	VANDPS.BCST lgb1<>+0(SB), Z2, Z2
 
 	// v36 = where(v34, v35, 0)
 	VANDPS Z2, Z0, Z0
@@ -319,59 +291,56 @@ outer0_4:
 	// v37 = where(v32, v33, v36)
 	VMOVUPS    Z4, Z2
 	VPTERNLOGD $0xca, Z0, Z6, Z2
-	VMOVUPS    Z1, (SP)
-	VMOVUPS    Z2, 64(SP)
-	MOVQ       $+4, DX
-	XORQ       CX, CX
+	VMOVUPS    Z1, (AX)
+	VMOVUPS    Z2, 64(AX)
+	MOVQ       $+4, BX
+	XORQ       DX, DX
 
 blocks_5:
-	MOVQ      mask+32(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	VMOVUPS   lgc1<>+0(SB), Z1
+	MOVQ          mask+32(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+40(FP), BX
-	VADDPS        2432(BX), Y1, Y1
-	VMOVUPS       Y1, 2432(BX)
-	VADDPS        2432(BX), Y2, Y1
-	VMOVUPS       Y1, 2432(BX)
-	MOVQ          logProb+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	MOVQ          state+40(FP), SI
+	VADDPS        2432(SI), Y1, Y1
+	VADDPS        Y2, Y1, Y1
+	VMOVUPS       Y1, 2432(SI)
+	MOVQ          logProb+48(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	VMOVUPS (SP), Z2
+	VMOVUPS (AX), Z2
 
 	// v28 = where(mask, v26, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v28) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        2752(BX), Y2, Y2
-	VMOVUPS       Y2, 2752(BX)
-	VADDPS        2752(BX), Y3, Y2
-	VMOVUPS       Y2, 2752(BX)
-	VMOVUPS       64(SP), Z2
+	VADDPS        2752(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2752(SI)
+	VMOVUPS       64(AX), Z2
 
 	// v39 = where(mask, v37, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3072(BX), Y2, Y2
-	VMOVUPS       Y2, 3072(BX)
-	VADDPS        3072(BX), Y3, Y2
-	VMOVUPS       Y2, 3072(BX)
-	MOVQ          refLogProb+56(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VADDPS        3072(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 3072(SI)
+	MOVQ          refLogProb+56(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v43 = where(mask, refLogProb, 0)
 	VANDPS Z2, Z0, Z2
@@ -380,452 +349,228 @@ blocks_5:
 	VSUBPS Z1, Z2, Z1
 
 	// k3 = expm1_minus_x(v44)
-	VMOVUPS      lgc6<>+0(SB), Z2
-	VMAXPS       Z1, Z2, Z2
-	VMOVUPS      lgc7<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc8<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc10<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc11<>+0(SB), Z6
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z6
-	VMOVUPS      lgc13<>+0(SB), Z2
-	VFMADD213PS  lgc14<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc15<>+0(SB), Z2
-	VFMADD213PS  lgc16<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc17<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z1
-	VPTERNLOGD   $0xb8, Z2, Z1, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb15<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb16<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb17<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z1, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD        $0xb8, Z2, Z1, Z6
 
 	// v47 = where(mask, k3, 0)
 	VANDPS Z6, Z0, Z0
 
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3392(BX), Y0, Y0
-	VMOVUPS       Y0, 3392(BX)
-	VADDPS        3392(BX), Y1, Y0
-	VMOVUPS       Y0, 3392(BX)
-	DECQ          DX
+	VADDPS        3392(SI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 3392(SI)
+	DECQ          BX
 	JNZ           noflush_6
 	VMOVUPD       lgc2<>+0(SB), Y0
-	MOVQ          state+40(FP), DX
-	VMOVUPS       2432(DX), Y1
+	MOVQ          state+40(FP), BX
+	VMOVUPS       2432(BX), Y1
 	VANDPS        lgc3<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc4<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        2240(DX), Y2, Y2
-	VMOVUPD       Y2, 2240(DX)
-	VADDPD        2272(DX), Y1, Y1
-	VMOVUPD       Y1, 2272(DX)
+	VADDPD        2240(BX), Y2, Y2
+	VMOVUPD       Y2, 2240(BX)
+	VADDPD        2272(BX), Y1, Y1
+	VMOVUPD       Y1, 2272(BX)
 	VMOVUPS       lgc5<>+0(SB), Y1
-	VMOVUPS       Y1, 2432(DX)
-	VMOVUPS       2752(DX), Y2
+	VMOVUPS       Y1, 2432(BX)
+	VMOVUPS       2752(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2560(DX), Y3, Y3
-	VMOVUPD       Y3, 2560(DX)
-	VADDPD        2592(DX), Y2, Y2
-	VMOVUPD       Y2, 2592(DX)
+	VADDPD        2560(BX), Y3, Y3
+	VMOVUPD       Y3, 2560(BX)
+	VADDPD        2592(BX), Y2, Y2
+	VMOVUPD       Y2, 2592(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 2752(DX)
+	VMOVUPS       Y2, 2752(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3072(DX), Y2
+	VMOVUPS       3072(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2880(DX), Y3, Y3
-	VMOVUPD       Y3, 2880(DX)
-	VADDPD        2912(DX), Y2, Y2
-	VMOVUPD       Y2, 2912(DX)
+	VADDPD        2880(BX), Y3, Y3
+	VMOVUPD       Y3, 2880(BX)
+	VADDPD        2912(BX), Y2, Y2
+	VMOVUPD       Y2, 2912(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 3072(DX)
+	VMOVUPS       Y2, 3072(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3392(DX), Y2
+	VMOVUPS       3392(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3200(DX), Y3, Y3
-	VMOVUPD       Y3, 3200(DX)
-	VADDPD        3232(DX), Y2, Y2
-	VMOVUPD       Y2, 3232(DX)
+	VADDPD        3200(BX), Y3, Y3
+	VMOVUPD       Y3, 3200(BX)
+	VADDPD        3232(BX), Y2, Y2
+	VMOVUPD       Y2, 3232(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 3392(DX)
+	VMOVUPS       Y2, 3392(BX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        3520(DX), Y0, Y0
-	VMOVUPS       Y0, 3520(DX)
-	MOVQ          $+4, DX
+	VANDPS        3520(BX), Y0, Y0
+	VMOVUPS       Y0, 3520(BX)
+	MOVQ          $+4, BX
 
 noflush_6:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_5
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
 	VMOVUPS      lgc5<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      2432(CX), Y1
+	MOVQ         state+40(FP), DX
+	VMOVUPS      2432(DX), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       2240(CX), Y2, Y2
-	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y1, Y1
-	VMOVUPD      Y1, 2272(CX)
+	VADDPD       2240(DX), Y2, Y2
+	VMOVUPD      Y2, 2240(DX)
+	VADDPD       2272(DX), Y1, Y1
+	VMOVUPD      Y1, 2272(DX)
 	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(CX)
-	VMOVUPS      2752(CX), Y2
+	VMOVUPS      Y1, 2432(DX)
+	VMOVUPS      2752(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
+	VADDPD       2560(DX), Y3, Y3
+	VMOVUPD      Y3, 2560(DX)
+	VADDPD       2592(DX), Y2, Y2
+	VMOVUPD      Y2, 2592(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
+	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
+	VMOVUPS      3072(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
+	VADDPD       2880(DX), Y3, Y3
+	VMOVUPD      Y3, 2880(DX)
+	VADDPD       2912(DX), Y2, Y2
+	VMOVUPD      Y2, 2912(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
+	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(CX), Y2
+	VMOVUPS      3392(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3200(CX), Y3, Y3
-	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y2, Y2
-	VMOVUPD      Y2, 3232(CX)
+	VADDPD       3200(DX), Y3, Y3
+	VMOVUPD      Y3, 3200(DX)
+	VADDPD       3232(DX), Y2, Y2
+	VMOVUPD      Y2, 3232(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(CX)
+	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3520(CX), Y0, Y0
-	VMOVUPS      Y0, 3520(CX)
-	INCQ         AX
-	CMPQ         AX, hi+64(FP)
+	VANDPS       3520(DX), Y0, Y0
+	VMOVUPS      Y0, 3520(DX)
+	INCQ         CX
+	CMPQ         CX, hi+64(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
 
-DATA lgc6<>+0(SB)/4, $0xc2d00000
-DATA lgc6<>+4(SB)/4, $0xc2d00000
-DATA lgc6<>+8(SB)/4, $0xc2d00000
-DATA lgc6<>+12(SB)/4, $0xc2d00000
-DATA lgc6<>+16(SB)/4, $0xc2d00000
-DATA lgc6<>+20(SB)/4, $0xc2d00000
-DATA lgc6<>+24(SB)/4, $0xc2d00000
-DATA lgc6<>+28(SB)/4, $0xc2d00000
-DATA lgc6<>+32(SB)/4, $0xc2d00000
-DATA lgc6<>+36(SB)/4, $0xc2d00000
-DATA lgc6<>+40(SB)/4, $0xc2d00000
-DATA lgc6<>+44(SB)/4, $0xc2d00000
-DATA lgc6<>+48(SB)/4, $0xc2d00000
-DATA lgc6<>+52(SB)/4, $0xc2d00000
-DATA lgc6<>+56(SB)/4, $0xc2d00000
-DATA lgc6<>+60(SB)/4, $0xc2d00000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0xc2d00000
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x42b20000
-DATA lgc7<>+4(SB)/4, $0x42b20000
-DATA lgc7<>+8(SB)/4, $0x42b20000
-DATA lgc7<>+12(SB)/4, $0x42b20000
-DATA lgc7<>+16(SB)/4, $0x42b20000
-DATA lgc7<>+20(SB)/4, $0x42b20000
-DATA lgc7<>+24(SB)/4, $0x42b20000
-DATA lgc7<>+28(SB)/4, $0x42b20000
-DATA lgc7<>+32(SB)/4, $0x42b20000
-DATA lgc7<>+36(SB)/4, $0x42b20000
-DATA lgc7<>+40(SB)/4, $0x42b20000
-DATA lgc7<>+44(SB)/4, $0x42b20000
-DATA lgc7<>+48(SB)/4, $0x42b20000
-DATA lgc7<>+52(SB)/4, $0x42b20000
-DATA lgc7<>+56(SB)/4, $0x42b20000
-DATA lgc7<>+60(SB)/4, $0x42b20000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x42b20000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0x3f318000
-DATA lgc9<>+4(SB)/4, $0x3f318000
-DATA lgc9<>+8(SB)/4, $0x3f318000
-DATA lgc9<>+12(SB)/4, $0x3f318000
-DATA lgc9<>+16(SB)/4, $0x3f318000
-DATA lgc9<>+20(SB)/4, $0x3f318000
-DATA lgc9<>+24(SB)/4, $0x3f318000
-DATA lgc9<>+28(SB)/4, $0x3f318000
-DATA lgc9<>+32(SB)/4, $0x3f318000
-DATA lgc9<>+36(SB)/4, $0x3f318000
-DATA lgc9<>+40(SB)/4, $0x3f318000
-DATA lgc9<>+44(SB)/4, $0x3f318000
-DATA lgc9<>+48(SB)/4, $0x3f318000
-DATA lgc9<>+52(SB)/4, $0x3f318000
-DATA lgc9<>+56(SB)/4, $0x3f318000
-DATA lgc9<>+60(SB)/4, $0x3f318000
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0x3f318000
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0xb95e8083
-DATA lgc10<>+4(SB)/4, $0xb95e8083
-DATA lgc10<>+8(SB)/4, $0xb95e8083
-DATA lgc10<>+12(SB)/4, $0xb95e8083
-DATA lgc10<>+16(SB)/4, $0xb95e8083
-DATA lgc10<>+20(SB)/4, $0xb95e8083
-DATA lgc10<>+24(SB)/4, $0xb95e8083
-DATA lgc10<>+28(SB)/4, $0xb95e8083
-DATA lgc10<>+32(SB)/4, $0xb95e8083
-DATA lgc10<>+36(SB)/4, $0xb95e8083
-DATA lgc10<>+40(SB)/4, $0xb95e8083
-DATA lgc10<>+44(SB)/4, $0xb95e8083
-DATA lgc10<>+48(SB)/4, $0xb95e8083
-DATA lgc10<>+52(SB)/4, $0xb95e8083
-DATA lgc10<>+56(SB)/4, $0xb95e8083
-DATA lgc10<>+60(SB)/4, $0xb95e8083
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0xb95e8083
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x39506967
-DATA lgc11<>+4(SB)/4, $0x39506967
-DATA lgc11<>+8(SB)/4, $0x39506967
-DATA lgc11<>+12(SB)/4, $0x39506967
-DATA lgc11<>+16(SB)/4, $0x39506967
-DATA lgc11<>+20(SB)/4, $0x39506967
-DATA lgc11<>+24(SB)/4, $0x39506967
-DATA lgc11<>+28(SB)/4, $0x39506967
-DATA lgc11<>+32(SB)/4, $0x39506967
-DATA lgc11<>+36(SB)/4, $0x39506967
-DATA lgc11<>+40(SB)/4, $0x39506967
-DATA lgc11<>+44(SB)/4, $0x39506967
-DATA lgc11<>+48(SB)/4, $0x39506967
-DATA lgc11<>+52(SB)/4, $0x39506967
-DATA lgc11<>+56(SB)/4, $0x39506967
-DATA lgc11<>+60(SB)/4, $0x39506967
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x39506967
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3ab743ce
-DATA lgc12<>+4(SB)/4, $0x3ab743ce
-DATA lgc12<>+8(SB)/4, $0x3ab743ce
-DATA lgc12<>+12(SB)/4, $0x3ab743ce
-DATA lgc12<>+16(SB)/4, $0x3ab743ce
-DATA lgc12<>+20(SB)/4, $0x3ab743ce
-DATA lgc12<>+24(SB)/4, $0x3ab743ce
-DATA lgc12<>+28(SB)/4, $0x3ab743ce
-DATA lgc12<>+32(SB)/4, $0x3ab743ce
-DATA lgc12<>+36(SB)/4, $0x3ab743ce
-DATA lgc12<>+40(SB)/4, $0x3ab743ce
-DATA lgc12<>+44(SB)/4, $0x3ab743ce
-DATA lgc12<>+48(SB)/4, $0x3ab743ce
-DATA lgc12<>+52(SB)/4, $0x3ab743ce
-DATA lgc12<>+56(SB)/4, $0x3ab743ce
-DATA lgc12<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x3c088908
-DATA lgc13<>+4(SB)/4, $0x3c088908
-DATA lgc13<>+8(SB)/4, $0x3c088908
-DATA lgc13<>+12(SB)/4, $0x3c088908
-DATA lgc13<>+16(SB)/4, $0x3c088908
-DATA lgc13<>+20(SB)/4, $0x3c088908
-DATA lgc13<>+24(SB)/4, $0x3c088908
-DATA lgc13<>+28(SB)/4, $0x3c088908
-DATA lgc13<>+32(SB)/4, $0x3c088908
-DATA lgc13<>+36(SB)/4, $0x3c088908
-DATA lgc13<>+40(SB)/4, $0x3c088908
-DATA lgc13<>+44(SB)/4, $0x3c088908
-DATA lgc13<>+48(SB)/4, $0x3c088908
-DATA lgc13<>+52(SB)/4, $0x3c088908
-DATA lgc13<>+56(SB)/4, $0x3c088908
-DATA lgc13<>+60(SB)/4, $0x3c088908
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x3c088908
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc14<>(SB), RODATA|NOPTR, $64
+DATA lgb14<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc15<>(SB), RODATA|NOPTR, $64
+DATA lgb15<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgc16<>+0(SB)/4, $0x3f000000
-DATA lgc16<>+4(SB)/4, $0x3f000000
-DATA lgc16<>+8(SB)/4, $0x3f000000
-DATA lgc16<>+12(SB)/4, $0x3f000000
-DATA lgc16<>+16(SB)/4, $0x3f000000
-DATA lgc16<>+20(SB)/4, $0x3f000000
-DATA lgc16<>+24(SB)/4, $0x3f000000
-DATA lgc16<>+28(SB)/4, $0x3f000000
-DATA lgc16<>+32(SB)/4, $0x3f000000
-DATA lgc16<>+36(SB)/4, $0x3f000000
-DATA lgc16<>+40(SB)/4, $0x3f000000
-DATA lgc16<>+44(SB)/4, $0x3f000000
-DATA lgc16<>+48(SB)/4, $0x3f000000
-DATA lgc16<>+52(SB)/4, $0x3f000000
-DATA lgc16<>+56(SB)/4, $0x3f000000
-DATA lgc16<>+60(SB)/4, $0x3f000000
-GLOBL lgc16<>(SB), RODATA|NOPTR, $64
+DATA lgb16<>+0(SB)/4, $0x3f000000
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgc17<>+0(SB)/4, $0x000000fe
-DATA lgc17<>+4(SB)/4, $0x000000fe
-DATA lgc17<>+8(SB)/4, $0x000000fe
-DATA lgc17<>+12(SB)/4, $0x000000fe
-DATA lgc17<>+16(SB)/4, $0x000000fe
-DATA lgc17<>+20(SB)/4, $0x000000fe
-DATA lgc17<>+24(SB)/4, $0x000000fe
-DATA lgc17<>+28(SB)/4, $0x000000fe
-DATA lgc17<>+32(SB)/4, $0x000000fe
-DATA lgc17<>+36(SB)/4, $0x000000fe
-DATA lgc17<>+40(SB)/4, $0x000000fe
-DATA lgc17<>+44(SB)/4, $0x000000fe
-DATA lgc17<>+48(SB)/4, $0x000000fe
-DATA lgc17<>+52(SB)/4, $0x000000fe
-DATA lgc17<>+56(SB)/4, $0x000000fe
-DATA lgc17<>+60(SB)/4, $0x000000fe
-GLOBL lgc17<>(SB), RODATA|NOPTR, $64
+DATA lgb17<>+0(SB)/4, $0x000000fe
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgc18<>+0(SB)/4, $0x3f99999a
-DATA lgc18<>+4(SB)/4, $0x3f99999a
-DATA lgc18<>+8(SB)/4, $0x3f99999a
-DATA lgc18<>+12(SB)/4, $0x3f99999a
-DATA lgc18<>+16(SB)/4, $0x3f99999a
-DATA lgc18<>+20(SB)/4, $0x3f99999a
-DATA lgc18<>+24(SB)/4, $0x3f99999a
-DATA lgc18<>+28(SB)/4, $0x3f99999a
-DATA lgc18<>+32(SB)/4, $0x3f99999a
-DATA lgc18<>+36(SB)/4, $0x3f99999a
-DATA lgc18<>+40(SB)/4, $0x3f99999a
-DATA lgc18<>+44(SB)/4, $0x3f99999a
-DATA lgc18<>+48(SB)/4, $0x3f99999a
-DATA lgc18<>+52(SB)/4, $0x3f99999a
-DATA lgc18<>+56(SB)/4, $0x3f99999a
-DATA lgc18<>+60(SB)/4, $0x3f99999a
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x3f99999a
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0x3f4ccccd
-DATA lgc19<>+4(SB)/4, $0x3f4ccccd
-DATA lgc19<>+8(SB)/4, $0x3f4ccccd
-DATA lgc19<>+12(SB)/4, $0x3f4ccccd
-DATA lgc19<>+16(SB)/4, $0x3f4ccccd
-DATA lgc19<>+20(SB)/4, $0x3f4ccccd
-DATA lgc19<>+24(SB)/4, $0x3f4ccccd
-DATA lgc19<>+28(SB)/4, $0x3f4ccccd
-DATA lgc19<>+32(SB)/4, $0x3f4ccccd
-DATA lgc19<>+36(SB)/4, $0x3f4ccccd
-DATA lgc19<>+40(SB)/4, $0x3f4ccccd
-DATA lgc19<>+44(SB)/4, $0x3f4ccccd
-DATA lgc19<>+48(SB)/4, $0x3f4ccccd
-DATA lgc19<>+52(SB)/4, $0x3f4ccccd
-DATA lgc19<>+56(SB)/4, $0x3f4ccccd
-DATA lgc19<>+60(SB)/4, $0x3f4ccccd
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
-DATA lgc20<>+32(SB)/4, $0x80000000
-DATA lgc20<>+36(SB)/4, $0x80000000
-DATA lgc20<>+40(SB)/4, $0x80000000
-DATA lgc20<>+44(SB)/4, $0x80000000
-DATA lgc20<>+48(SB)/4, $0x80000000
-DATA lgc20<>+52(SB)/4, $0x80000000
-DATA lgc20<>+56(SB)/4, $0x80000000
-DATA lgc20<>+60(SB)/4, $0x80000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0x80000000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_7:
@@ -835,13 +580,13 @@ outer0_7:
 	XORQ    CX, CX
 
 blocks_8:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VPCMPGTD  lgc0<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc1<>+0(SB), Z2
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -903,41 +648,44 @@ noflush_9:
 
 // func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $64-56
+TEXT ·fbPass1AVX512(SB), $128-56
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
 	// values every block reads alike, computed once
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v29 = max(numValid, 1)
 	VMAXPS Z0, Z1, Z0
 
 	// v58 = div(1, v29)
 	VDIVPS  Z0, Z1, Z0
-	VMOVUPS Z0, (SP)
-	MOVQ    lo+8(FP), AX
+	VMOVUPS Z0, (AX)
+	MOVQ    lo+8(FP), CX
 
 outer0_10:
-	MOVQ    $+4, DX
-	MOVQ    AX, CX
-	IMUL3Q  $+8, CX, BX
-	MOVQ    state+16(FP), SI
-	VMOVUPS 1152(SI)(BX*4), Y0
-	IMUL3Q  $+8, CX, BX
-	VMOVUPS 2176(SI)(BX*4), Y1
-	IMUL3Q  $+8, CX, CX
-	VMOVUPS 3200(SI)(CX*4), Y2
-	XORQ    CX, CX
+	MOVQ    $+4, BX
+	MOVQ    CX, DX
+	IMUL3Q  $+8, DX, SI
+	MOVQ    state+16(FP), DI
+	VMOVUPS 1152(DI)(SI*4), Y0
+	IMUL3Q  $+8, DX, SI
+	VMOVUPS 2176(DI)(SI*4), Y1
+	IMUL3Q  $+8, DX, DX
+	VMOVUPS 3200(DI)(DX*4), Y2
+	XORQ    DX, DX
 
 blocks_11:
-	MOVQ      mask+24(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z3
-	VPCMPGTD  lgc0<>+0(SB), Z3, K1
-	VPMOVM2D  K1, Z3
-	VMOVUPS   lgc1<>+0(SB), Z4
+	MOVQ          mask+24(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z3
+	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z3
+	VBROADCASTSS  lgb1<>+0(SB), Z4
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z4, Z3, Z4
@@ -946,10 +694,10 @@ blocks_11:
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        Y0, Y4, Y0
 	VADDPS        Y0, Y5, Y0
-	MOVQ          logProb+32(FP), BX
-	VMOVUPS       (BX)(SI*4), Z4
-	MOVQ          sampleLogProb+40(FP), BX
-	VMOVUPS       (BX)(SI*4), Z5
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z4
+	MOVQ          sampleLogProb+40(FP), SI
+	VMOVUPS       (SI)(DI*4), Z5
 
 	// v10 = sub(logProb, sampleLogProb)
 	VSUBPS Z5, Z4, Z4
@@ -961,7 +709,7 @@ blocks_11:
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        Y1, Y4, Y1
 	VADDPS        Y1, Y5, Y1
-	VMOVUPS       (SP), Z4
+	VMOVUPS       (AX), Z4
 
 	// v59 = where(mask, v58, 0)
 	VANDPS Z4, Z3, Z3
@@ -970,204 +718,206 @@ blocks_11:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        Y2, Y3, Y2
 	VADDPS        Y2, Y4, Y2
-	DECQ          DX
+	DECQ          BX
 	JNZ           noflush_12
 	VMOVUPD       lgc2<>+0(SB), Y3
-	MOVQ          AX, DX
-	IMUL3Q        $+8, DX, BX
-	MOVQ          state+16(FP), SI
+	MOVQ          CX, BX
+	IMUL3Q        $+8, BX, SI
+	MOVQ          state+16(FP), DI
 	VANDPS        lgc3<>+0(SB), Y0, Y3
 	VCMPPS        $0x12, lgc4<>+0(SB), Y3, Y3
 	VCVTPS2PD     X0, Y4
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        512(SI)(BX*8), Y4, Y4
-	VMOVUPD       Y4, 512(SI)(BX*8)
-	VADDPD        544(SI)(BX*8), Y0, Y0
-	VMOVUPD       Y0, 544(SI)(BX*8)
+	VADDPD        512(DI)(SI*8), Y4, Y4
+	VMOVUPD       Y4, 512(DI)(SI*8)
+	VADDPD        544(DI)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 544(DI)(SI*8)
 	VMOVUPS       lgc5<>+0(SB), Y0
-	IMUL3Q        $+8, DX, BX
+	IMUL3Q        $+8, BX, SI
 	VANDPS        lgc3<>+0(SB), Y1, Y4
 	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
 	VCVTPS2PD     X1, Y5
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        1536(SI)(BX*8), Y5, Y5
-	VMOVUPD       Y5, 1536(SI)(BX*8)
-	VADDPD        1568(SI)(BX*8), Y1, Y1
-	VMOVUPD       Y1, 1568(SI)(BX*8)
+	VADDPD        1536(DI)(SI*8), Y5, Y5
+	VMOVUPD       Y5, 1536(DI)(SI*8)
+	VADDPD        1568(DI)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 1568(DI)(SI*8)
 	VMOVUPS       lgc5<>+0(SB), Y1
 	VANDPS        Y4, Y3, Y3
-	IMUL3Q        $+8, DX, DX
+	IMUL3Q        $+8, BX, BX
 	VANDPS        lgc3<>+0(SB), Y2, Y4
 	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
 	VCVTPS2PD     X2, Y5
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2560(SI)(DX*8), Y5, Y5
-	VMOVUPD       Y5, 2560(SI)(DX*8)
-	VADDPD        2592(SI)(DX*8), Y2, Y2
-	VMOVUPD       Y2, 2592(SI)(DX*8)
+	VADDPD        2560(DI)(BX*8), Y5, Y5
+	VMOVUPD       Y5, 2560(DI)(BX*8)
+	VADDPD        2592(DI)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 2592(DI)(BX*8)
 	VMOVUPS       lgc5<>+0(SB), Y2
 	VANDPS        Y4, Y3, Y3
-	VANDPS        3584(SI), Y3, Y3
-	VMOVUPS       Y3, 3584(SI)
-	MOVQ          $+4, DX
+	VANDPS        3584(DI), Y3, Y3
+	VMOVUPS       Y3, 3584(DI)
+	MOVQ          $+4, BX
 
 noflush_12:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_11
-	MOVQ         AX, CX
-	IMUL3Q       $+8, CX, BX
-	MOVQ         state+16(FP), SI
-	VMOVUPS      Y0, 1152(SI)(BX*4)
-	IMUL3Q       $+8, CX, BX
-	VMOVUPS      Y1, 2176(SI)(BX*4)
-	IMUL3Q       $+8, CX, CX
-	VMOVUPS      Y2, 3200(SI)(CX*4)
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
+	MOVQ         CX, DX
+	IMUL3Q       $+8, DX, SI
+	MOVQ         state+16(FP), DI
+	VMOVUPS      Y0, 1152(DI)(SI*4)
+	IMUL3Q       $+8, DX, SI
+	VMOVUPS      Y1, 2176(DI)(SI*4)
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      Y2, 3200(DI)(DX*4)
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
 	VMOVUPS      lgc5<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         AX, CX
-	IMUL3Q       $+8, CX, DX
-	MOVQ         state+16(FP), BX
-	VMOVUPS      1152(BX)(DX*4), Y1
+	MOVQ         CX, DX
+	IMUL3Q       $+8, DX, BX
+	MOVQ         state+16(FP), SI
+	VMOVUPS      1152(SI)(BX*4), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       512(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 544(BX)(DX*8)
+	VADDPD       512(SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 512(SI)(BX*8)
+	VADDPD       544(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 544(SI)(BX*8)
 	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 1152(BX)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	VMOVUPS      2176(BX)(DX*4), Y2
+	VMOVUPS      Y1, 1152(SI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	VMOVUPS      2176(SI)(BX*4), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1536(BX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(BX)(DX*8)
-	VADDPD       1568(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(BX)(DX*8)
+	VADDPD       1536(SI)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1536(SI)(BX*8)
+	VADDPD       1568(SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1568(SI)(BX*8)
 	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(BX)(DX*4)
+	VMOVUPS      Y2, 2176(SI)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, CX, CX
-	VMOVUPS      3200(BX)(CX*4), Y2
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      3200(SI)(DX*4), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2560(BX)(CX*8), Y3, Y3
-	VMOVUPD      Y3, 2560(BX)(CX*8)
-	VADDPD       2592(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 2592(BX)(CX*8)
+	VADDPD       2560(SI)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 2560(SI)(DX*8)
+	VADDPD       2592(SI)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 2592(SI)(DX*8)
 	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(BX)(CX*4)
+	VMOVUPS      Y2, 3200(SI)(DX*4)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3584(BX), Y0, Y0
-	VMOVUPS      Y0, 3584(BX)
-	INCQ         AX
-	CMPQ         AX, hi+48(FP)
+	VANDPS       3584(SI), Y0, Y0
+	VMOVUPS      Y0, 3584(SI)
+	INCQ         CX
+	CMPQ         CX, hi+48(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
 
 // func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass2AVX512(SB), $448-96
+TEXT ·fbPass2AVX512(SB), $512-96
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
 	// values every block reads alike, computed once
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v29 = max(numValid, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc21<>+0(SB), Z1
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb21<>+0(SB), Z1
 
 	// v51 = div(0.04, v29)
 	VDIVPS  Z0, Z1, Z0
-	VMOVUPS Z0, (SP)
-	MOVQ    lo+8(FP), AX
+	VMOVUPS Z0, (AX)
+	MOVQ    lo+8(FP), CX
 
 outer0_13:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         s0+16(FP), CX
-	MOVQ         AX, DX
-	VBROADCASTSS (CX)(DX*4), Z0
-	VMOVUPS      lgc1<>+0(SB), Z1
+	MOVQ         s0+16(FP), DX
+	MOVQ         CX, BX
+	VBROADCASTSS (DX)(BX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 
 	// v9 = max(sequenceLength, 1)
 	VMAXPS       Z0, Z1, Z1
-	MOVQ         s1+24(FP), CX
-	VBROADCASTSS (CX)(DX*4), Z2
+	MOVQ         s1+24(FP), DX
+	VBROADCASTSS (DX)(BX*4), Z2
 
 	// logSequenceRatio = div(v12, v9)
-	VDIVPS  Z1, Z2, Z2
-	VMOVUPS lgc0<>+0(SB), Z3
+	VDIVPS       Z1, Z2, Z2
+	VBROADCASTSS lgb0<>+0(SB), Z3
 
 	// v15 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Z3, Z0, K1
 	VPMOVM2D     K1, Z0
-	MOVQ         advantage+32(FP), CX
-	VBROADCASTSS (CX)(DX*4), Z4
+	MOVQ         advantage+32(FP), DX
+	VBROADCASTSS (DX)(BX*4), Z4
 
 	// v16 = where(v15, advantage, 0)
 	VANDPS Z4, Z0, Z0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMOVUPS      lgc6<>+0(SB), Z4
-	VMAXPS       Z2, Z4, Z2
-	VMOVUPS      lgc7<>+0(SB), Z4
-	VMINPS       Z2, Z4, Z2
-	VMULPS       lgc8<>+0(SB), Z2, Z4
-	VRNDSCALEPS  $0x00, Z4, Z4
-	VMOVAPS      Z2, Z2
-	VFNMADD231PS lgc9<>+0(SB), Z4, Z2
-	VFNMADD231PS lgc10<>+0(SB), Z4, Z2
-	VMULPS       Z2, Z2, Z5
-	VMOVUPS      lgc11<>+0(SB), Z6
-	VFMADD213PS  lgc12<>+0(SB), Z2, Z6
-	VMOVUPS      lgc13<>+0(SB), Z7
-	VFMADD213PS  lgc14<>+0(SB), Z2, Z7
-	VFMADD213PS  Z7, Z5, Z6
-	VMOVUPS      lgc15<>+0(SB), Z7
-	VFMADD213PS  lgc16<>+0(SB), Z2, Z7
-	VFMADD213PS  Z7, Z5, Z6
-	VFMADD213PS  Z2, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z4, Z2
-	VPADDD       lgc17<>+0(SB), Z2, Z2
-	VPSRLD       $0x01, Z2, Z4
-	VPSUBD       Z4, Z2, Z2
-	VPSLLD       $0x17, Z4, Z4
-	VPSLLD       $0x17, Z2, Z2
-	VMULPS       Z4, Z6, Z6
-	VMULPS       Z2, Z6, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z4
+	VMAXPS            Z2, Z4, Z2
+	VBROADCASTSS      lgb7<>+0(SB), Z4
+	VMINPS            Z2, Z4, Z2
+	VMULPS.BCST       lgb8<>+0(SB), Z2, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z4, Z2
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z4, Z2
+	VMULPS            Z2, Z2, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VBROADCASTSS      lgb15<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb16<>+0(SB), Z2, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VFMADD213PS       Z2, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z4, Z2
+	VPADDD.BCST       lgb17<>+0(SB), Z2, Z2
+	VPSRLD            $0x01, Z2, Z4
+	VPSUBD            Z4, Z2, Z2
+	VPSLLD            $0x17, Z4, Z4
+	VPSLLD            $0x17, Z2, Z2
+	VMULPS            Z4, Z6, Z6
+	VMULPS            Z2, Z6, Z6
 
 	// v18 = ge(v16, 0)
-	VCMPPS   $0x1d, Z3, Z0, K1
-	VPMOVM2D K1, Z2
-	VMOVUPS  lgc18<>+0(SB), Z4
+	VCMPPS       $0x1d, Z3, Z0, K1
+	VPMOVM2D     K1, Z2
+	VBROADCASTSS lgb18<>+0(SB), Z4
 
 	// v20 = min(sequenceRatio, 1.2) tie=first
-	VMINPS  Z6, Z4, Z5
-	VMOVUPS lgc19<>+0(SB), Z7
+	VMINPS       Z6, Z4, Z5
+	VBROADCASTSS lgb19<>+0(SB), Z7
 
 	// v22 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Z6, Z7, Z8
-	VMOVUPS Z1, 64(SP)
+	VMOVUPS Z1, 64(AX)
 
 	// v23 = where(v18, v20, v22)
 	VMOVUPS    Z2, Z1
@@ -1177,27 +927,27 @@ outer0_13:
 	VMULPS Z1, Z0, Z1
 
 	// v25 = neg(gain)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v31 = lt(v16, 0)
 	VCMPPS   $0x11, Z3, Z0, K1
 	VPMOVM2D K1, Z5
 
 	// v32 = lt(sequenceRatio, 0.8)
-	VCMPPS   $0x11, Z7, Z6, K1
-	VPMOVM2D K1, Z8
-	VANDPS   lgc1<>+0(SB), Z8, Z8
+	VCMPPS      $0x11, Z7, Z6, K1
+	VPMOVM2D    K1, Z8
+	VANDPS.BCST lgb1<>+0(SB), Z8, Z8
 
 	// v33 = gt(v16, 0)
 	VCMPPS   $0x1e, Z3, Z0, K1
 	VPMOVM2D K1, Z3
-	VMOVUPS  Z1, 128(SP)
+	VMOVUPS  Z1, 128(AX)
 
 	// v34 = gt(sequenceRatio, 1.2)
-	VCMPPS   $0x1e, Z4, Z6, K1
-	VPMOVM2D K1, Z1
-	VANDPS   lgc1<>+0(SB), Z1, Z1
-	VMOVUPS  Z6, 192(SP)
+	VCMPPS      $0x1e, Z4, Z6, K1
+	VPMOVM2D    K1, Z1
+	VANDPS.BCST lgb1<>+0(SB), Z1, Z1
+	VMOVUPS     Z6, 192(AX)
 
 	// v35 = where(v33, v34, 0)
 	VANDPS Z1, Z3, Z1
@@ -1205,11 +955,11 @@ outer0_13:
 	// v36 = where(v31, v32, v35)
 	VMOVUPS      Z5, Z3
 	VPTERNLOGD   $0xca, Z1, Z8, Z3
-	MOVQ         s5+40(FP), CX
-	VBROADCASTSS (CX)(DX*4), Z1
+	MOVQ         s5+40(FP), DX
+	VBROADCASTSS (DX)(BX*4), Z1
 
 	// v61 = neg(v60)
-	VXORPS lgc20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v62 = mul(v61, v16)
 	VMULPS Z0, Z1, Z0
@@ -1219,7 +969,7 @@ outer0_13:
 
 	// v64 = where(v18, 0, v62)
 	VANDNPS Z0, Z2, Z0
-	VMOVUPS 192(SP), Z2
+	VMOVUPS 192(AX), Z2
 
 	// v65 = ge(sequenceRatio, 0.8)
 	VCMPPS   $0x1d, Z7, Z2, K1
@@ -1233,8 +983,8 @@ outer0_13:
 	VORPS Z4, Z5, Z4
 
 	// v68 = where(v67, v64, 0)
-	VANDPS  Z0, Z4, Z0
-	VMOVUPS lgc18<>+0(SB), Z4
+	VANDPS       Z0, Z4, Z0
+	VBROADCASTSS lgb18<>+0(SB), Z4
 
 	// v69 = le(sequenceRatio, 1.2)
 	VCMPPS   $0x12, Z4, Z2, K1
@@ -1247,8 +997,8 @@ outer0_13:
 	VANDPS Z1, Z4, Z1
 
 	// v72 = add(v68, v71)
-	VADDPS  Z1, Z0, Z0
-	VMOVUPS lgc0<>+0(SB), Z1
+	VADDPS       Z1, Z0, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
 
 	// v73 = ne(v72, 0)
 	VCMPPS   $0x04, Z1, Z0, K1
@@ -1258,64 +1008,60 @@ outer0_13:
 	VMULPS Z2, Z0, Z2
 
 	// v75 = where(v73, v74, v72)
-	VMOVUPS    Z4, Z4
 	VPTERNLOGD $0xca, Z0, Z2, Z4
 
 	// v76 = ne(v75, 0)
 	VCMPPS   $0x04, Z1, Z4, K1
 	VPMOVM2D K1, Z0
-	VMOVUPS  64(SP), Z1
+	VMOVUPS  64(AX), Z1
 
 	// v77 = div(v75, v9)
 	VDIVPS Z1, Z4, Z1
 
 	// v78 = where(v76, v77, v75)
-	VMOVUPS    Z0, Z0
 	VPTERNLOGD $0xca, Z4, Z1, Z0
-	VMOVUPS    128(SP), Z1
-	VMOVUPS    Z1, 256(SP)
-	VMOVUPS    Z3, 320(SP)
-	VMOVUPS    Z0, 384(SP)
-	MOVQ       $+4, DX
-	XORQ       CX, CX
+	VMOVUPS    128(AX), Z1
+	VMOVUPS    Z1, 256(AX)
+	VMOVUPS    Z3, 320(AX)
+	VMOVUPS    Z0, 384(AX)
+	MOVQ       $+4, BX
+	XORQ       DX, DX
 
 blocks_14:
-	MOVQ      mask+48(FP), BX
-	IMUL3Q    $+128, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z0
-	VPCMPGTD  lgc0<>+0(SB), Z0, K1
-	VPMOVM2D  K1, Z0
-	MOVQ      logProb+56(FP), BX
-	VMOVUPS   (BX)(SI*4), Z1
+	MOVQ          mask+48(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	MOVQ          logProb+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	VMOVUPS 256(SP), Z2
+	VMOVUPS 256(AX), Z2
 
 	// v27 = where(mask, v25, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v27) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+64(FP), BX
-	VADDPS        3904(BX), Y2, Y2
-	VMOVUPS       Y2, 3904(BX)
-	VADDPS        3904(BX), Y3, Y2
-	VMOVUPS       Y2, 3904(BX)
-	VMOVUPS       320(SP), Z2
+	MOVQ          state+64(FP), SI
+	VADDPS        3904(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 3904(SI)
+	VMOVUPS       320(AX), Z2
 
 	// v38 = where(mask, v36, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        4224(BX), Y2, Y2
-	VMOVUPS       Y2, 4224(BX)
-	VADDPS        4224(BX), Y3, Y2
-	VMOVUPS       Y2, 4224(BX)
-	MOVQ          refLogProb+72(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VADDPS        4224(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 4224(SI)
+	MOVQ          refLogProb+72(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v42 = where(mask, refLogProb, 0)
 	VANDPS Z2, Z0, Z2
@@ -1324,71 +1070,69 @@ blocks_14:
 	VSUBPS Z1, Z2, Z1
 
 	// k3 = expm1_minus_x(v43)
-	VMOVUPS      lgc6<>+0(SB), Z2
-	VMAXPS       Z1, Z2, Z2
-	VMOVUPS      lgc7<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc8<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc10<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc11<>+0(SB), Z6
-	VFMADD213PS  lgc12<>+0(SB), Z4, Z6
-	VMOVUPS      lgc13<>+0(SB), Z2
-	VFMADD213PS  lgc14<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc15<>+0(SB), Z2
-	VFMADD213PS  lgc16<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc1<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc17<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc1<>+0(SB), Z6, Z6
-	VSUBPS       Z1, Z6, Z6
-	VCMPPS       $0x00, lgc0<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z3
-	VPTERNLOGD   $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb15<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb16<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb17<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VSUBPS            Z1, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z2, Z3, Z6
 
 	// v46 = where(mask, k3, 0)
 	VANDPS Z6, Z0, Z2
 
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        4544(BX), Y2, Y2
-	VMOVUPS       Y2, 4544(BX)
-	VADDPS        4544(BX), Y3, Y2
-	VMOVUPS       Y2, 4544(BX)
-	VMOVUPS       lgc22<>+0(SB), Z2
+	VADDPS        4544(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 4544(SI)
+	VBROADCASTSS  lgb22<>+0(SB), Z2
 
 	// v53 = lt(v43, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
 	VPMOVM2D K1, Z2
 
 	// v55 = add(k3, v43)
-	VADDPS  Z1, Z6, Z1
-	VMOVUPS lgc23<>+0(SB), Z3
+	VADDPS       Z1, Z6, Z1
+	VBROADCASTSS lgb23<>+0(SB), Z3
 
 	// v56 = where(v53, -1, v55)
-	VMOVUPS    Z2, Z2
 	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (SP), Z1
+	VMOVUPS    (AX), Z1
 
 	// v57 = mul(v51, v56)
 	VMULPS Z2, Z1, Z1
 
 	// v79 = neg(v57)
-	VXORPS  lgc20<>+0(SB), Z1, Z1
-	VMOVUPS 384(SP), Z2
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VMOVUPS     384(AX), Z2
 
 	// v80 = add(v79, v78)
 	VADDPS Z2, Z1, Z1
@@ -1397,11 +1141,64 @@ blocks_14:
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), BX
-	VMOVUPS      Z0, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradLogProb+80(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
 	JNZ          noflush_15
 	VMOVUPD      lgc2<>+0(SB), Y0
+	MOVQ         state+64(FP), BX
+	VMOVUPS      3904(BX), Y1
+	VANDPS       lgc3<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3712(BX), Y2, Y2
+	VMOVUPD      Y2, 3712(BX)
+	VADDPD       3744(BX), Y1, Y1
+	VMOVUPD      Y1, 3744(BX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 3904(BX)
+	VMOVUPS      4224(BX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4032(BX), Y3, Y3
+	VMOVUPD      Y3, 4032(BX)
+	VADDPD       4064(BX), Y2, Y2
+	VMOVUPD      Y2, 4064(BX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 4224(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4544(BX), Y2
+	VANDPS       lgc3<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4352(BX), Y3, Y3
+	VMOVUPD      Y3, 4352(BX)
+	VADDPD       4384(BX), Y2, Y2
+	VMOVUPD      Y2, 4384(BX)
+	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      Y2, 4544(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4672(BX), Y0, Y0
+	VMOVUPS      Y0, 4672(BX)
+	MOVQ         $+4, BX
+
+noflush_15:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_14
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc5<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
 	VMOVUPS      3904(DX), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
@@ -1443,115 +1240,17 @@ blocks_14:
 	VANDPS       Y1, Y0, Y0
 	VANDPS       4672(DX), Y0, Y0
 	VMOVUPS      Y0, 4672(DX)
-	MOVQ         $+4, DX
-
-noflush_15:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
-	JL           blocks_14
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
-	VMOVUPS      lgc5<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), CX
-	VMOVUPS      3904(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3712(CX), Y2, Y2
-	VMOVUPD      Y2, 3712(CX)
-	VADDPD       3744(CX), Y1, Y1
-	VMOVUPD      Y1, 3744(CX)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 3904(CX)
-	VMOVUPS      4224(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(CX), Y3, Y3
-	VMOVUPD      Y3, 4032(CX)
-	VADDPD       4064(CX), Y2, Y2
-	VMOVUPD      Y2, 4064(CX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4224(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4544(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4352(CX), Y3, Y3
-	VMOVUPD      Y3, 4352(CX)
-	VADDPD       4384(CX), Y2, Y2
-	VMOVUPD      Y2, 4384(CX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4544(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       4672(CX), Y0, Y0
-	VMOVUPS      Y0, 4672(CX)
-	INCQ         AX
-	CMPQ         AX, hi+88(FP)
+	INCQ         CX
+	CMPQ         CX, hi+88(FP)
 	JL           outer0_13
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x3d23d70a
-DATA lgc21<>+4(SB)/4, $0x3d23d70a
-DATA lgc21<>+8(SB)/4, $0x3d23d70a
-DATA lgc21<>+12(SB)/4, $0x3d23d70a
-DATA lgc21<>+16(SB)/4, $0x3d23d70a
-DATA lgc21<>+20(SB)/4, $0x3d23d70a
-DATA lgc21<>+24(SB)/4, $0x3d23d70a
-DATA lgc21<>+28(SB)/4, $0x3d23d70a
-DATA lgc21<>+32(SB)/4, $0x3d23d70a
-DATA lgc21<>+36(SB)/4, $0x3d23d70a
-DATA lgc21<>+40(SB)/4, $0x3d23d70a
-DATA lgc21<>+44(SB)/4, $0x3d23d70a
-DATA lgc21<>+48(SB)/4, $0x3d23d70a
-DATA lgc21<>+52(SB)/4, $0x3d23d70a
-DATA lgc21<>+56(SB)/4, $0x3d23d70a
-DATA lgc21<>+60(SB)/4, $0x3d23d70a
-GLOBL lgc21<>(SB), RODATA|NOPTR, $64
+DATA lgb21<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgc22<>+0(SB)/4, $0xc2200000
-DATA lgc22<>+4(SB)/4, $0xc2200000
-DATA lgc22<>+8(SB)/4, $0xc2200000
-DATA lgc22<>+12(SB)/4, $0xc2200000
-DATA lgc22<>+16(SB)/4, $0xc2200000
-DATA lgc22<>+20(SB)/4, $0xc2200000
-DATA lgc22<>+24(SB)/4, $0xc2200000
-DATA lgc22<>+28(SB)/4, $0xc2200000
-DATA lgc22<>+32(SB)/4, $0xc2200000
-DATA lgc22<>+36(SB)/4, $0xc2200000
-DATA lgc22<>+40(SB)/4, $0xc2200000
-DATA lgc22<>+44(SB)/4, $0xc2200000
-DATA lgc22<>+48(SB)/4, $0xc2200000
-DATA lgc22<>+52(SB)/4, $0xc2200000
-DATA lgc22<>+56(SB)/4, $0xc2200000
-DATA lgc22<>+60(SB)/4, $0xc2200000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $64
+DATA lgb22<>+0(SB)/4, $0xc2200000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgc23<>+0(SB)/4, $0xbf800000
-DATA lgc23<>+4(SB)/4, $0xbf800000
-DATA lgc23<>+8(SB)/4, $0xbf800000
-DATA lgc23<>+12(SB)/4, $0xbf800000
-DATA lgc23<>+16(SB)/4, $0xbf800000
-DATA lgc23<>+20(SB)/4, $0xbf800000
-DATA lgc23<>+24(SB)/4, $0xbf800000
-DATA lgc23<>+28(SB)/4, $0xbf800000
-DATA lgc23<>+32(SB)/4, $0xbf800000
-DATA lgc23<>+36(SB)/4, $0xbf800000
-DATA lgc23<>+40(SB)/4, $0xbf800000
-DATA lgc23<>+44(SB)/4, $0xbf800000
-DATA lgc23<>+48(SB)/4, $0xbf800000
-DATA lgc23<>+52(SB)/4, $0xbf800000
-DATA lgc23<>+56(SB)/4, $0xbf800000
-DATA lgc23<>+60(SB)/4, $0xbf800000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $64
+DATA lgb23<>+0(SB)/4, $0xbf800000
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
