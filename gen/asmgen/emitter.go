@@ -416,7 +416,11 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 		if !ok {
 			return s.Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
 		}
-		return s.If(jen.Id("useAVX512")).Block(call(e.name("pass%dAVX512", ps.Index), wp)).
+		cond := jen.Id("useAVX512")
+		if flatChunks(ps) {
+			cond.Op("&&").Id("lo").Op("%").Lit(16).Op("==").Lit(0).Op("&&").Id("hi").Op("%").Lit(16).Op("==").Lit(0)
+		}
+		return s.If(cond).Block(call(e.name("pass%dAVX512", ps.Index), wp)).
 			Else().Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
 	}
 	if !nt {

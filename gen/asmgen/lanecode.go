@@ -69,9 +69,8 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 	pg, a, r := l.pg, l.pg.a64, l.r
 	e := pg.expOf(r)
 	tw := pg.twinOf(r) // same slots and layout as r
-	in := pg.lseGuard(r, x)
+	in, t := pg.lseGuard(r, x)
 	if l.mask != nil { // lanes past the tail pass
-		t := pg.ymm()
 		pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
 		pg.blend(l.mask, in, t, in)
 	}
@@ -101,18 +100,19 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 
 // lseGuard is the lanes where logsumexp r's fast path stays exact at x (logSumExp): x within
 // the guard, or −inf, which adds e^−inf = 0 exactly (a masked element's log-weight).
-func (pg *passGen) lseGuard(r *ir.Node, x reg.VecVirtual) reg.VecVirtual {
+// t is a scratch register the caller may reuse.
+func (pg *passGen) lseGuard(r *ir.Node, x reg.VecVirtual) (in, t reg.VecVirtual) {
 	glo, ghi := pg.guard()
 	if pg.twinOf(r) != nil && pg.partial(r) {
 		glo = twinGuardLo // (e^x)² summed in float32 must be a normal float too
 	}
-	in, t := pg.ymm(), pg.ymm()
+	in, t = pg.ymm(), pg.ymm()
 	pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
 	pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
 	pg.and(t, in, in)
 	pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
 	pg.or(t, in, in)
-	return in
+	return in, t
 }
 
 // twinGuardLo is the guard's lower end for a float32 logsumexp whose twin sums (e^x)² in
@@ -200,12 +200,17 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 	pg := l.pg
 	first, c, d, s := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
-	pg.c.VMOVQ(pg.flushK, first.AsX()) // the first block after a flush has k = partialBlocks
-	pg.c.VPBROADCASTD(first.AsX(), first)
-	pg.c.VPCMPEQD(pg.cd(partialBlocks), first, first)
-	pg.mov(l.atE("pc"), c)
-	pg.blend(first, x, c, c)
-	pg.mov(c, l.atE("pc"))
+	if pg.half == 1 { // lanes 8–15 of a 16-lane block never start a flush's blocks
+		pg.mov(l.atE("pc"), c)
+	} else {
+		// The first block after a flush has k = partialBlocks (16-lane blocks: flushEvery).
+		pg.c.VMOVQ(pg.flushK, first.AsX())
+		pg.c.VPBROADCASTD(first.AsX(), first)
+		pg.c.VPCMPEQD(pg.cd(int32(pg.e.a.flushEvery())), first, first)
+		pg.mov(l.atE("pc"), c)
+		pg.blend(first, x, c, c)
+		pg.mov(c, l.atE("pc"))
+	}
 	pg.sub(c, x, d)
 	pg.add(l.atE("p"), d, s)
 	pg.mov(s, l.atE("p"))

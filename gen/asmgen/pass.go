@@ -64,6 +64,7 @@ type passGen struct {
 	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
+	half       int                    // 16-lane code: 1 while folding lanes 8–15 (accumulateHalves)
 	slots      *alignedSlots          // 16-lane code: the 64-byte aligned spill slots (spillSlot)
 
 	blockState
@@ -314,6 +315,9 @@ func (pg *passGen) innerLoop() {
 	E := pg.dom[len(pg.dom)-1].Size
 	L := pg.lanes()
 	full, rem := E/L, E%L
+	if pg.zmm { // a flat batch's chunk of whole 16-lane blocks (flatChunks): no tail
+		rem = 0
+	}
 	back := pg.reverse(pg.vaxis())
 	partials := pg.hasPartials()
 	var flushK reg.GPVirtual // the flush counter, once the loop over full blocks has one

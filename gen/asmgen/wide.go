@@ -117,10 +117,10 @@ func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 	}
 	pg.inNarrow(func() {
 		for h, xh := range []reg.VecVirtual{lo, hi} {
-			pg.halfExp = es[h]
+			pg.halfExp, pg.half = es[h], h
 			pg.accumulate(r, xh)
 		}
-		pg.halfExp = nil
+		pg.halfExp, pg.half = nil, 0
 	})
 }
 
@@ -144,21 +144,25 @@ func (pg *passGen) foldAnd(m reg.VecVirtual) reg.VecVirtual {
 // 256-bit ones (Zen 5, server Intel) then does twice the arithmetic per instruction, which
 // is what the compute-bound token losses need to reach the copy limit.
 
+// flatChunks reports whether pass ps runs on chunks of whole blocks of a flat batch: the glue
+// then runs a chunk with the 16-lane variant when the chunk is whole 16-element blocks (lo
+// and hi multiples of 16), and with the AVX2 pass otherwise, the tail's chunk included: the
+// variants leave the same states, so chunks may mix them.
+func flatChunks(ps *plan.Pass) bool { return ps.Schedule.Chunks != nil && len(ps.Domain) == 1 }
+
 // wideEligible reports whether pass ps of the kernel gets a 16-lane variant: a float32 pass
-// over a vector axis of whole 16-element blocks (no tail) whose every load and store is
+// over a vector axis of whole 16-element blocks (no tail; a flat batch's chunks: flatChunks) whose every load and store is
 // contiguous or a broadcast (no tiles, gathers, scatters, int64 indices), with no scan,
 // shift, gather, loop over inner dims, iota (lane-indexed constants) or inner reduction, and
 // whose reductions have their own lane code with one state per 8-lane lane (sum, mean, max,
-// min, logsumexp over the vector axis): the forms whose 8-lane folding is written here.
+// min, logsumexp, variance over the vector axis): the forms whose 8-lane folding is written
+// here.
 func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || len(ps.Inner) > 0 || g.GenericReductions {
 		return false
 	}
 	vaxis := ps.Domain[len(ps.Domain)-1].Name
-	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 {
-		return false
-	}
-	if ch := ps.Schedule.Chunks; ch != nil && len(ps.Domain) == 1 && ch.Align%16 != 0 {
+	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 && !flatChunks(ps) {
 		return false
 	}
 	for _, st := range ps.Body.Steps {
@@ -190,7 +194,7 @@ func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 	}
 	for _, r := range ps.Reduces {
 		switch r.Op {
-		case ir.OpSum, ir.OpMean, ir.OpRMax, ir.OpRMin, ir.OpLogSumExp:
+		case ir.OpSum, ir.OpMean, ir.OpRMax, ir.OpRMin, ir.OpLogSumExp, ir.OpVar, ir.OpStd:
 		default:
 			return false
 		}
@@ -328,7 +332,8 @@ func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
 // order), e^x and its twin's (e^x)² added to the partials by halves (addPair).
 func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
 	e := pg.expOf(r)
-	ok := pg.foldAnd(pg.lseGuard(r, x))
+	in, _ := pg.lseGuard(r, x)
+	ok := pg.foldAnd(in)
 	elo, ehi := pg.halvesOf(e)
 	pg.inNarrow(func() {
 		okm := pg.stateMem(r, field{"ok", true}, nil, 0)

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -130,7 +135,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass0AVX512(&st.buf[0], lo, hi, &in.Advantage[0])
+		} else {
+			pass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
+		}
 	}
 	n := min(pass0Chunks, 512)
 	if n <= 1 {
@@ -205,7 +214,11 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r65_s, 0)
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass1AVX512(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		} else {
+			pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		}
 	}
 	n := min(pass1Chunks, 512)
 	if n <= 1 {
@@ -388,7 +401,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass0AVX512(&st.buf[0], lo, hi, &in.Advantage[0])
+		} else {
+			fbPass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
+		}
 	}
 	n := min(fbPass0Chunks, 512)
 	if n <= 1 {
@@ -464,7 +481,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r65_s, 0)
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass1AVX512(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+		} else {
+			fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+		}
 	}
 	n := min(fbPass1Chunks, 512)
 	if n <= 1 {

@@ -187,7 +187,11 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass2AVX512(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		} else {
+			pass2AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		}
 	}
 	n := min(pass2Chunks, 32)
 	if n <= 1 {
@@ -440,7 +444,11 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass3AVX512(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		} else {
+			fbPass3AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		}
 	}
 	n := min(fbPass3Chunks, 32)
 	if n <= 1 {

@@ -4,9 +4,23 @@
 
 package cliptokens
 
+// pass2AVX512 is pass 2 (elementwise over [L=256]) on 16 float32 lanes; see pass2Go for the same
+// loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
+// blocks of pass2AVX2 would, in their order, so the results are pass2AVX2's bit for bit.
+//
+//go:noescape
+func pass2AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
+
 // fbPass0AVX512 is pass 0 (elementwise over [B=8 L=256]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass0AVX2 would, in their order, so the results are fbPass0AVX2's bit for bit.
 //
 //go:noescape
 func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
+
+// fbPass3AVX512 is pass 3 (elementwise over [L=256]) on 16 float32 lanes; see fbPass3Go for the
+// same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
+// 8-lane blocks of fbPass3AVX2 would, in their order, so the results are fbPass3AVX2's bit for bit.
+//
+//go:noescape
+func fbPass3AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)

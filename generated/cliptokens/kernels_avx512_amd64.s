@@ -4,25 +4,260 @@
 
 #include "textflag.h"
 
+// func pass2AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·pass2AVX512(SB), $64-48
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 9984(AX), Y0
+	VMOVUPS 10304(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_2
+
+blocks_1:
+	MOVQ    s5+24(FP), DX
+	MOVQ    AX, BX
+	VMOVUPS (DX)(BX*4), Z2
+
+	// v55 = mul(2, logSumW)
+	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	MOVQ        s6+32(FP), DX
+	VMOVUPS     (DX)(BX*4), Z3
+
+	// v56 = sub(v55, logSumW2)
+	VSUBPS Z3, Z2, Z2
+
+	// essCol = exp(v56)
+	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VMAXPS            Z2, Z3, Z2
+	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VMULPS            Z2, Z2, Z4
+	VBROADCASTSS      lgb6<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb8<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VFMADD213PS       Z2, Z4, Z5
+	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VCVTPS2DQ         Z3, Z2
+	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPSRLD            $0x01, Z2, Z3
+	VPSUBD            Z3, Z2, Z2
+	VPSLLD            $0x17, Z3, Z3
+	VPSLLD            $0x17, Z2, Z2
+	VMULPS            Z3, Z5, Z5
+	VMULPS            Z2, Z5, Z5
+	MOVQ              s7+40(FP), DX
+	VMOVUPS           (DX)(BX*4), Z2
+	VBROADCASTSS      lgb14<>+0(SB), Z3
+
+	// v59 = gt(v58, 0)
+	VCMPPS      $0x1e, Z3, Z2, K1
+	VPMOVM2D    K1, Z2
+	VANDPS.BCST lgb12<>+0(SB), Z2, Z3
+
+	// v60 = where(v59, essCol, 0)
+	VANDPS Z5, Z2, Z2
+
+	// sum(v60) over [L]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y0, Y2, Y0
+	VADDPS        Y0, Y4, Y0
+
+	// sum(v59) over [L]
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y1, Y3, Y1
+	VADDPS        Y1, Y2, Y1
+	DECQ          CX
+	JNZ           noflush_3
+	VMOVUPD       lgc15<>+0(SB), Y2
+	MOVQ          state+0(FP), CX
+	VANDPS        lgc16<>+0(SB), Y0, Y2
+	VCMPPS        $0x12, lgc17<>+0(SB), Y2, Y2
+	VCVTPS2PD     X0, Y3
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        9792(CX), Y3, Y3
+	VMOVUPD       Y3, 9792(CX)
+	VADDPD        9824(CX), Y0, Y0
+	VMOVUPD       Y0, 9824(CX)
+	VMOVUPS       lgc18<>+0(SB), Y0
+	VANDPS        lgc16<>+0(SB), Y1, Y3
+	VCMPPS        $0x12, lgc17<>+0(SB), Y3, Y3
+	VCVTPS2PD     X1, Y4
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        10112(CX), Y4, Y4
+	VMOVUPD       Y4, 10112(CX)
+	VADDPD        10144(CX), Y1, Y1
+	VMOVUPD       Y1, 10144(CX)
+	VMOVUPS       lgc18<>+0(SB), Y1
+	VANDPS        Y3, Y2, Y2
+	VANDPS        10432(CX), Y2, Y2
+	VMOVUPS       Y2, 10432(CX)
+	MOVQ          $+4, CX
+
+noflush_3:
+	ADDQ $+16, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+16(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      Y1, 10304(AX)
+	MOVQ         $+4, AX
+	SUBQ         CX, AX
+	SHLQ         $0x01, AX
+	VMOVUPS      lgc18<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      9984(AX), Y1
+	VANDPS       lgc16<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       9792(AX), Y2, Y2
+	VMOVUPD      Y2, 9792(AX)
+	VADDPD       9824(AX), Y1, Y1
+	VMOVUPD      Y1, 9824(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 9984(AX)
+	VMOVUPS      10304(AX), Y2
+	VANDPS       lgc16<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       10112(AX), Y3, Y3
+	VMOVUPD      Y3, 10112(AX)
+	VADDPD       10144(AX), Y2, Y2
+	VMOVUPD      Y2, 10144(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 10304(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       10432(AX), Y0, Y0
+	VMOVUPS      Y0, 10432(AX)
+	VZEROUPPER
+	RET
+
+DATA lgb0<>+0(SB)/4, $0x40000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
+
+DATA lgb1<>+0(SB)/4, $0xc2d00000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
+
+DATA lgb2<>+0(SB)/4, $0x42b20000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
+
+DATA lgb3<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
+
+DATA lgb4<>+0(SB)/4, $0x3f318000
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+
+DATA lgb5<>+0(SB)/4, $0xb95e8083
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+
+DATA lgb6<>+0(SB)/4, $0x39506967
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
+
+DATA lgb7<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
+
+DATA lgb8<>+0(SB)/4, $0x3c088908
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
+
+DATA lgb9<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
+
+DATA lgb10<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
+
+DATA lgb11<>+0(SB)/4, $0x3f000000
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
+
+DATA lgb12<>+0(SB)/4, $0x3f800000
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
+
+DATA lgb13<>+0(SB)/4, $0x000000fe
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
+
+DATA lgb14<>+0(SB)/4, $0x00000000
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
+
+DATA lgc15<>+0(SB)/8, $0x4020000000000000
+DATA lgc15<>+8(SB)/8, $0x4020000000000000
+DATA lgc15<>+16(SB)/8, $0x4020000000000000
+DATA lgc15<>+24(SB)/8, $0x4020000000000000
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0x7fffffff
+DATA lgc16<>+4(SB)/4, $0x7fffffff
+DATA lgc16<>+8(SB)/4, $0x7fffffff
+DATA lgc16<>+12(SB)/4, $0x7fffffff
+DATA lgc16<>+16(SB)/4, $0x7fffffff
+DATA lgc16<>+20(SB)/4, $0x7fffffff
+DATA lgc16<>+24(SB)/4, $0x7fffffff
+DATA lgc16<>+28(SB)/4, $0x7fffffff
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x7f7fffff
+DATA lgc17<>+4(SB)/4, $0x7f7fffff
+DATA lgc17<>+8(SB)/4, $0x7f7fffff
+DATA lgc17<>+12(SB)/4, $0x7f7fffff
+DATA lgc17<>+16(SB)/4, $0x7f7fffff
+DATA lgc17<>+20(SB)/4, $0x7f7fffff
+DATA lgc17<>+24(SB)/4, $0x7f7fffff
+DATA lgc17<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0x00000000
+DATA lgc18<>+4(SB)/4, $0x00000000
+DATA lgc18<>+8(SB)/4, $0x00000000
+DATA lgc18<>+12(SB)/4, $0x00000000
+DATA lgc18<>+16(SB)/4, $0x00000000
+DATA lgc18<>+20(SB)/4, $0x00000000
+DATA lgc18<>+24(SB)/4, $0x00000000
+DATA lgc18<>+28(SB)/4, $0x00000000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
-outer0_1:
+outer0_4:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
 	VMOVUPS 256(CX), Y0
 	XORQ    CX, CX
 
-blocks_2:
-	MOVQ      mask+16(FP), BX
-	IMUL3Q    $+256, AX, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VPCMPGTD  lgc0<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc1<>+0(SB), Z2
+blocks_5:
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+256, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb14<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb12<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -32,11 +267,11 @@ blocks_2:
 	VADDPS        Y0, Y1, Y0
 	VADDPS        Y0, Y2, Y0
 	DECQ          DX
-	JNZ           noflush_3
-	VMOVUPD       lgc2<>+0(SB), Y1
+	JNZ           noflush_6
+	VMOVUPD       lgc15<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc3<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
+	VANDPS        lgc16<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc17<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -44,27 +279,27 @@ blocks_2:
 	VMOVUPD       Y2, 64(DX)
 	VADDPD        96(DX), Y0, Y0
 	VMOVUPD       Y0, 96(DX)
-	VMOVUPS       lgc5<>+0(SB), Y0
+	VMOVUPS       lgc18<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
 
-noflush_3:
+noflush_6:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+256
-	JL           blocks_2
+	JL           blocks_5
 	MOVQ         state+8(FP), CX
 	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
+	VANDPS       lgc16<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -72,84 +307,164 @@ noflush_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
-	JL           outer0_1
+	JL           outer0_4
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x00000000
-DATA lgc0<>+4(SB)/4, $0x00000000
-DATA lgc0<>+8(SB)/4, $0x00000000
-DATA lgc0<>+12(SB)/4, $0x00000000
-DATA lgc0<>+16(SB)/4, $0x00000000
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
-DATA lgc0<>+32(SB)/4, $0x00000000
-DATA lgc0<>+36(SB)/4, $0x00000000
-DATA lgc0<>+40(SB)/4, $0x00000000
-DATA lgc0<>+44(SB)/4, $0x00000000
-DATA lgc0<>+48(SB)/4, $0x00000000
-DATA lgc0<>+52(SB)/4, $0x00000000
-DATA lgc0<>+56(SB)/4, $0x00000000
-DATA lgc0<>+60(SB)/4, $0x00000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+// func fbPass3AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·fbPass3AVX512(SB), $64-48
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 10112(AX), Y0
+	VMOVUPS 10432(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_8
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
-DATA lgc1<>+32(SB)/4, $0x3f800000
-DATA lgc1<>+36(SB)/4, $0x3f800000
-DATA lgc1<>+40(SB)/4, $0x3f800000
-DATA lgc1<>+44(SB)/4, $0x3f800000
-DATA lgc1<>+48(SB)/4, $0x3f800000
-DATA lgc1<>+52(SB)/4, $0x3f800000
-DATA lgc1<>+56(SB)/4, $0x3f800000
-DATA lgc1<>+60(SB)/4, $0x3f800000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+blocks_7:
+	MOVQ    s5+24(FP), DX
+	MOVQ    AX, BX
+	VMOVUPS (DX)(BX*4), Z2
 
-DATA lgc2<>+0(SB)/8, $0x4020000000000000
-DATA lgc2<>+8(SB)/8, $0x4020000000000000
-DATA lgc2<>+16(SB)/8, $0x4020000000000000
-DATA lgc2<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc2<>(SB), RODATA|NOPTR, $32
+	// v55 = mul(2, logSumW)
+	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	MOVQ        s6+32(FP), DX
+	VMOVUPS     (DX)(BX*4), Z3
 
-DATA lgc3<>+0(SB)/4, $0x7fffffff
-DATA lgc3<>+4(SB)/4, $0x7fffffff
-DATA lgc3<>+8(SB)/4, $0x7fffffff
-DATA lgc3<>+12(SB)/4, $0x7fffffff
-DATA lgc3<>+16(SB)/4, $0x7fffffff
-DATA lgc3<>+20(SB)/4, $0x7fffffff
-DATA lgc3<>+24(SB)/4, $0x7fffffff
-DATA lgc3<>+28(SB)/4, $0x7fffffff
-GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+	// v56 = sub(v55, logSumW2)
+	VSUBPS Z3, Z2, Z2
 
-DATA lgc4<>+0(SB)/4, $0x7f7fffff
-DATA lgc4<>+4(SB)/4, $0x7f7fffff
-DATA lgc4<>+8(SB)/4, $0x7f7fffff
-DATA lgc4<>+12(SB)/4, $0x7f7fffff
-DATA lgc4<>+16(SB)/4, $0x7f7fffff
-DATA lgc4<>+20(SB)/4, $0x7f7fffff
-DATA lgc4<>+24(SB)/4, $0x7f7fffff
-DATA lgc4<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+	// essCol = exp(v56)
+	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VMAXPS            Z2, Z3, Z2
+	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VMULPS            Z2, Z2, Z4
+	VBROADCASTSS      lgb6<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb8<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VFMADD213PS       Z2, Z4, Z5
+	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VCVTPS2DQ         Z3, Z2
+	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPSRLD            $0x01, Z2, Z3
+	VPSUBD            Z3, Z2, Z2
+	VPSLLD            $0x17, Z3, Z3
+	VPSLLD            $0x17, Z2, Z2
+	VMULPS            Z3, Z5, Z5
+	VMULPS            Z2, Z5, Z5
+	MOVQ              s7+40(FP), DX
+	VMOVUPS           (DX)(BX*4), Z2
+	VBROADCASTSS      lgb14<>+0(SB), Z3
 
-DATA lgc5<>+0(SB)/4, $0x00000000
-DATA lgc5<>+4(SB)/4, $0x00000000
-DATA lgc5<>+8(SB)/4, $0x00000000
-DATA lgc5<>+12(SB)/4, $0x00000000
-DATA lgc5<>+16(SB)/4, $0x00000000
-DATA lgc5<>+20(SB)/4, $0x00000000
-DATA lgc5<>+24(SB)/4, $0x00000000
-DATA lgc5<>+28(SB)/4, $0x00000000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+	// v59 = gt(v58, 0)
+	VCMPPS      $0x1e, Z3, Z2, K1
+	VPMOVM2D    K1, Z2
+	VANDPS.BCST lgb12<>+0(SB), Z2, Z3
+
+	// v60 = where(v59, essCol, 0)
+	VANDPS Z5, Z2, Z2
+
+	// sum(v60) over [L]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y0, Y2, Y0
+	VADDPS        Y0, Y4, Y0
+
+	// sum(v59) over [L]
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y1, Y3, Y1
+	VADDPS        Y1, Y2, Y1
+	DECQ          CX
+	JNZ           noflush_9
+	VMOVUPD       lgc15<>+0(SB), Y2
+	MOVQ          state+0(FP), CX
+	VANDPS        lgc16<>+0(SB), Y0, Y2
+	VCMPPS        $0x12, lgc17<>+0(SB), Y2, Y2
+	VCVTPS2PD     X0, Y3
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        9920(CX), Y3, Y3
+	VMOVUPD       Y3, 9920(CX)
+	VADDPD        9952(CX), Y0, Y0
+	VMOVUPD       Y0, 9952(CX)
+	VMOVUPS       lgc18<>+0(SB), Y0
+	VANDPS        lgc16<>+0(SB), Y1, Y3
+	VCMPPS        $0x12, lgc17<>+0(SB), Y3, Y3
+	VCVTPS2PD     X1, Y4
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        10240(CX), Y4, Y4
+	VMOVUPD       Y4, 10240(CX)
+	VADDPD        10272(CX), Y1, Y1
+	VMOVUPD       Y1, 10272(CX)
+	VMOVUPS       lgc18<>+0(SB), Y1
+	VANDPS        Y3, Y2, Y2
+	VANDPS        10560(CX), Y2, Y2
+	VMOVUPS       Y2, 10560(CX)
+	MOVQ          $+4, CX
+
+noflush_9:
+	ADDQ $+16, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_8
+	CMPQ AX, hi+16(FP)
+	JL   blocks_7
+
+chunkdone_8:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 10112(AX)
+	VMOVUPS      Y1, 10432(AX)
+	MOVQ         $+4, AX
+	SUBQ         CX, AX
+	SHLQ         $0x01, AX
+	VMOVUPS      lgc18<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      10112(AX), Y1
+	VANDPS       lgc16<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       9920(AX), Y2, Y2
+	VMOVUPD      Y2, 9920(AX)
+	VADDPD       9952(AX), Y1, Y1
+	VMOVUPD      Y1, 9952(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 10112(AX)
+	VMOVUPS      10432(AX), Y2
+	VANDPS       lgc16<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       10240(AX), Y3, Y3
+	VMOVUPD      Y3, 10240(AX)
+	VADDPD       10272(AX), Y2, Y2
+	VMOVUPD      Y2, 10272(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 10432(AX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       10560(AX), Y0, Y0
+	VMOVUPS      Y0, 10560(AX)
+	VZEROUPPER
+	RET

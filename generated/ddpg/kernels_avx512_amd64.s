@@ -6,24 +6,26 @@
 
 // func pass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $0-64
+TEXT ·pass0AVX512(SB), $64-64
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ $+4, CX
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPS   lgc0<>+0(SB), Z0
-	MOVQ      nextTerminated+0(FP), DX
-	MOVQ      AX, BX
-	VPMOVZXBD (DX)(BX*1), Z1
-	VCVTDQ2PS Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         nextTerminated+0(FP), DX
+	MOVQ         AX, BX
+	VPMOVZXBD    (DX)(BX*1), Z1
+	VCVTDQ2PS    Z1, Z1
 
 	// v4 = sub(1, nextTerminated)
 	VSUBPS Z1, Z0, Z0
 
 	// v6 = mul(0.99, v4)
-	VMULPS  lgc1<>+0(SB), Z0, Z0
-	MOVQ    nextStateActionValue+8(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VMULPS.BCST lgb1<>+0(SB), Z0, Z0
+	MOVQ        nextStateActionValue+8(FP), DX
+	VMOVUPS     (DX)(BX*4), Z1
 
 	// v7 = mul(v6, nextStateActionValue)
 	VMULPS  Z1, Z0, Z0
@@ -45,20 +47,18 @@ blocks_1:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+32(FP), DX
 	VADDPS        256(DX), Y2, Y4
+	VADDPS        Y3, Y4, Y4
 	VMOVUPS       Y4, 256(DX)
-	VADDPS        256(DX), Y3, Y3
-	VMOVUPS       Y3, 256(DX)
 	MOVQ          stateActionValueActor+40(FP), SI
 	VMOVUPS       (SI)(BX*4), Z3
 
 	// v15 = neg(stateActionValueActor)
-	VXORPS lgc2<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb2<>+0(SB), Z3, Z3
 
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        576(DX), Y3, Y3
-	VMOVUPS       Y3, 576(DX)
-	VADDPS        576(DX), Y4, Y3
+	VADDPS        Y4, Y3, Y3
 	VMOVUPS       Y3, 576(DX)
 
 	// reduce_max(v18) over [B]
@@ -180,59 +180,14 @@ noflush_2:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x3f800000
-DATA lgc0<>+4(SB)/4, $0x3f800000
-DATA lgc0<>+8(SB)/4, $0x3f800000
-DATA lgc0<>+12(SB)/4, $0x3f800000
-DATA lgc0<>+16(SB)/4, $0x3f800000
-DATA lgc0<>+20(SB)/4, $0x3f800000
-DATA lgc0<>+24(SB)/4, $0x3f800000
-DATA lgc0<>+28(SB)/4, $0x3f800000
-DATA lgc0<>+32(SB)/4, $0x3f800000
-DATA lgc0<>+36(SB)/4, $0x3f800000
-DATA lgc0<>+40(SB)/4, $0x3f800000
-DATA lgc0<>+44(SB)/4, $0x3f800000
-DATA lgc0<>+48(SB)/4, $0x3f800000
-DATA lgc0<>+52(SB)/4, $0x3f800000
-DATA lgc0<>+56(SB)/4, $0x3f800000
-DATA lgc0<>+60(SB)/4, $0x3f800000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x3f800000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x3f7d70a4
-DATA lgc1<>+4(SB)/4, $0x3f7d70a4
-DATA lgc1<>+8(SB)/4, $0x3f7d70a4
-DATA lgc1<>+12(SB)/4, $0x3f7d70a4
-DATA lgc1<>+16(SB)/4, $0x3f7d70a4
-DATA lgc1<>+20(SB)/4, $0x3f7d70a4
-DATA lgc1<>+24(SB)/4, $0x3f7d70a4
-DATA lgc1<>+28(SB)/4, $0x3f7d70a4
-DATA lgc1<>+32(SB)/4, $0x3f7d70a4
-DATA lgc1<>+36(SB)/4, $0x3f7d70a4
-DATA lgc1<>+40(SB)/4, $0x3f7d70a4
-DATA lgc1<>+44(SB)/4, $0x3f7d70a4
-DATA lgc1<>+48(SB)/4, $0x3f7d70a4
-DATA lgc1<>+52(SB)/4, $0x3f7d70a4
-DATA lgc1<>+56(SB)/4, $0x3f7d70a4
-DATA lgc1<>+60(SB)/4, $0x3f7d70a4
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x3f7d70a4
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0x80000000
-DATA lgc2<>+4(SB)/4, $0x80000000
-DATA lgc2<>+8(SB)/4, $0x80000000
-DATA lgc2<>+12(SB)/4, $0x80000000
-DATA lgc2<>+16(SB)/4, $0x80000000
-DATA lgc2<>+20(SB)/4, $0x80000000
-DATA lgc2<>+24(SB)/4, $0x80000000
-DATA lgc2<>+28(SB)/4, $0x80000000
-DATA lgc2<>+32(SB)/4, $0x80000000
-DATA lgc2<>+36(SB)/4, $0x80000000
-DATA lgc2<>+40(SB)/4, $0x80000000
-DATA lgc2<>+44(SB)/4, $0x80000000
-DATA lgc2<>+48(SB)/4, $0x80000000
-DATA lgc2<>+52(SB)/4, $0x80000000
-DATA lgc2<>+56(SB)/4, $0x80000000
-DATA lgc2<>+60(SB)/4, $0x80000000
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0x80000000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
 DATA lgc3<>+0(SB)/4, $0x80000000
 DATA lgc3<>+4(SB)/4, $0x80000000
@@ -282,24 +237,26 @@ GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-80
+TEXT ·fbPass0AVX512(SB), $64-80
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ $+4, CX
 	XORQ AX, AX
 
 blocks_3:
-	VMOVUPS   lgc0<>+0(SB), Z0
-	MOVQ      nextTerminated+0(FP), DX
-	MOVQ      AX, BX
-	VPMOVZXBD (DX)(BX*1), Z1
-	VCVTDQ2PS Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         nextTerminated+0(FP), DX
+	MOVQ         AX, BX
+	VPMOVZXBD    (DX)(BX*1), Z1
+	VCVTDQ2PS    Z1, Z1
 
 	// v4 = sub(1, nextTerminated)
 	VSUBPS Z1, Z0, Z0
 
 	// v6 = mul(0.99, v4)
-	VMULPS  lgc1<>+0(SB), Z0, Z0
-	MOVQ    nextStateActionValue+8(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VMULPS.BCST lgb1<>+0(SB), Z0, Z0
+	MOVQ        nextStateActionValue+8(FP), DX
+	VMOVUPS     (DX)(BX*4), Z1
 
 	// v7 = mul(v6, nextStateActionValue)
 	VMULPS  Z1, Z0, Z0
@@ -321,20 +278,18 @@ blocks_3:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	MOVQ          state+32(FP), DX
 	VADDPS        256(DX), Y3, Y5
+	VADDPS        Y4, Y5, Y5
 	VMOVUPS       Y5, 256(DX)
-	VADDPS        256(DX), Y4, Y4
-	VMOVUPS       Y4, 256(DX)
 	MOVQ          stateActionValueActor+40(FP), SI
 	VMOVUPS       (SI)(BX*4), Z4
 
 	// v15 = neg(stateActionValueActor)
-	VXORPS lgc2<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb2<>+0(SB), Z4, Z4
 
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        576(DX), Y4, Y4
-	VMOVUPS       Y4, 576(DX)
-	VADDPS        576(DX), Y5, Y4
+	VADDPS        Y5, Y4, Y4
 	VMOVUPS       Y4, 576(DX)
 
 	// reduce_max(v18) over [B]
@@ -376,11 +331,11 @@ blocks_3:
 	VMOVUPS       Y4, 832(DX)
 
 	// v23 = mul(0.00390625, diff)
-	VMULPS lgc8<>+0(SB), Z2, Z1
+	VMULPS.BCST lgb8<>+0(SB), Z2, Z1
 
 	// gradStateActionValue = add(v23, v23)
-	VADDPS  Z1, Z1, Z1
-	VMOVUPS lgc9<>+0(SB), Z2
+	VADDPS       Z1, Z1, Z1
+	VBROADCASTSS lgb9<>+0(SB), Z2
 
 	// store valueTarget
 	MOVQ    valueTarget+48(FP), DX
@@ -471,38 +426,8 @@ noflush_4:
 	VZEROUPPER
 	RET
 
-DATA lgc8<>+0(SB)/4, $0x3b800000
-DATA lgc8<>+4(SB)/4, $0x3b800000
-DATA lgc8<>+8(SB)/4, $0x3b800000
-DATA lgc8<>+12(SB)/4, $0x3b800000
-DATA lgc8<>+16(SB)/4, $0x3b800000
-DATA lgc8<>+20(SB)/4, $0x3b800000
-DATA lgc8<>+24(SB)/4, $0x3b800000
-DATA lgc8<>+28(SB)/4, $0x3b800000
-DATA lgc8<>+32(SB)/4, $0x3b800000
-DATA lgc8<>+36(SB)/4, $0x3b800000
-DATA lgc8<>+40(SB)/4, $0x3b800000
-DATA lgc8<>+44(SB)/4, $0x3b800000
-DATA lgc8<>+48(SB)/4, $0x3b800000
-DATA lgc8<>+52(SB)/4, $0x3b800000
-DATA lgc8<>+56(SB)/4, $0x3b800000
-DATA lgc8<>+60(SB)/4, $0x3b800000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0x3b800000
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0xbb800000
-DATA lgc9<>+4(SB)/4, $0xbb800000
-DATA lgc9<>+8(SB)/4, $0xbb800000
-DATA lgc9<>+12(SB)/4, $0xbb800000
-DATA lgc9<>+16(SB)/4, $0xbb800000
-DATA lgc9<>+20(SB)/4, $0xbb800000
-DATA lgc9<>+24(SB)/4, $0xbb800000
-DATA lgc9<>+28(SB)/4, $0xbb800000
-DATA lgc9<>+32(SB)/4, $0xbb800000
-DATA lgc9<>+36(SB)/4, $0xbb800000
-DATA lgc9<>+40(SB)/4, $0xbb800000
-DATA lgc9<>+44(SB)/4, $0xbb800000
-DATA lgc9<>+48(SB)/4, $0xbb800000
-DATA lgc9<>+52(SB)/4, $0xbb800000
-DATA lgc9<>+56(SB)/4, $0xbb800000
-DATA lgc9<>+60(SB)/4, $0xbb800000
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0xbb800000
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4

@@ -6,63 +6,64 @@
 
 // func pass2AVX512(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass2AVX512(SB), $128-80
-	MOVQ lo+0(FP), AX
+TEXT ·pass2AVX512(SB), $192-80
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	XORQ CX, CX
-
-outer1_2:
-	MOVQ $+4, BX
 	XORQ DX, DX
 
+outer1_2:
+	MOVQ $+4, SI
+	XORQ BX, BX
+
 blocks_3:
-	MOVQ         nextReward+8(FP), SI
-	IMUL3Q       $+8, AX, DI
-	ADDQ         CX, DI
-	VBROADCASTSS (SI)(DI*4), Z0
-	MOVQ         s0+16(FP), SI
-	MOVQ         AX, DI
-	VBROADCASTSS (SI)(DI*4), Z1
+	MOVQ         nextReward+8(FP), DI
+	IMUL3Q       $+8, CX, R8
+	ADDQ         DX, R8
+	VBROADCASTSS (DI)(R8*4), Z0
+	MOVQ         s0+16(FP), DI
+	MOVQ         CX, R8
+	VBROADCASTSS (DI)(R8*4), Z1
 
 	// v3 = sub(nextReward, mean)
 	VSUBPS       Z1, Z0, Z0
-	MOVQ         s1+24(FP), SI
-	VBROADCASTSS (SI)(DI*4), Z1
-	VMOVUPS      lgc0<>+0(SB), Z2
+	MOVQ         s1+24(FP), DI
+	VBROADCASTSS (DI)(R8*4), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
 
 	// v5 = max(std, 1e-06)
 	VMAXPS Z1, Z2, Z1
 
 	// v6 = div(v3, v5)
-	VDIVPS    Z1, Z0, Z0
-	MOVQ      mask+32(FP), SI
-	IMUL3Q    $+512, AX, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Z1
-	VPCMPGTD  lgc1<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc2<>+0(SB), Z2
+	VDIVPS        Z1, Z0, Z0
+	MOVQ          mask+32(FP), DI
+	IMUL3Q        $+512, CX, R8
+	IMUL3Q        $+64, DX, R9
+	ADDQ          R9, R8
+	ADDQ          BX, R8
+	VPMOVZXBD     (DI)(R8*1), Z1
+	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb2<>+0(SB), Z2
 
 	// v12 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z2
 
 	// sum(v12) over [G N L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+40(FP), SI
-	VADDPS        2944(SI), Y2, Y2
-	VMOVUPS       Y2, 2944(SI)
-	VADDPS        2944(SI), Y3, Y2
-	VMOVUPS       Y2, 2944(SI)
-	MOVQ          logProb+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	MOVQ          state+40(FP), DI
+	VADDPS        2944(DI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2944(DI)
+	MOVQ          logProb+48(FP), R9
+	VMOVUPS       (R9)(R8*4), Z2
 
 	// v15 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+56(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	MOVQ    sampleLogProb+56(FP), R9
+	VMOVUPS (R9)(R8*4), Z3
 
 	// v17 = where(mask, sampleLogProb, 0)
 	VANDPS Z3, Z1, Z3
@@ -71,69 +72,67 @@ blocks_3:
 	VANDPS Z0, Z1, Z0
 
 	// logWeight = sub(v15, v17)
-	VSUBPS  Z3, Z2, Z4
-	VMOVUPS lgc3<>+0(SB), Z5
+	VSUBPS       Z3, Z2, Z4
+	VBROADCASTSS lgb3<>+0(SB), Z5
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z4, Z5, Z5
-	VMOVUPS lgc4<>+0(SB), Z6
+	VMAXPS       Z4, Z5, Z5
+	VBROADCASTSS lgb4<>+0(SB), Z6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS Z5, Z6, Z5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc5<>+0(SB), Z6
-	VMAXPS       Z4, Z6, Z6
-	VMOVUPS      lgc6<>+0(SB), Z7
-	VMINPS       Z6, Z7, Z6
-	VMULPS       lgc7<>+0(SB), Z6, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z6, Z6
-	VFNMADD231PS lgc8<>+0(SB), Z7, Z6
-	VFNMADD231PS lgc9<>+0(SB), Z7, Z6
-	VMULPS       Z6, Z6, Z8
-	VMOVUPS      lgc10<>+0(SB), Z9
-	VFMADD213PS  lgc11<>+0(SB), Z6, Z9
-	VMOVUPS      lgc12<>+0(SB), Z10
-	VFMADD213PS  lgc13<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc14<>+0(SB), Z10
-	VFMADD213PS  lgc15<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z6, Z8, Z9
-	VADDPS       lgc2<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z6
-	VPADDD       lgc16<>+0(SB), Z6, Z6
-	VPSRLD       $0x01, Z6, Z7
-	VPSUBD       Z7, Z6, Z6
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z6, Z6
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z6, Z9, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z6
+	VMAXPS            Z4, Z6, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z6
+	VMULPS            Z6, Z6, Z8
+	VBROADCASTSS      lgb10<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z6, Z9
+	VBROADCASTSS      lgb12<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb14<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z6, Z8, Z9
+	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z6
+	VPADDD.BCST       lgb16<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z6, Z9, Z9
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z4, Z5, K1
-	VPMOVM2D K1, Z5
-	VANDPS   lgc2<>+0(SB), Z5, Z6
-	VMOVUPS  lgc17<>+0(SB), Z7
-	VMOVUPS  lgc18<>+0(SB), Z8
+	VCMPPS       $0x04, Z4, Z5, K1
+	VPMOVM2D     K1, Z5
+	VANDPS.BCST  lgb2<>+0(SB), Z5, Z6
+	VBROADCASTSS lgb17<>+0(SB), Z7
+	VBROADCASTSS lgb18<>+0(SB), Z8
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS    Z5, Z10
-	VPTERNLOGD $0xca, Z8, Z7, Z10
-	VMOVUPS    lgc19<>+0(SB), Z7
-	VMOVUPS    lgc20<>+0(SB), Z8
+	VMOVUPS      Z5, Z10
+	VPTERNLOGD   $0xca, Z8, Z7, Z10
+	VBROADCASTSS lgb19<>+0(SB), Z7
+	VBROADCASTSS lgb20<>+0(SB), Z8
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VMOVUPS    Z5, Z5
-	VPTERNLOGD $0xca, Z8, Z7, Z5
-	VMOVUPS    lgc1<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z8, Z7, Z5
+	VBROADCASTSS lgb1<>+0(SB), Z7
 
 	// v32 = ge(v18, 0)
 	VCMPPS   $0x1d, Z7, Z0, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, (SP)
-	VMOVUPS  Z2, 64(SP)
+	VMOVUPS  Z4, (AX)
+	VMOVUPS  Z2, 64(AX)
 
 	// v33 = min(ratio, v28) tie=first
 	VMINPS Z9, Z10, Z2
@@ -149,28 +148,26 @@ blocks_3:
 	VMULPS Z5, Z0, Z0
 
 	// v37 = neg(gain)
-	VXORPS lgc21<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Z0, Z1, Z0
 
 	// sum(v38) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3264(SI), Y0, Y0
-	VMOVUPS       Y0, 3264(SI)
-	VADDPS        3264(SI), Y2, Y0
-	VMOVUPS       Y0, 3264(SI)
+	VADDPS        3264(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 3264(DI)
 
 	// v42 = where(mask, v25, 0)
 	VANDPS Z6, Z1, Z0
 
 	// sum(v42) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3584(SI), Y0, Y0
-	VMOVUPS       Y0, 3584(SI)
-	VADDPS        3584(SI), Y2, Y0
-	VMOVUPS       Y0, 3584(SI)
-	VMOVUPS       64(SP), Z0
+	VADDPS        3584(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 3584(DI)
+	VMOVUPS       64(AX), Z0
 
 	// v45 = sub(v17, v15)
 	VSUBPS Z0, Z3, Z0
@@ -180,51 +177,45 @@ blocks_3:
 
 	// sum(v46) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3904(SI), Y0, Y0
-	VMOVUPS       Y0, 3904(SI)
-	VADDPS        3904(SI), Y2, Y0
-	VMOVUPS       Y0, 3904(SI)
-	VMOVUPS       (SP), Z0
-	VMOVUPS       lgc20<>+0(SB), Z2
+	VADDPS        3904(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 3904(DI)
+	VMOVUPS       (AX), Z0
+	VBROADCASTSS  lgb20<>+0(SB), Z2
 
 	// v49 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z1, Z3
 	VPTERNLOGD $0xca, Z2, Z0, Z3
 
 	// logsumexp(v49) over [G N L]
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VANDPS        Z9, Z1, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VCMPPS        $0x15, lgc22<>+0(SB), Y3, Y5
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y3, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc24<>+0(SB), Y3, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        4224(SI), Y5, Y5
-	VMOVUPS       Y5, 4224(SI)
-	VADDPS        4352(SI), Y2, Y3
-	VMOVUPS       Y3, 4352(SI)
-	VMULPS        Y2, Y2, Y2
-	VADDPS        4672(SI), Y2, Y2
-	VMOVUPS       Y2, 4672(SI)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y0, Y2
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y0, Y3
-	VANDPS        Y3, Y2, Y2
-	VCMPPS        $0x00, lgc24<>+0(SB), Y0, Y3
-	VORPS         Y3, Y2, Y2
-	VANDPS        4224(SI), Y2, Y2
-	VMOVUPS       Y2, 4224(SI)
-	VADDPS        4352(SI), Y4, Y0
-	VMOVUPS       Y0, 4352(SI)
-	VMULPS        Y4, Y4, Y0
-	VADDPS        4672(SI), Y0, Y0
-	VMOVUPS       Y0, 4672(SI)
-	MOVQ          refLogProb+64(FP), R8
-	VMOVUPS       (R8)(DI*4), Z0
+	VANDPS        Z9, Z1, Z0
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VANDPS        Z4, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VORPS         Z4, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VANDPS        4224(DI), Y2, Y2
+	VMOVUPS       Y2, 4224(DI)
+	VADDPS        4352(DI), Y0, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 4352(DI)
+	VMULPS        Y0, Y0, Y0
+	VMULPS        Y3, Y3, Y2
+	VADDPS        4672(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 4672(DI)
+	MOVQ          refLogProb+64(FP), R9
+	VMOVUPS       (R9)(R8*4), Z0
 
 	// v61 = where(mask, refLogProb, 0)
 	VANDPS  Z0, Z1, Z0
-	VMOVUPS 64(SP), Z2
+	VMOVUPS 64(AX), Z2
 
 	// v62 = sub(v61, v15)
 	VSUBPS Z2, Z0, Z0
@@ -233,725 +224,372 @@ blocks_3:
 	VANDPS Z0, Z1, Z0
 
 	// k3 = expm1_minus_x(v63)
-	VMOVUPS      lgc5<>+0(SB), Z2
-	VMAXPS       Z0, Z2, Z2
-	VMOVUPS      lgc6<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc7<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc8<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc10<>+0(SB), Z6
-	VFMADD213PS  lgc11<>+0(SB), Z4, Z6
-	VMOVUPS      lgc12<>+0(SB), Z2
-	VFMADD213PS  lgc13<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc14<>+0(SB), Z2
-	VFMADD213PS  lgc15<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc2<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc16<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc2<>+0(SB), Z6, Z6
-	VSUBPS       Z0, Z6, Z6
-	VCMPPS       $0x00, lgc1<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z0
-	VPTERNLOGD   $0xb8, Z2, Z0, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z2
+	VMAXPS            Z0, Z2, Z2
+	VBROADCASTSS      lgb6<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb7<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb12<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb14<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb2<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb2<>+0(SB), Z6, Z6
+	VSUBPS            Z0, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z2, Z0, Z6
 
 	// v65 = where(mask, k3, 0)
 	VANDPS Z6, Z1, Z0
 
 	// sum(v65) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        4992(SI), Y0, Y0
-	VMOVUPS       Y0, 4992(SI)
-	VADDPS        4992(SI), Y1, Y0
-	VMOVUPS       Y0, 4992(SI)
-	DECQ          BX
+	VADDPS        4992(DI), Y0, Y0
+	VADDPS        Y1, Y0, Y0
+	VMOVUPS       Y0, 4992(DI)
+	DECQ          SI
 	JNZ           noflush_4
-	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+40(FP), BX
-	VMOVUPS       2944(BX), Y1
-	VANDPS        lgc26<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
+	VMOVUPD       lgc24<>+0(SB), Y0
+	MOVQ          state+40(FP), SI
+	VMOVUPS       2944(SI), Y1
+	VANDPS        lgc25<>+0(SB), Y1, Y0
+	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        2752(BX), Y2, Y2
-	VMOVUPD       Y2, 2752(BX)
-	VADDPD        2784(BX), Y1, Y1
-	VMOVUPD       Y1, 2784(BX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VMOVUPS       Y1, 2944(BX)
-	VMOVUPS       3264(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VADDPD        2752(SI), Y2, Y2
+	VMOVUPD       Y2, 2752(SI)
+	VADDPD        2784(SI), Y1, Y1
+	VMOVUPD       Y1, 2784(SI)
+	VMOVUPS       lgc27<>+0(SB), Y1
+	VMOVUPS       Y1, 2944(SI)
+	VMOVUPS       3264(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(BX), Y3, Y3
-	VMOVUPD       Y3, 3072(BX)
-	VADDPD        3104(BX), Y2, Y2
-	VMOVUPD       Y2, 3104(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(BX)
+	VADDPD        3072(SI), Y3, Y3
+	VMOVUPD       Y3, 3072(SI)
+	VADDPD        3104(SI), Y2, Y2
+	VMOVUPD       Y2, 3104(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 3264(SI)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3584(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       3584(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3392(BX), Y3, Y3
-	VMOVUPD       Y3, 3392(BX)
-	VADDPD        3424(BX), Y2, Y2
-	VMOVUPD       Y2, 3424(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 3584(BX)
+	VADDPD        3392(SI), Y3, Y3
+	VMOVUPD       Y3, 3392(SI)
+	VADDPD        3424(SI), Y2, Y2
+	VMOVUPD       Y2, 3424(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 3584(SI)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3904(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       3904(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3712(BX), Y3, Y3
-	VMOVUPD       Y3, 3712(BX)
-	VADDPD        3744(BX), Y2, Y2
-	VMOVUPD       Y2, 3744(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 3904(BX)
+	VADDPD        3712(SI), Y3, Y3
+	VMOVUPD       Y3, 3712(SI)
+	VADDPD        3744(SI), Y2, Y2
+	VMOVUPD       Y2, 3744(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 3904(SI)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4352(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       4352(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4032(BX), Y3, Y3
-	VMOVUPD       Y3, 4032(BX)
-	VADDPD        4064(BX), Y2, Y2
-	VMOVUPD       Y2, 4064(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 4352(BX)
+	VADDPD        4032(SI), Y3, Y3
+	VMOVUPD       Y3, 4032(SI)
+	VADDPD        4064(SI), Y2, Y2
+	VMOVUPD       Y2, 4064(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 4352(SI)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4672(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       4672(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4480(BX), Y3, Y3
-	VMOVUPD       Y3, 4480(BX)
-	VADDPD        4512(BX), Y2, Y2
-	VMOVUPD       Y2, 4512(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 4672(BX)
+	VADDPD        4480(SI), Y3, Y3
+	VMOVUPD       Y3, 4480(SI)
+	VADDPD        4512(SI), Y2, Y2
+	VMOVUPD       Y2, 4512(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 4672(SI)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4992(BX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS       4992(SI), Y2
+	VANDPS        lgc25<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4800(BX), Y3, Y3
-	VMOVUPD       Y3, 4800(BX)
-	VADDPD        4832(BX), Y2, Y2
-	VMOVUPD       Y2, 4832(BX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 4992(BX)
+	VADDPD        4800(SI), Y3, Y3
+	VMOVUPD       Y3, 4800(SI)
+	VADDPD        4832(SI), Y2, Y2
+	VMOVUPD       Y2, 4832(SI)
+	VMOVUPS       lgc27<>+0(SB), Y2
+	VMOVUPS       Y2, 4992(SI)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        5120(BX), Y0, Y0
-	VMOVUPS       Y0, 5120(BX)
-	MOVQ          $+4, BX
+	VANDPS        5120(SI), Y0, Y0
+	VMOVUPS       Y0, 5120(SI)
+	MOVQ          $+4, SI
 
 noflush_4:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+64
+	ADDQ         $+16, BX
+	CMPQ         BX, $+64
 	JL           blocks_3
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
-	VMOVUPS      lgc28<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
+	MOVQ         $+4, BX
+	SUBQ         SI, BX
+	SHLQ         $0x01, BX
+	VMOVUPS      lgc27<>+0(SB), X0
+	VCVTSI2SDQ   BX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), DX
-	VMOVUPS      2944(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	MOVQ         state+40(FP), BX
+	VMOVUPS      2944(BX), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       2752(DX), Y2, Y2
-	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y1, Y1
-	VMOVUPD      Y1, 2784(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(DX)
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VADDPD       2752(BX), Y2, Y2
+	VMOVUPD      Y2, 2752(BX)
+	VADDPD       2784(BX), Y1, Y1
+	VMOVUPD      Y1, 2784(BX)
+	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(BX)
+	VMOVUPS      3264(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
+	VADDPD       3072(BX), Y3, Y3
+	VMOVUPD      Y3, 3072(BX)
+	VADDPD       3104(BX), Y2, Y2
+	VMOVUPD      Y2, 3104(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(BX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3584(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      3584(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3392(DX), Y3, Y3
-	VMOVUPD      Y3, 3392(DX)
-	VADDPD       3424(DX), Y2, Y2
-	VMOVUPD      Y2, 3424(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3584(DX)
+	VADDPD       3392(BX), Y3, Y3
+	VMOVUPD      Y3, 3392(BX)
+	VADDPD       3424(BX), Y2, Y2
+	VMOVUPD      Y2, 3424(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 3584(BX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3904(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      3904(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3712(DX), Y3, Y3
-	VMOVUPD      Y3, 3712(DX)
-	VADDPD       3744(DX), Y2, Y2
-	VMOVUPD      Y2, 3744(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3904(DX)
+	VADDPD       3712(BX), Y3, Y3
+	VMOVUPD      Y3, 3712(BX)
+	VADDPD       3744(BX), Y2, Y2
+	VMOVUPD      Y2, 3744(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 3904(BX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4352(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      4352(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y3, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y2, Y2
-	VMOVUPD      Y2, 4064(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4352(DX)
+	VADDPD       4032(BX), Y3, Y3
+	VMOVUPD      Y3, 4032(BX)
+	VADDPD       4064(BX), Y2, Y2
+	VMOVUPD      Y2, 4064(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4352(BX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4672(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      4672(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4480(DX), Y3, Y3
-	VMOVUPD      Y3, 4480(DX)
-	VADDPD       4512(DX), Y2, Y2
-	VMOVUPD      Y2, 4512(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4672(DX)
+	VADDPD       4480(BX), Y3, Y3
+	VMOVUPD      Y3, 4480(BX)
+	VADDPD       4512(BX), Y2, Y2
+	VMOVUPD      Y2, 4512(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4672(BX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4992(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VMOVUPS      4992(BX), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4800(DX), Y3, Y3
-	VMOVUPD      Y3, 4800(DX)
-	VADDPD       4832(DX), Y2, Y2
-	VMOVUPD      Y2, 4832(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4992(DX)
+	VADDPD       4800(BX), Y3, Y3
+	VMOVUPD      Y3, 4800(BX)
+	VADDPD       4832(BX), Y2, Y2
+	VMOVUPD      Y2, 4832(BX)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4992(BX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       5120(DX), Y0, Y0
-	VMOVUPS      Y0, 5120(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
+	VANDPS       5120(BX), Y0, Y0
+	VMOVUPS      Y0, 5120(BX)
+	INCQ         DX
+	CMPQ         DX, $+8
 	JL           outer1_2
-	INCQ         AX
-	CMPQ         AX, hi+72(FP)
+	INCQ         CX
+	CMPQ         CX, hi+72(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0x358637bd
-DATA lgc0<>+4(SB)/4, $0x358637bd
-DATA lgc0<>+8(SB)/4, $0x358637bd
-DATA lgc0<>+12(SB)/4, $0x358637bd
-DATA lgc0<>+16(SB)/4, $0x358637bd
-DATA lgc0<>+20(SB)/4, $0x358637bd
-DATA lgc0<>+24(SB)/4, $0x358637bd
-DATA lgc0<>+28(SB)/4, $0x358637bd
-DATA lgc0<>+32(SB)/4, $0x358637bd
-DATA lgc0<>+36(SB)/4, $0x358637bd
-DATA lgc0<>+40(SB)/4, $0x358637bd
-DATA lgc0<>+44(SB)/4, $0x358637bd
-DATA lgc0<>+48(SB)/4, $0x358637bd
-DATA lgc0<>+52(SB)/4, $0x358637bd
-DATA lgc0<>+56(SB)/4, $0x358637bd
-DATA lgc0<>+60(SB)/4, $0x358637bd
-GLOBL lgc0<>(SB), RODATA|NOPTR, $64
+DATA lgb0<>+0(SB)/4, $0x358637bd
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
-DATA lgc1<>+32(SB)/4, $0x00000000
-DATA lgc1<>+36(SB)/4, $0x00000000
-DATA lgc1<>+40(SB)/4, $0x00000000
-DATA lgc1<>+44(SB)/4, $0x00000000
-DATA lgc1<>+48(SB)/4, $0x00000000
-DATA lgc1<>+52(SB)/4, $0x00000000
-DATA lgc1<>+56(SB)/4, $0x00000000
-DATA lgc1<>+60(SB)/4, $0x00000000
-GLOBL lgc1<>(SB), RODATA|NOPTR, $64
+DATA lgb1<>+0(SB)/4, $0x00000000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgc2<>+0(SB)/4, $0x3f800000
-DATA lgc2<>+4(SB)/4, $0x3f800000
-DATA lgc2<>+8(SB)/4, $0x3f800000
-DATA lgc2<>+12(SB)/4, $0x3f800000
-DATA lgc2<>+16(SB)/4, $0x3f800000
-DATA lgc2<>+20(SB)/4, $0x3f800000
-DATA lgc2<>+24(SB)/4, $0x3f800000
-DATA lgc2<>+28(SB)/4, $0x3f800000
-DATA lgc2<>+32(SB)/4, $0x3f800000
-DATA lgc2<>+36(SB)/4, $0x3f800000
-DATA lgc2<>+40(SB)/4, $0x3f800000
-DATA lgc2<>+44(SB)/4, $0x3f800000
-DATA lgc2<>+48(SB)/4, $0x3f800000
-DATA lgc2<>+52(SB)/4, $0x3f800000
-DATA lgc2<>+56(SB)/4, $0x3f800000
-DATA lgc2<>+60(SB)/4, $0x3f800000
-GLOBL lgc2<>(SB), RODATA|NOPTR, $64
+DATA lgb2<>+0(SB)/4, $0x3f800000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgc3<>+0(SB)/4, $0xbe647fbe
-DATA lgc3<>+4(SB)/4, $0xbe647fbe
-DATA lgc3<>+8(SB)/4, $0xbe647fbe
-DATA lgc3<>+12(SB)/4, $0xbe647fbe
-DATA lgc3<>+16(SB)/4, $0xbe647fbe
-DATA lgc3<>+20(SB)/4, $0xbe647fbe
-DATA lgc3<>+24(SB)/4, $0xbe647fbe
-DATA lgc3<>+28(SB)/4, $0xbe647fbe
-DATA lgc3<>+32(SB)/4, $0xbe647fbe
-DATA lgc3<>+36(SB)/4, $0xbe647fbe
-DATA lgc3<>+40(SB)/4, $0xbe647fbe
-DATA lgc3<>+44(SB)/4, $0xbe647fbe
-DATA lgc3<>+48(SB)/4, $0xbe647fbe
-DATA lgc3<>+52(SB)/4, $0xbe647fbe
-DATA lgc3<>+56(SB)/4, $0xbe647fbe
-DATA lgc3<>+60(SB)/4, $0xbe647fbe
-GLOBL lgc3<>(SB), RODATA|NOPTR, $64
+DATA lgb3<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgc4<>+0(SB)/4, $0x3e3ab281
-DATA lgc4<>+4(SB)/4, $0x3e3ab281
-DATA lgc4<>+8(SB)/4, $0x3e3ab281
-DATA lgc4<>+12(SB)/4, $0x3e3ab281
-DATA lgc4<>+16(SB)/4, $0x3e3ab281
-DATA lgc4<>+20(SB)/4, $0x3e3ab281
-DATA lgc4<>+24(SB)/4, $0x3e3ab281
-DATA lgc4<>+28(SB)/4, $0x3e3ab281
-DATA lgc4<>+32(SB)/4, $0x3e3ab281
-DATA lgc4<>+36(SB)/4, $0x3e3ab281
-DATA lgc4<>+40(SB)/4, $0x3e3ab281
-DATA lgc4<>+44(SB)/4, $0x3e3ab281
-DATA lgc4<>+48(SB)/4, $0x3e3ab281
-DATA lgc4<>+52(SB)/4, $0x3e3ab281
-DATA lgc4<>+56(SB)/4, $0x3e3ab281
-DATA lgc4<>+60(SB)/4, $0x3e3ab281
-GLOBL lgc4<>(SB), RODATA|NOPTR, $64
+DATA lgb4<>+0(SB)/4, $0x3e3ab281
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgc5<>+0(SB)/4, $0xc2d00000
-DATA lgc5<>+4(SB)/4, $0xc2d00000
-DATA lgc5<>+8(SB)/4, $0xc2d00000
-DATA lgc5<>+12(SB)/4, $0xc2d00000
-DATA lgc5<>+16(SB)/4, $0xc2d00000
-DATA lgc5<>+20(SB)/4, $0xc2d00000
-DATA lgc5<>+24(SB)/4, $0xc2d00000
-DATA lgc5<>+28(SB)/4, $0xc2d00000
-DATA lgc5<>+32(SB)/4, $0xc2d00000
-DATA lgc5<>+36(SB)/4, $0xc2d00000
-DATA lgc5<>+40(SB)/4, $0xc2d00000
-DATA lgc5<>+44(SB)/4, $0xc2d00000
-DATA lgc5<>+48(SB)/4, $0xc2d00000
-DATA lgc5<>+52(SB)/4, $0xc2d00000
-DATA lgc5<>+56(SB)/4, $0xc2d00000
-DATA lgc5<>+60(SB)/4, $0xc2d00000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $64
+DATA lgb5<>+0(SB)/4, $0xc2d00000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgc6<>+0(SB)/4, $0x42b20000
-DATA lgc6<>+4(SB)/4, $0x42b20000
-DATA lgc6<>+8(SB)/4, $0x42b20000
-DATA lgc6<>+12(SB)/4, $0x42b20000
-DATA lgc6<>+16(SB)/4, $0x42b20000
-DATA lgc6<>+20(SB)/4, $0x42b20000
-DATA lgc6<>+24(SB)/4, $0x42b20000
-DATA lgc6<>+28(SB)/4, $0x42b20000
-DATA lgc6<>+32(SB)/4, $0x42b20000
-DATA lgc6<>+36(SB)/4, $0x42b20000
-DATA lgc6<>+40(SB)/4, $0x42b20000
-DATA lgc6<>+44(SB)/4, $0x42b20000
-DATA lgc6<>+48(SB)/4, $0x42b20000
-DATA lgc6<>+52(SB)/4, $0x42b20000
-DATA lgc6<>+56(SB)/4, $0x42b20000
-DATA lgc6<>+60(SB)/4, $0x42b20000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $64
+DATA lgb6<>+0(SB)/4, $0x42b20000
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+32(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+36(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+40(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+44(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+48(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+52(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+56(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+60(SB)/4, $0x3fb8aa3b
-GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+DATA lgb7<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgc8<>+0(SB)/4, $0x3f318000
-DATA lgc8<>+4(SB)/4, $0x3f318000
-DATA lgc8<>+8(SB)/4, $0x3f318000
-DATA lgc8<>+12(SB)/4, $0x3f318000
-DATA lgc8<>+16(SB)/4, $0x3f318000
-DATA lgc8<>+20(SB)/4, $0x3f318000
-DATA lgc8<>+24(SB)/4, $0x3f318000
-DATA lgc8<>+28(SB)/4, $0x3f318000
-DATA lgc8<>+32(SB)/4, $0x3f318000
-DATA lgc8<>+36(SB)/4, $0x3f318000
-DATA lgc8<>+40(SB)/4, $0x3f318000
-DATA lgc8<>+44(SB)/4, $0x3f318000
-DATA lgc8<>+48(SB)/4, $0x3f318000
-DATA lgc8<>+52(SB)/4, $0x3f318000
-DATA lgc8<>+56(SB)/4, $0x3f318000
-DATA lgc8<>+60(SB)/4, $0x3f318000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+DATA lgb8<>+0(SB)/4, $0x3f318000
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgc9<>+0(SB)/4, $0xb95e8083
-DATA lgc9<>+4(SB)/4, $0xb95e8083
-DATA lgc9<>+8(SB)/4, $0xb95e8083
-DATA lgc9<>+12(SB)/4, $0xb95e8083
-DATA lgc9<>+16(SB)/4, $0xb95e8083
-DATA lgc9<>+20(SB)/4, $0xb95e8083
-DATA lgc9<>+24(SB)/4, $0xb95e8083
-DATA lgc9<>+28(SB)/4, $0xb95e8083
-DATA lgc9<>+32(SB)/4, $0xb95e8083
-DATA lgc9<>+36(SB)/4, $0xb95e8083
-DATA lgc9<>+40(SB)/4, $0xb95e8083
-DATA lgc9<>+44(SB)/4, $0xb95e8083
-DATA lgc9<>+48(SB)/4, $0xb95e8083
-DATA lgc9<>+52(SB)/4, $0xb95e8083
-DATA lgc9<>+56(SB)/4, $0xb95e8083
-DATA lgc9<>+60(SB)/4, $0xb95e8083
-GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+DATA lgb9<>+0(SB)/4, $0xb95e8083
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgc10<>+0(SB)/4, $0x39506967
-DATA lgc10<>+4(SB)/4, $0x39506967
-DATA lgc10<>+8(SB)/4, $0x39506967
-DATA lgc10<>+12(SB)/4, $0x39506967
-DATA lgc10<>+16(SB)/4, $0x39506967
-DATA lgc10<>+20(SB)/4, $0x39506967
-DATA lgc10<>+24(SB)/4, $0x39506967
-DATA lgc10<>+28(SB)/4, $0x39506967
-DATA lgc10<>+32(SB)/4, $0x39506967
-DATA lgc10<>+36(SB)/4, $0x39506967
-DATA lgc10<>+40(SB)/4, $0x39506967
-DATA lgc10<>+44(SB)/4, $0x39506967
-DATA lgc10<>+48(SB)/4, $0x39506967
-DATA lgc10<>+52(SB)/4, $0x39506967
-DATA lgc10<>+56(SB)/4, $0x39506967
-DATA lgc10<>+60(SB)/4, $0x39506967
-GLOBL lgc10<>(SB), RODATA|NOPTR, $64
+DATA lgb10<>+0(SB)/4, $0x39506967
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgc11<>+0(SB)/4, $0x3ab743ce
-DATA lgc11<>+4(SB)/4, $0x3ab743ce
-DATA lgc11<>+8(SB)/4, $0x3ab743ce
-DATA lgc11<>+12(SB)/4, $0x3ab743ce
-DATA lgc11<>+16(SB)/4, $0x3ab743ce
-DATA lgc11<>+20(SB)/4, $0x3ab743ce
-DATA lgc11<>+24(SB)/4, $0x3ab743ce
-DATA lgc11<>+28(SB)/4, $0x3ab743ce
-DATA lgc11<>+32(SB)/4, $0x3ab743ce
-DATA lgc11<>+36(SB)/4, $0x3ab743ce
-DATA lgc11<>+40(SB)/4, $0x3ab743ce
-DATA lgc11<>+44(SB)/4, $0x3ab743ce
-DATA lgc11<>+48(SB)/4, $0x3ab743ce
-DATA lgc11<>+52(SB)/4, $0x3ab743ce
-DATA lgc11<>+56(SB)/4, $0x3ab743ce
-DATA lgc11<>+60(SB)/4, $0x3ab743ce
-GLOBL lgc11<>(SB), RODATA|NOPTR, $64
+DATA lgb11<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgc12<>+0(SB)/4, $0x3c088908
-DATA lgc12<>+4(SB)/4, $0x3c088908
-DATA lgc12<>+8(SB)/4, $0x3c088908
-DATA lgc12<>+12(SB)/4, $0x3c088908
-DATA lgc12<>+16(SB)/4, $0x3c088908
-DATA lgc12<>+20(SB)/4, $0x3c088908
-DATA lgc12<>+24(SB)/4, $0x3c088908
-DATA lgc12<>+28(SB)/4, $0x3c088908
-DATA lgc12<>+32(SB)/4, $0x3c088908
-DATA lgc12<>+36(SB)/4, $0x3c088908
-DATA lgc12<>+40(SB)/4, $0x3c088908
-DATA lgc12<>+44(SB)/4, $0x3c088908
-DATA lgc12<>+48(SB)/4, $0x3c088908
-DATA lgc12<>+52(SB)/4, $0x3c088908
-DATA lgc12<>+56(SB)/4, $0x3c088908
-DATA lgc12<>+60(SB)/4, $0x3c088908
-GLOBL lgc12<>(SB), RODATA|NOPTR, $64
+DATA lgb12<>+0(SB)/4, $0x3c088908
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+32(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+36(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+40(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+44(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+48(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+52(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+56(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+60(SB)/4, $0x3d2aa9c1
-GLOBL lgc13<>(SB), RODATA|NOPTR, $64
+DATA lgb13<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+32(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+36(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+40(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+44(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+48(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+52(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+56(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+60(SB)/4, $0x3e2aaaaa
-GLOBL lgc14<>(SB), RODATA|NOPTR, $64
+DATA lgb14<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
-DATA lgc15<>+32(SB)/4, $0x3f000000
-DATA lgc15<>+36(SB)/4, $0x3f000000
-DATA lgc15<>+40(SB)/4, $0x3f000000
-DATA lgc15<>+44(SB)/4, $0x3f000000
-DATA lgc15<>+48(SB)/4, $0x3f000000
-DATA lgc15<>+52(SB)/4, $0x3f000000
-DATA lgc15<>+56(SB)/4, $0x3f000000
-DATA lgc15<>+60(SB)/4, $0x3f000000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $64
+DATA lgb15<>+0(SB)/4, $0x3f000000
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgc16<>+0(SB)/4, $0x000000fe
-DATA lgc16<>+4(SB)/4, $0x000000fe
-DATA lgc16<>+8(SB)/4, $0x000000fe
-DATA lgc16<>+12(SB)/4, $0x000000fe
-DATA lgc16<>+16(SB)/4, $0x000000fe
-DATA lgc16<>+20(SB)/4, $0x000000fe
-DATA lgc16<>+24(SB)/4, $0x000000fe
-DATA lgc16<>+28(SB)/4, $0x000000fe
-DATA lgc16<>+32(SB)/4, $0x000000fe
-DATA lgc16<>+36(SB)/4, $0x000000fe
-DATA lgc16<>+40(SB)/4, $0x000000fe
-DATA lgc16<>+44(SB)/4, $0x000000fe
-DATA lgc16<>+48(SB)/4, $0x000000fe
-DATA lgc16<>+52(SB)/4, $0x000000fe
-DATA lgc16<>+56(SB)/4, $0x000000fe
-DATA lgc16<>+60(SB)/4, $0x000000fe
-GLOBL lgc16<>(SB), RODATA|NOPTR, $64
+DATA lgb16<>+0(SB)/4, $0x000000fe
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgc17<>+0(SB)/4, $0x3f99999a
-DATA lgc17<>+4(SB)/4, $0x3f99999a
-DATA lgc17<>+8(SB)/4, $0x3f99999a
-DATA lgc17<>+12(SB)/4, $0x3f99999a
-DATA lgc17<>+16(SB)/4, $0x3f99999a
-DATA lgc17<>+20(SB)/4, $0x3f99999a
-DATA lgc17<>+24(SB)/4, $0x3f99999a
-DATA lgc17<>+28(SB)/4, $0x3f99999a
-DATA lgc17<>+32(SB)/4, $0x3f99999a
-DATA lgc17<>+36(SB)/4, $0x3f99999a
-DATA lgc17<>+40(SB)/4, $0x3f99999a
-DATA lgc17<>+44(SB)/4, $0x3f99999a
-DATA lgc17<>+48(SB)/4, $0x3f99999a
-DATA lgc17<>+52(SB)/4, $0x3f99999a
-DATA lgc17<>+56(SB)/4, $0x3f99999a
-DATA lgc17<>+60(SB)/4, $0x3f99999a
-GLOBL lgc17<>(SB), RODATA|NOPTR, $64
+DATA lgb17<>+0(SB)/4, $0x3f99999a
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgc18<>+0(SB)/4, $0x7f800000
-DATA lgc18<>+4(SB)/4, $0x7f800000
-DATA lgc18<>+8(SB)/4, $0x7f800000
-DATA lgc18<>+12(SB)/4, $0x7f800000
-DATA lgc18<>+16(SB)/4, $0x7f800000
-DATA lgc18<>+20(SB)/4, $0x7f800000
-DATA lgc18<>+24(SB)/4, $0x7f800000
-DATA lgc18<>+28(SB)/4, $0x7f800000
-DATA lgc18<>+32(SB)/4, $0x7f800000
-DATA lgc18<>+36(SB)/4, $0x7f800000
-DATA lgc18<>+40(SB)/4, $0x7f800000
-DATA lgc18<>+44(SB)/4, $0x7f800000
-DATA lgc18<>+48(SB)/4, $0x7f800000
-DATA lgc18<>+52(SB)/4, $0x7f800000
-DATA lgc18<>+56(SB)/4, $0x7f800000
-DATA lgc18<>+60(SB)/4, $0x7f800000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $64
+DATA lgb18<>+0(SB)/4, $0x7f800000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgc19<>+0(SB)/4, $0x3f4ccccd
-DATA lgc19<>+4(SB)/4, $0x3f4ccccd
-DATA lgc19<>+8(SB)/4, $0x3f4ccccd
-DATA lgc19<>+12(SB)/4, $0x3f4ccccd
-DATA lgc19<>+16(SB)/4, $0x3f4ccccd
-DATA lgc19<>+20(SB)/4, $0x3f4ccccd
-DATA lgc19<>+24(SB)/4, $0x3f4ccccd
-DATA lgc19<>+28(SB)/4, $0x3f4ccccd
-DATA lgc19<>+32(SB)/4, $0x3f4ccccd
-DATA lgc19<>+36(SB)/4, $0x3f4ccccd
-DATA lgc19<>+40(SB)/4, $0x3f4ccccd
-DATA lgc19<>+44(SB)/4, $0x3f4ccccd
-DATA lgc19<>+48(SB)/4, $0x3f4ccccd
-DATA lgc19<>+52(SB)/4, $0x3f4ccccd
-DATA lgc19<>+56(SB)/4, $0x3f4ccccd
-DATA lgc19<>+60(SB)/4, $0x3f4ccccd
-GLOBL lgc19<>(SB), RODATA|NOPTR, $64
+DATA lgb19<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgc20<>+0(SB)/4, $0xff800000
-DATA lgc20<>+4(SB)/4, $0xff800000
-DATA lgc20<>+8(SB)/4, $0xff800000
-DATA lgc20<>+12(SB)/4, $0xff800000
-DATA lgc20<>+16(SB)/4, $0xff800000
-DATA lgc20<>+20(SB)/4, $0xff800000
-DATA lgc20<>+24(SB)/4, $0xff800000
-DATA lgc20<>+28(SB)/4, $0xff800000
-DATA lgc20<>+32(SB)/4, $0xff800000
-DATA lgc20<>+36(SB)/4, $0xff800000
-DATA lgc20<>+40(SB)/4, $0xff800000
-DATA lgc20<>+44(SB)/4, $0xff800000
-DATA lgc20<>+48(SB)/4, $0xff800000
-DATA lgc20<>+52(SB)/4, $0xff800000
-DATA lgc20<>+56(SB)/4, $0xff800000
-DATA lgc20<>+60(SB)/4, $0xff800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $64
+DATA lgb20<>+0(SB)/4, $0xff800000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgc21<>+0(SB)/4, $0x80000000
-DATA lgc21<>+4(SB)/4, $0x80000000
-DATA lgc21<>+8(SB)/4, $0x80000000
-DATA lgc21<>+12(SB)/4, $0x80000000
-DATA lgc21<>+16(SB)/4, $0x80000000
-DATA lgc21<>+20(SB)/4, $0x80000000
-DATA lgc21<>+24(SB)/4, $0x80000000
-DATA lgc21<>+28(SB)/4, $0x80000000
-DATA lgc21<>+32(SB)/4, $0x80000000
-DATA lgc21<>+36(SB)/4, $0x80000000
-DATA lgc21<>+40(SB)/4, $0x80000000
-DATA lgc21<>+44(SB)/4, $0x80000000
-DATA lgc21<>+48(SB)/4, $0x80000000
-DATA lgc21<>+52(SB)/4, $0x80000000
-DATA lgc21<>+56(SB)/4, $0x80000000
-DATA lgc21<>+60(SB)/4, $0x80000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $64
+DATA lgb21<>+0(SB)/4, $0x80000000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgc22<>+0(SB)/4, $0xc22c0000
-DATA lgc22<>+4(SB)/4, $0xc22c0000
-DATA lgc22<>+8(SB)/4, $0xc22c0000
-DATA lgc22<>+12(SB)/4, $0xc22c0000
-DATA lgc22<>+16(SB)/4, $0xc22c0000
-DATA lgc22<>+20(SB)/4, $0xc22c0000
-DATA lgc22<>+24(SB)/4, $0xc22c0000
-DATA lgc22<>+28(SB)/4, $0xc22c0000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+DATA lgb22<>+0(SB)/4, $0xc22c0000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgc23<>+0(SB)/4, $0x42b00000
-DATA lgc23<>+4(SB)/4, $0x42b00000
-DATA lgc23<>+8(SB)/4, $0x42b00000
-DATA lgc23<>+12(SB)/4, $0x42b00000
-DATA lgc23<>+16(SB)/4, $0x42b00000
-DATA lgc23<>+20(SB)/4, $0x42b00000
-DATA lgc23<>+24(SB)/4, $0x42b00000
-DATA lgc23<>+28(SB)/4, $0x42b00000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+DATA lgb23<>+0(SB)/4, $0x42b00000
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgc24<>+0(SB)/4, $0xff800000
-DATA lgc24<>+4(SB)/4, $0xff800000
-DATA lgc24<>+8(SB)/4, $0xff800000
-DATA lgc24<>+12(SB)/4, $0xff800000
-DATA lgc24<>+16(SB)/4, $0xff800000
-DATA lgc24<>+20(SB)/4, $0xff800000
-DATA lgc24<>+24(SB)/4, $0xff800000
-DATA lgc24<>+28(SB)/4, $0xff800000
+DATA lgc24<>+0(SB)/8, $0x4020000000000000
+DATA lgc24<>+8(SB)/8, $0x4020000000000000
+DATA lgc24<>+16(SB)/8, $0x4020000000000000
+DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x4020000000000000
-DATA lgc25<>+8(SB)/8, $0x4020000000000000
-DATA lgc25<>+16(SB)/8, $0x4020000000000000
-DATA lgc25<>+24(SB)/8, $0x4020000000000000
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
+DATA lgc27<>+0(SB)/4, $0x00000000
+DATA lgc27<>+4(SB)/4, $0x00000000
+DATA lgc27<>+8(SB)/4, $0x00000000
+DATA lgc27<>+12(SB)/4, $0x00000000
+DATA lgc27<>+16(SB)/4, $0x00000000
+DATA lgc27<>+20(SB)/4, $0x00000000
+DATA lgc27<>+24(SB)/4, $0x00000000
+DATA lgc27<>+28(SB)/4, $0x00000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x00000000
-DATA lgc28<>+4(SB)/4, $0x00000000
-DATA lgc28<>+8(SB)/4, $0x00000000
-DATA lgc28<>+12(SB)/4, $0x00000000
-DATA lgc28<>+16(SB)/4, $0x00000000
-DATA lgc28<>+20(SB)/4, $0x00000000
-DATA lgc28<>+24(SB)/4, $0x00000000
-DATA lgc28<>+28(SB)/4, $0x00000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass0AVX512(SB), $0-32
+TEXT ·fbPass0AVX512(SB), $64-32
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -964,15 +602,15 @@ outer1_6:
 	XORQ    DX, DX
 
 blocks_7:
-	MOVQ      mask+16(FP), SI
-	IMUL3Q    $+512, AX, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Z1
-	VPCMPGTD  lgc1<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	VMOVUPS   lgc2<>+0(SB), Z2
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+512, AX, DI
+	IMUL3Q        $+64, CX, R8
+	ADDQ          R8, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z1
+	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	VBROADCASTSS  lgb2<>+0(SB), Z2
 
 	// v12 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -983,10 +621,10 @@ blocks_7:
 	VADDPS        Y0, Y2, Y0
 	DECQ          BX
 	JNZ           noflush_8
-	VMOVUPD       lgc25<>+0(SB), Y1
+	VMOVUPD       lgc24<>+0(SB), Y1
 	MOVQ          state+8(FP), BX
-	VANDPS        lgc26<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS        lgc25<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -994,7 +632,7 @@ blocks_7:
 	VMOVUPD       Y2, 64(BX)
 	VADDPD        96(BX), Y0, Y0
 	VMOVUPD       Y0, 96(BX)
-	VMOVUPS       lgc28<>+0(SB), Y0
+	VMOVUPS       lgc27<>+0(SB), Y0
 	VANDPS        384(BX), Y1, Y1
 	VMOVUPS       Y1, 384(BX)
 	MOVQ          $+4, BX
@@ -1008,13 +646,13 @@ noflush_8:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc27<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1022,7 +660,7 @@ noflush_8:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VANDPS       384(DX), Y0, Y0
 	VMOVUPS      Y0, 384(DX)
@@ -1037,71 +675,74 @@ noflush_8:
 
 // func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass3AVX512(SB), $512-96
+TEXT ·fbPass3AVX512(SB), $576-96
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
 	// values every block reads alike, computed once
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Z0
-	VMOVUPS      lgc2<>+0(SB), Z1
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb2<>+0(SB), Z1
 
 	// v40 = max(numValid, 1)
-	VMAXPS  Z0, Z1, Z0
-	VMOVUPS lgc29<>+0(SB), Z2
+	VMAXPS       Z0, Z1, Z0
+	VBROADCASTSS lgb28<>+0(SB), Z2
 
 	// v70 = div(0.04, v40)
 	VDIVPS Z0, Z2, Z2
 
 	// v77 = div(1, v40)
 	VDIVPS  Z0, Z1, Z0
-	VMOVUPS Z2, (SP)
-	VMOVUPS Z0, 64(SP)
-	MOVQ    lo+8(FP), AX
+	VMOVUPS Z2, (AX)
+	VMOVUPS Z0, 64(AX)
+	MOVQ    lo+8(FP), CX
 
 outer0_9:
-	XORQ CX, CX
+	XORQ DX, DX
 
 outer1_10:
 	// values every block of the row reads alike, computed once a row
-	MOVQ         nextReward+16(FP), DX
-	IMUL3Q       $+8, AX, BX
-	ADDQ         CX, BX
-	VBROADCASTSS (DX)(BX*4), Z0
-	MOVQ         s0+24(FP), DX
-	MOVQ         AX, BX
-	VBROADCASTSS (DX)(BX*4), Z1
+	MOVQ         nextReward+16(FP), BX
+	IMUL3Q       $+8, CX, SI
+	ADDQ         DX, SI
+	VBROADCASTSS (BX)(SI*4), Z0
+	MOVQ         s0+24(FP), BX
+	MOVQ         CX, SI
+	VBROADCASTSS (BX)(SI*4), Z1
 
 	// v3 = sub(nextReward, mean)
 	VSUBPS       Z1, Z0, Z0
-	MOVQ         s1+32(FP), DX
-	VBROADCASTSS (DX)(BX*4), Z1
-	VMOVUPS      lgc0<>+0(SB), Z2
+	MOVQ         s1+32(FP), BX
+	VBROADCASTSS (BX)(SI*4), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
 
 	// v5 = max(std, 1e-06)
 	VMAXPS Z1, Z2, Z1
 
 	// v6 = div(v3, v5)
 	VDIVPS  Z1, Z0, Z0
-	VMOVUPS Z0, 128(SP)
-	MOVQ    $+4, BX
-	XORQ    DX, DX
+	VMOVUPS Z0, 128(AX)
+	MOVQ    $+4, SI
+	XORQ    BX, BX
 
 blocks_11:
-	VMOVUPS   128(SP), Z0
-	MOVQ      mask+40(FP), SI
-	IMUL3Q    $+512, AX, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Z1
-	VPCMPGTD  lgc1<>+0(SB), Z1, K1
-	VPMOVM2D  K1, Z1
-	MOVQ      logProb+48(FP), SI
-	VMOVUPS   (SI)(DI*4), Z2
+	VMOVUPS       128(AX), Z0
+	MOVQ          mask+40(FP), DI
+	IMUL3Q        $+512, CX, R8
+	IMUL3Q        $+64, DX, R9
+	ADDQ          R9, R8
+	ADDQ          BX, R8
+	VPMOVZXBD     (DI)(R8*1), Z1
+	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	MOVQ          logProb+48(FP), DI
+	VMOVUPS       (DI)(R8*4), Z2
 
 	// v15 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+56(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
+	MOVQ    sampleLogProb+56(FP), DI
+	VMOVUPS (DI)(R8*4), Z3
 
 	// v17 = where(mask, sampleLogProb, 0)
 	VANDPS Z3, Z1, Z4
@@ -1110,77 +751,75 @@ blocks_11:
 	VANDPS Z0, Z1, Z5
 
 	// logWeight = sub(v15, v17)
-	VSUBPS  Z4, Z2, Z2
-	VMOVUPS lgc3<>+0(SB), Z4
+	VSUBPS       Z4, Z2, Z2
+	VBROADCASTSS lgb3<>+0(SB), Z4
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Z2, Z4, Z4
-	VMOVUPS lgc4<>+0(SB), Z6
+	VMAXPS       Z2, Z4, Z4
+	VBROADCASTSS lgb4<>+0(SB), Z6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS Z4, Z6, Z4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc5<>+0(SB), Z6
-	VMAXPS       Z2, Z6, Z6
-	VMOVUPS      lgc6<>+0(SB), Z7
-	VMINPS       Z6, Z7, Z6
-	VMULPS       lgc7<>+0(SB), Z6, Z7
-	VRNDSCALEPS  $0x00, Z7, Z7
-	VMOVAPS      Z6, Z6
-	VFNMADD231PS lgc8<>+0(SB), Z7, Z6
-	VFNMADD231PS lgc9<>+0(SB), Z7, Z6
-	VMULPS       Z6, Z6, Z8
-	VMOVUPS      lgc10<>+0(SB), Z9
-	VFMADD213PS  lgc11<>+0(SB), Z6, Z9
-	VMOVUPS      lgc12<>+0(SB), Z10
-	VFMADD213PS  lgc13<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VMOVUPS      lgc14<>+0(SB), Z10
-	VFMADD213PS  lgc15<>+0(SB), Z6, Z10
-	VFMADD213PS  Z10, Z8, Z9
-	VFMADD213PS  Z6, Z8, Z9
-	VADDPS       lgc2<>+0(SB), Z9, Z9
-	VCVTPS2DQ    Z7, Z6
-	VPADDD       lgc16<>+0(SB), Z6, Z6
-	VPSRLD       $0x01, Z6, Z7
-	VPSUBD       Z7, Z6, Z6
-	VPSLLD       $0x17, Z7, Z7
-	VPSLLD       $0x17, Z6, Z6
-	VMULPS       Z7, Z9, Z9
-	VMULPS       Z6, Z9, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z6
+	VMAXPS            Z2, Z6, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z6
+	VMULPS            Z6, Z6, Z8
+	VBROADCASTSS      lgb10<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z6, Z9
+	VBROADCASTSS      lgb12<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VBROADCASTSS      lgb14<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z6, Z10
+	VFMADD213PS       Z10, Z8, Z9
+	VFMADD213PS       Z6, Z8, Z9
+	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z7, Z6
+	VPADDD.BCST       lgb16<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z6, Z9, Z9
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS   $0x04, Z2, Z4, K1
-	VPMOVM2D K1, Z4
-	VANDPS   lgc2<>+0(SB), Z4, Z6
-	VMOVUPS  lgc17<>+0(SB), Z7
-	VMOVUPS  lgc18<>+0(SB), Z8
+	VCMPPS       $0x04, Z2, Z4, K1
+	VPMOVM2D     K1, Z4
+	VANDPS.BCST  lgb2<>+0(SB), Z4, Z6
+	VBROADCASTSS lgb17<>+0(SB), Z7
+	VBROADCASTSS lgb18<>+0(SB), Z8
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS    Z4, Z10
-	VPTERNLOGD $0xca, Z8, Z7, Z10
-	VMOVUPS    lgc19<>+0(SB), Z7
-	VMOVUPS    lgc20<>+0(SB), Z8
+	VMOVUPS      Z4, Z10
+	VPTERNLOGD   $0xca, Z8, Z7, Z10
+	VBROADCASTSS lgb19<>+0(SB), Z7
+	VBROADCASTSS lgb20<>+0(SB), Z8
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VMOVUPS    Z4, Z4
-	VPTERNLOGD $0xca, Z8, Z7, Z4
-	VMOVUPS    lgc1<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z8, Z7, Z4
+	VBROADCASTSS lgb1<>+0(SB), Z7
 
 	// v32 = ge(v18, 0)
 	VCMPPS   $0x1d, Z7, Z5, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z5, 192(SP)
-	VMOVUPS  Z2, 256(SP)
+	VMOVUPS  Z5, 192(AX)
+	VMOVUPS  Z2, 256(AX)
 
 	// v33 = min(ratio, v28) tie=first
 	VMINPS  Z9, Z10, Z2
-	VMOVUPS Z10, 320(SP)
+	VMOVUPS Z10, 320(AX)
 
 	// v34 = max(ratio, v31) tie=first
 	VMAXPS  Z9, Z4, Z5
-	VMOVUPS Z4, 384(SP)
+	VMOVUPS Z4, 384(AX)
 
 	// v35 = where(v32, v33, v34)
 	VMOVUPS    Z7, Z4
@@ -1190,30 +829,28 @@ blocks_11:
 	VMULPS Z4, Z0, Z0
 
 	// v37 = neg(gain)
-	VXORPS lgc21<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Z0, Z1, Z0
 
 	// sum(v38) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	MOVQ          state+64(FP), SI
-	VADDPS        3392(SI), Y0, Y0
-	VMOVUPS       Y0, 3392(SI)
-	VADDPS        3392(SI), Y2, Y0
-	VMOVUPS       Y0, 3392(SI)
+	MOVQ          state+64(FP), DI
+	VADDPS        3392(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 3392(DI)
 
 	// v42 = where(mask, v25, 0)
 	VANDPS Z6, Z1, Z0
 
 	// sum(v42) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3712(SI), Y0, Y0
-	VMOVUPS       Y0, 3712(SI)
-	VADDPS        3712(SI), Y2, Y0
-	VMOVUPS       Y0, 3712(SI)
-	MOVQ          logProb+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z0
+	VADDPS        3712(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 3712(DI)
+	MOVQ          logProb+48(FP), R9
+	VMOVUPS       (R9)(R8*4), Z0
 
 	// v45 = sub(sampleLogProb, logProb)
 	VSUBPS Z0, Z3, Z0
@@ -1223,50 +860,44 @@ blocks_11:
 
 	// sum(v46) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        4032(SI), Y0, Y0
-	VMOVUPS       Y0, 4032(SI)
-	VADDPS        4032(SI), Y2, Y0
-	VMOVUPS       Y0, 4032(SI)
-	VMOVUPS       256(SP), Z0
-	VMOVUPS       lgc20<>+0(SB), Z2
+	VADDPS        4032(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 4032(DI)
+	VMOVUPS       256(AX), Z0
+	VBROADCASTSS  lgb20<>+0(SB), Z2
 
 	// v49 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z1, Z3
 	VPTERNLOGD $0xca, Z2, Z0, Z3
-	VMOVUPS    Z7, 448(SP)
+	VMOVUPS    Z7, 448(AX)
 
 	// logsumexp(v49) over [G N L]
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VANDPS        Z9, Z1, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VCMPPS        $0x15, lgc22<>+0(SB), Y3, Y5
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y3, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc24<>+0(SB), Y3, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        4352(SI), Y5, Y5
-	VMOVUPS       Y5, 4352(SI)
-	VADDPS        4480(SI), Y2, Y3
-	VMOVUPS       Y3, 4480(SI)
-	VMULPS        Y2, Y2, Y2
-	VADDPS        4800(SI), Y2, Y2
-	VMOVUPS       Y2, 4800(SI)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y0, Y2
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y0, Y3
-	VANDPS        Y3, Y2, Y2
-	VCMPPS        $0x00, lgc24<>+0(SB), Y0, Y3
-	VORPS         Y3, Y2, Y2
-	VANDPS        4352(SI), Y2, Y2
-	VMOVUPS       Y2, 4352(SI)
-	VADDPS        4480(SI), Y4, Y0
-	VMOVUPS       Y0, 4480(SI)
-	VMULPS        Y4, Y4, Y0
-	VADDPS        4800(SI), Y0, Y0
-	VMOVUPS       Y0, 4800(SI)
-	MOVQ          refLogProb+72(FP), R8
-	VMOVUPS       (R8)(DI*4), Z0
-	MOVQ          logProb+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VANDPS        Z9, Z1, Z0
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VANDPS        Z4, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z4
+	VORPS         Z4, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VANDPS        4352(DI), Y2, Y2
+	VMOVUPS       Y2, 4352(DI)
+	VADDPS        4480(DI), Y0, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 4480(DI)
+	VMULPS        Y0, Y0, Y0
+	VMULPS        Y3, Y3, Y2
+	VADDPS        4800(DI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 4800(DI)
+	MOVQ          refLogProb+72(FP), R9
+	VMOVUPS       (R9)(R8*4), Z0
+	MOVQ          logProb+48(FP), R9
+	VMOVUPS       (R9)(R8*4), Z2
 
 	// v61 = sub(refLogProb, logProb)
 	VSUBPS Z2, Z0, Z0
@@ -1275,98 +906,95 @@ blocks_11:
 	VANDPS Z0, Z1, Z0
 
 	// k3 = expm1_minus_x(v62)
-	VMOVUPS      lgc5<>+0(SB), Z2
-	VMAXPS       Z0, Z2, Z2
-	VMOVUPS      lgc6<>+0(SB), Z3
-	VMINPS       Z2, Z3, Z2
-	VMULPS       lgc7<>+0(SB), Z2, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VMOVAPS      Z2, Z4
-	VFNMADD231PS lgc8<>+0(SB), Z3, Z4
-	VFNMADD231PS lgc9<>+0(SB), Z3, Z4
-	VMULPS       Z4, Z4, Z5
-	VMOVUPS      lgc10<>+0(SB), Z6
-	VFMADD213PS  lgc11<>+0(SB), Z4, Z6
-	VMOVUPS      lgc12<>+0(SB), Z2
-	VFMADD213PS  lgc13<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMOVUPS      lgc14<>+0(SB), Z2
-	VFMADD213PS  lgc15<>+0(SB), Z4, Z2
-	VFMADD213PS  Z2, Z5, Z6
-	VMULPS       Z5, Z6, Z2
-	VFMADD213PS  Z4, Z5, Z6
-	VADDPS       lgc2<>+0(SB), Z6, Z6
-	VCVTPS2DQ    Z3, Z4
-	VPADDD       lgc16<>+0(SB), Z4, Z4
-	VPSRLD       $0x01, Z4, Z5
-	VPSUBD       Z5, Z4, Z4
-	VPSLLD       $0x17, Z5, Z5
-	VPSLLD       $0x17, Z4, Z4
-	VMULPS       Z5, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VSUBPS       lgc2<>+0(SB), Z6, Z6
-	VSUBPS       Z0, Z6, Z6
-	VCMPPS       $0x00, lgc1<>+0(SB), Z3, K1
-	VPMOVM2D     K1, Z3
-	VPTERNLOGD   $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z2
+	VMAXPS            Z0, Z2, Z2
+	VBROADCASTSS      lgb6<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb7<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z5
+	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb12<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VBROADCASTSS      lgb14<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
+	VMULPS            Z5, Z6, Z2
+	VFMADD213PS       Z4, Z5, Z6
+	VADDPS.BCST       lgb2<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z6, Z6
+	VMULPS            Z4, Z6, Z6
+	VSUBPS.BCST       lgb2<>+0(SB), Z6, Z6
+	VSUBPS            Z0, Z6, Z6
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z2, Z3, Z6
 
 	// v64 = where(mask, k3, 0)
 	VANDPS Z6, Z1, Z2
 
 	// sum(v64) over [G N L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        5120(SI), Y2, Y2
-	VMOVUPS       Y2, 5120(SI)
-	VADDPS        5120(SI), Y3, Y2
-	VMOVUPS       Y2, 5120(SI)
-	VMOVUPS       lgc30<>+0(SB), Z2
+	VADDPS        5120(DI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 5120(DI)
+	VBROADCASTSS  lgb29<>+0(SB), Z2
 
 	// v72 = lt(v62, -40)
 	VCMPPS   $0x11, Z2, Z0, K1
 	VPMOVM2D K1, Z2
 
 	// v74 = add(k3, v62)
-	VADDPS  Z0, Z6, Z0
-	VMOVUPS lgc31<>+0(SB), Z3
+	VADDPS       Z0, Z6, Z0
+	VBROADCASTSS lgb30<>+0(SB), Z3
 
 	// v75 = where(v72, -1, v74)
-	VMOVUPS    Z2, Z2
 	VPTERNLOGD $0xca, Z0, Z3, Z2
-	VMOVUPS    (SP), Z0
+	VMOVUPS    (AX), Z0
 
 	// v76 = mul(v70, v75)
 	VMULPS  Z2, Z0, Z0
-	VMOVUPS 64(SP), Z2
+	VMOVUPS 64(AX), Z2
 
 	// v78 = where(mask, v77, 0)
 	VANDPS Z2, Z1, Z2
 
 	// v79 = neg(v78)
-	VXORPS  lgc21<>+0(SB), Z2, Z2
-	VMOVUPS lgc1<>+0(SB), Z3
+	VXORPS.BCST  lgb21<>+0(SB), Z2, Z2
+	VBROADCASTSS lgb1<>+0(SB), Z3
 
 	// v80 = ne(v79, 0)
 	VCMPPS   $0x04, Z3, Z2, K1
 	VPMOVM2D K1, Z4
-	VMOVUPS  192(SP), Z5
+	VMOVUPS  192(AX), Z5
 
 	// v81 = mul(v79, v18)
 	VMULPS Z5, Z2, Z5
 
 	// v82 = where(v80, v81, v79)
-	VMOVUPS    Z4, Z4
-	VPTERNLOGD $0xca, Z2, Z5, Z4
-	VMOVUPS    448(SP), Z2
-	VMOVUPS    lgc1<>+0(SB), Z5
-	VCMPPS     $0x04, Z5, Z2, K1
-	VPMOVM2D   K1, Z5
+	VPTERNLOGD   $0xca, Z2, Z5, Z4
+	VMOVUPS      448(AX), Z2
+	VBROADCASTSS lgb1<>+0(SB), Z5
+	VCMPPS       $0x04, Z5, Z2, K1
+	VPMOVM2D     K1, Z5
 
 	// v83 = where(v32, v82, 0)
 	VANDPS Z4, Z5, Z2
 
 	// v84 = where(v32, 0, v82)
 	VANDNPS Z4, Z5, Z4
-	VMOVUPS 384(SP), Z5
+	VMOVUPS 384(AX), Z5
 
 	// v85 = ge(ratio, v31)
 	VCMPPS   $0x1d, Z5, Z9, K1
@@ -1381,7 +1009,7 @@ blocks_11:
 
 	// v88 = where(v87, v84, 0)
 	VANDPS  Z4, Z5, Z4
-	VMOVUPS 320(SP), Z5
+	VMOVUPS 320(AX), Z5
 
 	// v89 = le(ratio, v28)
 	VCMPPS   $0x12, Z5, Z9, K1
@@ -1404,11 +1032,10 @@ blocks_11:
 	VMULPS Z9, Z2, Z4
 
 	// v95 = where(v93, v94, v92)
-	VMOVUPS    Z3, Z3
 	VPTERNLOGD $0xca, Z2, Z4, Z3
 
 	// v96 = neg(v76)
-	VXORPS lgc21<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v97 = add(v96, v95)
 	VADDPS Z3, Z0, Z0
@@ -1417,15 +1044,107 @@ blocks_11:
 	VANDPS Z0, Z1, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
+	MOVQ         gradLogProb+80(FP), DI
+	VMOVUPS      Z0, (DI)(R8*4)
+	DECQ         SI
 	JNZ          noflush_12
-	VMOVUPD      lgc25<>+0(SB), Y0
+	VMOVUPD      lgc24<>+0(SB), Y0
+	MOVQ         state+64(FP), SI
+	VMOVUPS      3392(SI), Y1
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3200(SI), Y2, Y2
+	VMOVUPD      Y2, 3200(SI)
+	VADDPD       3232(SI), Y1, Y1
+	VMOVUPD      Y1, 3232(SI)
+	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(SI)
+	VMOVUPS      3712(SI), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3520(SI), Y3, Y3
+	VMOVUPD      Y3, 3520(SI)
+	VADDPD       3552(SI), Y2, Y2
+	VMOVUPD      Y2, 3552(SI)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 3712(SI)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(SI), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3840(SI), Y3, Y3
+	VMOVUPD      Y3, 3840(SI)
+	VADDPD       3872(SI), Y2, Y2
+	VMOVUPD      Y2, 3872(SI)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4032(SI)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4480(SI), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4160(SI), Y3, Y3
+	VMOVUPD      Y3, 4160(SI)
+	VADDPD       4192(SI), Y2, Y2
+	VMOVUPD      Y2, 4192(SI)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4480(SI)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4800(SI), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4608(SI), Y3, Y3
+	VMOVUPD      Y3, 4608(SI)
+	VADDPD       4640(SI), Y2, Y2
+	VMOVUPD      Y2, 4640(SI)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 4800(SI)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      5120(SI), Y2
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       4928(SI), Y3, Y3
+	VMOVUPD      Y3, 4928(SI)
+	VADDPD       4960(SI), Y2, Y2
+	VMOVUPD      Y2, 4960(SI)
+	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      Y2, 5120(SI)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5248(SI), Y0, Y0
+	VMOVUPS      Y0, 5248(SI)
+	MOVQ         $+4, SI
+
+noflush_12:
+	ADDQ         $+16, BX
+	CMPQ         BX, $+64
+	JL           blocks_11
+	MOVQ         $+4, BX
+	SUBQ         SI, BX
+	SHLQ         $0x01, BX
+	VMOVUPS      lgc27<>+0(SB), X0
+	VCVTSI2SDQ   BX, X0, X0
+	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), BX
 	VMOVUPS      3392(BX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VANDPS       lgc25<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1433,11 +1152,11 @@ blocks_11:
 	VMOVUPD      Y2, 3200(BX)
 	VADDPD       3232(BX), Y1, Y1
 	VMOVUPD      Y1, 3232(BX)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 3392(BX)
 	VMOVUPS      3712(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1445,12 +1164,12 @@ blocks_11:
 	VMOVUPD      Y3, 3520(BX)
 	VADDPD       3552(BX), Y2, Y2
 	VMOVUPD      Y2, 3552(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3712(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4032(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1458,12 +1177,12 @@ blocks_11:
 	VMOVUPD      Y3, 3840(BX)
 	VADDPD       3872(BX), Y2, Y2
 	VMOVUPD      Y2, 3872(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4032(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4480(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1471,12 +1190,12 @@ blocks_11:
 	VMOVUPD      Y3, 4160(BX)
 	VADDPD       4192(BX), Y2, Y2
 	VMOVUPD      Y2, 4192(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4480(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4800(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1484,12 +1203,12 @@ blocks_11:
 	VMOVUPD      Y3, 4608(BX)
 	VADDPD       4640(BX), Y2, Y2
 	VMOVUPD      Y2, 4640(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4800(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5120(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VANDPS       lgc25<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1497,162 +1216,25 @@ blocks_11:
 	VMOVUPD      Y3, 4928(BX)
 	VADDPD       4960(BX), Y2, Y2
 	VMOVUPD      Y2, 4960(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 5120(BX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       5248(BX), Y0, Y0
 	VMOVUPS      Y0, 5248(BX)
-	MOVQ         $+4, BX
-
-noflush_12:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+64
-	JL           blocks_11
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
-	VMOVUPS      lgc28<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), DX
-	VMOVUPS      3392(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3200(DX), Y2, Y2
-	VMOVUPD      Y2, 3200(DX)
-	VADDPD       3232(DX), Y1, Y1
-	VMOVUPD      Y1, 3232(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 3392(DX)
-	VMOVUPS      3712(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(DX), Y3, Y3
-	VMOVUPD      Y3, 3520(DX)
-	VADDPD       3552(DX), Y2, Y2
-	VMOVUPD      Y2, 3552(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3712(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4032(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(DX), Y3, Y3
-	VMOVUPD      Y3, 3840(DX)
-	VADDPD       3872(DX), Y2, Y2
-	VMOVUPD      Y2, 3872(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4480(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4160(DX), Y3, Y3
-	VMOVUPD      Y3, 4160(DX)
-	VADDPD       4192(DX), Y2, Y2
-	VMOVUPD      Y2, 4192(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4480(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4800(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4608(DX), Y3, Y3
-	VMOVUPD      Y3, 4608(DX)
-	VADDPD       4640(DX), Y2, Y2
-	VMOVUPD      Y2, 4640(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 4800(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5120(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4928(DX), Y3, Y3
-	VMOVUPD      Y3, 4928(DX)
-	VADDPD       4960(DX), Y2, Y2
-	VMOVUPD      Y2, 4960(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 5120(DX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       5248(DX), Y0, Y0
-	VMOVUPS      Y0, 5248(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
+	INCQ         DX
+	CMPQ         DX, $+8
 	JL           outer1_10
-	INCQ         AX
-	CMPQ         AX, hi+88(FP)
+	INCQ         CX
+	CMPQ         CX, hi+88(FP)
 	JL           outer0_9
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x3d23d70a
-DATA lgc29<>+4(SB)/4, $0x3d23d70a
-DATA lgc29<>+8(SB)/4, $0x3d23d70a
-DATA lgc29<>+12(SB)/4, $0x3d23d70a
-DATA lgc29<>+16(SB)/4, $0x3d23d70a
-DATA lgc29<>+20(SB)/4, $0x3d23d70a
-DATA lgc29<>+24(SB)/4, $0x3d23d70a
-DATA lgc29<>+28(SB)/4, $0x3d23d70a
-DATA lgc29<>+32(SB)/4, $0x3d23d70a
-DATA lgc29<>+36(SB)/4, $0x3d23d70a
-DATA lgc29<>+40(SB)/4, $0x3d23d70a
-DATA lgc29<>+44(SB)/4, $0x3d23d70a
-DATA lgc29<>+48(SB)/4, $0x3d23d70a
-DATA lgc29<>+52(SB)/4, $0x3d23d70a
-DATA lgc29<>+56(SB)/4, $0x3d23d70a
-DATA lgc29<>+60(SB)/4, $0x3d23d70a
-GLOBL lgc29<>(SB), RODATA|NOPTR, $64
+DATA lgb28<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
 
-DATA lgc30<>+0(SB)/4, $0xc2200000
-DATA lgc30<>+4(SB)/4, $0xc2200000
-DATA lgc30<>+8(SB)/4, $0xc2200000
-DATA lgc30<>+12(SB)/4, $0xc2200000
-DATA lgc30<>+16(SB)/4, $0xc2200000
-DATA lgc30<>+20(SB)/4, $0xc2200000
-DATA lgc30<>+24(SB)/4, $0xc2200000
-DATA lgc30<>+28(SB)/4, $0xc2200000
-DATA lgc30<>+32(SB)/4, $0xc2200000
-DATA lgc30<>+36(SB)/4, $0xc2200000
-DATA lgc30<>+40(SB)/4, $0xc2200000
-DATA lgc30<>+44(SB)/4, $0xc2200000
-DATA lgc30<>+48(SB)/4, $0xc2200000
-DATA lgc30<>+52(SB)/4, $0xc2200000
-DATA lgc30<>+56(SB)/4, $0xc2200000
-DATA lgc30<>+60(SB)/4, $0xc2200000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $64
+DATA lgb29<>+0(SB)/4, $0xc2200000
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
-DATA lgc31<>+0(SB)/4, $0xbf800000
-DATA lgc31<>+4(SB)/4, $0xbf800000
-DATA lgc31<>+8(SB)/4, $0xbf800000
-DATA lgc31<>+12(SB)/4, $0xbf800000
-DATA lgc31<>+16(SB)/4, $0xbf800000
-DATA lgc31<>+20(SB)/4, $0xbf800000
-DATA lgc31<>+24(SB)/4, $0xbf800000
-DATA lgc31<>+28(SB)/4, $0xbf800000
-DATA lgc31<>+32(SB)/4, $0xbf800000
-DATA lgc31<>+36(SB)/4, $0xbf800000
-DATA lgc31<>+40(SB)/4, $0xbf800000
-DATA lgc31<>+44(SB)/4, $0xbf800000
-DATA lgc31<>+48(SB)/4, $0xbf800000
-DATA lgc31<>+52(SB)/4, $0xbf800000
-DATA lgc31<>+56(SB)/4, $0xbf800000
-DATA lgc31<>+60(SB)/4, $0xbf800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $64
+DATA lgb30<>+0(SB)/4, $0xbf800000
+GLOBL lgb30<>(SB), RODATA|NOPTR, $4

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -193,7 +198,11 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass2AVX512(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
+		} else {
+			pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
+		}
 	}
 	n := min(pass2Chunks, 6)
 	if n <= 1 {
@@ -285,7 +294,11 @@ func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		pass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass5AVX512(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+		} else {
+			pass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(pass5Chunks, 6)
 	if n <= 1 {
@@ -538,7 +551,11 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p3_ok)
-		fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass3AVX512(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+		} else {
+			fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(fbPass3Chunks, 6)
 	if n <= 1 {

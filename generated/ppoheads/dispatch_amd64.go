@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -108,7 +113,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass0AVX512(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+		} else {
+			pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+		}
 	}
 	n := min(pass0Chunks, 128)
 	if n <= 1 {
@@ -256,7 +265,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass0AVX512(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+		} else {
+			fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+		}
 	}
 	n := min(fbPass0Chunks, 128)
 	if n <= 1 {

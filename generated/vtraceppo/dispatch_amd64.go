@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -186,7 +191,11 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r82_s, 0)
 		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass1AVX512(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		} else {
+			pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(pass1Chunks, 52)
 	if n <= 1 {
@@ -437,7 +446,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r82_s, 0)
 		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass1AVX512(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		} else {
+			fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(fbPass1Chunks, 52)
 	if n <= 1 {

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -258,7 +263,11 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r89_s, 0)
 		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			pass2AVX512(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		} else {
+			pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(pass2Chunks, 16)
 	if n <= 1 {
@@ -540,7 +549,11 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r89_s, 0)
 		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
+			fbPass2AVX512(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		} else {
+			fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		}
 	}
 	n := min(fbPass2Chunks, 16)
 	if n <= 1 {
