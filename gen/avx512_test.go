@@ -1,6 +1,8 @@
 package gen_test
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,3 +94,86 @@ func TestFoldProbe(t *testing.T) {
 	}
 }
 `
+
+// zooWide uses every elementwise op and every reduction a 16-lane pass folds (sum, mean,
+// max, min, logsumexp, variance, std over the vector axis or everything) on rows of whole
+// 16-element blocks, with a bool input read both as its mask and as 0/1, a row value
+// broadcast back, constants and a constant tensor along the vector axis.
+func zooWide() *ir.Graph {
+	dims := []ir.Dim{{Name: "N", Size: 3}, {Name: "T", Size: 48}}
+	b := ir.NewBuilder(ir.F32, dims, []string{"N", "T"})
+	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
+		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
+	}
+	x, y, c, w := in("x", ir.Float, "N", "T"), in("y", ir.Float, "N", "T"), in("c", ir.Bool, "N", "T"), in("w", ir.Float, "T")
+	vals := make([]float64, 48)
+	for i := range vals {
+		vals[i] = float64(i%7) - 2.5
+	}
+	k := b.ConstTensor(b.Shape("T"), vals)
+	half := b.Const(0.5)
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
+	out("neg", b.Neg(x))
+	out("abs", b.Abs(x))
+	out("exp", b.Exp(x))
+	out("log", b.Log(b.Abs(y)))
+	out("log1p", b.Log1p(x))
+	out("expm1_minus_x", b.ExpM1MinusX(x))
+	out("sqrt", b.Sqrt(b.Abs(x)))
+	out("round_f32", b.RoundF32(b.Mul(x, k)))
+	out("detach", b.Mul(b.Detach(b.Add(x, y)), half))
+	out("add_bcast", b.Add(x, w))
+	out("sub_const", b.Sub(x, k))
+	out("div", b.Div(x, b.Add(b.Abs(y), half)))
+	out("min", b.Min(x, y))
+	out("max", b.Max(x, w))
+	for name, f := range map[string]func(a, c *ir.Node) *ir.Node{"lt": b.Lt, "le": b.Le, "gt": b.Gt, "ge": b.Ge, "eq": b.Eq, "ne": b.Ne} {
+		out(name, f(b.Mul(x, half), b.Mul(b.Max(x, y), half)))
+	}
+	out("where", b.Where(c, x, y))
+	out("where_flag", b.Mul(b.Where(c, b.Const(1), b.Const(0)), x))
+	out("where_computed", b.Where(b.Gt(x, y), b.Exp(y), b.Const(-1)))
+	out("clamp", b.Clamp(x, b.Const(-0.25), b.Const(0.5)))
+	out("row_centred", b.Sub(x, b.Broadcast(b.Mean(x, "T"), b.Shape("N", "T"))))
+	out("sum_T", b.Sum(b.Where(c, y, b.Const(0)), "T"))
+	out("mean_all", b.Mean(y, "N", "T"))
+	out("max_all", b.ReduceMax(x, "N", "T"))
+	out("min_T", b.ReduceMin(y, "T"))
+	out("lse_T", b.LogSumExp(b.Where(c, x, b.Const(math.Inf(-1))), "T"))
+	out("lse_all", b.LogSumExp(y, "N", "T"))
+	out("var_T", b.Var(y, 1, "T"))
+	out("std_all", b.Std(x, 1, "N", "T"))
+	return b.Graph()
+}
+
+// Every elementwise op and every reduction a 16-lane pass folds runs on the AVX-512 variants
+// against the interpreter (the default build, on a machine with AVX-512), and the package's
+// own TestAVX512MatchesAVX2 compares every bit with the AVX2 passes on random and extreme
+// inputs.
+func TestEveryOpOnAVX512(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	c := compiledGraph(t, zooWide(), "zoo")
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	wide := string(files["kernels_avx512_amd64.s"])
+	for _, ps := range c.Plan.Passes {
+		if len(ps.Domain) > 0 {
+			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
+		}
+	}
+	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512DQ || !cpu.X86.HasAVX512VL || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		t.Skip("no AVX-512 here")
+	}
+	zooRun(t, zooWide(), "default")
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	out, err := m.Test("^TestAVX512MatchesAVX2$")
+	require.NoError(t, err, out)
+	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
+		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
+	}
+}

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/gen/runner"
+	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -140,12 +142,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("bench: no results for %s in the output of go test -bench %s:\n%s", dimsString(cs.Graph), pattern, out)
 		}
 		runs = append(runs, benchRun{Dims: dimsString(cs.Graph), WorkingSet: ws, Results: res})
-		fmt.Fprintf(stderr, "bench: %s measured\n", dimsString(cs.Graph)) // progress; the table comes at the end, aligned
+		fmt.Fprintf(stderr, "bench: %s measured%s\n", dimsString(cs.Graph), wideNote(cs)) // progress; the table comes at the end, aligned
 	}
 	if *asJSON {
 		return writeBenchJSON(stdout, runs)
 	}
 	return writeBenchTable(stdout, runs)
+}
+
+// wideNote says, for a package whose AVX2 implementation runs 16-lane AVX-512 variants of
+// some passes here, how many (the avx2 rows measure them; LOSSGEN_AVX512=0 turns them off).
+func wideNote(c *gen.Compiled) string {
+	n := len(asmgen.WidePasses(c.Plan, c.Backward))
+	if n == 0 || !runtime.AVX512() {
+		return ""
+	}
+	return fmt.Sprintf(" (avx2 with the AVX-512 variants of %d passes; LOSSGEN_AVX512=0 measures without)", n)
 }
 
 // planOptions reads -without's list.

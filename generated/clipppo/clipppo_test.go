@@ -196,6 +196,23 @@ func (l *freeList) Put(r *results) {
 	l.free = append(l.free, r)
 }
 
+// sameBits reports whether every named result has the same bits in a and b.
+func sameBits(names []string, a, b func(string) ([]float32, bool)) bool {
+	for _, name := range names {
+		x, _ := a(name)
+		y, _ := b(name)
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // newResults is a results from resultsPool, or new ones.
 func newResults() *results {
 	if r := resultsPool.Get(); r != nil {
