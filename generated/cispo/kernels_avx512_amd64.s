@@ -6,20 +6,20 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $192-64
+TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), CX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ $+4, DX
+	XORQ CX, CX
 
 blocks_2:
-	MOVQ         mask+8(FP), SI
-	IMUL3Q       $+128, CX, DI
-	ADDQ         DX, DI
-	VPMOVZXBD    (SI)(DI*1), Z0
+	MOVQ         mask+8(FP), BX
+	IMUL3Q       $+128, AX, SI
+	ADDQ         CX, SI
+	VPMOVZXBD    (BX)(SI*1), Z0
 	VCVTDQ2PS    Z0, Z0
 	VBROADCASTSS lgb0<>+0(SB), Z1
 	VCMPPS       $0x04, Z1, Z0, K1
@@ -31,457 +31,450 @@ blocks_2:
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+16(FP), SI
-	VADDPS        256(SI), Y2, Y2
+	MOVQ          state+16(FP), BX
+	VADDPS        256(BX), Y2, Y2
 	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 256(SI)
-	MOVQ          logProb+24(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VMOVUPS       Y2, 256(BX)
+	MOVQ          logProb+24(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+32(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z3, Z1, Z3
-	MOVQ    advantage+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z4
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Z4
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z4, Z1, Z1
+	VANDPS Z4, Z1, Z4
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z3, Z2, Z4
-	VBROADCASTSS lgb2<>+0(SB), Z5
+	VSUBPS       Z3, Z2, Z5
+	VBROADCASTSS lgb2<>+0(SB), Z6
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z5, Z6
-	VBROADCASTSS lgb3<>+0(SB), Z7
+	VMAXPS       Z5, Z6, Z7
+	VBROADCASTSS lgb3<>+0(SB), Z8
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Z6, Z7, Z6
-	VMOVUPS Z3, (AX)
-	VMOVUPS Z6, 64(AX)
+	VMINPS Z7, Z8, Z7
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z3
-	VMAXPS            Z4, Z3, Z3
-	VBROADCASTSS      lgb5<>+0(SB), Z6
-	VMINPS            Z3, Z6, Z3
-	VMULPS.BCST       lgb6<>+0(SB), Z3, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z6, Z3
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z6, Z3
-	VMULPS            Z3, Z3, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z3, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z3, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z3, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z3, Z8, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z6, Z3
-	VPADDD.BCST       lgb15<>+0(SB), Z3, Z3
-	VPSRLD            $0x01, Z3, Z6
-	VPSUBD            Z6, Z3, Z3
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z3, Z3
-	VMULPS            Z6, Z9, Z9
-	VMULPS            Z3, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z9
+	VMAXPS            Z5, Z9, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb6<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z10, Z9
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z10, Z9
+	VMULPS            Z9, Z9, Z11
+	VBROADCASTSS      lgb9<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z9, Z12
+	VBROADCASTSS      lgb11<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VBROADCASTSS      lgb13<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VFMADD213PS       Z9, Z11, Z12
+	VADDPS.BCST       lgb1<>+0(SB), Z12, Z12
+	VCVTPS2DQ         Z10, Z9
+	VPADDD.BCST       lgb15<>+0(SB), Z9, Z9
+	VPSRLD            $0x01, Z9, Z10
+	VPSUBD            Z10, Z9, Z9
+	VPSLLD            $0x17, Z10, Z10
+	VPSLLD            $0x17, Z9, Z9
+	VMULPS            Z10, Z12, Z12
+	VMULPS            Z9, Z12, Z12
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z5, Z4, K1
-	VPMOVM2D     K1, Z3
-	VBROADCASTSS lgb16<>+0(SB), Z5
+	VCMPPS       $0x11, Z6, Z5, K1
+	VPMOVM2D     K1, Z6
+	VBROADCASTSS lgb16<>+0(SB), Z9
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z9, Z5, Z3
+	VPTERNLOGD $0xca, Z12, Z9, Z6
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z7, Z4, K1
-	VPMOVM2D     K1, Z5
-	VBROADCASTSS lgb17<>+0(SB), Z6
+	VCMPPS       $0x1e, Z8, Z5, K1
+	VPMOVM2D     K1, Z8
+	VBROADCASTSS lgb17<>+0(SB), Z9
 
 	// ratioClip = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z3, Z6, Z5
+	VPTERNLOGD $0xca, Z6, Z9, Z8
 
 	// v24 = mul(ratioClip, v10)
-	VMULPS Z1, Z5, Z1
+	VMULPS Z4, Z8, Z4
 
 	// v25 = mul(v24, v6)
-	VMULPS Z2, Z1, Z1
+	VMULPS Z2, Z4, Z4
 
 	// v26 = neg(v25)
-	VXORPS.BCST  lgb18<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z3
-	VCMPPS       $0x04, Z3, Z0, K1
-	VPMOVM2D     K1, Z3
+	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z1, Z3, Z1
+	VANDPS Z4, Z1, Z4
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z1, Y5
-	MOVQ          CX, R8
-	IMUL3Q        $+8, R8, R9
-	VADDPS        1024(SI)(R9*4), Y1, Y1
-	VADDPS        Y5, Y1, Y1
-	VMOVUPS       Y1, 1024(SI)(R9*4)
+	VEXTRACTF64X4 $0x01, Z4, Y6
+	MOVQ          AX, DI
+	IMUL3Q        $+8, DI, R8
+	VADDPS        1024(BX)(R8*4), Y4, Y4
+	VADDPS        Y6, Y4, Y4
+	VMOVUPS       Y4, 1024(BX)(R8*4)
 
 	// sum(mask) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	IMUL3Q        $+8, R8, R9
-	VADDPS        2048(SI)(R9*4), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2048(SI)(R9*4)
-	VMOVUPS       64(AX), Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	IMUL3Q        $+8, DI, R8
+	VADDPS        2048(BX)(R8*4), Y0, Y0
+	VADDPS        Y4, Y0, Y0
+	VMOVUPS       Y0, 2048(BX)(R8*4)
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z4, Z0, K1
+	VCMPPS      $0x04, Z5, Z7, K1
 	VPMOVM2D    K1, Z0
 	VANDPS.BCST lgb1<>+0(SB), Z0, Z0
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z0, Z3, Z0
+	VANDPS Z0, Z1, Z0
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2624(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2624(SI)
-	VMOVUPS       (AX), Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        2624(BX), Y0, Y0
+	VADDPS        Y4, Y0, Y0
+	VMOVUPS       Y0, 2624(BX)
 
 	// v38 = sub(v8, v6)
-	VSUBPS Z2, Z0, Z0
+	VSUBPS Z2, Z3, Z0
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Z0, Z3, Z0
+	VANDPS Z0, Z1, Z0
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2944(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2944(SI)
-	MOVQ          entropy+48(FP), R9
-	VMOVUPS       (R9)(DI*4), Z0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        2944(BX), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 2944(BX)
+	MOVQ          entropy+48(FP), R8
+	VMOVUPS       (R8)(SI*4), Z0
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z0, Z3, Z0
+	VANDPS Z0, Z1, Z0
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3264(SI), Y0, Y2
-	VADDPS        Y1, Y2, Y2
-	VMOVUPS       Y2, 3264(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        3264(BX), Y0, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 3264(BX)
 
 	// v47 = mul(-0.01, v43)
 	VMULPS.BCST lgb19<>+0(SB), Z0, Z0
 
 	// v48 = where(mask, v47, 0)
-	VANDPS Z0, Z3, Z0
+	VANDPS Z0, Z1, Z0
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	IMUL3Q        $+8, R8, DI
-	VADDPS        4032(SI)(DI*4), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 4032(SI)(DI*4)
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	IMUL3Q        $+8, DI, SI
+	VADDPS        4032(BX)(SI*4), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 4032(BX)(SI*4)
 	VBROADCASTSS  lgb20<>+0(SB), Z0
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z3, Z1
-	VPTERNLOGD $0xca, Z0, Z4, Z1
+	VMOVUPS    Z1, Z2
+	VPTERNLOGD $0xca, Z0, Z5, Z2
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z9, Z3, Z0
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z1, K1
+	VANDPS        Z12, Z1, Z0
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z1
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z2, K1
 	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z1, K1
+	VANDPS        Z3, Z1, Z1
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z2, K1
 	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y1
-	VANDPS        Y2, Y1, Y1
+	VORPS         Z3, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Y1, Y2, Y1
 	VEXTRACTF64X4 $0x01, Z0, Y2
-	VANDPS        4608(SI), Y1, Y1
-	VMOVUPS       Y1, 4608(SI)
-	VADDPS        4736(SI), Y0, Y1
+	VANDPS        4608(BX), Y1, Y1
+	VMOVUPS       Y1, 4608(BX)
+	VADDPS        4736(BX), Y0, Y1
 	VADDPS        Y2, Y1, Y1
-	VMOVUPS       Y1, 4736(SI)
+	VMOVUPS       Y1, 4736(BX)
 	VMULPS        Y0, Y0, Y0
 	VMULPS        Y2, Y2, Y1
-	VADDPS        5056(SI), Y0, Y0
+	VADDPS        5056(BX), Y0, Y0
 	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 5056(SI)
-	DECQ          BX
+	VMOVUPS       Y0, 5056(BX)
+	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc23<>+0(SB), Y0
-	MOVQ          state+16(FP), BX
-	VMOVUPS       256(BX), Y1
+	MOVQ          state+16(FP), DX
+	VMOVUPS       256(DX), Y1
 	VANDPS        lgc24<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(BX), Y2, Y2
-	VMOVUPD       Y2, 64(BX)
-	VADDPD        96(BX), Y1, Y1
-	VMOVUPD       Y1, 96(BX)
+	VADDPD        64(DX), Y2, Y2
+	VMOVUPD       Y2, 64(DX)
+	VADDPD        96(DX), Y1, Y1
+	VMOVUPD       Y1, 96(DX)
 	VMOVUPS       lgc26<>+0(SB), Y1
-	VMOVUPS       Y1, 256(BX)
-	MOVQ          CX, SI
-	IMUL3Q        $+8, SI, DI
-	VMOVUPS       1024(BX)(DI*4), Y2
+	VMOVUPS       Y1, 256(DX)
+	MOVQ          AX, BX
+	IMUL3Q        $+8, BX, SI
+	VMOVUPS       1024(DX)(SI*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(BX)(DI*8), Y3, Y3
-	VMOVUPD       Y3, 384(BX)(DI*8)
-	VADDPD        416(BX)(DI*8), Y2, Y2
-	VMOVUPD       Y2, 416(BX)(DI*8)
+	VADDPD        384(DX)(SI*8), Y3, Y3
+	VMOVUPD       Y3, 384(DX)(SI*8)
+	VADDPD        416(DX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 416(DX)(SI*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 1024(BX)(DI*4)
+	VMOVUPS       Y2, 1024(DX)(SI*4)
 	VANDPS        Y1, Y0, Y0
-	IMUL3Q        $+8, SI, DI
-	VMOVUPS       2048(BX)(DI*4), Y2
+	IMUL3Q        $+8, BX, SI
+	VMOVUPS       2048(DX)(SI*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1408(BX)(DI*8), Y3, Y3
-	VMOVUPD       Y3, 1408(BX)(DI*8)
-	VADDPD        1440(BX)(DI*8), Y2, Y2
-	VMOVUPD       Y2, 1440(BX)(DI*8)
+	VADDPD        1408(DX)(SI*8), Y3, Y3
+	VMOVUPD       Y3, 1408(DX)(SI*8)
+	VADDPD        1440(DX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 1440(DX)(SI*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2048(BX)(DI*4)
+	VMOVUPS       Y2, 2048(DX)(SI*4)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(BX), Y2
+	VMOVUPS       2624(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2432(BX), Y3, Y3
-	VMOVUPD       Y3, 2432(BX)
-	VADDPD        2464(BX), Y2, Y2
-	VMOVUPD       Y2, 2464(BX)
+	VADDPD        2432(DX), Y3, Y3
+	VMOVUPD       Y3, 2432(DX)
+	VADDPD        2464(DX), Y2, Y2
+	VMOVUPD       Y2, 2464(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(BX)
+	VMOVUPS       Y2, 2624(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(BX), Y2
+	VMOVUPS       2944(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(BX), Y3, Y3
-	VMOVUPD       Y3, 2752(BX)
-	VADDPD        2784(BX), Y2, Y2
-	VMOVUPD       Y2, 2784(BX)
+	VADDPD        2752(DX), Y3, Y3
+	VMOVUPD       Y3, 2752(DX)
+	VADDPD        2784(DX), Y2, Y2
+	VMOVUPD       Y2, 2784(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(BX)
+	VMOVUPS       Y2, 2944(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(BX), Y2
+	VMOVUPS       3264(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(BX), Y3, Y3
-	VMOVUPD       Y3, 3072(BX)
-	VADDPD        3104(BX), Y2, Y2
-	VMOVUPD       Y2, 3104(BX)
+	VADDPD        3072(DX), Y3, Y3
+	VMOVUPD       Y3, 3072(DX)
+	VADDPD        3104(DX), Y2, Y2
+	VMOVUPD       Y2, 3104(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(BX)
+	VMOVUPS       Y2, 3264(DX)
 	VANDPS        Y1, Y0, Y0
-	IMUL3Q        $+8, SI, SI
-	VMOVUPS       4032(BX)(SI*4), Y2
+	IMUL3Q        $+8, BX, BX
+	VMOVUPS       4032(DX)(BX*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3392(BX)(SI*8), Y3, Y3
-	VMOVUPD       Y3, 3392(BX)(SI*8)
-	VADDPD        3424(BX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 3424(BX)(SI*8)
+	VADDPD        3392(DX)(BX*8), Y3, Y3
+	VMOVUPD       Y3, 3392(DX)(BX*8)
+	VADDPD        3424(DX)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 3424(DX)(BX*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 4032(BX)(SI*4)
+	VMOVUPS       Y2, 4032(DX)(BX*4)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4736(BX), Y2
+	VMOVUPS       4736(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4416(BX), Y3, Y3
-	VMOVUPD       Y3, 4416(BX)
-	VADDPD        4448(BX), Y2, Y2
-	VMOVUPD       Y2, 4448(BX)
+	VADDPD        4416(DX), Y3, Y3
+	VMOVUPD       Y3, 4416(DX)
+	VADDPD        4448(DX), Y2, Y2
+	VMOVUPD       Y2, 4448(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 4736(BX)
+	VMOVUPS       Y2, 4736(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       5056(BX), Y2
+	VMOVUPS       5056(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4864(BX), Y3, Y3
-	VMOVUPD       Y3, 4864(BX)
-	VADDPD        4896(BX), Y2, Y2
-	VMOVUPD       Y2, 4896(BX)
+	VADDPD        4864(DX), Y3, Y3
+	VMOVUPD       Y3, 4864(DX)
+	VADDPD        4896(DX), Y2, Y2
+	VMOVUPD       Y2, 4896(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 5056(BX)
+	VMOVUPS       Y2, 5056(DX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        5184(BX), Y0, Y0
-	VMOVUPS       Y0, 5184(BX)
-	MOVQ          $+4, BX
+	VANDPS        5184(DX), Y0, Y0
+	VMOVUPS       Y0, 5184(DX)
+	MOVQ          $+4, DX
 
 noflush_3:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+128
+	ADDQ         $+16, CX
+	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
 	VMOVUPS      lgc26<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
+	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y1
 	VANDPS       lgc24<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	MOVQ         CX, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y2
+	VMOVUPS      Y1, 256(CX)
+	MOVQ         AX, DX
+	IMUL3Q       $+8, DX, BX
+	VMOVUPS      1024(CX)(BX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 416(DX)(SI*8)
+	VADDPD       384(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 384(CX)(BX*8)
+	VADDPD       416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 416(CX)(BX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)(SI*4)
+	VMOVUPS      Y2, 1024(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2048(DX)(SI*4), Y2
+	IMUL3Q       $+8, DX, BX
+	VMOVUPS      2048(CX)(BX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 1408(DX)(SI*8)
-	VADDPD       1440(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1440(DX)(SI*8)
+	VADDPD       1408(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 1408(CX)(BX*8)
+	VADDPD       1440(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(CX)(BX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(DX)(SI*4)
+	VMOVUPS      Y2, 2048(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
+	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
+	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
+	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
+	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
+	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y2, Y2
+	VMOVUPD      Y2, 3104(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
+	VMOVUPS      Y2, 3264(CX)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4032(DX)(BX*4), Y2
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      4032(CX)(DX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3392(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 3392(DX)(BX*8)
-	VADDPD       3424(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3424(DX)(BX*8)
+	VADDPD       3392(CX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 3392(CX)(DX*8)
+	VADDPD       3424(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3424(CX)(DX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(DX)(BX*4)
+	VMOVUPS      Y2, 4032(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4736(DX), Y2
+	VMOVUPS      4736(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4416(DX), Y3, Y3
-	VMOVUPD      Y3, 4416(DX)
-	VADDPD       4448(DX), Y2, Y2
-	VMOVUPD      Y2, 4448(DX)
+	VADDPD       4416(CX), Y3, Y3
+	VMOVUPD      Y3, 4416(CX)
+	VADDPD       4448(CX), Y2, Y2
+	VMOVUPD      Y2, 4448(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4736(DX)
+	VMOVUPS      Y2, 4736(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5056(DX), Y2
+	VMOVUPS      5056(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4864(DX), Y3, Y3
-	VMOVUPD      Y3, 4864(DX)
-	VADDPD       4896(DX), Y2, Y2
-	VMOVUPD      Y2, 4896(DX)
+	VADDPD       4864(CX), Y3, Y3
+	VMOVUPD      Y3, 4864(CX)
+	VADDPD       4896(CX), Y2, Y2
+	VMOVUPD      Y2, 4896(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 5056(DX)
+	VMOVUPS      Y2, 5056(CX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       5184(DX), Y0, Y0
-	VMOVUPS      Y0, 5184(DX)
-	INCQ         CX
-	CMPQ         CX, hi+56(FP)
+	VANDPS       5184(CX), Y0, Y0
+	VMOVUPS      Y0, 5184(CX)
+	INCQ         AX
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -676,7 +669,7 @@ noflush_6:
 
 // func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $320-88
+TEXT ·fbPass1AVX512(SB), $192-88
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 	MOVQ lo+0(FP), CX
@@ -729,129 +722,125 @@ blocks_8:
 	VMOVUPS (R8)(DI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z3, Z0, Z3
+	VANDPS  Z3, Z0, Z4
 	MOVQ    advantage+48(FP), R8
-	VMOVUPS (R8)(DI*4), Z4
+	VMOVUPS (R8)(DI*4), Z5
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z4, Z0, Z4
+	VANDPS Z5, Z0, Z5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z3, Z2, Z2
-	VBROADCASTSS lgb2<>+0(SB), Z3
+	VSUBPS       Z4, Z2, Z2
+	VBROADCASTSS lgb2<>+0(SB), Z4
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z3, Z5
-	VBROADCASTSS lgb3<>+0(SB), Z6
+	VMAXPS       Z2, Z4, Z6
+	VBROADCASTSS lgb3<>+0(SB), Z7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS  Z5, Z6, Z5
-	VMOVUPS Z5, 128(AX)
+	VMINPS Z6, Z7, Z6
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z5
-	VMAXPS            Z2, Z5, Z5
-	VBROADCASTSS      lgb5<>+0(SB), Z7
-	VMINPS            Z5, Z7, Z5
-	VMULPS.BCST       lgb6<>+0(SB), Z5, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z5
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z5
-	VMULPS            Z5, Z5, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z5, Z8, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z5
-	VPADDD.BCST       lgb15<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z7
-	VPSUBD            Z7, Z5, Z5
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z5, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z8
+	VMAXPS            Z2, Z8, Z8
+	VBROADCASTSS      lgb5<>+0(SB), Z9
+	VMINPS            Z8, Z9, Z8
+	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z8
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z8
+	VMULPS            Z8, Z8, Z10
+	VBROADCASTSS      lgb9<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z11
+	VBROADCASTSS      lgb11<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VBROADCASTSS      lgb13<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VFMADD213PS       Z8, Z10, Z11
+	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
+	VCVTPS2DQ         Z9, Z8
+	VPADDD.BCST       lgb15<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z9
+	VPSUBD            Z9, Z8, Z8
+	VPSLLD            $0x17, Z9, Z9
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z9, Z11, Z11
+	VMULPS            Z8, Z11, Z11
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z3, Z2, K1
-	VPMOVM2D     K1, Z3
-	VBROADCASTSS lgb16<>+0(SB), Z5
+	VCMPPS       $0x11, Z4, Z2, K1
+	VPMOVM2D     K1, Z4
+	VBROADCASTSS lgb16<>+0(SB), Z8
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z9, Z5, Z3
+	VPTERNLOGD $0xca, Z11, Z8, Z4
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z6, Z2, K1
-	VPMOVM2D     K1, Z5
-	VBROADCASTSS lgb17<>+0(SB), Z6
+	VCMPPS       $0x1e, Z7, Z2, K1
+	VPMOVM2D     K1, Z7
+	VBROADCASTSS lgb17<>+0(SB), Z8
 
 	// v22 = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z3, Z6, Z5
+	VPTERNLOGD $0xca, Z4, Z8, Z7
 
 	// v24 = mul(v22, v10)
-	VMULPS Z4, Z5, Z3
+	VMULPS Z5, Z7, Z4
 
 	// v25 = mul(v24, logProb)
-	VMULPS Z1, Z3, Z4
+	VMULPS Z1, Z4, Z5
 
 	// v26 = neg(v25)
-	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb18<>+0(SB), Z5, Z5
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z4, Z0, Z4
+	VANDPS Z5, Z0, Z5
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z4, Y5
+	VEXTRACTF64X4 $0x01, Z5, Y7
 	MOVQ          CX, R8
 	IMUL3Q        $+8, R8, R9
-	VADDPS        2176(SI)(R9*4), Y4, Y4
-	VADDPS        Y5, Y4, Y4
-	VMOVUPS       Y4, 2176(SI)(R9*4)
-	VMOVUPS       128(AX), Z4
+	VADDPS        2176(SI)(R9*4), Y5, Y5
+	VADDPS        Y7, Y5, Y5
+	VMOVUPS       Y5, 2176(SI)(R9*4)
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z2, Z4, K1
-	VPMOVM2D    K1, Z4
-	VANDPS.BCST lgb1<>+0(SB), Z4, Z4
+	VCMPPS      $0x04, Z2, Z6, K1
+	VPMOVM2D    K1, Z5
+	VANDPS.BCST lgb1<>+0(SB), Z5, Z5
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z4, Z0, Z4
+	VANDPS Z5, Z0, Z5
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        2752(SI), Y4, Y4
-	VADDPS        Y5, Y4, Y4
-	VMOVUPS       Y4, 2752(SI)
-	MOVQ          sampleLogProb+40(FP), R9
-	VMOVUPS       (R9)(DI*4), Z4
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        2752(SI), Y5, Y5
+	VADDPS        Y6, Y5, Y5
+	VMOVUPS       Y5, 2752(SI)
 
 	// v38 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z4, Z1
+	VSUBPS Z1, Z3, Z1
 
 	// v39 = where(mask, v38, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        3072(SI), Y1, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y3, Y1, Y1
 	VMOVUPS       Y1, 3072(SI)
 	MOVQ          entropy+56(FP), R9
 	VMOVUPS       (R9)(DI*4), Z1
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z1, Z0, Z4
+	VANDPS Z1, Z0, Z3
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        3392(SI), Y4, Y4
-	VADDPS        Y5, Y4, Y4
-	VMOVUPS       Y4, 3392(SI)
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        3392(SI), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 3392(SI)
 
 	// v47 = mul(-0.01, entropy)
 	VMULPS.BCST lgb19<>+0(SB), Z1, Z1
@@ -860,28 +849,27 @@ blocks_8:
 	VANDPS Z1, Z0, Z1
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z1, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y3
 	IMUL3Q        $+8, R8, R8
 	VADDPS        4160(SI)(R8*4), Y1, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y3, Y1, Y1
 	VMOVUPS       Y1, 4160(SI)(R8*4)
 	VBROADCASTSS  lgb20<>+0(SB), Z1
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z4
-	VPTERNLOGD $0xca, Z1, Z2, Z4
-	VMOVUPS    Z3, 192(AX)
+	VMOVUPS    Z0, Z3
+	VPTERNLOGD $0xca, Z1, Z2, Z3
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z9, Z0, Z1
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z4, K1
+	VANDPS        Z11, Z0, Z1
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z2, Z2
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z5
+	VANDPS        Z5, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z5
+	VORPS         Z5, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VANDPS        Y2, Y3, Y2
 	VEXTRACTF64X4 $0x01, Z1, Y3
@@ -911,7 +899,6 @@ blocks_8:
 	// v70 = ne(v69, 0)
 	VCMPPS   $0x04, Z3, Z1, K1
 	VPMOVM2D K1, Z3
-	VMOVUPS  192(AX), Z4
 
 	// v71 = mul(v69, v24)
 	VMULPS Z4, Z1, Z4

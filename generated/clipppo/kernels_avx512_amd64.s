@@ -266,7 +266,7 @@ GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·pass1AVX512(SB), $192-96
+TEXT ·pass1AVX512(SB), $128-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -363,16 +363,15 @@ blocks_4:
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS   $0x1d, Z6, Z0, K1
 	VPMOVM2D K1, Z6
-	VMOVUPS  Z3, 64(AX)
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS Z8, Z9, Z3
+	VMINPS Z8, Z9, Z7
 
 	// v25 = max(ratio, v21) tie=first
 	VMAXPS Z8, Z4, Z4
 
 	// ratioClipped = where(v23, v24, v25)
-	VPTERNLOGD $0xca, Z4, Z3, Z6
+	VPTERNLOGD $0xca, Z4, Z7, Z6
 
 	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Z6, Z0, Z0
@@ -381,17 +380,17 @@ blocks_4:
 	VXORPS.BCST lgb27<>+0(SB), Z0, Z0
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y3
+	VEXTRACTF64X4 $0x01, Z0, Y4
 	MOVQ          state+56(FP), BX
 	VADDPS        1664(BX), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y4, Y0, Y0
 	VMOVUPS       Y0, 1664(BX)
 
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        1984(BX), Y5, Y3
-	VADDPS        Y0, Y3, Y3
-	VMOVUPS       Y3, 1984(BX)
+	VADDPS        1984(BX), Y5, Y4
+	VADDPS        Y0, Y4, Y4
+	VMOVUPS       Y4, 1984(BX)
 
 	// v31 = sub(sampleLogProb, logProb)
 	VSUBPS Z1, Z2, Z0
@@ -427,34 +426,34 @@ blocks_4:
 	VSUBPS Z1, Z0, Z2
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z2, Z2, Z3
+	VMULPS  Z2, Z2, Z4
 	MOVQ    oldStateValue+88(FP), DI
-	VMOVUPS (DI)(SI*4), Z4
+	VMOVUPS (DI)(SI*4), Z5
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z4, Z1, Z1
-	VBROADCASTSS lgb29<>+0(SB), Z5
+	VSUBPS       Z5, Z1, Z1
+	VBROADCASTSS lgb29<>+0(SB), Z6
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS       Z1, Z5, Z5
-	VBROADCASTSS lgb30<>+0(SB), Z6
+	VMAXPS       Z1, Z6, Z6
+	VBROADCASTSS lgb30<>+0(SB), Z7
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z5, Z6, Z5
+	VMINPS Z6, Z7, Z6
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z5, Z1, K1
+	VCMPPS      $0x04, Z6, Z1, K1
 	VPMOVM2D    K1, Z1
 	VANDPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y6
+	VEXTRACTF64X4 $0x01, Z1, Y7
 	VADDPS        3264(BX), Y1, Y1
-	VADDPS        Y6, Y1, Y1
+	VADDPS        Y7, Y1, Y1
 	VMOVUPS       Y1, 3264(BX)
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z5, Z4, Z1
+	VADDPS Z6, Z5, Z1
 
 	// diff2 = sub(valueTarget, v50)
 	VSUBPS Z1, Z0, Z1
@@ -463,33 +462,33 @@ blocks_4:
 	VMULPS Z1, Z1, Z1
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb27<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb27<>+0(SB), Z4, Z4
 	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
-	VMINPS      Z3, Z1, Z4
-	VMINPS      Z1, Z3, Z1
-	VORPS       Z4, Z1, Z1
+	VMINPS      Z4, Z1, Z5
+	VMINPS      Z1, Z4, Z1
+	VORPS       Z5, Z1, Z1
 	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
+	VEXTRACTF64X4 $0x01, Z1, Y4
 	VADDPS        3584(BX), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y4, Y1, Y1
 	VMOVUPS       Y1, 3584(BX)
 
 	// var(diff) over [B]
 	VEXTRACTF64X4 $0x01, Z2, Y1
-	VMOVQ         DX, X3
-	VPBROADCASTD  X3, Y3
-	VPCMPEQD      lgc0<>+0(SB), Y3, Y3
-	VMOVUPS       4544(BX), Y4
-	VBLENDVPS     Y3, Y2, Y4, Y4
-	VMOVUPS       Y4, 4544(BX)
-	VSUBPS        Y4, Y2, Y2
-	VADDPS        4288(BX), Y2, Y3
-	VMOVUPS       Y3, 4288(BX)
-	VMOVUPS       4416(BX), Y3
-	VFMADD231PS   Y2, Y2, Y3
-	VMOVUPS       Y3, 4416(BX)
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VMOVUPS       4544(BX), Y5
+	VBLENDVPS     Y4, Y2, Y5, Y5
+	VMOVUPS       Y5, 4544(BX)
+	VSUBPS        Y5, Y2, Y2
+	VADDPS        4288(BX), Y2, Y4
+	VMOVUPS       Y4, 4288(BX)
+	VMOVUPS       4416(BX), Y4
+	VFMADD231PS   Y2, Y2, Y4
+	VMOVUPS       Y4, 4416(BX)
 	VMOVUPS       4544(BX), Y2
 	VSUBPS        Y2, Y1, Y1
 	VADDPS        4288(BX), Y1, Y2
@@ -503,10 +502,10 @@ blocks_4:
 	VMOVQ         DX, X2
 	VPBROADCASTD  X2, Y2
 	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
-	VMOVUPS       5504(BX), Y3
-	VBLENDVPS     Y2, Y0, Y3, Y3
-	VMOVUPS       Y3, 5504(BX)
-	VSUBPS        Y3, Y0, Y0
+	VMOVUPS       5504(BX), Y4
+	VBLENDVPS     Y2, Y0, Y4, Y4
+	VMOVUPS       Y4, 5504(BX)
+	VSUBPS        Y4, Y0, Y0
 	VADDPS        5248(BX), Y0, Y2
 	VMOVUPS       Y2, 5248(BX)
 	VMOVUPS       5376(BX), Y2
@@ -519,19 +518,18 @@ blocks_4:
 	VMOVUPS       5376(BX), Y1
 	VFMADD231PS   Y0, Y0, Y1
 	VMOVUPS       Y1, 5376(BX)
-	VMOVUPS       64(AX), Z0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z0, K1
+	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z0
+	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
-	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z2
-	VANDPS        Z2, Z1, Z1
-	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z2
-	VORPS         Z2, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VANDPS        Y1, Y0, Y0
+	VANDPS        Z1, Z0, Z0
+	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z1
+	VORPS         Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VANDPS        Y0, Y1, Y0
 	VEXTRACTF64X4 $0x01, Z8, Y1
 	VANDPS        5824(BX), Y0, Y0
 	VMOVUPS       Y0, 5824(BX)
@@ -1318,7 +1316,7 @@ chunkdone_8:
 
 // func fbPass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $832-120
+TEXT ·fbPass1AVX512(SB), $512-120
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -1414,39 +1412,36 @@ blocks_10:
 
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS   $0x1d, Z6, Z0, K1
-	VPMOVM2D K1, Z6
-	VMOVUPS  Z3, 64(AX)
+	VPMOVM2D K1, Z7
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS  Z8, Z9, Z3
-	VMOVUPS Z9, 128(AX)
+	VMINPS Z8, Z9, Z10
 
 	// v25 = max(ratio, v21) tie=first
-	VMAXPS  Z8, Z4, Z7
-	VMOVUPS Z4, 192(AX)
+	VMAXPS Z8, Z4, Z11
 
 	// v26 = where(v23, v24, v25)
-	VMOVUPS    Z6, Z4
-	VPTERNLOGD $0xca, Z7, Z3, Z4
+	VMOVUPS    Z7, Z12
+	VPTERNLOGD $0xca, Z11, Z10, Z12
 
 	// gain = mul(advantageNormalized, v26)
-	VMULPS Z4, Z0, Z3
+	VMULPS Z12, Z0, Z10
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb27<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb27<>+0(SB), Z10, Z10
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
+	VEXTRACTF64X4 $0x01, Z10, Y11
 	MOVQ          state+56(FP), BX
-	VADDPS        1664(BX), Y3, Y3
-	VADDPS        Y4, Y3, Y3
-	VMOVUPS       Y3, 1664(BX)
+	VADDPS        1664(BX), Y10, Y10
+	VADDPS        Y11, Y10, Y10
+	VMOVUPS       Y10, 1664(BX)
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y3
-	VADDPS        1984(BX), Y5, Y4
-	VADDPS        Y3, Y4, Y4
-	VMOVUPS       Y4, 1984(BX)
+	VEXTRACTF64X4 $0x01, Z5, Y10
+	VADDPS        1984(BX), Y5, Y5
+	VADDPS        Y10, Y5, Y5
+	VMOVUPS       Y5, 1984(BX)
 
 	// v31 = sub(sampleLogProb, logProb)
 	VSUBPS Z1, Z2, Z1
@@ -1463,9 +1458,9 @@ blocks_10:
 	VMULPS.BCST lgb28<>+0(SB), Z1, Z2
 
 	// mean(entropy) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
+	VEXTRACTF64X4 $0x01, Z1, Y5
 	VADDPS        2624(BX), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y5, Y1, Y1
 	VMOVUPS       Y1, 2624(BX)
 
 	// mean(v35) over [B]
@@ -1479,99 +1474,98 @@ blocks_10:
 	VMOVUPS       (DI)(SI*4), Z2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z2, Z1, Z3
+	VSUBPS Z2, Z1, Z5
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z3, Z3, Z4
+	VMULPS  Z5, Z5, Z10
 	MOVQ    oldStateValue+88(FP), DI
-	VMOVUPS (DI)(SI*4), Z5
+	VMOVUPS (DI)(SI*4), Z11
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z5, Z2, Z2
-	VBROADCASTSS lgb29<>+0(SB), Z7
+	VSUBPS       Z11, Z2, Z2
+	VBROADCASTSS lgb29<>+0(SB), Z12
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS       Z2, Z7, Z7
-	VMOVUPS      Z6, 256(AX)
-	VBROADCASTSS lgb30<>+0(SB), Z6
+	VMAXPS       Z2, Z12, Z12
+	VBROADCASTSS lgb30<>+0(SB), Z13
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z7, Z6, Z6
+	VMINPS Z12, Z13, Z13
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z6, Z2, K1
-	VPMOVM2D    K1, Z9
-	VANDPS.BCST lgb20<>+0(SB), Z9, Z9
+	VCMPPS      $0x04, Z13, Z2, K1
+	VPMOVM2D    K1, Z14
+	VANDPS.BCST lgb20<>+0(SB), Z14, Z14
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        3264(BX), Y9, Y9
-	VADDPS        Y10, Y9, Y9
-	VMOVUPS       Y9, 3264(BX)
+	VEXTRACTF64X4 $0x01, Z14, Y15
+	VADDPS        3264(BX), Y14, Y14
+	VADDPS        Y15, Y14, Y14
+	VMOVUPS       Y14, 3264(BX)
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z6, Z5, Z5
+	VADDPS Z13, Z11, Z11
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Z5, Z1, Z5
+	VSUBPS Z11, Z1, Z11
 
 	// l22 = mul(diff2, diff2)
-	VMULPS  Z5, Z5, Z6
-	VMOVUPS Z0, 320(AX)
-	VMOVUPS Z2, 384(AX)
+	VMULPS  Z11, Z11, Z13
+	VMOVUPS Z9, 64(AX)
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb27<>+0(SB), Z4, Z0
-	VXORPS.BCST lgb27<>+0(SB), Z6, Z9
-	VMINPS      Z0, Z9, Z2
-	VMINPS      Z9, Z0, Z0
-	VORPS       Z2, Z0, Z0
-	VXORPS.BCST lgb27<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb27<>+0(SB), Z10, Z9
+	VXORPS.BCST lgb27<>+0(SB), Z13, Z15
+	VMINPS      Z9, Z15, Z14
+	VMINPS      Z15, Z9, Z9
+	VORPS       Z14, Z9, Z9
+	VXORPS.BCST lgb27<>+0(SB), Z9, Z9
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3584(BX), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 3584(BX)
-	VMOVUPS       Z7, 448(AX)
-	VMOVUPS       Z5, 512(AX)
+	VEXTRACTF64X4 $0x01, Z9, Y14
+	VADDPS        3584(BX), Y9, Y9
+	VADDPS        Y14, Y9, Y9
+	VMOVUPS       Y9, 3584(BX)
+	VMOVUPS       Z4, 128(AX)
+	VMOVUPS       Z7, 192(AX)
+	VMOVUPS       Z0, 256(AX)
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VMOVQ         DX, X2
-	VPBROADCASTD  X2, Y2
-	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
-	VMOVUPS       4544(BX), Y5
-	VBLENDVPS     Y2, Y3, Y5, Y5
-	VMOVUPS       Y5, 4544(BX)
-	VSUBPS        Y5, Y3, Y2
-	VADDPS        4288(BX), Y2, Y5
-	VMOVUPS       Y5, 4288(BX)
-	VMOVUPS       4416(BX), Y5
-	VFMADD231PS   Y2, Y2, Y5
-	VMOVUPS       Y5, 4416(BX)
-	VMOVUPS       4544(BX), Y2
-	VSUBPS        Y2, Y0, Y0
-	VADDPS        4288(BX), Y0, Y2
-	VMOVUPS       Y2, 4288(BX)
-	VMOVUPS       4416(BX), Y2
-	VFMADD231PS   Y0, Y0, Y2
-	VMOVUPS       Y2, 4416(BX)
+	VEXTRACTF64X4 $0x01, Z5, Y0
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VMOVUPS       4544(BX), Y7
+	VBLENDVPS     Y4, Y5, Y7, Y7
+	VMOVUPS       Y7, 4544(BX)
+	VSUBPS        Y7, Y5, Y4
+	VADDPS        4288(BX), Y4, Y7
+	VMOVUPS       Y7, 4288(BX)
+	VMOVUPS       4416(BX), Y7
+	VFMADD231PS   Y4, Y4, Y7
+	VMOVUPS       Y7, 4416(BX)
+	VMOVUPS       4544(BX), Y4
+	VSUBPS        Y4, Y0, Y0
+	VADDPS        4288(BX), Y0, Y4
+	VMOVUPS       Y4, 4288(BX)
+	VMOVUPS       4416(BX), Y4
+	VFMADD231PS   Y0, Y0, Y4
+	VMOVUPS       Y4, 4416(BX)
 
 	// var(valueTarget) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y0
-	VMOVQ         DX, X2
-	VPBROADCASTD  X2, Y2
-	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
-	VMOVUPS       5504(BX), Y5
-	VBLENDVPS     Y2, Y1, Y5, Y5
-	VMOVUPS       Y5, 5504(BX)
-	VSUBPS        Y5, Y1, Y1
-	VADDPS        5248(BX), Y1, Y2
-	VMOVUPS       Y2, 5248(BX)
-	VMOVUPS       5376(BX), Y2
-	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, 5376(BX)
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VMOVUPS       5504(BX), Y7
+	VBLENDVPS     Y4, Y1, Y7, Y7
+	VMOVUPS       Y7, 5504(BX)
+	VSUBPS        Y7, Y1, Y1
+	VADDPS        5248(BX), Y1, Y4
+	VMOVUPS       Y4, 5248(BX)
+	VMOVUPS       5376(BX), Y4
+	VFMADD231PS   Y1, Y1, Y4
+	VMOVUPS       Y4, 5376(BX)
 	VMOVUPS       5504(BX), Y1
 	VSUBPS        Y1, Y0, Y0
 	VADDPS        5248(BX), Y0, Y1
@@ -1579,22 +1573,20 @@ blocks_10:
 	VMOVUPS       5376(BX), Y1
 	VFMADD231PS   Y0, Y0, Y1
 	VMOVUPS       Y1, 5376(BX)
-	VMOVUPS       Z3, 576(AX)
-	VMOVUPS       Z4, 640(AX)
-	VMOVUPS       Z6, 704(AX)
-	VMOVUPS       64(AX), Z0
+	VMOVUPS       Z5, 320(AX)
+	VMOVUPS       Z2, 384(AX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z0, K1
+	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z0
+	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
-	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z2
-	VANDPS        Z2, Z1, Z1
-	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z2
-	VORPS         Z2, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VANDPS        Y1, Y0, Y0
+	VANDPS        Z1, Z0, Z0
+	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z1
+	VORPS         Z1, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VANDPS        Y0, Y1, Y0
 	VEXTRACTF64X4 $0x01, Z8, Y1
 	VANDPS        5824(BX), Y0, Y0
 	VMOVUPS       Y0, 5824(BX)
@@ -1606,159 +1598,155 @@ blocks_10:
 	VADDPS        6272(BX), Y0, Y0
 	VADDPS        Y1, Y0, Y0
 	VMOVUPS       Y0, 6272(BX)
-	VMOVUPS       640(AX), Z0
-	VMOVUPS       704(AX), Z1
 
 	// v73 = eq(l2, l22)
-	VCMPPS   $0x00, Z1, Z0, K1
-	VPMOVM2D K1, Z2
-
-	// v74 = lt(l2, l22)
-	VCMPPS       $0x11, Z1, Z0, K1
-	VPMOVM2D     K1, Z3
-	VBROADCASTSS lgb33<>+0(SB), Z4
-	VBROADCASTSS lgb34<>+0(SB), Z5
-
-	// v75 = where(v73, 0.00012207031, 0.00024414063)
-	VMOVUPS    Z2, Z6
-	VPTERNLOGD $0xca, Z5, Z4, Z6
-
-	// v76 = where(v74, 0, v75)
-	VANDNPS Z6, Z3, Z3
-
-	// v77 = ge(l2, l22)
-	VCMPPS   $0x1d, Z1, Z0, K1
+	VCMPPS   $0x00, Z13, Z10, K1
 	VPMOVM2D K1, Z0
 
+	// v74 = lt(l2, l22)
+	VCMPPS       $0x11, Z13, Z10, K1
+	VPMOVM2D     K1, Z1
+	VBROADCASTSS lgb33<>+0(SB), Z2
+	VBROADCASTSS lgb34<>+0(SB), Z3
+
+	// v75 = where(v73, 0.00012207031, 0.00024414063)
+	VMOVUPS    Z0, Z4
+	VPTERNLOGD $0xca, Z3, Z2, Z4
+
+	// v76 = where(v74, 0, v75)
+	VANDNPS Z4, Z1, Z1
+
+	// v77 = ge(l2, l22)
+	VCMPPS   $0x1d, Z13, Z10, K1
+	VPMOVM2D K1, Z4
+
 	// v78 = where(v73, 0.00012207031, 0)
-	VANDPS Z4, Z2, Z1
+	VANDPS Z2, Z0, Z0
 
 	// v79 = where(v77, v78, 0.00024414063)
-	VPTERNLOGD   $0xca, Z5, Z1, Z0
-	VBROADCASTSS lgb26<>+0(SB), Z1
+	VMOVUPS    Z4, Z2
+	VPTERNLOGD $0xca, Z3, Z0, Z2
 
 	// v80 = ne(v79, 0)
-	VCMPPS   $0x04, Z1, Z0, K1
-	VPMOVM2D K1, Z2
-	VMOVUPS  512(AX), Z4
+	VCMPPS   $0x04, Z6, Z2, K1
+	VPMOVM2D K1, Z0
 
 	// v81 = mul(v79, diff2)
-	VMULPS Z4, Z0, Z4
+	VMULPS Z11, Z2, Z3
 
 	// v82 = where(v80, v81, v79)
-	VPTERNLOGD $0xca, Z0, Z4, Z2
+	VPTERNLOGD $0xca, Z2, Z3, Z0
 
 	// v83 = add(v82, v82)
-	VADDPS Z2, Z2, Z0
+	VADDPS Z0, Z0, Z0
 
 	// v84 = neg(v83)
 	VXORPS.BCST  lgb27<>+0(SB), Z0, Z0
-	VMOVUPS      448(AX), Z2
-	VBROADCASTSS lgb30<>+0(SB), Z4
+	VBROADCASTSS lgb30<>+0(SB), Z2
 
 	// v85 = le(v46, 0.2)
-	VCMPPS   $0x12, Z4, Z2, K1
-	VPMOVM2D K1, Z4
-
-	// v86 = ne(v46, v46)
-	VCMPPS   $0x04, Z2, Z2, K1
+	VCMPPS   $0x12, Z2, Z12, K1
 	VPMOVM2D K1, Z2
 
+	// v86 = ne(v46, v46)
+	VCMPPS   $0x04, Z12, Z12, K1
+	VPMOVM2D K1, Z3
+
 	// v87 = max(v85, v86)
-	VORPS Z4, Z2, Z2
+	VORPS Z2, Z3, Z2
 
 	// v88 = where(v87, v84, 0)
 	VANDPS       Z0, Z2, Z0
 	VMOVUPS      384(AX), Z2
-	VBROADCASTSS lgb29<>+0(SB), Z4
+	VBROADCASTSS lgb29<>+0(SB), Z3
 
 	// v89 = ge(v43, -0.2)
-	VCMPPS   $0x1d, Z4, Z2, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z3, Z2, K1
+	VPMOVM2D K1, Z3
 
 	// v90 = ne(v43, v43)
 	VCMPPS   $0x04, Z2, Z2, K1
 	VPMOVM2D K1, Z2
 
 	// v91 = max(v89, v90)
-	VORPS Z4, Z2, Z2
+	VORPS Z3, Z2, Z2
 
 	// v92 = where(v91, v88, 0)
 	VANDPS Z0, Z2, Z0
 
 	// v93 = ne(v76, 0)
-	VCMPPS   $0x04, Z1, Z3, K1
+	VCMPPS   $0x04, Z6, Z1, K1
 	VPMOVM2D K1, Z2
-	VMOVUPS  576(AX), Z4
+	VMOVUPS  320(AX), Z3
 
 	// v94 = mul(v76, diff)
-	VMULPS Z4, Z3, Z4
+	VMULPS Z3, Z1, Z3
 
 	// v95 = where(v93, v94, v76)
-	VPTERNLOGD $0xca, Z3, Z4, Z2
+	VPTERNLOGD $0xca, Z1, Z3, Z2
 
 	// v96 = add(v95, v95)
-	VADDPS Z2, Z2, Z2
+	VADDPS Z2, Z2, Z1
 
 	// v97 = neg(v96)
-	VXORPS.BCST lgb27<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
 
 	// gradStateValue = add(v92, v97)
-	VADDPS  Z2, Z0, Z0
-	VMOVUPS 320(AX), Z2
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS 256(AX), Z1
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
-	VMULPS.BCST  lgb35<>+0(SB), Z2, Z2
-	VMOVUPS      256(AX), Z3
-	VBROADCASTSS lgb26<>+0(SB), Z4
-	VCMPPS       $0x04, Z4, Z3, K1
-	VPMOVM2D     K1, Z4
+	VMULPS.BCST  lgb35<>+0(SB), Z1, Z1
+	VMOVUPS      192(AX), Z2
+	VBROADCASTSS lgb26<>+0(SB), Z3
+	VCMPPS       $0x04, Z3, Z2, K1
+	VPMOVM2D     K1, Z3
 
 	// v102 = where(v23, v101, 0)
-	VANDPS Z2, Z4, Z3
+	VANDPS Z1, Z3, Z2
 
 	// v103 = where(v23, 0, v101)
-	VANDNPS Z2, Z4, Z2
-	VMOVUPS 192(AX), Z4
+	VANDNPS Z1, Z3, Z1
+	VMOVUPS 128(AX), Z3
 
 	// v104 = ge(ratio, v21)
-	VCMPPS   $0x1d, Z4, Z8, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z3, Z8, K1
+	VPMOVM2D K1, Z3
 
 	// v105 = ne(ratio, ratio)
 	VCMPPS   $0x04, Z8, Z8, K1
-	VPMOVM2D K1, Z5
-
-	// v106 = max(v104, v105)
-	VORPS Z4, Z5, Z4
-
-	// v107 = where(v106, v103, 0)
-	VANDPS  Z2, Z4, Z2
-	VMOVUPS 128(AX), Z4
-
-	// v108 = le(ratio, v18)
-	VCMPPS   $0x12, Z4, Z8, K1
 	VPMOVM2D K1, Z4
 
+	// v106 = max(v104, v105)
+	VORPS Z3, Z4, Z3
+
+	// v107 = where(v106, v103, 0)
+	VANDPS  Z1, Z3, Z1
+	VMOVUPS 64(AX), Z3
+
+	// v108 = le(ratio, v18)
+	VCMPPS   $0x12, Z3, Z8, K1
+	VPMOVM2D K1, Z3
+
 	// v109 = max(v108, v105)
-	VORPS Z4, Z5, Z4
+	VORPS Z3, Z4, Z3
 
 	// v110 = where(v109, v102, 0)
-	VANDPS Z3, Z4, Z3
+	VANDPS Z2, Z3, Z2
 
 	// v111 = add(v107, v110)
-	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z1, Z1
 
 	// v112 = ne(v111, 0)
-	VCMPPS   $0x04, Z1, Z2, K1
-	VPMOVM2D K1, Z1
+	VCMPPS   $0x04, Z6, Z1, K1
+	VPMOVM2D K1, Z2
 
 	// v113 = mul(v111, ratio)
-	VMULPS Z8, Z2, Z3
+	VMULPS Z8, Z1, Z3
 
 	// gradLogProb = where(v112, v113, v111)
-	VPTERNLOGD   $0xca, Z2, Z3, Z1
-	VBROADCASTSS lgb36<>+0(SB), Z2
+	VPTERNLOGD   $0xca, Z1, Z3, Z2
+	VBROADCASTSS lgb36<>+0(SB), Z1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
@@ -1766,11 +1754,11 @@ blocks_10:
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), BX
-	VMOVUPS Z1, (BX)(SI*4)
+	VMOVUPS Z2, (BX)(SI*4)
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX
-	VMOVUPS      Z2, (BX)(SI*4)
+	VMOVUPS      Z1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
 	VMOVUPD      lgc1<>+0(SB), Y0

@@ -6,20 +6,20 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $256-64
+TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), CX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ $+4, DX
+	XORQ CX, CX
 
 blocks_2:
-	MOVQ          mask+8(FP), SI
-	IMUL3Q        $+128, CX, DI
-	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z0
+	MOVQ          mask+8(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z1
@@ -29,22 +29,22 @@ blocks_2:
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), SI
-	VADDPS        256(SI), Y1, Y1
+	MOVQ          state+16(FP), BX
+	VADDPS        256(BX), Y1, Y1
 	VADDPS        Y2, Y1, Y1
-	VMOVUPS       Y1, 256(SI)
-	MOVQ          logProb+24(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VMOVUPS       Y1, 256(BX)
+	MOVQ          logProb+24(FP), DI
+	VMOVUPS       (DI)(SI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), R8
-	VMOVUPS (R8)(DI*4), Z2
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Z3
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z3, Z0, Z3
@@ -109,43 +109,39 @@ blocks_2:
 	// v24 = ge(v10, 0)
 	VCMPPS   $0x1d, Z7, Z3, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, (AX)
-	VMOVUPS  Z1, 64(AX)
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z9, Z10, Z1
+	VMINPS Z9, Z10, Z10
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z9, Z5, Z4
+	VMAXPS Z9, Z5, Z5
 
 	// ratioClipped = where(v24, v25, v26)
-	VMOVUPS    Z7, Z5
-	VPTERNLOGD $0xca, Z4, Z1, Z5
+	VPTERNLOGD $0xca, Z5, Z10, Z7
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Z5, Z3, Z1
+	VMULPS Z7, Z3, Z3
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z3, Z3
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z3, Z0, Z3
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        576(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 576(SI)
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        576(BX), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 576(BX)
 
 	// v34 = where(mask, v17, 0)
-	VANDPS Z6, Z0, Z1
+	VANDPS Z6, Z0, Z3
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        896(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 896(SI)
-	VMOVUPS       64(AX), Z1
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        896(BX), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 896(BX)
 
 	// v37 = sub(v8, v6)
 	VSUBPS Z1, Z2, Z1
@@ -155,20 +151,20 @@ blocks_2:
 
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        1216(SI), Y1, Y3
+	VADDPS        1216(BX), Y1, Y3
 	VADDPS        Y2, Y3, Y3
-	VMOVUPS       Y3, 1216(SI)
-	MOVQ          entropy+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VMOVUPS       Y3, 1216(BX)
+	MOVQ          entropy+48(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
 
 	// v42 = where(mask, entropy, 0)
 	VANDPS Z2, Z0, Z2
 
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1536(SI), Y2, Y4
-	VADDPS        Y3, Y4, Y4
-	VMOVUPS       Y4, 1536(SI)
+	VADDPS        1536(BX), Y2, Y5
+	VADDPS        Y3, Y5, Y5
+	VMOVUPS       Y5, 1536(BX)
 
 	// v46 = mul(-0.01, v42)
 	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
@@ -178,41 +174,37 @@ blocks_2:
 
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1856(SI), Y2, Y2
+	VADDPS        1856(BX), Y2, Y2
 	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 1856(SI)
-	VMOVUPS       (AX), Z2
-	VBROADCASTSS  lgb19<>+0(SB), Z3
+	VMOVUPS       Y2, 1856(BX)
 
 	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z4
-	VPTERNLOGD $0xca, Z3, Z2, Z4
-	VMOVUPS    Z1, 128(AX)
+	VMOVUPS    Z0, Z2
+	VPTERNLOGD $0xca, Z8, Z4, Z2
 
 	// logsumexp(v50) over [B L]
-	VANDPS        Z9, Z0, Z1
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VANDPS        2176(SI), Y2, Y2
-	VMOVUPS       Y2, 2176(SI)
-	VADDPS        2304(SI), Y1, Y2
-	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 2304(SI)
-	VMULPS        Y1, Y1, Y1
+	VANDPS        Z9, Z0, Z3
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z4
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z5
+	VANDPS        Z5, Z4, Z4
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z5
+	VORPS         Z5, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VANDPS        Y4, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        2176(BX), Y2, Y2
+	VMOVUPS       Y2, 2176(BX)
+	VADDPS        2304(BX), Y3, Y2
+	VADDPS        Y4, Y2, Y2
+	VMOVUPS       Y2, 2304(BX)
 	VMULPS        Y3, Y3, Y2
-	VADDPS        2624(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
-	VMOVUPS       Y1, 2624(SI)
-	VMOVUPS       128(AX), Z1
+	VMULPS        Y4, Y4, Y3
+	VADDPS        2624(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2624(BX)
 
 	// k3 = expm1_minus_x(v38)
 	VBROADCASTSS      lgb4<>+0(SB), Z2
@@ -255,264 +247,264 @@ blocks_2:
 
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2944(SI), Y0, Y0
+	VADDPS        2944(BX), Y0, Y0
 	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2944(SI)
-	DECQ          BX
+	VMOVUPS       Y0, 2944(BX)
+	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc24<>+0(SB), Y0
-	MOVQ          state+16(FP), BX
-	VMOVUPS       256(BX), Y1
+	MOVQ          state+16(FP), DX
+	VMOVUPS       256(DX), Y1
 	VANDPS        lgc25<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(BX), Y2, Y2
-	VMOVUPD       Y2, 64(BX)
-	VADDPD        96(BX), Y1, Y1
-	VMOVUPD       Y1, 96(BX)
+	VADDPD        64(DX), Y2, Y2
+	VMOVUPD       Y2, 64(DX)
+	VADDPD        96(DX), Y1, Y1
+	VMOVUPD       Y1, 96(DX)
 	VMOVUPS       lgc27<>+0(SB), Y1
-	VMOVUPS       Y1, 256(BX)
-	VMOVUPS       576(BX), Y2
+	VMOVUPS       Y1, 256(DX)
+	VMOVUPS       576(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(BX), Y3, Y3
-	VMOVUPD       Y3, 384(BX)
-	VADDPD        416(BX), Y2, Y2
-	VMOVUPD       Y2, 416(BX)
+	VADDPD        384(DX), Y3, Y3
+	VMOVUPD       Y3, 384(DX)
+	VADDPD        416(DX), Y2, Y2
+	VMOVUPD       Y2, 416(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 576(BX)
+	VMOVUPS       Y2, 576(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(BX), Y2
+	VMOVUPS       896(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        704(BX), Y3, Y3
-	VMOVUPD       Y3, 704(BX)
-	VADDPD        736(BX), Y2, Y2
-	VMOVUPD       Y2, 736(BX)
+	VADDPD        704(DX), Y3, Y3
+	VMOVUPD       Y3, 704(DX)
+	VADDPD        736(DX), Y2, Y2
+	VMOVUPD       Y2, 736(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 896(BX)
+	VMOVUPS       Y2, 896(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(BX), Y2
+	VMOVUPS       1216(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1024(BX), Y3, Y3
-	VMOVUPD       Y3, 1024(BX)
-	VADDPD        1056(BX), Y2, Y2
-	VMOVUPD       Y2, 1056(BX)
+	VADDPD        1024(DX), Y3, Y3
+	VMOVUPD       Y3, 1024(DX)
+	VADDPD        1056(DX), Y2, Y2
+	VMOVUPD       Y2, 1056(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(BX)
+	VMOVUPS       Y2, 1216(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(BX), Y2
+	VMOVUPS       1536(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1344(BX), Y3, Y3
-	VMOVUPD       Y3, 1344(BX)
-	VADDPD        1376(BX), Y2, Y2
-	VMOVUPD       Y2, 1376(BX)
+	VADDPD        1344(DX), Y3, Y3
+	VMOVUPD       Y3, 1344(DX)
+	VADDPD        1376(DX), Y2, Y2
+	VMOVUPD       Y2, 1376(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(BX)
+	VMOVUPS       Y2, 1536(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(BX), Y2
+	VMOVUPS       1856(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1664(BX), Y3, Y3
-	VMOVUPD       Y3, 1664(BX)
-	VADDPD        1696(BX), Y2, Y2
-	VMOVUPD       Y2, 1696(BX)
+	VADDPD        1664(DX), Y3, Y3
+	VMOVUPD       Y3, 1664(DX)
+	VADDPD        1696(DX), Y2, Y2
+	VMOVUPD       Y2, 1696(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(BX)
+	VMOVUPS       Y2, 1856(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2304(BX), Y2
+	VMOVUPS       2304(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1984(BX), Y3, Y3
-	VMOVUPD       Y3, 1984(BX)
-	VADDPD        2016(BX), Y2, Y2
-	VMOVUPD       Y2, 2016(BX)
+	VADDPD        1984(DX), Y3, Y3
+	VMOVUPD       Y3, 1984(DX)
+	VADDPD        2016(DX), Y2, Y2
+	VMOVUPD       Y2, 2016(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2304(BX)
+	VMOVUPS       Y2, 2304(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(BX), Y2
+	VMOVUPS       2624(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2432(BX), Y3, Y3
-	VMOVUPD       Y3, 2432(BX)
-	VADDPD        2464(BX), Y2, Y2
-	VMOVUPD       Y2, 2464(BX)
+	VADDPD        2432(DX), Y3, Y3
+	VMOVUPD       Y3, 2432(DX)
+	VADDPD        2464(DX), Y2, Y2
+	VMOVUPD       Y2, 2464(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(BX)
+	VMOVUPS       Y2, 2624(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(BX), Y2
+	VMOVUPS       2944(DX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(BX), Y3, Y3
-	VMOVUPD       Y3, 2752(BX)
-	VADDPD        2784(BX), Y2, Y2
-	VMOVUPD       Y2, 2784(BX)
+	VADDPD        2752(DX), Y3, Y3
+	VMOVUPD       Y3, 2752(DX)
+	VADDPD        2784(DX), Y2, Y2
+	VMOVUPD       Y2, 2784(DX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(BX)
+	VMOVUPS       Y2, 2944(DX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        3072(BX), Y0, Y0
-	VMOVUPS       Y0, 3072(BX)
-	MOVQ          $+4, BX
+	VANDPS        3072(DX), Y0, Y0
+	VMOVUPS       Y0, 3072(DX)
+	MOVQ          $+4, DX
 
 noflush_3:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+128
+	ADDQ         $+16, CX
+	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
 	VMOVUPS      lgc27<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
+	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y1
 	VANDPS       lgc25<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
 	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
+	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
+	VMOVUPS      896(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
+	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
+	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
+	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(DX), Y2
+	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y2, Y2
-	VMOVUPD      Y2, 1376(DX)
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(DX)
+	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(DX), Y2
+	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1664(DX), Y3, Y3
-	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y2, Y2
-	VMOVUPD      Y2, 1696(DX)
+	VADDPD       1664(CX), Y3, Y3
+	VMOVUPD      Y3, 1664(CX)
+	VADDPD       1696(CX), Y2, Y2
+	VMOVUPD      Y2, 1696(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(DX)
+	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
+	VMOVUPS      2304(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(DX), Y3, Y3
-	VMOVUPD      Y3, 1984(DX)
-	VADDPD       2016(DX), Y2, Y2
-	VMOVUPD      Y2, 2016(DX)
+	VADDPD       1984(CX), Y3, Y3
+	VMOVUPD      Y3, 1984(CX)
+	VADDPD       2016(CX), Y2, Y2
+	VMOVUPD      Y2, 2016(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
+	VMOVUPS      Y2, 2304(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
+	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y2, Y2
+	VMOVUPD      Y2, 2464(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
+	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
+	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
+	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3072(DX), Y0, Y0
-	VMOVUPS      Y0, 3072(DX)
-	INCQ         CX
-	CMPQ         CX, hi+56(FP)
+	VANDPS       3072(CX), Y0, Y0
+	VMOVUPS      Y0, 3072(CX)
+	INCQ         AX
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -707,7 +699,7 @@ noflush_6:
 
 // func fbPass1AVX512(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $640-88
+TEXT ·fbPass1AVX512(SB), $256-88
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -749,187 +741,176 @@ blocks_8:
 	VMOVUPS       (SI)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
+	VANDPS  Z1, Z0, Z2
 	MOVQ    sampleLogProb+32(FP), SI
-	VMOVUPS (SI)(DI*4), Z2
+	VMOVUPS (SI)(DI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z0, Z3
+	VANDPS  Z3, Z0, Z4
 	MOVQ    advantage+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z4
+	VMOVUPS (SI)(DI*4), Z5
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z4, Z0, Z5
+	VANDPS Z5, Z0, Z6
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z3, Z1, Z1
-	VBROADCASTSS lgb2<>+0(SB), Z3
+	VSUBPS       Z4, Z2, Z2
+	VBROADCASTSS lgb2<>+0(SB), Z4
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z1, Z3, Z3
-	VBROADCASTSS lgb3<>+0(SB), Z6
+	VMAXPS       Z2, Z4, Z4
+	VBROADCASTSS lgb3<>+0(SB), Z7
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z3, Z6, Z3
+	VMINPS Z4, Z7, Z4
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z6
-	VMAXPS            Z1, Z6, Z6
-	VBROADCASTSS      lgb5<>+0(SB), Z7
-	VMINPS            Z6, Z7, Z6
-	VMULPS.BCST       lgb6<>+0(SB), Z6, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z6
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
-	VMULPS            Z6, Z6, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z6, Z8, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z6
-	VPADDD.BCST       lgb15<>+0(SB), Z6, Z6
-	VPSRLD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z7
+	VMAXPS            Z2, Z7, Z7
+	VBROADCASTSS      lgb5<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb6<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb9<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb11<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb15<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
 	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z6, Z9, Z9
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z1, Z3, K1
-	VPMOVM2D     K1, Z3
-	VANDPS.BCST  lgb1<>+0(SB), Z3, Z6
-	VBROADCASTSS lgb16<>+0(SB), Z7
-	VBROADCASTSS lgb17<>+0(SB), Z8
+	VCMPPS       $0x04, Z2, Z4, K1
+	VPMOVM2D     K1, Z4
+	VANDPS.BCST  lgb1<>+0(SB), Z4, Z7
+	VBROADCASTSS lgb16<>+0(SB), Z8
+	VBROADCASTSS lgb17<>+0(SB), Z9
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z3, Z10
-	VPTERNLOGD   $0xca, Z8, Z7, Z10
-	VBROADCASTSS lgb18<>+0(SB), Z7
-	VBROADCASTSS lgb19<>+0(SB), Z8
+	VMOVUPS      Z4, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb18<>+0(SB), Z8
+	VBROADCASTSS lgb19<>+0(SB), Z9
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z8, Z7, Z3
-	VBROADCASTSS lgb0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z9, Z8, Z4
+	VBROADCASTSS lgb0<>+0(SB), Z8
 
 	// v24 = ge(v10, 0)
-	VCMPPS   $0x1d, Z7, Z5, K1
-	VPMOVM2D K1, Z7
-	VMOVUPS  Z5, 192(AX)
-	VMOVUPS  Z1, 256(AX)
+	VCMPPS   $0x1d, Z8, Z6, K1
+	VPMOVM2D K1, Z12
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS  Z9, Z10, Z1
-	VMOVUPS Z10, 320(AX)
+	VMINPS Z10, Z11, Z13
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS  Z9, Z3, Z5
-	VMOVUPS Z3, 384(AX)
+	VMAXPS Z10, Z4, Z14
 
 	// v27 = where(v24, v25, v26)
-	VMOVUPS    Z7, Z3
-	VPTERNLOGD $0xca, Z5, Z1, Z3
+	VMOVUPS    Z12, Z15
+	VPTERNLOGD $0xca, Z14, Z13, Z15
 
 	// gain = mul(advantage, v27)
-	VMULPS Z3, Z4, Z1
+	VMULPS Z15, Z5, Z5
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z5, Z5
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z5, Z0, Z5
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
+	VEXTRACTF64X4 $0x01, Z5, Y13
 	MOVQ          state+48(FP), SI
-	VADDPS        704(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 704(SI)
+	VADDPS        704(SI), Y5, Y5
+	VADDPS        Y13, Y5, Y5
+	VMOVUPS       Y5, 704(SI)
 
 	// v34 = where(mask, v17, 0)
-	VANDPS Z6, Z0, Z1
+	VANDPS Z7, Z0, Z5
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1024(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 1024(SI)
-	MOVQ          logProb+24(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VADDPS        1024(SI), Y5, Y5
+	VADDPS        Y7, Y5, Y5
+	VMOVUPS       Y5, 1024(SI)
 
 	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z1, Z3, Z1
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        1344(SI), Y1, Y3
-	VADDPS        Y2, Y3, Y3
-	VMOVUPS       Y3, 1344(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        1344(SI), Y1, Y5
+	VADDPS        Y3, Y5, Y5
+	VMOVUPS       Y5, 1344(SI)
 	MOVQ          entropy+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VMOVUPS       (R8)(DI*4), Z3
 
 	// v42 = where(mask, entropy, 0)
-	VANDPS Z2, Z0, Z3
+	VANDPS Z3, Z0, Z5
 
 	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        1664(SI), Y3, Y3
-	VADDPS        Y4, Y3, Y3
-	VMOVUPS       Y3, 1664(SI)
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VADDPS        1664(SI), Y5, Y5
+	VADDPS        Y7, Y5, Y5
+	VMOVUPS       Y5, 1664(SI)
 
 	// v46 = mul(-0.01, entropy)
-	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb21<>+0(SB), Z3, Z3
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z3, Z0, Z3
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1984(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 1984(SI)
-	VMOVUPS       256(AX), Z2
-	VBROADCASTSS  lgb19<>+0(SB), Z3
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        1984(SI), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 1984(SI)
 
 	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z4
-	VPTERNLOGD $0xca, Z3, Z2, Z4
-	VMOVUPS    Z7, 448(AX)
-	VMOVUPS    Z1, 512(AX)
+	VMOVUPS    Z0, Z3
+	VPTERNLOGD $0xca, Z9, Z2, Z3
 
 	// logsumexp(v50) over [B L]
-	VANDPS        Z9, Z0, Z1
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VANDPS        2304(SI), Y2, Y2
-	VMOVUPS       Y2, 2304(SI)
-	VADDPS        2432(SI), Y1, Y2
+	VANDPS        Z10, Z0, Z2
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z5
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z7
+	VANDPS        Z7, Z5, Z5
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z7
+	VORPS         Z7, Z5, Z5
+	VEXTRACTF64X4 $0x01, Z5, Y3
+	VANDPS        Y5, Y3, Y3
+	VEXTRACTF64X4 $0x01, Z2, Y5
+	VANDPS        2304(SI), Y3, Y3
+	VMOVUPS       Y3, 2304(SI)
+	VADDPS        2432(SI), Y2, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 2432(SI)
+	VMULPS        Y2, Y2, Y2
+	VMULPS        Y5, Y5, Y3
+	VADDPS        2752(SI), Y2, Y2
 	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 2432(SI)
-	VMULPS        Y1, Y1, Y1
-	VMULPS        Y3, Y3, Y2
-	VADDPS        2752(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
-	VMOVUPS       Y1, 2752(SI)
-	VMOVUPS       512(AX), Z1
+	VMOVUPS       Y2, 2752(SI)
 
 	// k3 = expm1_minus_x(v38)
 	VBROADCASTSS      lgb4<>+0(SB), Z2
@@ -938,37 +919,37 @@ blocks_8:
 	VMINPS            Z2, Z3, Z2
 	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
+	VMOVAPS           Z2, Z5
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z5
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z5
+	VMULPS            Z5, Z5, Z7
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
 	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z2
+	VFMADD213PS       Z2, Z7, Z9
 	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z2
+	VFMADD213PS       Z2, Z7, Z9
+	VMULPS            Z7, Z9, Z2
+	VFMADD213PS       Z5, Z7, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z3, Z5
+	VPADDD.BCST       lgb15<>+0(SB), Z5, Z5
+	VPSRLD            $0x01, Z5, Z7
+	VPSUBD            Z7, Z5, Z5
+	VPSLLD            $0x17, Z7, Z7
 	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z1, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z5, Z9, Z9
+	VSUBPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VSUBPS            Z1, Z9, Z9
 	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
 	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z6
+	VPTERNLOGD        $0xb8, Z2, Z3, Z9
 
 	// v62 = where(mask, k3, 0)
-	VANDPS Z6, Z0, Z2
+	VANDPS Z9, Z0, Z2
 
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
@@ -982,7 +963,7 @@ blocks_8:
 	VPMOVM2D K1, Z2
 
 	// v72 = add(k3, v38)
-	VADDPS       Z1, Z6, Z1
+	VADDPS       Z1, Z9, Z1
 	VBROADCASTSS lgb30<>+0(SB), Z3
 
 	// v73 = where(v70, -1, v72)
@@ -1002,57 +983,49 @@ blocks_8:
 
 	// v79 = neg(v76)
 	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
-	VMOVUPS     192(AX), Z4
 
 	// v80 = mul(v79, v10)
-	VMULPS       Z4, Z2, Z2
-	VMOVUPS      448(AX), Z4
-	VBROADCASTSS lgb0<>+0(SB), Z5
-	VCMPPS       $0x04, Z5, Z4, K1
-	VPMOVM2D     K1, Z5
+	VMULPS Z6, Z2, Z2
 
 	// v81 = where(v24, v80, 0)
-	VANDPS Z2, Z5, Z4
+	VANDPS Z2, Z12, Z5
 
 	// v82 = where(v24, 0, v80)
-	VANDNPS Z2, Z5, Z2
-	VMOVUPS 384(AX), Z5
+	VANDNPS Z2, Z12, Z2
 
 	// v83 = ge(ratio, v23)
-	VCMPPS   $0x1d, Z5, Z9, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x1d, Z4, Z10, K1
+	VPMOVM2D K1, Z4
 
 	// v84 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z9, Z9, K1
+	VCMPPS   $0x04, Z10, Z10, K1
 	VPMOVM2D K1, Z6
 
 	// v85 = max(v83, v84)
-	VORPS Z5, Z6, Z5
+	VORPS Z4, Z6, Z4
 
 	// v86 = where(v85, v82, 0)
-	VANDPS  Z2, Z5, Z2
-	VMOVUPS 320(AX), Z5
+	VANDPS Z2, Z4, Z2
 
 	// v87 = le(ratio, v20)
-	VCMPPS   $0x12, Z5, Z9, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x12, Z11, Z10, K1
+	VPMOVM2D K1, Z4
 
 	// v88 = max(v87, v84)
-	VORPS Z5, Z6, Z5
+	VORPS Z4, Z6, Z4
 
 	// v89 = where(v88, v81, 0)
-	VANDPS Z4, Z5, Z4
+	VANDPS Z5, Z4, Z4
 
 	// v90 = add(v86, v89)
-	VADDPS       Z4, Z2, Z2
-	VBROADCASTSS lgb0<>+0(SB), Z4
+	VADDPS Z4, Z2, Z2
 
 	// v91 = ne(v90, 0)
-	VCMPPS   $0x04, Z4, Z2, K1
+	VCMPPS   $0x04, Z8, Z2, K1
 	VPMOVM2D K1, Z4
 
 	// v92 = mul(v90, ratio)
-	VMULPS Z9, Z2, Z5
+	VMULPS Z10, Z2, Z5
 
 	// v93 = where(v91, v92, v90)
 	VPTERNLOGD $0xca, Z2, Z5, Z4

@@ -6,27 +6,27 @@
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $128-48
+TEXT ·pass0AVX512(SB), $64-48
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), CX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ    $+4, BX
-	MOVQ    state+8(FP), DX
-	VMOVUPS 256(DX), Y0
-	MOVQ    CX, SI
-	IMUL3Q  $+8, SI, DI
-	VMOVUPS 1024(DX)(DI*4), Y1
-	IMUL3Q  $+8, SI, SI
-	VMOVUPS 2048(DX)(SI*4), Y2
-	XORQ    DX, DX
+	MOVQ    $+4, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y0
+	MOVQ    AX, BX
+	IMUL3Q  $+8, BX, SI
+	VMOVUPS 1024(CX)(SI*4), Y1
+	IMUL3Q  $+8, BX, BX
+	VMOVUPS 2048(CX)(BX*4), Y2
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ          mask+16(FP), SI
-	IMUL3Q        $+128, CX, DI
-	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z3
+	MOVQ          mask+16(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z3
 	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z3
 	VBROADCASTSS  lgb1<>+0(SB), Z4
@@ -38,180 +38,174 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        Y0, Y4, Y0
 	VADDPS        Y0, Y5, Y0
-	MOVQ          logProb+24(FP), SI
-	VMOVUPS       (SI)(DI*4), Z5
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z5
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z5, Z3, Z5
-	MOVQ    teacherLogProb+32(FP), SI
-	VMOVUPS (SI)(DI*4), Z6
+	MOVQ    teacherLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z6
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Z6, Z3, Z3
+	VANDPS Z6, Z3, Z6
 
 	// v10 = sub(v8, v6)
-	VSUBPS  Z5, Z3, Z3
-	VMOVUPS Z4, (AX)
+	VSUBPS Z5, Z6, Z5
 
 	// k3 = expm1_minus_x(v10)
-	VBROADCASTSS      lgb2<>+0(SB), Z4
-	VMAXPS            Z3, Z4, Z4
-	VBROADCASTSS      lgb3<>+0(SB), Z5
-	VMINPS            Z4, Z5, Z4
-	VMULPS.BCST       lgb4<>+0(SB), Z4, Z5
-	VRNDSCALEPS       $0x00, Z5, Z5
-	VMOVAPS           Z4, Z6
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z5, Z6
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z5, Z6
-	VMULPS            Z6, Z6, Z7
-	VBROADCASTSS      lgb7<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z6, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z4
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z4
-	VFMADD213PS       Z4, Z7, Z8
-	VBROADCASTSS      lgb11<>+0(SB), Z4
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z4
-	VFMADD213PS       Z4, Z7, Z8
-	VMULPS            Z7, Z8, Z4
-	VFMADD213PS       Z6, Z7, Z8
-	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z5, Z6
-	VPADDD.BCST       lgb13<>+0(SB), Z6, Z6
-	VPSRLD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z8, Z8
-	VMULPS            Z6, Z8, Z8
-	VSUBPS.BCST       lgb1<>+0(SB), Z8, Z8
-	VSUBPS            Z3, Z8, Z8
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z5, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z4, Z3, Z8
-	MOVQ              mask+16(FP), SI
-	VPMOVZXBD         (SI)(DI*1), Z3
-	VPCMPGTD.BCST     lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
+	VBROADCASTSS      lgb2<>+0(SB), Z6
+	VMAXPS            Z5, Z6, Z6
+	VBROADCASTSS      lgb3<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb4<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VMOVAPS           Z6, Z8
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z7, Z8
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z7, Z8
+	VMULPS            Z8, Z8, Z9
+	VBROADCASTSS      lgb7<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z8, Z10
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z9, Z10
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z9, Z10
+	VMULPS            Z9, Z10, Z6
+	VFMADD213PS       Z8, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z7, Z8
+	VPADDD.BCST       lgb13<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z9
+	VPSUBD            Z9, Z8, Z8
+	VPSLLD            $0x17, Z9, Z9
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z9, Z10, Z10
+	VMULPS            Z8, Z10, Z10
+	VSUBPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VSUBPS            Z5, Z10, Z10
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z7, K1
+	VPMOVM2D          K1, Z5
+	VPTERNLOGD        $0xb8, Z6, Z5, Z10
 
 	// v12 = where(mask, k3, 0)
-	VANDPS Z8, Z3, Z3
+	VANDPS Z10, Z3, Z3
 
 	// sum(v12) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        Y1, Y3, Y1
-	VADDPS        Y1, Y4, Y1
-	VMOVUPS       (AX), Z3
+	VADDPS        Y1, Y5, Y1
 
 	// sum(v3) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y3
 	VADDPS        Y2, Y4, Y2
-	DECQ          BX
+	VADDPS        Y2, Y3, Y2
+	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc14<>+0(SB), Y3
-	MOVQ          state+8(FP), BX
+	MOVQ          state+8(FP), DX
 	VANDPS        lgc15<>+0(SB), Y0, Y3
 	VCMPPS        $0x12, lgc16<>+0(SB), Y3, Y3
 	VCVTPS2PD     X0, Y4
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        64(BX), Y4, Y4
-	VMOVUPD       Y4, 64(BX)
-	VADDPD        96(BX), Y0, Y0
-	VMOVUPD       Y0, 96(BX)
+	VADDPD        64(DX), Y4, Y4
+	VMOVUPD       Y4, 64(DX)
+	VADDPD        96(DX), Y0, Y0
+	VMOVUPD       Y0, 96(DX)
 	VMOVUPS       lgc17<>+0(SB), Y0
-	MOVQ          CX, SI
-	IMUL3Q        $+8, SI, DI
+	MOVQ          AX, BX
+	IMUL3Q        $+8, BX, SI
 	VANDPS        lgc15<>+0(SB), Y1, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
 	VCVTPS2PD     X1, Y5
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        384(BX)(DI*8), Y5, Y5
-	VMOVUPD       Y5, 384(BX)(DI*8)
-	VADDPD        416(BX)(DI*8), Y1, Y1
-	VMOVUPD       Y1, 416(BX)(DI*8)
+	VADDPD        384(DX)(SI*8), Y5, Y5
+	VMOVUPD       Y5, 384(DX)(SI*8)
+	VADDPD        416(DX)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 416(DX)(SI*8)
 	VMOVUPS       lgc17<>+0(SB), Y1
 	VANDPS        Y4, Y3, Y3
-	IMUL3Q        $+8, SI, SI
+	IMUL3Q        $+8, BX, BX
 	VANDPS        lgc15<>+0(SB), Y2, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
 	VCVTPS2PD     X2, Y5
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1408(BX)(SI*8), Y5, Y5
-	VMOVUPD       Y5, 1408(BX)(SI*8)
-	VADDPD        1440(BX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 1440(BX)(SI*8)
+	VADDPD        1408(DX)(BX*8), Y5, Y5
+	VMOVUPD       Y5, 1408(DX)(BX*8)
+	VADDPD        1440(DX)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 1440(DX)(BX*8)
 	VMOVUPS       lgc17<>+0(SB), Y2
 	VANDPS        Y4, Y3, Y3
-	VANDPS        2432(BX), Y3, Y3
-	VMOVUPS       Y3, 2432(BX)
-	MOVQ          $+4, BX
+	VANDPS        2432(DX), Y3, Y3
+	VMOVUPS       Y3, 2432(DX)
+	MOVQ          $+4, DX
 
 noflush_3:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+128
+	ADDQ         $+16, CX
+	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), DX
-	VMOVUPS      Y0, 256(DX)
-	MOVQ         CX, SI
-	IMUL3Q       $+8, SI, DI
-	VMOVUPS      Y1, 1024(DX)(DI*4)
-	IMUL3Q       $+8, SI, SI
-	VMOVUPS      Y2, 2048(DX)(SI*4)
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y0, 256(CX)
+	MOVQ         AX, BX
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      Y1, 1024(CX)(SI*4)
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      Y2, 2048(CX)(BX*4)
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
 	VMOVUPS      lgc17<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
+	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+8(FP), DX
-	VMOVUPS      256(DX), Y1
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
 	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	MOVQ         CX, BX
-	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y2
+	VMOVUPS      Y1, 256(CX)
+	MOVQ         AX, DX
+	IMUL3Q       $+8, DX, BX
+	VMOVUPS      1024(CX)(BX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 416(DX)(SI*8)
+	VADDPD       384(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 384(CX)(BX*8)
+	VADDPD       416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 416(CX)(BX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)(SI*4)
+	VMOVUPS      Y2, 1024(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2048(DX)(BX*4), Y2
+	IMUL3Q       $+8, DX, DX
+	VMOVUPS      2048(CX)(DX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(DX)(BX*8)
-	VADDPD       1440(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(DX)(BX*8)
+	VADDPD       1408(CX)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1408(CX)(DX*8)
+	VADDPD       1440(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1440(CX)(DX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(DX)(BX*4)
+	VMOVUPS      Y2, 2048(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       2432(DX), Y0, Y0
-	VMOVUPS      Y0, 2432(DX)
-	INCQ         CX
-	CMPQ         CX, hi+40(FP)
+	VANDPS       2432(CX), Y0, Y0
+	VMOVUPS      Y0, 2432(CX)
+	INCQ         AX
+	CMPQ         AX, hi+40(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET

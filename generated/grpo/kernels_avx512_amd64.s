@@ -6,20 +6,20 @@
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass0AVX512(SB), $256-72
+TEXT ·pass0AVX512(SB), $64-72
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), CX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ $+4, DX
+	XORQ CX, CX
 
 blocks_2:
-	MOVQ          mask+8(FP), SI
-	IMUL3Q        $+128, CX, DI
-	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z0
+	MOVQ          mask+8(FP), BX
+	IMUL3Q        $+128, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z1
@@ -29,22 +29,22 @@ blocks_2:
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), SI
-	VADDPS        256(SI), Y1, Y1
+	MOVQ          state+16(FP), BX
+	VADDPS        256(BX), Y1, Y1
 	VADDPS        Y2, Y1, Y1
-	VMOVUPS       Y1, 256(SI)
-	MOVQ          logProb+24(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VMOVUPS       Y1, 256(BX)
+	MOVQ          logProb+24(FP), DI
+	VMOVUPS       (DI)(SI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), R8
-	VMOVUPS (R8)(DI*4), Z2
+	MOVQ    sampleLogProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Z2
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	MOVQ    advantage+40(FP), DI
+	VMOVUPS (DI)(SI*4), Z3
 
 	// v10 = where(mask, advantage, 0)
 	VANDPS Z3, Z0, Z3
@@ -69,9 +69,9 @@ blocks_2:
 
 	// sum(kept) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        576(SI), Y5, Y7
+	VADDPS        576(BX), Y5, Y7
 	VADDPS        Y6, Y7, Y7
-	VMOVUPS       Y7, 576(SI)
+	VMOVUPS       Y7, 576(BX)
 	VBROADCASTSS  lgb4<>+0(SB), Z6
 
 	// v21 = max(logWeight, -0.22314355) tie=first
@@ -79,506 +79,493 @@ blocks_2:
 	VBROADCASTSS lgb5<>+0(SB), Z7
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Z6, Z7, Z6
-	VMOVUPS Z1, (AX)
+	VMINPS Z6, Z7, Z6
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z1
-	VMAXPS            Z4, Z1, Z1
-	VBROADCASTSS      lgb7<>+0(SB), Z7
-	VMINPS            Z1, Z7, Z1
-	VMULPS.BCST       lgb8<>+0(SB), Z1, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z1
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z7, Z1
-	VMULPS            Z1, Z1, Z8
-	VBROADCASTSS      lgb11<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb15<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z1, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z1, Z8, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z1
-	VPADDD.BCST       lgb16<>+0(SB), Z1, Z1
-	VPSRLD            $0x01, Z1, Z7
-	VPSUBD            Z7, Z1, Z1
+	VBROADCASTSS      lgb6<>+0(SB), Z7
+	VMAXPS            Z4, Z7, Z7
+	VBROADCASTSS      lgb7<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb8<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb15<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb16<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
 	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z1, Z1
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z1, Z9, Z9
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
 
 	// v24 = ne(logWeightClip, logWeight)
 	VCMPPS       $0x04, Z4, Z6, K1
-	VPMOVM2D     K1, Z1
-	VANDPS.BCST  lgb1<>+0(SB), Z1, Z6
-	VBROADCASTSS lgb17<>+0(SB), Z7
-	VBROADCASTSS lgb18<>+0(SB), Z8
+	VPMOVM2D     K1, Z6
+	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
+	VBROADCASTSS lgb17<>+0(SB), Z8
+	VBROADCASTSS lgb18<>+0(SB), Z9
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z1, Z10
-	VPTERNLOGD   $0xca, Z8, Z7, Z10
-	VBROADCASTSS lgb19<>+0(SB), Z7
-	VBROADCASTSS lgb20<>+0(SB), Z8
+	VMOVUPS      Z6, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb19<>+0(SB), Z8
+	VBROADCASTSS lgb20<>+0(SB), Z9
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z8, Z7, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z9, Z8, Z6
+	VBROADCASTSS lgb0<>+0(SB), Z8
 
 	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z7, Z3, K1
-	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, 64(AX)
-	VMOVUPS  Z2, 128(AX)
+	VCMPPS   $0x1d, Z8, Z3, K1
+	VPMOVM2D K1, Z8
 
 	// v32 = min(ratio, v27) tie=first
-	VMINPS Z9, Z10, Z2
+	VMINPS Z10, Z11, Z11
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z9, Z1, Z1
+	VMAXPS Z10, Z6, Z6
 
 	// ratioClipped = where(v31, v32, v33)
-	VMOVUPS    Z7, Z4
-	VPTERNLOGD $0xca, Z1, Z2, Z4
+	VPTERNLOGD $0xca, Z6, Z11, Z8
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Z4, Z3, Z1
+	VMULPS Z8, Z3, Z3
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z2
-	VCMPPS       $0x04, Z2, Z5, K1
-	VPMOVM2D     K1, Z2
+	VXORPS.BCST  lgb21<>+0(SB), Z3, Z3
+	VBROADCASTSS lgb0<>+0(SB), Z6
+	VCMPPS       $0x04, Z6, Z5, K1
+	VPMOVM2D     K1, Z6
 
 	// v37 = where(kept, v36, 0)
-	VANDPS Z1, Z2, Z1
+	VANDPS Z3, Z6, Z3
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        896(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 896(SI)
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        896(BX), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 896(BX)
 
 	// v41 = where(mask, v24, 0)
-	VANDPS Z6, Z0, Z1
+	VANDPS Z7, Z0, Z3
 
 	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1216(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 1216(SI)
-	VMOVUPS       128(AX), Z1
-	VMOVUPS       (AX), Z3
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        1216(BX), Y3, Y3
+	VADDPS        Y5, Y3, Y3
+	VMOVUPS       Y3, 1216(BX)
 
 	// v45 = sub(v8, v6)
-	VSUBPS Z3, Z1, Z1
+	VSUBPS Z1, Z2, Z2
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z2, Z0, Z2
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1536(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 1536(SI)
-	MOVQ          entropy+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        1536(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 1536(BX)
+	MOVQ          entropy+48(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z2, Z0, Z2
 
 	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        1856(SI), Y0, Y3
-	VADDPS        Y1, Y3, Y3
-	VMOVUPS       Y3, 1856(SI)
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        1856(BX), Y2, Y5
+	VADDPS        Y3, Y5, Y5
+	VMOVUPS       Y5, 1856(BX)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z0, Z0
+	VMULPS.BCST lgb22<>+0(SB), Z2, Z2
 
 	// v55 = where(kept, v54, 0)
-	VANDPS Z0, Z2, Z0
+	VANDPS Z2, Z6, Z2
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2176(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2176(SI)
-	VMOVUPS       64(AX), Z0
-	VBROADCASTSS  lgb20<>+0(SB), Z1
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        2176(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2176(BX)
 
 	// v58 = where(kept, logWeight, -Inf)
-	VMOVUPS    Z2, Z3
-	VPTERNLOGD $0xca, Z1, Z0, Z3
+	VMOVUPS    Z6, Z2
+	VPTERNLOGD $0xca, Z9, Z4, Z2
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z9, Z2, Z0
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z1
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z3, K1
+	VANDPS        Z10, Z6, Z3
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z2, K1
 	VPMOVM2D      K1, Z4
-	VANDPS        Z4, Z1, Z1
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z4
-	VORPS         Z4, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VANDPS        Y1, Y3, Y1
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VANDPS        2496(SI), Y1, Y1
-	VMOVUPS       Y1, 2496(SI)
-	VADDPS        2624(SI), Y0, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 2624(SI)
-	VMULPS        Y0, Y0, Y0
-	VMULPS        Y3, Y3, Y1
-	VADDPS        2944(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2944(SI)
-	MOVQ          mask+8(FP), R8
-	VPMOVZXBD     (R8)(DI*1), Z0
-	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z0
-	MOVQ          refLogProb+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z5
+	VANDPS        Z5, Z4, Z4
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z5
+	VORPS         Z5, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VANDPS        Y4, Y2, Y2
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        2496(BX), Y2, Y2
+	VMOVUPS       Y2, 2496(BX)
+	VADDPS        2624(BX), Y3, Y2
+	VADDPS        Y4, Y2, Y2
+	VMOVUPS       Y2, 2624(BX)
+	VMULPS        Y3, Y3, Y2
+	VMULPS        Y4, Y4, Y3
+	VADDPS        2944(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 2944(BX)
+	MOVQ          refLogProb+56(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
 
 	// v70 = where(mask, refLogProb, 0)
-	VANDPS  Z1, Z0, Z0
-	VMOVUPS (AX), Z1
+	VANDPS Z2, Z0, Z0
 
 	// v71 = sub(v70, v6)
 	VSUBPS Z1, Z0, Z0
 
 	// v72 = where(kept, v71, 0)
-	VANDPS Z0, Z2, Z0
+	VANDPS Z0, Z6, Z0
 
 	// k3 = expm1_minus_x(v72)
 	VBROADCASTSS      lgb6<>+0(SB), Z1
 	VMAXPS            Z0, Z1, Z1
-	VBROADCASTSS      lgb7<>+0(SB), Z3
-	VMINPS            Z1, Z3, Z1
-	VMULPS.BCST       lgb8<>+0(SB), Z1, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z1, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb7<>+0(SB), Z2
+	VMINPS            Z1, Z2, Z1
+	VMULPS.BCST       lgb8<>+0(SB), Z1, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VMOVAPS           Z1, Z3
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z2, Z3
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z2, Z3
+	VMULPS            Z3, Z3, Z4
+	VBROADCASTSS      lgb11<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z3, Z5
 	VBROADCASTSS      lgb13<>+0(SB), Z1
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z1
-	VFMADD213PS       Z1, Z5, Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z3, Z1
+	VFMADD213PS       Z1, Z4, Z5
 	VBROADCASTSS      lgb15<>+0(SB), Z1
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z4, Z1
-	VFMADD213PS       Z1, Z5, Z6
-	VMULPS            Z5, Z6, Z1
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z3, Z1
+	VFMADD213PS       Z1, Z4, Z5
+	VMULPS            Z4, Z5, Z1
+	VFMADD213PS       Z3, Z4, Z5
+	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
+	VCVTPS2DQ         Z2, Z3
+	VPADDD.BCST       lgb16<>+0(SB), Z3, Z3
+	VPSRLD            $0x01, Z3, Z4
+	VPSUBD            Z4, Z3, Z3
 	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z0, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z4, Z5, Z5
+	VMULPS            Z3, Z5, Z5
+	VSUBPS.BCST       lgb1<>+0(SB), Z5, Z5
+	VSUBPS            Z0, Z5, Z5
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z2, K1
 	VPMOVM2D          K1, Z0
-	VPTERNLOGD        $0xb8, Z1, Z0, Z6
+	VPTERNLOGD        $0xb8, Z1, Z0, Z5
 
 	// v74 = where(kept, k3, 0)
-	VANDPS Z6, Z2, Z0
+	VANDPS Z5, Z6, Z0
 
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3264(SI), Y0, Y0
+	VADDPS        3264(BX), Y0, Y0
 	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 3264(SI)
-	DECQ          BX
+	VMOVUPS       Y0, 3264(BX)
+	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+16(FP), BX
-	VMOVUPS       256(BX), Y1
+	MOVQ          state+16(FP), DX
+	VMOVUPS       256(DX), Y1
 	VANDPS        lgc26<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        64(BX), Y2, Y2
-	VMOVUPD       Y2, 64(BX)
-	VADDPD        96(BX), Y1, Y1
-	VMOVUPD       Y1, 96(BX)
+	VADDPD        64(DX), Y2, Y2
+	VMOVUPD       Y2, 64(DX)
+	VADDPD        96(DX), Y1, Y1
+	VMOVUPD       Y1, 96(DX)
 	VMOVUPS       lgc28<>+0(SB), Y1
-	VMOVUPS       Y1, 256(BX)
-	VMOVUPS       576(BX), Y2
+	VMOVUPS       Y1, 256(DX)
+	VMOVUPS       576(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        384(BX), Y3, Y3
-	VMOVUPD       Y3, 384(BX)
-	VADDPD        416(BX), Y2, Y2
-	VMOVUPD       Y2, 416(BX)
+	VADDPD        384(DX), Y3, Y3
+	VMOVUPD       Y3, 384(DX)
+	VADDPD        416(DX), Y2, Y2
+	VMOVUPD       Y2, 416(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 576(BX)
+	VMOVUPS       Y2, 576(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(BX), Y2
+	VMOVUPS       896(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        704(BX), Y3, Y3
-	VMOVUPD       Y3, 704(BX)
-	VADDPD        736(BX), Y2, Y2
-	VMOVUPD       Y2, 736(BX)
+	VADDPD        704(DX), Y3, Y3
+	VMOVUPD       Y3, 704(DX)
+	VADDPD        736(DX), Y2, Y2
+	VMOVUPD       Y2, 736(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 896(BX)
+	VMOVUPS       Y2, 896(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(BX), Y2
+	VMOVUPS       1216(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1024(BX), Y3, Y3
-	VMOVUPD       Y3, 1024(BX)
-	VADDPD        1056(BX), Y2, Y2
-	VMOVUPD       Y2, 1056(BX)
+	VADDPD        1024(DX), Y3, Y3
+	VMOVUPD       Y3, 1024(DX)
+	VADDPD        1056(DX), Y2, Y2
+	VMOVUPD       Y2, 1056(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(BX)
+	VMOVUPS       Y2, 1216(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(BX), Y2
+	VMOVUPS       1536(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1344(BX), Y3, Y3
-	VMOVUPD       Y3, 1344(BX)
-	VADDPD        1376(BX), Y2, Y2
-	VMOVUPD       Y2, 1376(BX)
+	VADDPD        1344(DX), Y3, Y3
+	VMOVUPD       Y3, 1344(DX)
+	VADDPD        1376(DX), Y2, Y2
+	VMOVUPD       Y2, 1376(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(BX)
+	VMOVUPS       Y2, 1536(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(BX), Y2
+	VMOVUPS       1856(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1664(BX), Y3, Y3
-	VMOVUPD       Y3, 1664(BX)
-	VADDPD        1696(BX), Y2, Y2
-	VMOVUPD       Y2, 1696(BX)
+	VADDPD        1664(DX), Y3, Y3
+	VMOVUPD       Y3, 1664(DX)
+	VADDPD        1696(DX), Y2, Y2
+	VMOVUPD       Y2, 1696(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(BX)
+	VMOVUPS       Y2, 1856(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2176(BX), Y2
+	VMOVUPS       2176(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        1984(BX), Y3, Y3
-	VMOVUPD       Y3, 1984(BX)
-	VADDPD        2016(BX), Y2, Y2
-	VMOVUPD       Y2, 2016(BX)
+	VADDPD        1984(DX), Y3, Y3
+	VMOVUPD       Y3, 1984(DX)
+	VADDPD        2016(DX), Y2, Y2
+	VMOVUPD       Y2, 2016(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2176(BX)
+	VMOVUPS       Y2, 2176(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(BX), Y2
+	VMOVUPS       2624(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2304(BX), Y3, Y3
-	VMOVUPD       Y3, 2304(BX)
-	VADDPD        2336(BX), Y2, Y2
-	VMOVUPD       Y2, 2336(BX)
+	VADDPD        2304(DX), Y3, Y3
+	VMOVUPD       Y3, 2304(DX)
+	VADDPD        2336(DX), Y2, Y2
+	VMOVUPD       Y2, 2336(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(BX)
+	VMOVUPS       Y2, 2624(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(BX), Y2
+	VMOVUPS       2944(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2752(BX), Y3, Y3
-	VMOVUPD       Y3, 2752(BX)
-	VADDPD        2784(BX), Y2, Y2
-	VMOVUPD       Y2, 2784(BX)
+	VADDPD        2752(DX), Y3, Y3
+	VMOVUPD       Y3, 2752(DX)
+	VADDPD        2784(DX), Y2, Y2
+	VMOVUPD       Y2, 2784(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(BX)
+	VMOVUPS       Y2, 2944(DX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(BX), Y2
+	VMOVUPS       3264(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(BX), Y3, Y3
-	VMOVUPD       Y3, 3072(BX)
-	VADDPD        3104(BX), Y2, Y2
-	VMOVUPD       Y2, 3104(BX)
+	VADDPD        3072(DX), Y3, Y3
+	VMOVUPD       Y3, 3072(DX)
+	VADDPD        3104(DX), Y2, Y2
+	VMOVUPD       Y2, 3104(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(BX)
+	VMOVUPS       Y2, 3264(DX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        3392(BX), Y0, Y0
-	VMOVUPS       Y0, 3392(BX)
-	MOVQ          $+4, BX
+	VANDPS        3392(DX), Y0, Y0
+	VMOVUPS       Y0, 3392(DX)
+	MOVQ          $+4, DX
 
 noflush_3:
-	ADDQ         $+16, DX
-	CMPQ         DX, $+128
+	ADDQ         $+16, CX
+	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         $+4, DX
-	SUBQ         BX, DX
-	SHLQ         $0x01, DX
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
 	VMOVUPS      lgc28<>+0(SB), X0
-	VCVTSI2SDQ   DX, X0, X0
+	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
 	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
+	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
+	VMOVUPS      896(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
+	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
+	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
+	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(DX), Y2
+	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y2, Y2
-	VMOVUPD      Y2, 1376(DX)
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(DX)
+	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(DX), Y2
+	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1664(DX), Y3, Y3
-	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y2, Y2
-	VMOVUPD      Y2, 1696(DX)
+	VADDPD       1664(CX), Y3, Y3
+	VMOVUPD      Y3, 1664(CX)
+	VADDPD       1696(CX), Y2, Y2
+	VMOVUPD      Y2, 1696(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(DX)
+	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2176(DX), Y2
+	VMOVUPS      2176(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1984(DX), Y3, Y3
-	VMOVUPD      Y3, 1984(DX)
-	VADDPD       2016(DX), Y2, Y2
-	VMOVUPD      Y2, 2016(DX)
+	VADDPD       1984(CX), Y3, Y3
+	VMOVUPD      Y3, 1984(CX)
+	VADDPD       2016(CX), Y2, Y2
+	VMOVUPD      Y2, 2016(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(DX)
+	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
+	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2304(DX), Y3, Y3
-	VMOVUPD      Y3, 2304(DX)
-	VADDPD       2336(DX), Y2, Y2
-	VMOVUPD      Y2, 2336(DX)
+	VADDPD       2304(CX), Y3, Y3
+	VMOVUPD      Y3, 2304(CX)
+	VADDPD       2336(CX), Y2, Y2
+	VMOVUPD      Y2, 2336(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
+	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
+	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y2, Y2
+	VMOVUPD      Y2, 2784(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
+	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
+	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y2, Y2
+	VMOVUPD      Y2, 3104(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
+	VMOVUPS      Y2, 3264(CX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       3392(DX), Y0, Y0
-	VMOVUPS      Y0, 3392(DX)
-	INCQ         CX
-	CMPQ         CX, hi+64(FP)
+	VANDPS       3392(CX), Y0, Y0
+	VMOVUPS      Y0, 3392(CX)
+	INCQ         AX
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -800,7 +787,7 @@ noflush_6:
 
 // func fbPass1AVX512(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass1AVX512(SB), $640-96
+TEXT ·fbPass1AVX512(SB), $192-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -849,293 +836,275 @@ blocks_8:
 	VMOVUPS       (R8)(DI*4), Z1
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
+	VANDPS  Z1, Z0, Z2
 	MOVQ    sampleLogProb+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z2
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+48(FP), R8
 	VMOVUPS (R8)(DI*4), Z3
 
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z3, Z0, Z4
+	MOVQ    advantage+48(FP), R8
+	VMOVUPS (R8)(DI*4), Z5
+
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z5, Z0, Z5
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Z2, Z1, Z2
+	VSUBPS Z4, Z2, Z4
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Z2, Z2, Z4
+	VMULPS Z4, Z4, Z6
 
 	// v14 = mul(0.5, v13)
-	VMULPS.BCST  lgb2<>+0(SB), Z4, Z4
-	VBROADCASTSS lgb3<>+0(SB), Z5
+	VMULPS.BCST  lgb2<>+0(SB), Z6, Z6
+	VBROADCASTSS lgb3<>+0(SB), Z7
 
 	// v16 = le(v14, 0.05)
-	VCMPPS      $0x12, Z5, Z4, K1
-	VPMOVM2D    K1, Z4
-	VANDPS.BCST lgb1<>+0(SB), Z4, Z4
+	VCMPPS      $0x12, Z7, Z6, K1
+	VPMOVM2D    K1, Z6
+	VANDPS.BCST lgb1<>+0(SB), Z6, Z6
 
 	// v17 = where(mask, v16, 0)
-	VANDPS       Z4, Z0, Z4
-	VBROADCASTSS lgb4<>+0(SB), Z5
+	VANDPS       Z6, Z0, Z6
+	VBROADCASTSS lgb4<>+0(SB), Z7
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z5, Z5
-	VBROADCASTSS lgb5<>+0(SB), Z6
+	VMAXPS       Z4, Z7, Z7
+	VBROADCASTSS lgb5<>+0(SB), Z8
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS  Z5, Z6, Z5
-	VMOVUPS Z1, 128(AX)
+	VMINPS Z7, Z8, Z7
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z1
-	VMAXPS            Z2, Z1, Z1
-	VBROADCASTSS      lgb7<>+0(SB), Z6
-	VMINPS            Z1, Z6, Z1
-	VMULPS.BCST       lgb8<>+0(SB), Z1, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z6, Z1
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z1
-	VMULPS            Z1, Z1, Z7
-	VBROADCASTSS      lgb11<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z8
-	VBROADCASTSS      lgb13<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb15<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z1, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VFMADD213PS       Z1, Z7, Z8
-	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z6, Z1
-	VPADDD.BCST       lgb16<>+0(SB), Z1, Z1
-	VPSRLD            $0x01, Z1, Z6
-	VPSUBD            Z6, Z1, Z1
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z1, Z1
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z1, Z8, Z8
+	VBROADCASTSS      lgb6<>+0(SB), Z8
+	VMAXPS            Z4, Z8, Z8
+	VBROADCASTSS      lgb7<>+0(SB), Z9
+	VMINPS            Z8, Z9, Z8
+	VMULPS.BCST       lgb8<>+0(SB), Z8, Z9
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z9, Z8
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z9, Z8
+	VMULPS            Z8, Z8, Z10
+	VBROADCASTSS      lgb11<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z11
+	VBROADCASTSS      lgb13<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VBROADCASTSS      lgb15<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VFMADD213PS       Z8, Z10, Z11
+	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
+	VCVTPS2DQ         Z9, Z8
+	VPADDD.BCST       lgb16<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z9
+	VPSUBD            Z9, Z8, Z8
+	VPSLLD            $0x17, Z9, Z9
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z9, Z11, Z11
+	VMULPS            Z8, Z11, Z11
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z2, Z5, K1
-	VPMOVM2D     K1, Z1
-	VANDPS.BCST  lgb1<>+0(SB), Z1, Z5
-	VBROADCASTSS lgb17<>+0(SB), Z6
-	VBROADCASTSS lgb18<>+0(SB), Z7
+	VCMPPS       $0x04, Z4, Z7, K1
+	VPMOVM2D     K1, Z7
+	VANDPS.BCST  lgb1<>+0(SB), Z7, Z8
+	VBROADCASTSS lgb17<>+0(SB), Z9
+	VBROADCASTSS lgb18<>+0(SB), Z10
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z1, Z9
-	VPTERNLOGD   $0xca, Z7, Z6, Z9
-	VBROADCASTSS lgb19<>+0(SB), Z6
-	VBROADCASTSS lgb20<>+0(SB), Z7
+	VMOVUPS      Z7, Z12
+	VPTERNLOGD   $0xca, Z10, Z9, Z12
+	VBROADCASTSS lgb19<>+0(SB), Z9
+	VBROADCASTSS lgb20<>+0(SB), Z10
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z7, Z6, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z6
+	VPTERNLOGD   $0xca, Z10, Z9, Z7
+	VBROADCASTSS lgb0<>+0(SB), Z9
 
 	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z6, Z3, K1
-	VPMOVM2D K1, Z6
-	VMOVUPS  Z2, 192(AX)
+	VCMPPS   $0x1d, Z9, Z5, K1
+	VPMOVM2D K1, Z13
 
 	// v32 = min(ratio, v27) tie=first
-	VMINPS  Z8, Z9, Z2
-	VMOVUPS Z9, 256(AX)
+	VMINPS Z11, Z12, Z14
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS  Z8, Z1, Z7
-	VMOVUPS Z1, 320(AX)
+	VMAXPS Z11, Z7, Z15
 
 	// v34 = where(v31, v32, v33)
-	VMOVUPS    Z6, Z1
-	VPTERNLOGD $0xca, Z7, Z2, Z1
+	VMOVUPS    Z13, Z16
+	VPTERNLOGD $0xca, Z15, Z14, Z16
 
 	// gain = mul(v10, v34)
-	VMULPS Z1, Z3, Z1
+	VMULPS Z16, Z5, Z14
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z2
-	VCMPPS       $0x04, Z2, Z4, K1
-	VPMOVM2D     K1, Z2
+	VXORPS.BCST  lgb21<>+0(SB), Z14, Z14
+	VBROADCASTSS lgb0<>+0(SB), Z15
+	VCMPPS       $0x04, Z15, Z6, K1
+	VPMOVM2D     K1, Z15
 
 	// v37 = where(v17, v36, 0)
-	VANDPS Z1, Z2, Z1
+	VANDPS Z14, Z15, Z6
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1024(SI), Y1, Y1
-	VADDPS        Y4, Y1, Y1
-	VMOVUPS       Y1, 1024(SI)
+	VEXTRACTF64X4 $0x01, Z6, Y14
+	VADDPS        1024(SI), Y6, Y6
+	VADDPS        Y14, Y6, Y6
+	VMOVUPS       Y6, 1024(SI)
 
 	// v41 = where(mask, v24, 0)
-	VANDPS Z5, Z0, Z1
+	VANDPS Z8, Z0, Z6
 
 	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1344(SI), Y1, Y1
-	VADDPS        Y4, Y1, Y1
-	VMOVUPS       Y1, 1344(SI)
-	MOVQ          sampleLogProb+40(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
-	MOVQ          logProb+32(FP), R8
-	VMOVUPS       (R8)(DI*4), Z4
+	VEXTRACTF64X4 $0x01, Z6, Y8
+	VADDPS        1344(SI), Y6, Y6
+	VADDPS        Y8, Y6, Y6
+	VMOVUPS       Y6, 1344(SI)
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z4, Z1, Z1
+	VSUBPS Z1, Z3, Z1
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Z1, Z0, Z1
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        1664(SI), Y1, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y3, Y1, Y1
 	VMOVUPS       Y1, 1664(SI)
 	MOVQ          entropy+56(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z1, Z0, Z1
 
 	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        1984(SI), Y0, Y4
-	VADDPS        Y1, Y4, Y4
-	VMOVUPS       Y4, 1984(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        1984(SI), Y1, Y6
+	VADDPS        Y3, Y6, Y6
+	VMOVUPS       Y6, 1984(SI)
 
 	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z0, Z0
+	VMULPS.BCST lgb22<>+0(SB), Z1, Z1
 
 	// v55 = where(v17, v54, 0)
-	VANDPS Z0, Z2, Z0
+	VANDPS Z1, Z15, Z1
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2304(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 2304(SI)
-	VMOVUPS       192(AX), Z0
-	VBROADCASTSS  lgb20<>+0(SB), Z1
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        2304(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2304(SI)
 
 	// v58 = where(v17, logWeight, -Inf)
-	VMOVUPS    Z2, Z4
-	VPTERNLOGD $0xca, Z1, Z0, Z4
-	VMOVUPS    Z6, 384(AX)
-	VMOVUPS    Z3, 448(AX)
+	VMOVUPS    Z15, Z1
+	VPTERNLOGD $0xca, Z10, Z4, Z1
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z8, Z2, Z0
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z1
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z1, Z1
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VANDPS        Y1, Y3, Y1
-	VEXTRACTF64X4 $0x01, Z0, Y3
+	VANDPS        Z11, Z15, Z3
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z4
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z6
+	VANDPS        Z6, Z4, Z4
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z6
+	VORPS         Z6, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VANDPS        Y4, Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y4
 	VANDPS        2624(SI), Y1, Y1
 	VMOVUPS       Y1, 2624(SI)
-	VADDPS        2752(SI), Y0, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        2752(SI), Y3, Y1
+	VADDPS        Y4, Y1, Y1
 	VMOVUPS       Y1, 2752(SI)
-	VMULPS        Y0, Y0, Y0
 	VMULPS        Y3, Y3, Y1
-	VADDPS        3072(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 3072(SI)
-	MOVQ          mask+16(FP), R8
-	VPMOVZXBD     (R8)(DI*1), Z0
-	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z0
+	VMULPS        Y4, Y4, Y3
+	VADDPS        3072(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 3072(SI)
 	MOVQ          refLogProb+64(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
 
 	// v70 = where(mask, refLogProb, 0)
-	VANDPS  Z1, Z0, Z1
-	VMOVUPS 128(AX), Z3
+	VANDPS Z1, Z0, Z1
 
 	// v71 = sub(v70, v6)
-	VSUBPS Z3, Z1, Z1
+	VSUBPS Z2, Z1, Z1
 
 	// v72 = where(v17, v71, 0)
-	VANDPS  Z1, Z2, Z1
-	VMOVUPS Z8, 512(AX)
+	VANDPS Z1, Z15, Z1
 
 	// k3 = expm1_minus_x(v72)
-	VBROADCASTSS      lgb6<>+0(SB), Z3
-	VMAXPS            Z1, Z3, Z3
-	VBROADCASTSS      lgb7<>+0(SB), Z4
-	VMINPS            Z3, Z4, Z3
-	VMULPS.BCST       lgb8<>+0(SB), Z3, Z4
-	VRNDSCALEPS       $0x00, Z4, Z4
-	VMOVAPS           Z3, Z5
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z4, Z5
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z4, Z5
-	VMULPS            Z5, Z5, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z7
-	VBROADCASTSS      lgb13<>+0(SB), Z3
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z3
-	VFMADD213PS       Z3, Z6, Z7
-	VBROADCASTSS      lgb15<>+0(SB), Z3
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z5, Z3
-	VFMADD213PS       Z3, Z6, Z7
-	VMULPS            Z6, Z7, Z3
-	VFMADD213PS       Z5, Z6, Z7
-	VADDPS.BCST       lgb1<>+0(SB), Z7, Z7
-	VCVTPS2DQ         Z4, Z5
-	VPADDD.BCST       lgb16<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
+	VBROADCASTSS      lgb6<>+0(SB), Z2
+	VMAXPS            Z1, Z2, Z2
+	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMOVAPS           Z2, Z4
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VMULPS            Z4, Z4, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z8
+	VBROADCASTSS      lgb13<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z6, Z8
+	VBROADCASTSS      lgb15<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z6, Z8
+	VMULPS            Z6, Z8, Z2
+	VFMADD213PS       Z4, Z6, Z8
+	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VCVTPS2DQ         Z3, Z4
+	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z6
+	VPSUBD            Z6, Z4, Z4
 	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z7, Z7
-	VMULPS            Z5, Z7, Z7
-	VSUBPS.BCST       lgb1<>+0(SB), Z7, Z7
-	VSUBPS            Z1, Z7, Z7
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z4, K1
-	VPMOVM2D          K1, Z4
-	VPTERNLOGD        $0xb8, Z3, Z4, Z7
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z6, Z8, Z8
+	VMULPS            Z4, Z8, Z8
+	VSUBPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VSUBPS            Z1, Z8, Z8
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z3
+	VPTERNLOGD        $0xb8, Z2, Z3, Z8
 
 	// v74 = where(v17, k3, 0)
-	VANDPS Z7, Z2, Z3
+	VANDPS Z8, Z15, Z2
 
 	// sum(v74) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        3392(SI), Y3, Y3
-	VADDPS        Y4, Y3, Y3
-	VMOVUPS       Y3, 3392(SI)
-	VBROADCASTSS  lgb30<>+0(SB), Z3
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        3392(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 3392(SI)
+	VBROADCASTSS  lgb30<>+0(SB), Z2
 
 	// v82 = lt(v72, -40)
-	VCMPPS   $0x11, Z3, Z1, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x11, Z2, Z1, K1
+	VPMOVM2D K1, Z2
 
 	// v84 = add(k3, v72)
-	VADDPS       Z1, Z7, Z1
-	VBROADCASTSS lgb31<>+0(SB), Z4
+	VADDPS       Z1, Z8, Z1
+	VBROADCASTSS lgb31<>+0(SB), Z3
 
 	// v85 = where(v82, -1, v84)
-	VPTERNLOGD $0xca, Z1, Z4, Z3
+	VPTERNLOGD $0xca, Z1, Z3, Z2
 	VMOVUPS    (AX), Z1
 
 	// v86 = mul(v80, v85)
-	VMULPS Z3, Z1, Z1
+	VMULPS Z2, Z1, Z1
 
 	// v87 = where(v17, v86, 0)
-	VANDPS Z1, Z2, Z1
+	VANDPS Z1, Z15, Z1
 
 	// v88 = neg(v87)
 	VXORPS.BCST lgb21<>+0(SB), Z1, Z1
-	VMOVUPS     64(AX), Z3
+	VMOVUPS     64(AX), Z2
 
 	// v90 = where(v17, v89, 0)
-	VANDPS Z3, Z2, Z2
+	VANDPS Z2, Z15, Z2
 
 	// v91 = mul(v90, -0.01)
 	VMULPS.BCST lgb22<>+0(SB), Z2, Z3
@@ -1145,58 +1114,49 @@ blocks_8:
 
 	// v93 = neg(v90)
 	VXORPS.BCST lgb21<>+0(SB), Z2, Z2
-	VMOVUPS     448(AX), Z4
 
 	// v94 = mul(v93, v10)
-	VMULPS       Z4, Z2, Z2
-	VMOVUPS      384(AX), Z4
-	VBROADCASTSS lgb0<>+0(SB), Z5
-	VCMPPS       $0x04, Z5, Z4, K1
-	VPMOVM2D     K1, Z5
+	VMULPS Z5, Z2, Z2
 
 	// v95 = where(v31, v94, 0)
-	VANDPS Z2, Z5, Z4
+	VANDPS Z2, Z13, Z4
 
 	// v96 = where(v31, 0, v94)
-	VANDNPS Z2, Z5, Z2
-	VMOVUPS 512(AX), Z5
-	VMOVUPS 320(AX), Z6
+	VANDNPS Z2, Z13, Z2
 
 	// v97 = ge(ratio, v30)
-	VCMPPS   $0x1d, Z6, Z5, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x1d, Z7, Z11, K1
+	VPMOVM2D K1, Z5
 
 	// v98 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z5, Z5, K1
-	VPMOVM2D K1, Z7
-
-	// v99 = max(v97, v98)
-	VORPS Z6, Z7, Z6
-
-	// v100 = where(v99, v96, 0)
-	VANDPS  Z2, Z6, Z2
-	VMOVUPS 256(AX), Z6
-
-	// v101 = le(ratio, v27)
-	VCMPPS   $0x12, Z6, Z5, K1
+	VCMPPS   $0x04, Z11, Z11, K1
 	VPMOVM2D K1, Z6
 
+	// v99 = max(v97, v98)
+	VORPS Z5, Z6, Z5
+
+	// v100 = where(v99, v96, 0)
+	VANDPS Z2, Z5, Z2
+
+	// v101 = le(ratio, v27)
+	VCMPPS   $0x12, Z12, Z11, K1
+	VPMOVM2D K1, Z5
+
 	// v102 = max(v101, v98)
-	VORPS Z6, Z7, Z6
+	VORPS Z5, Z6, Z5
 
 	// v103 = where(v102, v95, 0)
-	VANDPS Z4, Z6, Z4
+	VANDPS Z4, Z5, Z4
 
 	// v104 = add(v100, v103)
-	VADDPS       Z4, Z2, Z2
-	VBROADCASTSS lgb0<>+0(SB), Z4
+	VADDPS Z4, Z2, Z2
 
 	// v105 = ne(v104, 0)
-	VCMPPS   $0x04, Z4, Z2, K1
+	VCMPPS   $0x04, Z9, Z2, K1
 	VPMOVM2D K1, Z4
 
 	// v106 = mul(v104, ratio)
-	VMULPS Z5, Z2, Z5
+	VMULPS Z11, Z2, Z5
 
 	// v107 = where(v105, v106, v104)
 	VPTERNLOGD $0xca, Z2, Z5, Z4

@@ -6,31 +6,31 @@
 
 // func pass2AVX512(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·pass2AVX512(SB), $192-80
+TEXT ·pass2AVX512(SB), $64-80
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), CX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
-	XORQ DX, DX
+	XORQ CX, CX
 
 outer1_2:
-	MOVQ $+4, SI
-	XORQ BX, BX
+	MOVQ $+4, BX
+	XORQ DX, DX
 
 blocks_3:
-	MOVQ         nextReward+8(FP), DI
-	IMUL3Q       $+8, CX, R8
-	ADDQ         DX, R8
-	VBROADCASTSS (DI)(R8*4), Z0
-	MOVQ         s0+16(FP), DI
-	MOVQ         CX, R8
-	VBROADCASTSS (DI)(R8*4), Z1
+	MOVQ         nextReward+8(FP), SI
+	IMUL3Q       $+8, AX, DI
+	ADDQ         CX, DI
+	VBROADCASTSS (SI)(DI*4), Z0
+	MOVQ         s0+16(FP), SI
+	MOVQ         AX, DI
+	VBROADCASTSS (SI)(DI*4), Z1
 
 	// v3 = sub(nextReward, mean)
 	VSUBPS       Z1, Z0, Z0
-	MOVQ         s1+24(FP), DI
-	VBROADCASTSS (DI)(R8*4), Z1
+	MOVQ         s1+24(FP), SI
+	VBROADCASTSS (SI)(DI*4), Z1
 	VBROADCASTSS lgb0<>+0(SB), Z2
 
 	// v5 = max(std, 1e-06)
@@ -38,12 +38,12 @@ blocks_3:
 
 	// v6 = div(v3, v5)
 	VDIVPS        Z1, Z0, Z0
-	MOVQ          mask+32(FP), DI
-	IMUL3Q        $+512, CX, R8
-	IMUL3Q        $+64, DX, R9
-	ADDQ          R9, R8
-	ADDQ          BX, R8
-	VPMOVZXBD     (DI)(R8*1), Z1
+	MOVQ          mask+32(FP), SI
+	IMUL3Q        $+512, AX, DI
+	IMUL3Q        $+64, CX, R8
+	ADDQ          R8, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z1
 	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
 	VPMOVM2D      K1, Z1
 	VBROADCASTSS  lgb2<>+0(SB), Z2
@@ -53,17 +53,17 @@ blocks_3:
 
 	// sum(v12) over [G N L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+40(FP), DI
-	VADDPS        2944(DI), Y2, Y2
+	MOVQ          state+40(FP), SI
+	VADDPS        2944(SI), Y2, Y2
 	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 2944(DI)
-	MOVQ          logProb+48(FP), R9
-	VMOVUPS       (R9)(R8*4), Z2
+	VMOVUPS       Y2, 2944(SI)
+	MOVQ          logProb+48(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
 
 	// v15 = where(mask, logProb, 0)
 	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+56(FP), R9
-	VMOVUPS (R9)(R8*4), Z3
+	MOVQ    sampleLogProb+56(FP), R8
+	VMOVUPS (R8)(DI*4), Z3
 
 	// v17 = where(mask, sampleLogProb, 0)
 	VANDPS Z3, Z1, Z3
@@ -131,21 +131,18 @@ blocks_3:
 	// v32 = ge(v18, 0)
 	VCMPPS   $0x1d, Z7, Z0, K1
 	VPMOVM2D K1, Z7
-	VMOVUPS  Z4, (AX)
-	VMOVUPS  Z2, 64(AX)
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z9, Z10, Z2
+	VMINPS Z9, Z10, Z10
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z9, Z5, Z4
+	VMAXPS Z9, Z5, Z5
 
 	// ratioClipped = where(v32, v33, v34)
-	VMOVUPS    Z7, Z5
-	VPTERNLOGD $0xca, Z4, Z2, Z5
+	VPTERNLOGD $0xca, Z5, Z10, Z7
 
 	// gain = mul(v18, ratioClipped)
-	VMULPS Z5, Z0, Z0
+	VMULPS Z7, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
@@ -154,68 +151,64 @@ blocks_3:
 	VANDPS Z0, Z1, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3264(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 3264(DI)
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        3264(SI), Y0, Y0
+	VADDPS        Y5, Y0, Y0
+	VMOVUPS       Y0, 3264(SI)
 
 	// v42 = where(mask, v25, 0)
 	VANDPS Z6, Z1, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3584(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 3584(DI)
-	VMOVUPS       64(AX), Z0
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        3584(SI), Y0, Y0
+	VADDPS        Y5, Y0, Y0
+	VMOVUPS       Y0, 3584(SI)
 
 	// v45 = sub(v17, v15)
-	VSUBPS Z0, Z3, Z0
+	VSUBPS Z2, Z3, Z0
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Z0, Z1, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3904(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 3904(DI)
-	VMOVUPS       (AX), Z0
-	VBROADCASTSS  lgb20<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        3904(SI), Y0, Y0
+	VADDPS        Y3, Y0, Y0
+	VMOVUPS       Y0, 3904(SI)
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z3
-	VPTERNLOGD $0xca, Z2, Z0, Z3
+	VMOVUPS    Z1, Z0
+	VPTERNLOGD $0xca, Z8, Z4, Z0
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z9, Z1, Z0
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
+	VANDPS        Z9, Z1, Z3
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z4
-	VANDPS        Z4, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z4
-	VORPS         Z4, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VANDPS        4224(DI), Y2, Y2
-	VMOVUPS       Y2, 4224(DI)
-	VADDPS        4352(DI), Y0, Y2
-	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 4352(DI)
-	VMULPS        Y0, Y0, Y0
-	VMULPS        Y3, Y3, Y2
-	VADDPS        4672(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 4672(DI)
-	MOVQ          refLogProb+64(FP), R9
-	VMOVUPS       (R9)(R8*4), Z0
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z5
+	VANDPS        Z5, Z4, Z4
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z5
+	VORPS         Z5, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VANDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        4224(SI), Y0, Y0
+	VMOVUPS       Y0, 4224(SI)
+	VADDPS        4352(SI), Y3, Y0
+	VADDPS        Y4, Y0, Y0
+	VMOVUPS       Y0, 4352(SI)
+	VMULPS        Y3, Y3, Y0
+	VMULPS        Y4, Y4, Y3
+	VADDPS        4672(SI), Y0, Y0
+	VADDPS        Y3, Y0, Y0
+	VMOVUPS       Y0, 4672(SI)
+	MOVQ          refLogProb+64(FP), R8
+	VMOVUPS       (R8)(DI*4), Z0
 
 	// v61 = where(mask, refLogProb, 0)
-	VANDPS  Z0, Z1, Z0
-	VMOVUPS 64(AX), Z2
+	VANDPS Z0, Z1, Z0
 
 	// v62 = sub(v61, v15)
 	VSUBPS Z2, Z0, Z0
@@ -264,215 +257,215 @@ blocks_3:
 
 	// sum(v65) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        4992(DI), Y0, Y0
+	VADDPS        4992(SI), Y0, Y0
 	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 4992(DI)
-	DECQ          SI
+	VMOVUPS       Y0, 4992(SI)
+	DECQ          BX
 	JNZ           noflush_4
 	VMOVUPD       lgc24<>+0(SB), Y0
-	MOVQ          state+40(FP), SI
-	VMOVUPS       2944(SI), Y1
+	MOVQ          state+40(FP), BX
+	VMOVUPS       2944(BX), Y1
 	VANDPS        lgc25<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD     X1, Y2
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
-	VADDPD        2752(SI), Y2, Y2
-	VMOVUPD       Y2, 2752(SI)
-	VADDPD        2784(SI), Y1, Y1
-	VMOVUPD       Y1, 2784(SI)
+	VADDPD        2752(BX), Y2, Y2
+	VMOVUPD       Y2, 2752(BX)
+	VADDPD        2784(BX), Y1, Y1
+	VMOVUPD       Y1, 2784(BX)
 	VMOVUPS       lgc27<>+0(SB), Y1
-	VMOVUPS       Y1, 2944(SI)
-	VMOVUPS       3264(SI), Y2
+	VMOVUPS       Y1, 2944(BX)
+	VMOVUPS       3264(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3072(SI), Y3, Y3
-	VMOVUPD       Y3, 3072(SI)
-	VADDPD        3104(SI), Y2, Y2
-	VMOVUPD       Y2, 3104(SI)
+	VADDPD        3072(BX), Y3, Y3
+	VMOVUPD       Y3, 3072(BX)
+	VADDPD        3104(BX), Y2, Y2
+	VMOVUPD       Y2, 3104(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(SI)
+	VMOVUPS       Y2, 3264(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3584(SI), Y2
+	VMOVUPS       3584(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3392(SI), Y3, Y3
-	VMOVUPD       Y3, 3392(SI)
-	VADDPD        3424(SI), Y2, Y2
-	VMOVUPD       Y2, 3424(SI)
+	VADDPD        3392(BX), Y3, Y3
+	VMOVUPD       Y3, 3392(BX)
+	VADDPD        3424(BX), Y2, Y2
+	VMOVUPD       Y2, 3424(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3584(SI)
+	VMOVUPS       Y2, 3584(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3904(SI), Y2
+	VMOVUPS       3904(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        3712(SI), Y3, Y3
-	VMOVUPD       Y3, 3712(SI)
-	VADDPD        3744(SI), Y2, Y2
-	VMOVUPD       Y2, 3744(SI)
+	VADDPD        3712(BX), Y3, Y3
+	VMOVUPD       Y3, 3712(BX)
+	VADDPD        3744(BX), Y2, Y2
+	VMOVUPD       Y2, 3744(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3904(SI)
+	VMOVUPS       Y2, 3904(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4352(SI), Y2
+	VMOVUPS       4352(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4032(SI), Y3, Y3
-	VMOVUPD       Y3, 4032(SI)
-	VADDPD        4064(SI), Y2, Y2
-	VMOVUPD       Y2, 4064(SI)
+	VADDPD        4032(BX), Y3, Y3
+	VMOVUPD       Y3, 4032(BX)
+	VADDPD        4064(BX), Y2, Y2
+	VMOVUPD       Y2, 4064(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4352(SI)
+	VMOVUPS       Y2, 4352(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4672(SI), Y2
+	VMOVUPS       4672(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4480(SI), Y3, Y3
-	VMOVUPD       Y3, 4480(SI)
-	VADDPD        4512(SI), Y2, Y2
-	VMOVUPD       Y2, 4512(SI)
+	VADDPD        4480(BX), Y3, Y3
+	VMOVUPD       Y3, 4480(BX)
+	VADDPD        4512(BX), Y2, Y2
+	VMOVUPD       Y2, 4512(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4672(SI)
+	VMOVUPS       Y2, 4672(BX)
 	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4992(SI), Y2
+	VMOVUPS       4992(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD     X2, Y3
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        4800(SI), Y3, Y3
-	VMOVUPD       Y3, 4800(SI)
-	VADDPD        4832(SI), Y2, Y2
-	VMOVUPD       Y2, 4832(SI)
+	VADDPD        4800(BX), Y3, Y3
+	VMOVUPD       Y3, 4800(BX)
+	VADDPD        4832(BX), Y2, Y2
+	VMOVUPD       Y2, 4832(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4992(SI)
+	VMOVUPS       Y2, 4992(BX)
 	VANDPS        Y1, Y0, Y0
-	VANDPS        5120(SI), Y0, Y0
-	VMOVUPS       Y0, 5120(SI)
-	MOVQ          $+4, SI
+	VANDPS        5120(BX), Y0, Y0
+	VMOVUPS       Y0, 5120(BX)
+	MOVQ          $+4, BX
 
 noflush_4:
-	ADDQ         $+16, BX
-	CMPQ         BX, $+64
+	ADDQ         $+16, DX
+	CMPQ         DX, $+64
 	JL           blocks_3
-	MOVQ         $+4, BX
-	SUBQ         SI, BX
-	SHLQ         $0x01, BX
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
 	VMOVUPS      lgc27<>+0(SB), X0
-	VCVTSI2SDQ   BX, X0, X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), BX
-	VMOVUPS      2944(BX), Y1
+	MOVQ         state+40(FP), DX
+	VMOVUPS      2944(DX), Y1
 	VANDPS       lgc25<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       2752(BX), Y2, Y2
-	VMOVUPD      Y2, 2752(BX)
-	VADDPD       2784(BX), Y1, Y1
-	VMOVUPD      Y1, 2784(BX)
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y1, Y1
+	VMOVUPD      Y1, 2784(DX)
 	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(BX)
-	VMOVUPS      3264(BX), Y2
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3072(BX), Y3, Y3
-	VMOVUPD      Y3, 3072(BX)
-	VADDPD       3104(BX), Y2, Y2
-	VMOVUPD      Y2, 3104(BX)
+	VADDPD       3072(DX), Y3, Y3
+	VMOVUPD      Y3, 3072(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(BX)
+	VMOVUPS      Y2, 3264(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3584(BX), Y2
+	VMOVUPS      3584(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3392(BX), Y3, Y3
-	VMOVUPD      Y3, 3392(BX)
-	VADDPD       3424(BX), Y2, Y2
-	VMOVUPD      Y2, 3424(BX)
+	VADDPD       3392(DX), Y3, Y3
+	VMOVUPD      Y3, 3392(DX)
+	VADDPD       3424(DX), Y2, Y2
+	VMOVUPD      Y2, 3424(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3584(BX)
+	VMOVUPS      Y2, 3584(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3904(BX), Y2
+	VMOVUPS      3904(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       3712(BX), Y3, Y3
-	VMOVUPD      Y3, 3712(BX)
-	VADDPD       3744(BX), Y2, Y2
-	VMOVUPD      Y2, 3744(BX)
+	VADDPD       3712(DX), Y3, Y3
+	VMOVUPD      Y3, 3712(DX)
+	VADDPD       3744(DX), Y2, Y2
+	VMOVUPD      Y2, 3744(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3904(BX)
+	VMOVUPS      Y2, 3904(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4352(BX), Y2
+	VMOVUPS      4352(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4032(BX), Y3, Y3
-	VMOVUPD      Y3, 4032(BX)
-	VADDPD       4064(BX), Y2, Y2
-	VMOVUPD      Y2, 4064(BX)
+	VADDPD       4032(DX), Y3, Y3
+	VMOVUPD      Y3, 4032(DX)
+	VADDPD       4064(DX), Y2, Y2
+	VMOVUPD      Y2, 4064(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4352(BX)
+	VMOVUPS      Y2, 4352(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4672(BX), Y2
+	VMOVUPS      4672(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4480(BX), Y3, Y3
-	VMOVUPD      Y3, 4480(BX)
-	VADDPD       4512(BX), Y2, Y2
-	VMOVUPD      Y2, 4512(BX)
+	VADDPD       4480(DX), Y3, Y3
+	VMOVUPD      Y3, 4480(DX)
+	VADDPD       4512(DX), Y2, Y2
+	VMOVUPD      Y2, 4512(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4672(BX)
+	VMOVUPS      Y2, 4672(DX)
 	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4992(BX), Y2
+	VMOVUPS      4992(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       4800(BX), Y3, Y3
-	VMOVUPD      Y3, 4800(BX)
-	VADDPD       4832(BX), Y2, Y2
-	VMOVUPD      Y2, 4832(BX)
+	VADDPD       4800(DX), Y3, Y3
+	VMOVUPD      Y3, 4800(DX)
+	VADDPD       4832(DX), Y2, Y2
+	VMOVUPD      Y2, 4832(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4992(BX)
+	VMOVUPS      Y2, 4992(DX)
 	VANDPS       Y1, Y0, Y0
-	VANDPS       5120(BX), Y0, Y0
-	VMOVUPS      Y0, 5120(BX)
-	INCQ         DX
-	CMPQ         DX, $+8
-	JL           outer1_2
+	VANDPS       5120(DX), Y0, Y0
+	VMOVUPS      Y0, 5120(DX)
 	INCQ         CX
-	CMPQ         CX, hi+72(FP)
+	CMPQ         CX, $+8
+	JL           outer1_2
+	INCQ         AX
+	CMPQ         AX, hi+72(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -675,7 +668,7 @@ noflush_8:
 
 // func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass3AVX512(SB), $576-96
+TEXT ·fbPass3AVX512(SB), $256-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -740,93 +733,89 @@ blocks_11:
 	VMOVUPS       (DI)(R8*4), Z2
 
 	// v15 = where(mask, logProb, 0)
-	VANDPS  Z2, Z1, Z2
+	VANDPS  Z2, Z1, Z3
 	MOVQ    sampleLogProb+56(FP), DI
-	VMOVUPS (DI)(R8*4), Z3
+	VMOVUPS (DI)(R8*4), Z4
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Z3, Z1, Z4
+	VANDPS Z4, Z1, Z5
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Z0, Z1, Z5
+	VANDPS Z0, Z1, Z6
 
 	// logWeight = sub(v15, v17)
-	VSUBPS       Z4, Z2, Z2
-	VBROADCASTSS lgb3<>+0(SB), Z4
+	VSUBPS       Z5, Z3, Z3
+	VBROADCASTSS lgb3<>+0(SB), Z5
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z4, Z4
-	VBROADCASTSS lgb4<>+0(SB), Z6
+	VMAXPS       Z3, Z5, Z5
+	VBROADCASTSS lgb4<>+0(SB), Z7
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS Z4, Z6, Z4
+	VMINPS Z5, Z7, Z5
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb5<>+0(SB), Z6
-	VMAXPS            Z2, Z6, Z6
-	VBROADCASTSS      lgb6<>+0(SB), Z7
-	VMINPS            Z6, Z7, Z6
-	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z6
-	VMULPS            Z6, Z6, Z8
-	VBROADCASTSS      lgb10<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z6, Z9
-	VBROADCASTSS      lgb12<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb14<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z6, Z8, Z9
-	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z6
-	VPADDD.BCST       lgb16<>+0(SB), Z6, Z6
-	VPSRLD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMAXPS            Z3, Z7, Z7
+	VBROADCASTSS      lgb6<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb7<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb10<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb12<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb14<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb2<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb16<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
 	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z6, Z9, Z9
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z2, Z4, K1
-	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb2<>+0(SB), Z4, Z6
-	VBROADCASTSS lgb17<>+0(SB), Z7
-	VBROADCASTSS lgb18<>+0(SB), Z8
+	VCMPPS       $0x04, Z3, Z5, K1
+	VPMOVM2D     K1, Z5
+	VANDPS.BCST  lgb2<>+0(SB), Z5, Z7
+	VBROADCASTSS lgb17<>+0(SB), Z8
+	VBROADCASTSS lgb18<>+0(SB), Z9
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS      Z4, Z10
-	VPTERNLOGD   $0xca, Z8, Z7, Z10
-	VBROADCASTSS lgb19<>+0(SB), Z7
-	VBROADCASTSS lgb20<>+0(SB), Z8
+	VMOVUPS      Z5, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb19<>+0(SB), Z8
+	VBROADCASTSS lgb20<>+0(SB), Z9
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z8, Z7, Z4
-	VBROADCASTSS lgb1<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z9, Z8, Z5
+	VBROADCASTSS lgb1<>+0(SB), Z8
 
 	// v32 = ge(v18, 0)
-	VCMPPS   $0x1d, Z7, Z5, K1
-	VPMOVM2D K1, Z7
-	VMOVUPS  Z5, 192(AX)
-	VMOVUPS  Z2, 256(AX)
+	VCMPPS   $0x1d, Z8, Z6, K1
+	VPMOVM2D K1, Z12
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS  Z9, Z10, Z2
-	VMOVUPS Z10, 320(AX)
+	VMINPS Z10, Z11, Z13
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS  Z9, Z4, Z5
-	VMOVUPS Z4, 384(AX)
+	VMAXPS Z10, Z5, Z14
 
 	// v35 = where(v32, v33, v34)
-	VMOVUPS    Z7, Z4
-	VPTERNLOGD $0xca, Z5, Z2, Z4
+	VMOVUPS    Z12, Z15
+	VPTERNLOGD $0xca, Z14, Z13, Z15
 
 	// gain = mul(v6, v35)
-	VMULPS Z4, Z0, Z0
+	VMULPS Z15, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
@@ -835,69 +824,62 @@ blocks_11:
 	VANDPS Z0, Z1, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y13
 	MOVQ          state+64(FP), DI
 	VADDPS        3392(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y13, Y0, Y0
 	VMOVUPS       Y0, 3392(DI)
 
 	// v42 = where(mask, v25, 0)
-	VANDPS Z6, Z1, Z0
+	VANDPS Z7, Z1, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y7
 	VADDPS        3712(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y7, Y0, Y0
 	VMOVUPS       Y0, 3712(DI)
-	MOVQ          logProb+48(FP), R9
-	VMOVUPS       (R9)(R8*4), Z0
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z0, Z3, Z0
+	VSUBPS Z2, Z4, Z0
 
 	// v46 = where(mask, v45, 0)
 	VANDPS Z0, Z1, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        4032(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y4, Y0, Y0
 	VMOVUPS       Y0, 4032(DI)
-	VMOVUPS       256(AX), Z0
-	VBROADCASTSS  lgb20<>+0(SB), Z2
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z3
-	VPTERNLOGD $0xca, Z2, Z0, Z3
-	VMOVUPS    Z7, 448(AX)
+	VMOVUPS    Z1, Z0
+	VPTERNLOGD $0xca, Z9, Z3, Z0
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z9, Z1, Z0
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
+	VANDPS        Z10, Z1, Z3
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z4
-	VANDPS        Z4, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z4
-	VORPS         Z4, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VANDPS        4352(DI), Y2, Y2
-	VMOVUPS       Y2, 4352(DI)
-	VADDPS        4480(DI), Y0, Y2
-	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 4480(DI)
-	VMULPS        Y0, Y0, Y0
-	VMULPS        Y3, Y3, Y2
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z7
+	VANDPS        Z7, Z4, Z4
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z7
+	VORPS         Z7, Z4, Z4
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VANDPS        Y4, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        4352(DI), Y0, Y0
+	VMOVUPS       Y0, 4352(DI)
+	VADDPS        4480(DI), Y3, Y0
+	VADDPS        Y4, Y0, Y0
+	VMOVUPS       Y0, 4480(DI)
+	VMULPS        Y3, Y3, Y0
+	VMULPS        Y4, Y4, Y3
 	VADDPS        4800(DI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y3, Y0, Y0
 	VMOVUPS       Y0, 4800(DI)
 	MOVQ          refLogProb+72(FP), R9
 	VMOVUPS       (R9)(R8*4), Z0
-	MOVQ          logProb+48(FP), R9
-	VMOVUPS       (R9)(R8*4), Z2
 
 	// v61 = sub(refLogProb, logProb)
 	VSUBPS Z2, Z0, Z0
@@ -915,34 +897,34 @@ blocks_11:
 	VMOVAPS           Z2, Z4
 	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
 	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z6
+	VMULPS            Z4, Z4, Z7
+	VBROADCASTSS      lgb10<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z9
 	VBROADCASTSS      lgb12<>+0(SB), Z2
 	VFMADD213PS.BCST  lgb13<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
+	VFMADD213PS       Z2, Z7, Z9
 	VBROADCASTSS      lgb14<>+0(SB), Z2
 	VFMADD213PS.BCST  lgb15<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb2<>+0(SB), Z6, Z6
+	VFMADD213PS       Z2, Z7, Z9
+	VMULPS            Z7, Z9, Z2
+	VFMADD213PS       Z4, Z7, Z9
+	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
 	VCVTPS2DQ         Z3, Z4
 	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
+	VPSRLD            $0x01, Z4, Z7
+	VPSUBD            Z7, Z4, Z4
+	VPSLLD            $0x17, Z7, Z7
 	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb2<>+0(SB), Z6, Z6
-	VSUBPS            Z0, Z6, Z6
+	VMULPS            Z7, Z9, Z9
+	VMULPS            Z4, Z9, Z9
+	VSUBPS.BCST       lgb2<>+0(SB), Z9, Z9
+	VSUBPS            Z0, Z9, Z9
 	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z3, K1
 	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z6
+	VPTERNLOGD        $0xb8, Z2, Z3, Z9
 
 	// v64 = where(mask, k3, 0)
-	VANDPS Z6, Z1, Z2
+	VANDPS Z9, Z1, Z2
 
 	// sum(v64) over [G N L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
@@ -956,7 +938,7 @@ blocks_11:
 	VPMOVM2D K1, Z2
 
 	// v74 = add(k3, v62)
-	VADDPS       Z0, Z6, Z0
+	VADDPS       Z0, Z9, Z0
 	VBROADCASTSS lgb30<>+0(SB), Z3
 
 	// v75 = where(v72, -1, v74)
@@ -971,65 +953,57 @@ blocks_11:
 	VANDPS Z2, Z1, Z2
 
 	// v79 = neg(v78)
-	VXORPS.BCST  lgb21<>+0(SB), Z2, Z2
-	VBROADCASTSS lgb1<>+0(SB), Z3
+	VXORPS.BCST lgb21<>+0(SB), Z2, Z2
 
 	// v80 = ne(v79, 0)
-	VCMPPS   $0x04, Z3, Z2, K1
-	VPMOVM2D K1, Z4
-	VMOVUPS  192(AX), Z5
+	VCMPPS   $0x04, Z8, Z2, K1
+	VPMOVM2D K1, Z3
 
 	// v81 = mul(v79, v18)
-	VMULPS Z5, Z2, Z5
+	VMULPS Z6, Z2, Z4
 
 	// v82 = where(v80, v81, v79)
-	VPTERNLOGD   $0xca, Z2, Z5, Z4
-	VMOVUPS      448(AX), Z2
-	VBROADCASTSS lgb1<>+0(SB), Z5
-	VCMPPS       $0x04, Z5, Z2, K1
-	VPMOVM2D     K1, Z5
+	VPTERNLOGD $0xca, Z2, Z4, Z3
 
 	// v83 = where(v32, v82, 0)
-	VANDPS Z4, Z5, Z2
+	VANDPS Z3, Z12, Z2
 
 	// v84 = where(v32, 0, v82)
-	VANDNPS Z4, Z5, Z4
-	VMOVUPS 384(AX), Z5
+	VANDNPS Z3, Z12, Z3
 
 	// v85 = ge(ratio, v31)
-	VCMPPS   $0x1d, Z5, Z9, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x1d, Z5, Z10, K1
+	VPMOVM2D K1, Z4
 
 	// v86 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z9, Z9, K1
-	VPMOVM2D K1, Z6
-
-	// v87 = max(v85, v86)
-	VORPS Z5, Z6, Z5
-
-	// v88 = where(v87, v84, 0)
-	VANDPS  Z4, Z5, Z4
-	VMOVUPS 320(AX), Z5
-
-	// v89 = le(ratio, v28)
-	VCMPPS   $0x12, Z5, Z9, K1
+	VCMPPS   $0x04, Z10, Z10, K1
 	VPMOVM2D K1, Z5
 
+	// v87 = max(v85, v86)
+	VORPS Z4, Z5, Z4
+
+	// v88 = where(v87, v84, 0)
+	VANDPS Z3, Z4, Z3
+
+	// v89 = le(ratio, v28)
+	VCMPPS   $0x12, Z11, Z10, K1
+	VPMOVM2D K1, Z4
+
 	// v90 = max(v89, v86)
-	VORPS Z5, Z6, Z5
+	VORPS Z4, Z5, Z4
 
 	// v91 = where(v90, v83, 0)
-	VANDPS Z2, Z5, Z2
+	VANDPS Z2, Z4, Z2
 
 	// v92 = add(v88, v91)
-	VADDPS Z2, Z4, Z2
+	VADDPS Z2, Z3, Z2
 
 	// v93 = ne(v92, 0)
-	VCMPPS   $0x04, Z3, Z2, K1
+	VCMPPS   $0x04, Z8, Z2, K1
 	VPMOVM2D K1, Z3
 
 	// v94 = mul(v92, ratio)
-	VMULPS Z9, Z2, Z4
+	VMULPS Z10, Z2, Z4
 
 	// v95 = where(v93, v94, v92)
 	VPTERNLOGD $0xca, Z2, Z4, Z3

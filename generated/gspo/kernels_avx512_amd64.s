@@ -833,7 +833,7 @@ noflush_12:
 
 // func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
-TEXT ·fbPass2AVX512(SB), $512-96
+TEXT ·fbPass2AVX512(SB), $320-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -916,114 +916,105 @@ outer0_13:
 	VBROADCASTSS lgb19<>+0(SB), Z7
 
 	// v22 = max(sequenceRatio, 0.8) tie=first
-	VMAXPS  Z6, Z7, Z8
-	VMOVUPS Z1, 64(AX)
+	VMAXPS Z6, Z7, Z8
 
 	// v23 = where(v18, v20, v22)
-	VMOVUPS    Z2, Z1
-	VPTERNLOGD $0xca, Z8, Z5, Z1
+	VMOVUPS    Z2, Z9
+	VPTERNLOGD $0xca, Z8, Z5, Z9
 
 	// gain = mul(v16, v23)
-	VMULPS Z1, Z0, Z1
+	VMULPS Z9, Z0, Z5
 
 	// v25 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z5, Z5
 
 	// v31 = lt(v16, 0)
 	VCMPPS   $0x11, Z3, Z0, K1
-	VPMOVM2D K1, Z5
+	VPMOVM2D K1, Z8
 
 	// v32 = lt(sequenceRatio, 0.8)
 	VCMPPS      $0x11, Z7, Z6, K1
-	VPMOVM2D    K1, Z8
-	VANDPS.BCST lgb1<>+0(SB), Z8, Z8
+	VPMOVM2D    K1, Z9
+	VANDPS.BCST lgb1<>+0(SB), Z9, Z9
 
 	// v33 = gt(v16, 0)
 	VCMPPS   $0x1e, Z3, Z0, K1
-	VPMOVM2D K1, Z3
-	VMOVUPS  Z1, 128(AX)
+	VPMOVM2D K1, Z10
 
 	// v34 = gt(sequenceRatio, 1.2)
 	VCMPPS      $0x1e, Z4, Z6, K1
-	VPMOVM2D    K1, Z1
-	VANDPS.BCST lgb1<>+0(SB), Z1, Z1
-	VMOVUPS     Z6, 192(AX)
+	VPMOVM2D    K1, Z11
+	VANDPS.BCST lgb1<>+0(SB), Z11, Z11
 
 	// v35 = where(v33, v34, 0)
-	VANDPS Z1, Z3, Z1
+	VANDPS Z11, Z10, Z10
 
 	// v36 = where(v31, v32, v35)
-	VMOVUPS      Z5, Z3
-	VPTERNLOGD   $0xca, Z1, Z8, Z3
+	VPTERNLOGD   $0xca, Z10, Z9, Z8
 	MOVQ         s5+40(FP), DX
-	VBROADCASTSS (DX)(BX*4), Z1
+	VBROADCASTSS (DX)(BX*4), Z9
 
 	// v61 = neg(v60)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z9, Z9
 
 	// v62 = mul(v61, v16)
-	VMULPS Z0, Z1, Z0
+	VMULPS Z0, Z9, Z0
 
 	// v63 = where(v18, v62, 0)
-	VANDPS Z0, Z2, Z1
+	VANDPS Z0, Z2, Z9
 
 	// v64 = where(v18, 0, v62)
 	VANDNPS Z0, Z2, Z0
-	VMOVUPS 192(AX), Z2
 
 	// v65 = ge(sequenceRatio, 0.8)
-	VCMPPS   $0x1d, Z7, Z2, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z7, Z6, K1
+	VPMOVM2D K1, Z2
 
 	// v66 = ne(sequenceRatio, sequenceRatio)
-	VCMPPS   $0x04, Z2, Z2, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x04, Z6, Z6, K1
+	VPMOVM2D K1, Z7
 
 	// v67 = max(v65, v66)
-	VORPS Z4, Z5, Z4
+	VORPS Z2, Z7, Z2
 
 	// v68 = where(v67, v64, 0)
-	VANDPS       Z0, Z4, Z0
-	VBROADCASTSS lgb18<>+0(SB), Z4
+	VANDPS Z0, Z2, Z0
 
 	// v69 = le(sequenceRatio, 1.2)
-	VCMPPS   $0x12, Z4, Z2, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x12, Z4, Z6, K1
+	VPMOVM2D K1, Z2
 
 	// v70 = max(v69, v66)
-	VORPS Z4, Z5, Z4
+	VORPS Z2, Z7, Z2
 
 	// v71 = where(v70, v63, 0)
-	VANDPS Z1, Z4, Z1
+	VANDPS Z9, Z2, Z2
 
 	// v72 = add(v68, v71)
-	VADDPS       Z1, Z0, Z0
-	VBROADCASTSS lgb0<>+0(SB), Z1
+	VADDPS Z2, Z0, Z0
 
 	// v73 = ne(v72, 0)
-	VCMPPS   $0x04, Z1, Z0, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x04, Z3, Z0, K1
+	VPMOVM2D K1, Z2
 
 	// v74 = mul(v72, sequenceRatio)
-	VMULPS Z2, Z0, Z2
+	VMULPS Z6, Z0, Z4
 
 	// v75 = where(v73, v74, v72)
-	VPTERNLOGD $0xca, Z0, Z2, Z4
+	VPTERNLOGD $0xca, Z0, Z4, Z2
 
 	// v76 = ne(v75, 0)
-	VCMPPS   $0x04, Z1, Z4, K1
+	VCMPPS   $0x04, Z3, Z2, K1
 	VPMOVM2D K1, Z0
-	VMOVUPS  64(AX), Z1
 
 	// v77 = div(v75, v9)
-	VDIVPS Z1, Z4, Z1
+	VDIVPS Z1, Z2, Z1
 
 	// v78 = where(v76, v77, v75)
-	VPTERNLOGD $0xca, Z4, Z1, Z0
-	VMOVUPS    128(AX), Z1
-	VMOVUPS    Z1, 256(AX)
-	VMOVUPS    Z3, 320(AX)
-	VMOVUPS    Z0, 384(AX)
+	VPTERNLOGD $0xca, Z2, Z1, Z0
+	VMOVUPS    Z5, 64(AX)
+	VMOVUPS    Z8, 128(AX)
+	VMOVUPS    Z0, 192(AX)
 	MOVQ       $+4, BX
 	XORQ       DX, DX
 
@@ -1039,7 +1030,7 @@ blocks_14:
 
 	// v6 = where(mask, logProb, 0)
 	VANDPS  Z1, Z0, Z1
-	VMOVUPS 256(AX), Z2
+	VMOVUPS 64(AX), Z2
 
 	// v27 = where(mask, v25, 0)
 	VANDPS Z2, Z0, Z2
@@ -1050,7 +1041,7 @@ blocks_14:
 	VADDPS        3904(SI), Y2, Y2
 	VADDPS        Y3, Y2, Y2
 	VMOVUPS       Y2, 3904(SI)
-	VMOVUPS       320(AX), Z2
+	VMOVUPS       128(AX), Z2
 
 	// v38 = where(mask, v36, 0)
 	VANDPS Z2, Z0, Z2
@@ -1132,7 +1123,7 @@ blocks_14:
 
 	// v79 = neg(v57)
 	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
-	VMOVUPS     384(AX), Z2
+	VMOVUPS     192(AX), Z2
 
 	// v80 = add(v79, v78)
 	VADDPS Z2, Z1, Z1

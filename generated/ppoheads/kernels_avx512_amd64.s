@@ -672,20 +672,20 @@ GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass0AVX512(SB), $320-128
+TEXT ·fbPass0AVX512(SB), $64-128
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ $+4, DX
-	MOVQ lo+0(FP), CX
-	CMPQ CX, hi+8(FP)
+	MOVQ $+4, CX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_5
 
 blocks_4:
-	MOVQ    logProb+16(FP), BX
-	MOVQ    CX, SI
-	VMOVUPS (BX)(SI*4), Z0
-	MOVQ    sampleLogProb+24(FP), BX
-	VMOVUPS (BX)(SI*4), Z1
+	MOVQ    logProb+16(FP), DX
+	MOVQ    AX, BX
+	VMOVUPS (DX)(BX*4), Z0
+	MOVQ    sampleLogProb+24(FP), DX
+	VMOVUPS (DX)(BX*4), Z1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Z1, Z0, Z2
@@ -718,320 +718,310 @@ blocks_4:
 	VPSLLD            $0x17, Z2, Z2
 	VMULPS            Z3, Z5, Z5
 	VMULPS            Z2, Z5, Z5
-	MOVQ              advantage+32(FP), BX
-	VMOVUPS           (BX)(SI*4), Z2
+	MOVQ              advantage+32(FP), DX
+	VMOVUPS           (DX)(BX*4), Z2
 
 	// gain = mul(v4, advantage)
-	VMULPS Z2, Z5, Z2
+	VMULPS Z2, Z5, Z3
 
 	// v6 = neg(gain)
-	VXORPS.BCST lgb13<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb13<>+0(SB), Z3, Z3
 
 	// mean(v6) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+40(FP), BX
-	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
-	VMOVUPS       Y2, 256(BX)
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	MOVQ          state+40(FP), DX
+	VADDPS        256(DX), Y3, Y3
+	VADDPS        Y4, Y3, Y3
+	VMOVUPS       Y3, 256(DX)
 
 	// v8 = sub(sampleLogProb, logProb)
 	VSUBPS Z0, Z1, Z0
 
 	// mean(v8) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        576(BX), Y0, Y0
+	VADDPS        576(DX), Y0, Y0
 	VADDPS        Y1, Y0, Y0
-	VMOVUPS       Y0, 576(BX)
-	MOVQ          moveEntropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z0
+	VMOVUPS       Y0, 576(DX)
+	MOVQ          moveEntropy+48(FP), SI
+	VMOVUPS       (SI)(BX*4), Z0
 
 	// v12 = mul(-0.01, moveEntropy)
 	VMULPS.BCST lgb14<>+0(SB), Z0, Z1
-	MOVQ        turnEntropy+56(FP), DI
-	VMOVUPS     (DI)(SI*4), Z2
+	MOVQ        turnEntropy+56(FP), SI
+	VMOVUPS     (SI)(BX*4), Z3
 
 	// v16 = mul(-0.05, turnEntropy)
-	VMULPS.BCST lgb15<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb15<>+0(SB), Z3, Z4
 
 	// v17 = add(moveEntropy, turnEntropy)
-	VADDPS Z2, Z0, Z4
+	VADDPS Z3, Z0, Z6
 
 	// v18 = add(v12, v16)
-	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z1, Z1
 
 	// mean(v17) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y3
-	VADDPS        896(BX), Y4, Y4
-	VADDPS        Y3, Y4, Y4
-	VMOVUPS       Y4, 896(BX)
+	VEXTRACTF64X4 $0x01, Z6, Y4
+	VADDPS        896(DX), Y6, Y6
+	VADDPS        Y4, Y6, Y6
+	VMOVUPS       Y6, 896(DX)
 
 	// mean(v18) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1216(BX), Y1, Y1
-	VADDPS        Y3, Y1, Y1
-	VMOVUPS       Y1, 1216(BX)
-	MOVQ          valueTarget+64(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
-	MOVQ          stateValue+72(FP), DI
-	VMOVUPS       (DI)(SI*4), Z3
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VADDPS        1216(DX), Y1, Y1
+	VADDPS        Y4, Y1, Y1
+	VMOVUPS       Y1, 1216(DX)
+	MOVQ          valueTarget+64(FP), SI
+	VMOVUPS       (SI)(BX*4), Z1
+	MOVQ          stateValue+72(FP), SI
+	VMOVUPS       (SI)(BX*4), Z4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z3, Z1, Z3
+	VSUBPS Z4, Z1, Z4
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb13<>+0(SB), Z4
-	VANDNPS      Z3, Z4, Z4
-	VBROADCASTSS lgb11<>+0(SB), Z6
+	VBROADCASTSS lgb13<>+0(SB), Z6
+	VANDNPS      Z4, Z6, Z6
+	VBROADCASTSS lgb11<>+0(SB), Z7
 
 	// v28 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z6, Z4, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x11, Z7, Z6, K1
+	VPMOVM2D K1, Z8
 
 	// v29 = mul(0.5, absDiff)
-	VMULPS.BCST lgb10<>+0(SB), Z4, Z7
+	VMULPS.BCST lgb10<>+0(SB), Z6, Z9
 
 	// v30 = mul(v29, absDiff)
-	VMULPS Z4, Z7, Z8
+	VMULPS Z6, Z9, Z10
 
 	// v31 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb10<>+0(SB), Z4, Z9
-	VMOVUPS     Z2, (AX)
-	VMOVUPS     Z0, 64(AX)
-	VMOVUPS     Z5, 128(AX)
+	VSUBPS.BCST lgb10<>+0(SB), Z6, Z11
 
 	// v32 = where(v28, v30, v31)
-	VMOVUPS    Z6, Z0
-	VPTERNLOGD $0xca, Z9, Z8, Z0
+	VMOVUPS    Z8, Z12
+	VPTERNLOGD $0xca, Z11, Z10, Z12
 
 	// mean(v32) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        1536(BX), Y0, Y0
-	VADDPS        Y2, Y0, Y0
-	VMOVUPS       Y0, 1536(BX)
-	VMOVUPS       Z7, 192(AX)
+	VEXTRACTF64X4 $0x01, Z12, Y10
+	VADDPS        1536(DX), Y12, Y11
+	VADDPS        Y10, Y11, Y11
+	VMOVUPS       Y11, 1536(DX)
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VMOVQ         DX, X2
-	VPBROADCASTD  X2, Y2
-	VPCMPEQD      lgc16<>+0(SB), Y2, Y2
-	VMOVUPS       2496(BX), Y5
-	VBLENDVPS     Y2, Y3, Y5, Y5
-	VMOVUPS       Y5, 2496(BX)
-	VSUBPS        Y5, Y3, Y2
-	VADDPS        2240(BX), Y2, Y5
-	VMOVUPS       Y5, 2240(BX)
-	VMOVUPS       2368(BX), Y5
-	VFMADD231PS   Y2, Y2, Y5
-	VMOVUPS       Y5, 2368(BX)
-	VMOVUPS       2496(BX), Y2
-	VSUBPS        Y2, Y0, Y0
-	VADDPS        2240(BX), Y0, Y2
-	VMOVUPS       Y2, 2240(BX)
-	VMOVUPS       2368(BX), Y2
-	VFMADD231PS   Y0, Y0, Y2
-	VMOVUPS       Y2, 2368(BX)
+	VEXTRACTF64X4 $0x01, Z4, Y10
+	VMOVQ         CX, X11
+	VPBROADCASTD  X11, Y11
+	VPCMPEQD      lgc16<>+0(SB), Y11, Y11
+	VMOVUPS       2496(DX), Y12
+	VBLENDVPS     Y11, Y4, Y12, Y12
+	VMOVUPS       Y12, 2496(DX)
+	VSUBPS        Y12, Y4, Y11
+	VADDPS        2240(DX), Y11, Y12
+	VMOVUPS       Y12, 2240(DX)
+	VMOVUPS       2368(DX), Y12
+	VFMADD231PS   Y11, Y11, Y12
+	VMOVUPS       Y12, 2368(DX)
+	VMOVUPS       2496(DX), Y11
+	VSUBPS        Y11, Y10, Y10
+	VADDPS        2240(DX), Y10, Y11
+	VMOVUPS       Y11, 2240(DX)
+	VMOVUPS       2368(DX), Y11
+	VFMADD231PS   Y10, Y10, Y11
+	VMOVUPS       Y11, 2368(DX)
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VMOVQ         DX, X2
-	VPBROADCASTD  X2, Y2
-	VPCMPEQD      lgc16<>+0(SB), Y2, Y2
-	VMOVUPS       3456(BX), Y5
-	VBLENDVPS     Y2, Y1, Y5, Y5
-	VMOVUPS       Y5, 3456(BX)
-	VSUBPS        Y5, Y1, Y1
-	VADDPS        3200(BX), Y1, Y2
-	VMOVUPS       Y2, 3200(BX)
-	VMOVUPS       3328(BX), Y2
-	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, 3328(BX)
-	VMOVUPS       3456(BX), Y1
-	VSUBPS        Y1, Y0, Y0
-	VADDPS        3200(BX), Y0, Y1
-	VMOVUPS       Y1, 3200(BX)
-	VMOVUPS       3328(BX), Y1
-	VFMADD231PS   Y0, Y0, Y1
-	VMOVUPS       Y1, 3328(BX)
-	VBROADCASTSS  lgb22<>+0(SB), Z0
+	VEXTRACTF64X4 $0x01, Z1, Y10
+	VMOVQ         CX, X11
+	VPBROADCASTD  X11, Y11
+	VPCMPEQD      lgc16<>+0(SB), Y11, Y11
+	VMOVUPS       3456(DX), Y12
+	VBLENDVPS     Y11, Y1, Y12, Y12
+	VMOVUPS       Y12, 3456(DX)
+	VSUBPS        Y12, Y1, Y1
+	VADDPS        3200(DX), Y1, Y11
+	VMOVUPS       Y11, 3200(DX)
+	VMOVUPS       3328(DX), Y11
+	VFMADD231PS   Y1, Y1, Y11
+	VMOVUPS       Y11, 3328(DX)
+	VMOVUPS       3456(DX), Y1
+	VSUBPS        Y1, Y10, Y1
+	VADDPS        3200(DX), Y1, Y10
+	VMOVUPS       Y10, 3200(DX)
+	VMOVUPS       3328(DX), Y10
+	VFMADD231PS   Y1, Y1, Y10
+	VMOVUPS       Y10, 3328(DX)
+	VBROADCASTSS  lgb22<>+0(SB), Z1
 
 	// v42 = where(v28, 0, 0.0009765625)
-	VANDNPS Z0, Z6, Z0
+	VANDNPS Z1, Z8, Z1
 
 	// v43 = mul(0.0009765625, absDiff)
-	VMULPS.BCST lgb22<>+0(SB), Z4, Z1
+	VMULPS.BCST lgb22<>+0(SB), Z6, Z6
 
 	// v44 = where(v28, v43, 0)
-	VANDPS  Z1, Z6, Z1
-	VMOVUPS 192(AX), Z2
+	VANDPS Z6, Z8, Z6
 
 	// v45 = mul(0.0009765625, v29)
-	VMULPS.BCST lgb22<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb22<>+0(SB), Z9, Z9
 
 	// v46 = where(v28, v45, 0)
-	VANDPS Z2, Z6, Z2
+	VANDPS Z9, Z8, Z8
 
 	// v47 = add(v42, v46)
-	VADDPS Z2, Z0, Z0
+	VADDPS Z8, Z1, Z1
 
 	// v48 = mul(v44, 0.5)
-	VMULPS.BCST lgb10<>+0(SB), Z1, Z1
+	VMULPS.BCST lgb10<>+0(SB), Z6, Z6
 
 	// v49 = add(v47, v48)
-	VADDPS       Z1, Z0, Z0
-	VBROADCASTSS lgb23<>+0(SB), Z1
+	VADDPS       Z6, Z1, Z1
+	VBROADCASTSS lgb23<>+0(SB), Z6
 
 	// v50 = gt(diff, 0)
-	VCMPPS   $0x1e, Z1, Z3, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x1e, Z6, Z4, K1
+	VPMOVM2D K1, Z8
 
 	// v51 = lt(diff, 0)
-	VCMPPS   $0x11, Z1, Z3, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x11, Z6, Z4, K1
+	VPMOVM2D K1, Z9
 
 	// v53 = mul(diff, 0)
-	VMULPS.BCST  lgb23<>+0(SB), Z3, Z3
-	VBROADCASTSS lgb24<>+0(SB), Z5
+	VMULPS.BCST  lgb23<>+0(SB), Z4, Z4
+	VBROADCASTSS lgb24<>+0(SB), Z10
 
 	// v54 = where(v51, -1, v53)
-	VPTERNLOGD   $0xca, Z3, Z5, Z4
-	VBROADCASTSS lgb11<>+0(SB), Z3
+	VPTERNLOGD $0xca, Z4, Z10, Z9
 
 	// v55 = where(v50, 1, v54)
-	VPTERNLOGD $0xca, Z4, Z3, Z2
+	VMOVUPS    Z8, Z4
+	VPTERNLOGD $0xca, Z9, Z7, Z4
 
 	// v56 = ne(v49, 0)
-	VCMPPS   $0x04, Z1, Z0, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x04, Z6, Z1, K1
+	VPMOVM2D K1, Z7
 
 	// v57 = mul(v49, v55)
-	VMULPS Z2, Z0, Z2
+	VMULPS Z4, Z1, Z4
 
 	// v58 = where(v56, v57, v49)
-	VPTERNLOGD $0xca, Z0, Z2, Z3
+	VPTERNLOGD $0xca, Z1, Z4, Z7
 
 	// gradStateValue = neg(v58)
-	VXORPS.BCST lgb13<>+0(SB), Z3, Z0
-	MOVQ        advantage+32(FP), BX
-	VMOVUPS     (BX)(SI*4), Z2
+	VXORPS.BCST lgb13<>+0(SB), Z7, Z1
 
 	// v63 = mul(-0.0009765625, advantage)
 	VMULPS.BCST lgb25<>+0(SB), Z2, Z2
 
 	// v64 = ne(v63, 0)
-	VCMPPS   $0x04, Z1, Z2, K1
-	VPMOVM2D K1, Z1
-	VMOVUPS  128(AX), Z3
+	VCMPPS   $0x04, Z6, Z2, K1
+	VPMOVM2D K1, Z4
 
 	// v65 = mul(v63, v4)
-	VMULPS Z3, Z2, Z3
+	VMULPS Z5, Z2, Z5
 
 	// gradLogProb = where(v64, v65, v63)
-	VPTERNLOGD   $0xca, Z2, Z3, Z1
+	VPTERNLOGD   $0xca, Z2, Z5, Z4
 	VBROADCASTSS lgb26<>+0(SB), Z2
-	VBROADCASTSS lgb27<>+0(SB), Z3
-	VMOVUPS      64(AX), Z4
+	VBROADCASTSS lgb27<>+0(SB), Z5
 
 	// store compositeEntropyMoveEntropy
-	MOVQ    compositeEntropyMoveEntropy+80(FP), BX
-	VMOVUPS Z4, (BX)(SI*4)
-	VMOVUPS (AX), Z4
+	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
+	VMOVUPS Z0, (DX)(BX*4)
 
 	// store compositeEntropyTurnEntropy
-	MOVQ    compositeEntropyTurnEntropy+88(FP), BX
-	VMOVUPS Z4, (BX)(SI*4)
+	MOVQ    compositeEntropyTurnEntropy+88(FP), DX
+	VMOVUPS Z3, (DX)(BX*4)
 
 	// store gradStateValue
-	MOVQ    gradStateValue+96(FP), BX
-	VMOVUPS Z0, (BX)(SI*4)
+	MOVQ    gradStateValue+96(FP), DX
+	VMOVUPS Z1, (DX)(BX*4)
 
 	// store gradLogProb
-	MOVQ    gradLogProb+104(FP), BX
-	VMOVUPS Z1, (BX)(SI*4)
+	MOVQ    gradLogProb+104(FP), DX
+	VMOVUPS Z4, (DX)(BX*4)
 
 	// store gradMoveEntropy
-	MOVQ    gradMoveEntropy+112(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	MOVQ    gradMoveEntropy+112(FP), DX
+	VMOVUPS Z2, (DX)(BX*4)
 
 	// store gradTurnEntropy
-	MOVQ         gradTurnEntropy+120(FP), BX
-	VMOVUPS      Z3, (BX)(SI*4)
-	DECQ         DX
+	MOVQ         gradTurnEntropy+120(FP), DX
+	VMOVUPS      Z5, (DX)(BX*4)
+	DECQ         CX
 	JNZ          noflush_6
 	VMOVUPD      lgc17<>+0(SB), Y0
-	MOVQ         state+40(FP), DX
-	VMOVUPS      256(DX), Y2
+	MOVQ         state+40(FP), CX
+	VMOVUPS      256(CX), Y2
 	VANDPS       lgc18<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y2, Y2
+	VMOVUPD      Y2, 96(CX)
 	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      576(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y3, Y2
 	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
+	VADDPD       384(CX), Y4, Y4
+	VMOVUPD      Y4, 384(CX)
+	VADDPD       416(CX), Y3, Y3
+	VMOVUPD      Y3, 416(CX)
 	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
+	VMOVUPS      Y3, 576(CX)
 	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
+	VMOVUPS      896(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y3, Y2
 	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
+	VADDPD       704(CX), Y4, Y4
+	VMOVUPD      Y4, 704(CX)
+	VADDPD       736(CX), Y3, Y3
+	VMOVUPD      Y3, 736(CX)
 	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
+	VMOVUPS      Y3, 896(CX)
 	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
+	VMOVUPS      1216(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y3, Y2
 	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
+	VADDPD       1024(CX), Y4, Y4
+	VMOVUPD      Y4, 1024(CX)
+	VADDPD       1056(CX), Y3, Y3
+	VMOVUPD      Y3, 1056(CX)
 	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
+	VMOVUPS      Y3, 1216(CX)
 	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
+	VMOVUPS      1536(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y3, Y2
 	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
+	VADDPD       1344(CX), Y4, Y4
+	VMOVUPD      Y4, 1344(CX)
+	VADDPD       1376(CX), Y3, Y3
+	VMOVUPD      Y3, 1376(CX)
 	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
+	VMOVUPS      Y3, 1536(CX)
 	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2240(DX), Y2
-	VMOVUPS      2368(DX), Y3
+	VMOVUPS      2240(CX), Y2
+	VMOVUPS      2368(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
 	VANDPS       lgc18<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2496(DX), Y5
+	VMOVUPS      2496(CX), Y5
 	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1045,49 +1035,49 @@ blocks_4:
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
-	VMOVUPD      1664(DX), Y6
+	VMOVUPD      1664(CX), Y6
 	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 1664(DX)
+	VMOVUPD      Y8, 1664(CX)
 	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      1856(DX), Y11
+	VMOVUPD      1856(CX), Y11
 	VSUBPD       Y11, Y10, Y10
 	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 1856(DX)
+	VMOVUPD      Y11, 1856(CX)
 	VMULPD       Y8, Y6, Y8
 	VMULPD       Y10, Y8, Y8
-	VADDPD       2048(DX), Y7, Y6
+	VADDPD       2048(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 2048(DX)
+	VMOVUPD      Y6, 2048(CX)
 	VDIVPD       Y9, Y2, Y6
 	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      1696(DX), Y2
+	VMOVUPD      1696(CX), Y2
 	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 1696(DX)
+	VMOVUPD      Y5, 1696(CX)
 	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y5
-	VMOVUPD      1888(DX), Y7
+	VMOVUPD      1888(CX), Y7
 	VSUBPD       Y7, Y6, Y6
 	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      Y7, 1888(DX)
+	VMOVUPD      Y7, 1888(CX)
 	VMULPD       Y5, Y2, Y5
 	VMULPD       Y6, Y5, Y5
-	VADDPD       2080(DX), Y3, Y2
+	VADDPD       2080(CX), Y3, Y2
 	VFMADD231PD  Y6, Y5, Y2
-	VMOVUPD      Y2, 2080(DX)
+	VMOVUPD      Y2, 2080(CX)
 	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 2240(DX)
-	VMOVUPS      Y2, 2368(DX)
+	VMOVUPS      Y2, 2240(CX)
+	VMOVUPS      Y2, 2368(CX)
 	VANDPS       Y4, Y1, Y1
-	VMOVUPS      3200(DX), Y2
-	VMOVUPS      3328(DX), Y3
+	VMOVUPS      3200(CX), Y2
+	VMOVUPS      3328(CX), Y3
 	VANDPS       lgc18<>+0(SB), Y2, Y4
 	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
 	VANDPS       lgc18<>+0(SB), Y3, Y5
 	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
 	VANDPS       Y5, Y4, Y4
-	VMOVUPS      3456(DX), Y5
+	VMOVUPS      3456(CX), Y5
 	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1101,55 +1091,55 @@ blocks_4:
 	VDIVPD       Y9, Y6, Y10
 	VFNMADD231PD Y6, Y10, Y7
 	VADDPD       Y8, Y10, Y10
-	VMOVUPD      2624(DX), Y6
+	VMOVUPD      2624(CX), Y6
 	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 2624(DX)
+	VMOVUPD      Y8, 2624(CX)
 	VMAXPD       lgc21<>+0(SB), Y8, Y8
 	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      2816(DX), Y11
+	VMOVUPD      2816(CX), Y11
 	VSUBPD       Y11, Y10, Y10
 	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 2816(DX)
+	VMOVUPD      Y11, 2816(CX)
 	VMULPD       Y8, Y6, Y8
 	VMULPD       Y10, Y8, Y8
-	VADDPD       3008(DX), Y7, Y6
+	VADDPD       3008(CX), Y7, Y6
 	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 3008(DX)
+	VMOVUPD      Y6, 3008(CX)
 	VDIVPD       Y9, Y2, Y6
 	VFNMADD231PD Y2, Y6, Y3
 	VADDPD       Y5, Y6, Y6
-	VMOVUPD      2656(DX), Y2
+	VMOVUPD      2656(CX), Y2
 	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 2656(DX)
+	VMOVUPD      Y5, 2656(CX)
 	VMAXPD       lgc21<>+0(SB), Y5, Y5
 	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      2848(DX), Y5
+	VMOVUPD      2848(CX), Y5
 	VSUBPD       Y5, Y6, Y6
 	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 2848(DX)
+	VMOVUPD      Y5, 2848(CX)
 	VMULPD       Y0, Y2, Y0
 	VMULPD       Y6, Y0, Y0
-	VADDPD       3040(DX), Y3, Y2
+	VADDPD       3040(CX), Y3, Y2
 	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 3040(DX)
+	VMOVUPD      Y2, 3040(CX)
 	VMOVUPS      lgc20<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(DX)
-	VMOVUPS      Y0, 3328(DX)
+	VMOVUPS      Y0, 3200(CX)
+	VMOVUPS      Y0, 3328(CX)
 	VANDPS       Y4, Y1, Y1
-	VANDPS       3584(DX), Y1, Y1
-	VMOVUPS      Y1, 3584(DX)
-	MOVQ         $+4, DX
+	VANDPS       3584(CX), Y1, Y1
+	VMOVUPS      Y1, 3584(CX)
+	MOVQ         $+4, CX
 
 noflush_6:
-	ADDQ $+16, CX
-	CMPQ CX, $+1024
+	ADDQ $+16, AX
+	CMPQ AX, $+1024
 	JGE  chunkdone_5
-	CMPQ CX, hi+8(FP)
+	CMPQ AX, hi+8(FP)
 	JL   blocks_4
 
 chunkdone_5:
 	MOVQ         $+4, AX
-	SUBQ         DX, AX
+	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc20<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
