@@ -41,6 +41,8 @@ vet:
 # On a CPU with AVX2 and FMA the generated tests must run the AVX2 kernels (a silently
 # missing assembly backend fails instead of passing on the Go fallback).
 REQUIRE_IMPL := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo avx2)
+# On a CPU with AVX-512 F, DQ and VL the generated TestAVX512MatchesAVX2 must run (not skip).
+REQUIRE_AVX512 := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && echo 1)
 
 # LOSSGEN_FULL=1: the example packages' TestPTXSimulated simulates every launch whole, on
 # every golden case (a generated test's default simulates a representative part of a large
@@ -52,11 +54,11 @@ REQUIRE_IMPL := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma 
 UNIT_TIMEOUT ?= 30m
 TEST_TIMEOUT ?= 20m
 unit:
-	LOSSGEN_FULL=1 LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test -timeout $(UNIT_TIMEOUT) $(PKGS)
+	LOSSGEN_FULL=1 LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) LOSSGEN_REQUIRE_AVX512=$(REQUIRE_AVX512) $(GO) test -timeout $(UNIT_TIMEOUT) $(PKGS)
 
 # The default run of every package (no LOSSGEN_FULL): what a developer's go test ./... ./runtime/... runs.
 unit-default:
-	LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test -timeout $(TEST_TIMEOUT) $(PKGS)
+	LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) LOSSGEN_REQUIRE_AVX512=$(REQUIRE_AVX512) $(GO) test -timeout $(TEST_TIMEOUT) $(PKGS)
 
 test-purego:
 	LOSSGEN_REQUIRE_IMPL=go $(GO) test -timeout $(TEST_TIMEOUT) -tags purego ./generated/... ./runtime/... ./gen/...

@@ -5,14 +5,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/cpu"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/runner"
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // foldSums sums x over each row and over everything, scaled by powers of two (exact), so
@@ -44,8 +46,8 @@ func TestAVX512FoldsInAVX2Order(t *testing.T) {
 	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
 	require.NoError(t, err)
 	require.Contains(t, string(files["kernels_avx512_amd64.s"]), "TEXT ·pass0AVX512(SB)")
-	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512DQ || !cpu.X86.HasAVX512VL || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
-		t.Skip("no AVX-512 here")
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
 	}
 	m, err := runner.NewTestModule(c)
 	require.NoError(t, err)
@@ -164,8 +166,8 @@ func TestEveryOpOnAVX512(t *testing.T) {
 			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
 		}
 	}
-	if !cpu.X86.HasAVX512F || !cpu.X86.HasAVX512DQ || !cpu.X86.HasAVX512VL || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
-		t.Skip("no AVX-512 here")
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
 	}
 	zooRun(t, zooWide(), "default")
 	m, err := runner.NewTestModule(c)
@@ -175,5 +177,57 @@ func TestEveryOpOnAVX512(t *testing.T) {
 	require.NoError(t, err, out)
 	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
 		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
+	}
+}
+
+// A flat batch of 1003 (a tail of 11 after whole 16-element blocks) with a normalised
+// advantage (a variance) runs its 16-lane variants up to the last flush before the tail and
+// the AVX2 passes from there, in one piece and in 3 chunks: the package's
+// TestAVX512MatchesAVX2 compares every bit with the AVX2 passes alone.
+func TestAVX512FlatBatchTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n"), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(files["dispatch_amd64.go"]), "m -= (hi - lo) % 64"), "the tail's chunk splits at a flush")
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here")
+	}
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	out, err := m.Test("^TestAVX512MatchesAVX2$")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+}
+
+// Which passes get a 16-lane variant (asmgen.WidePasses): the token losses' streaming passes
+// and a flat batch's; none where a row is not whole 16-element blocks, in float64, or in
+// a pass with a scan (GAE), an inner dim (categorical logits) or an argmax over one.
+func TestWidePasses(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"grpo", "dims: {B: 4, L: 64}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", []string{"pass0AVX512", "fbPass0AVX512", "fbPass1AVX512"}},
+		{"grpo rows of 100", "dims: {B: 4, L: 100}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", nil},
+		{"grpo float64", "dtype: float64\ndims: {B: 4, L: 64}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", nil},
+		{"flat clip_ppo with a tail", "dims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
+		{"gae", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", nil},
+		{"dqn", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+tc.src), 0o644))
+			c, err := gen.Compile(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, asmgen.WidePasses(c.Plan, c.Backward))
+		})
 	}
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"os"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/cpu"
@@ -24,6 +23,5 @@ func AVX512() bool {
 
 var noAVX512 = sync.OnceValue(func() bool {
 	v := os.Getenv("LOSSGEN_AVX512")
-	on, err := strconv.ParseBool(v)
-	return v != "" && err == nil && !on
+	return v != "" && !envOn(v) // only a false value turns them off
 })

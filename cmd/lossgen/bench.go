@@ -142,7 +142,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("bench: no results for %s in the output of go test -bench %s:\n%s", dimsString(cs.Graph), pattern, out)
 		}
 		runs = append(runs, benchRun{Dims: dimsString(cs.Graph), WorkingSet: ws, Results: res})
-		fmt.Fprintf(stderr, "bench: %s measured%s\n", dimsString(cs.Graph), wideNote(cs)) // progress; the table comes at the end, aligned
+		note := ""
+		if *backend != "go" {
+			note = wideNote(cs)
+		}
+		fmt.Fprintf(stderr, "bench: %s measured%s\n", dimsString(cs.Graph), note) // progress; the table comes at the end, aligned
 	}
 	if *asJSON {
 		return writeBenchJSON(stdout, runs)
@@ -157,7 +161,7 @@ func wideNote(c *gen.Compiled) string {
 	if n == 0 || !runtime.AVX512() {
 		return ""
 	}
-	return fmt.Sprintf(" (avx2 with the AVX-512 variants of %d passes; LOSSGEN_AVX512=0 measures without)", n)
+	return fmt.Sprintf(" (avx2 ran the AVX-512 variants of %d passes of Forward and ForwardBackward; LOSSGEN_AVX512=0 measures without)", n)
 }
 
 // planOptions reads -without's list.

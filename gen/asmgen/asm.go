@@ -72,8 +72,8 @@ func (a *asm) data(key string, vals []operand.Constant) operand.Mem {
 	name := "lgc%d"
 	if a.zmm {
 		for _, v := range vals {
-			if v != vals[0] {
-				panic("asmgen: 16-lane code asks for the lane-indexed constant " + key)
+			if _, dword := v.(operand.U32); !dword || v != vals[0] {
+				panic("asmgen: 16-lane code asks for the constant " + key + ", which is not one dword in every lane")
 			}
 		}
 		key, vals, name = "z"+key, vals[:1], bcstPrefix+"%d"

@@ -306,7 +306,7 @@ func (pg *passGen) spillSlot() operand.Mem {
 	if pg.slots != nil {
 		return pg.slots.next()
 	}
-	return pg.c.AllocLocal(pg.vecBytes())
+	return pg.c.AllocLocal(32)
 }
 
 // loopStart opens a loop over a block's dims: one counter per dim, from 0. Offsets computed

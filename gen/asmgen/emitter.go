@@ -140,14 +140,17 @@ const (
 	AsmFile      = "kernels_amd64.s"
 	StubsFile    = "kernels_amd64.go"
 	DispatchFile = "dispatch_amd64.go"
-	// The 16-lane AVX-512 variants (wide.go), for packages with a pass that has one.
+	// WideAsmFile holds the 16-lane AVX-512 variants (wide.go) of a package's passes that
+	// have one, WideStubsFile their Go declarations; a package with none has neither.
 	WideAsmFile   = "kernels_avx512_amd64.s"
 	WideStubsFile = "kernels_avx512_amd64.go"
 )
 
 // Generate emits the AVX2 kernels of every pass of Forward's plan p and ForwardBackward's fb
 // (nil for a package without gradients), the vector math functions the tests sweep, their Go
-// declarations, and the Go glue that runs them (dispatch_amd64.go).
+// declarations, and the Go glue that runs them (dispatch_amd64.go); for a float32 package
+// with passes that have them (WidePasses), the 16-lane AVX-512 variants and their
+// declarations (WideAsmFile, WideStubsFile), which the glue runs where runtime.AVX512 holds.
 func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	var ems []*emitter
 	for _, k := range gogen.Kernels(p, fb) {
@@ -163,10 +166,8 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	}
 	header := gogen.Header(m)
 	files := map[string][]byte{}
-	if p.Graph.DType != ir.F64 {
-		var any bool
+	if len(WidePasses(p, fb)) > 0 {
 		wideSrc, wideStubs, err := assemble(m.Package, header, false, true, func(a *asm) {
-			any = false
 			for _, e := range ems {
 				e.a = a
 				e.layoutStates(e.p)
@@ -174,21 +175,14 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 				for _, ps := range e.p.Passes {
 					if wideEligible(e.g, ps) {
 						e.wide[ps.Index] = e.emitPass(ps, false).params
-						any = true
 					}
 				}
 			}
 		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the AVX-512 variants: %w", err)
 		}
-		if any {
-			files[WideAsmFile], files[WideStubsFile] = wideSrc, wideStubs
-		} else {
-			for _, e := range ems {
-				e.wide = nil
-			}
-		}
+		files[WideAsmFile], files[WideStubsFile] = wideSrc, wideStubs
 	}
 	pgs := map[*emitter][]*passGen{}
 	nt := map[*emitter]map[int]bool{}
@@ -404,31 +398,29 @@ func (e *emitter) initStates(b *jen.Group, pg *passGen, elem string) {
 // buffers are aligned for it).
 func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 	ps := pg.ps
-	call := func(name string, params []param) *jen.Statement {
+	// call calls a pass function, with the variables of rename in place of lo or hi.
+	call := func(name string, params []param, rename map[string]string) *jen.Statement {
 		return jen.Id(name).CallFunc(func(c *jen.Group) {
 			for _, p := range params {
+				if r, ok := rename[p.goExpr]; ok {
+					c.Id(r)
+					continue
+				}
 				c.Op(p.goExpr)
 			}
 		})
 	}
-	plain := func(s *jen.Statement) *jen.Statement { // s followed by the regular-store call
-		wp, ok := e.wide[ps.Index]
-		if !ok {
-			return s.Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
-		}
-		cond := jen.Id("useAVX512")
+	avx2 := call(e.name("pass%dAVX2", ps.Index), pg.params, nil)
+	if wp, ok := e.wide[ps.Index]; ok {
+		wide := call(e.name("pass%dAVX512", ps.Index), wp, nil)
 		if flatChunks(ps) {
-			cond.Op("&&").Id("lo").Op("%").Lit(16).Op("==").Lit(0).Op("&&").Id("hi").Op("%").Lit(16).Op("==").Lit(0)
+			wide = e.wideFlat(call(e.name("pass%dAVX512", ps.Index), wp, map[string]string{"hi": "m"}),
+				call(e.name("pass%dAVX2", ps.Index), pg.params, map[string]string{"lo": "m"}))
 		}
-		return s.If(cond).Block(call(e.name("pass%dAVX512", ps.Index), wp)).
-			Else().Block(call(e.name("pass%dAVX2", ps.Index), pg.params))
+		avx2 = jen.If(jen.Id("useAVX512")).Block(wide).Else().Block(avx2)
 	}
 	if !nt {
-		if _, ok := e.wide[ps.Index]; ok {
-			b.Add(plain(jen.Null()))
-		} else {
-			b.Add(call(e.name("pass%dAVX2", ps.Index), pg.params))
-		}
+		b.Add(avx2)
 		return
 	}
 	// Non-temporal stores need 32-byte aligned buffers: large slices from make are, a
@@ -449,12 +441,22 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 	}
 	// The 16-lane variant has regular stores only: where the non-temporal one runs, the
 	// pass is bound by memory, not by its instructions.
-	st := jen.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index), pg.params)).Else()
-	if _, ok := e.wide[ps.Index]; ok {
-		b.Add(plain(st))
-	} else {
-		b.Add(st.Block(call(e.name("pass%dAVX2", ps.Index), pg.params)))
-	}
+	b.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index), pg.params, nil)).Else().Block(avx2)
+}
+
+// wideFlat is the 16-lane run of a flat batch's chunk [lo, hi): lo is a multiple of 16
+// (plan.Chunking.Align); the chunk that ends in the batch's tail runs the variant up to the
+// last flush before it (a multiple of 64 elements from lo, partialBlocks 8-lane blocks) and
+// the AVX2 pass from there, which starts its partials where the one-piece AVX2 loop flushed
+// them: the same states as the AVX2 pass on [lo, hi).
+func (e *emitter) wideFlat(wide, avx2 jen.Code) *jen.Statement {
+	flush := 8 * partialBlocks
+	return jen.Id("m").Op(":=").Id("hi").Line().
+		If(jen.Id("hi").Op("%").Lit(16).Op("!=").Lit(0)).Block(
+		jen.Id("m").Op("-=").Parens(jen.Id("hi").Op("-").Id("lo")).Op("%").Lit(flush),
+	).Line().
+		If(jen.Id("m").Op(">").Id("lo")).Block(wide).Line().
+		If(jen.Id("m").Op("<").Id("hi")).Block(avx2)
 }
 
 // chunkVar names the variable holding a chunkable pass's chunk count.

@@ -126,7 +126,7 @@ func (pg *passGen) within(x reg.VecVirtual, bound float64, m reg.VecVirtual) {
 
 // andGuard clears the pass's guard in the lanes where m is clear.
 func (pg *passGen) andGuard(m reg.VecVirtual) {
-	if pg.zmm { // the guard has 8 lanes: a lane of it stands for lanes i and i + 8
+	if pg.zmm { // the guard has 8 lanes: a lane of it stands for lanes i and i + 8 (16-lane code)
 		m = pg.foldAnd(m)
 		pg.inNarrow(func() { pg.andGuard(m) })
 		return

@@ -206,7 +206,7 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 		// The first block after a flush has k = partialBlocks (16-lane blocks: flushEvery).
 		pg.c.VMOVQ(pg.flushK, first.AsX())
 		pg.c.VPBROADCASTD(first.AsX(), first)
-		pg.c.VPCMPEQD(pg.cd(int32(pg.e.a.flushEvery())), first, first)
+		pg.c.VPCMPEQD(pg.cd(int32(pg.flushEvery())), first, first)
 		pg.mov(l.atE("pc"), c)
 		pg.blend(first, x, c, c)
 		pg.mov(c, l.atE("pc"))

@@ -37,6 +37,7 @@ type passGen struct {
 	*asm
 	a64    *asm // float64 instructions, for reduction states
 	e      *emitter
+	wide   bool // the function is a 16-lane variant (its asm may be narrowed for a while: inNarrow)
 	ps     *plan.Pass
 	dom    ir.Shape
 	params []param
@@ -61,7 +62,7 @@ type passGen struct {
 	invariants map[int]bool           // every node hoist computed, whose items the blocks skip
 	rowItems   []bitem                // the row invariants' program, run at the start of each row (rowHoist)
 	keptTiles  map[int]*tile          // values kept across a block's inner loops, by node (keep.go)
-	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (9 − the block's count since the flush)
+	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (flushEvery − the block's count since the flush)
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
 	half       int                    // 16-lane code: 1 while folding lanes 8–15 (accumulateHalves)
@@ -128,7 +129,7 @@ func (pg *passGen) elemGo() string {
 
 // emitPass emits the assembly function for ps.
 func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
-	pg := &passGen{asm: e.a, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{},
+	pg := &passGen{asm: e.a, wide: e.a.zmm, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{},
 		counters: map[string]reg.GPVirtual{}, carries: map[int]reg.VecVirtual{}, inner: map[int]operand.Mem{}, innerAt: map[string]int{}}
 	if ps.Schedule.Lanes != e.a.narrow().lanes() {
 		panic(fmt.Sprintf("asmgen: pass %d is scheduled on %d lanes, AVX2 has %d", ps.Index, ps.Schedule.Lanes, e.a.narrow().lanes()))
@@ -136,12 +137,12 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg.large = ps.Schedule.Prefetch
 	pg.nt = nt
 	pg.chunked = ps.Schedule.Chunks != nil || ps.Schedule.Row != nil // a row-local pass runs on sweeps of rows
-	pg.flat = ps.Schedule.Chunks != nil && len(ps.Domain) == 1
+	pg.flat = flatChunks(ps)
 	pg.twins = e.twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
 	name := e.name("pass%dAVX2", ps.Index)
-	if pg.zmm {
+	if pg.wide {
 		name = e.name("pass%dAVX512", ps.Index)
 	}
 	if nt {
@@ -153,11 +154,11 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	c.Pragma("noescape")
 	// The signature is known only once the body has asked for its pointers: emit the body
 	// into the function first, then set the signature (avo reads it when it compiles).
-	if pg.zmm {
+	if pg.wide {
 		pg.slots = pg.startSlots()
 	}
 	pg.body()
-	if pg.zmm {
+	if pg.wide {
 		pg.slots.place(c)
 	}
 	if nt {
@@ -177,7 +178,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	if nt {
 		doc += " Its full blocks store non-temporally: every stored buffer must be 32-byte aligned."
 	}
-	if pg.zmm {
+	if pg.wide {
 		doc += fmt.Sprintf(" Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane blocks of %s would, in their order, so the results are %s's bit for bit.", e.name("pass%dAVX2", ps.Index), e.name("pass%dAVX2", ps.Index))
 	}
 	c.Doc(doc)
@@ -315,7 +316,7 @@ func (pg *passGen) innerLoop() {
 	E := pg.dom[len(pg.dom)-1].Size
 	L := pg.lanes()
 	full, rem := E/L, E%L
-	if pg.zmm { // a flat batch's chunk of whole 16-lane blocks (flatChunks): no tail
+	if pg.wide { // a flat batch's chunk of whole 16-lane blocks (flatChunks): no tail
 		rem = 0
 	}
 	back := pg.reverse(pg.vaxis())
@@ -428,9 +429,9 @@ func (pg *passGen) blocksSinceFlush(k reg.GPVirtual) reg.VecVirtual {
 	}
 	c := pg.c
 	t := pg.gp()
-	c.MOVQ(operand.I32(pg.e.a.flushEvery()), t)
+	c.MOVQ(operand.I32(pg.flushEvery()), t)
 	c.SUBQ(k, t)
-	if pg.e.a.zmm {
+	if pg.wide {
 		c.SHLQ(operand.U8(1), t)
 	}
 	x := pg.zeroX()

@@ -84,8 +84,7 @@ func broadcastConsts(fn *avoir.Function) error {
 			continue
 		}
 		for _, op := range i.Operands {
-			m, ok := op.(operand.Mem)
-			if !ok || !strings.HasPrefix(m.Symbol.Name, bcstPrefix) {
+			if !isBcstConst(op) {
 				continue
 			}
 			if vectorMoves[i.Opcode] {
@@ -97,4 +96,24 @@ func broadcastConsts(fn *avoir.Function) error {
 		}
 	}
 	return nil
+}
+
+// isBcstConst reports whether op is one of 16-lane code's one-dword constants: a file-static
+// symbol named bcstPrefix and a number (an argument named lgb… is not: its symbol is not
+// static).
+func isBcstConst(op operand.Op) bool {
+	m, ok := op.(operand.Mem)
+	if !ok || !m.Symbol.Static {
+		return false
+	}
+	n, ok := strings.CutPrefix(m.Symbol.Name, bcstPrefix)
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

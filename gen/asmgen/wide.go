@@ -12,6 +12,20 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
+// The AVX-512 variants. On a CPU with AVX-512 (F, DQ, VL: runtime.AVX512), a pass that
+// only streams contiguous float32 rows runs a variant of its AVX2 function on 16 lanes:
+// blocks of 16 elements in ZMM registers, compares into mask registers (VPMOVM2D spreads
+// them back into lanes, so a where is still an and, or a bitwise select: selectBits),
+// VRNDSCALEPS for VROUNDPS, constants read by embedded broadcast (broadcastConsts), spill
+// slots 64-byte aligned (alignedSlots), all 32 vector registers for the block's values.
+// Elementwise ops round alike on 8 and 16 lanes, and each 16-lane block folds into the
+// reductions' 8-lane states as two 8-lane blocks in their order (accumulateHalves), flushing
+// float32 partials after the same elements: results are the AVX2 function's bit for bit, and
+// the AVX2 glue (chunks, merges, guards, fallbacks) serves both. A machine that issues
+// 512-bit operations at the rate of 256-bit ones (Zen 5, server Intel) then does twice the
+// arithmetic per instruction, which is what the compute-bound token losses need to reach
+// the copy limit.
+
 // roundEven rounds x's float32 lanes to integers, ties to even, in place (VROUNDPS; AVX-512's
 // VRNDSCALEPS with scale 0 in 16-lane code, the same rounding).
 func (a *asm) roundEven(x operand.Op) {
@@ -58,27 +72,22 @@ func (a *asm) pcmpd(gt bool, x, y, z operand.Op) {
 	}
 }
 
-// vecBytes is the size of a vector register: 32 (YMM), 64 in 16-lane code (ZMM).
-func (a *asm) vecBytes() int {
-	if a.zmm {
-		return 64
-	}
-	return 32
-}
-
 // flushEvery is how many blocks of the loop over full blocks a float32 partial absorbs
-// between flushes: partialBlocks 8-lane blocks, as 16-lane blocks in 16-lane code.
-func (a *asm) flushEvery() int {
-	if a.zmm {
+// between flushes: partialBlocks 8-lane blocks, as 16-lane blocks in a 16-lane function.
+func (pg *passGen) flushEvery() int {
+	if pg.wide {
 		return partialBlocks / 2
 	}
 	return partialBlocks
 }
 
+// A 16-lane block is two 8-lane ones: partialBlocks must be even.
+var _ [1 - partialBlocks%2]struct{}
+
 // inNarrow runs f with pg emitting 8-lane code: in 16-lane code, what works on the
 // reductions' 8-lane states (accumulating a half, flushing partials, the guard).
 func (pg *passGen) inNarrow(f func()) {
-	if !pg.zmm {
+	if !pg.wide || !pg.zmm {
 		f()
 		return
 	}
@@ -131,18 +140,6 @@ func (pg *passGen) foldAnd(m reg.VecVirtual) reg.VecVirtual {
 	pg.c.VANDPS(lo, hi, z)
 	return z
 }
-
-// The AVX-512 variants. On a CPU with AVX-512 (F, DQ, VL: runtime.AVX512), a pass that
-// only streams contiguous float32 rows runs a variant of its AVX2 function on 16 lanes:
-// blocks of 16 elements in ZMM registers, compares into mask registers (VPMOVM2D spreads
-// them back into lanes, so a where is still an and or a VBLENDMPS on lanes), VRNDSCALEPS for
-// VROUNDPS, 64-byte constants and spill slots. Elementwise ops round alike on 8 and 16
-// lanes, and each 16-lane block folds into the reductions' 8-lane states as two 8-lane
-// blocks in their order (accumulateHalves), flushing float32 partials after the same
-// elements: results are the AVX2 function's bit for bit, and the AVX2 glue (chunks, merges,
-// guards, fallbacks) serves both. A machine that issues 512-bit operations at the rate of
-// 256-bit ones (Zen 5, server Intel) then does twice the arithmetic per instruction, which
-// is what the compute-bound token losses need to reach the copy limit.
 
 // flatChunks reports whether pass ps runs on chunks of whole blocks of a flat batch: the glue
 // then runs a chunk with the 16-lane variant when the chunk is whole 16-element blocks (lo

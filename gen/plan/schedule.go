@@ -49,8 +49,9 @@ type Chunking struct {
 	// Dim is the dim cut: the first domain dim of a multi-dim domain (chunks of rows), the
 	// vector axis of a flat one (chunks of whole vector blocks).
 	Dim string
-	// Align is the indices per unit: 1 for rows, Lanes for the vector axis (every chunk but
-	// the last is whole blocks, so its blocks keep the buffers' 32-byte alignment).
+	// Align is the indices per unit: 1 for rows; for the vector axis 16 float32 elements (a
+	// block of the AVX-512 variants, two of AVX2) or 4 float64 ones, so that every chunk but
+	// the last is whole blocks of every backend and keeps the buffers' alignment.
 	Align int
 	// Count is how many chunks the pass runs as by default: MaxChunks for a pass of at
 	// least ChunkElems elements (a smaller one is not worth the goroutines and merges), else
@@ -201,6 +202,9 @@ func chunking(ps *Pass, lanes int) *Chunking {
 	c := &Chunking{Dim: d.Name, Align: 1, Count: 1, Merge: ps.Reduces}
 	if len(ps.Domain) == 1 {
 		c.Align = lanes
+		if lanes == 8 { // float32: whole 16-lane blocks (Chunking.Align)
+			c.Align = 16
+		}
 	}
 	if ps.Domain.Numel() >= ChunkElems {
 		c.Count = min(c.Units(ps.Domain), MaxChunks)

@@ -29,12 +29,13 @@ func buildSrc(t *testing.T, src string) *plan.Plan {
 	return mustBuild(t, g)
 }
 
-// A flat batch is cut along its only dim in whole 8-lane blocks: 8 chunks from 2^16
-// elements on, 1 below (a test may still set more), none under two blocks.
+// A flat float32 batch is cut along its only dim in whole 16-element blocks (one of the
+// AVX-512 variants, two of AVX2): 8 chunks from 2^16 elements on, 1 below (a test may still
+// set more), none under two blocks.
 func TestFlatBatchChunksInBlocks(t *testing.T) {
 	for _, tc := range []struct {
 		b, count int
-	}{{100003, 8}, {4096, 1}, {15, 0}} {
+	}{{100003, 8}, {4096, 1}, {31, 0}} {
 		p := buildSrc(t, fmt.Sprintf("dims: {B: %d}", tc.b)+"\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true}\n")
 		ps := p.Passes[0]
 		require.Equal(t, "B", ps.Domain[0].Name)
@@ -45,8 +46,8 @@ func TestFlatBatchChunksInBlocks(t *testing.T) {
 			continue
 		}
 		require.NotNil(t, s.Chunks, "B=%d", tc.b)
-		require.Equal(t, plan.Chunking{Dim: "B", Align: 8, Count: tc.count, Merge: ps.Reduces}, *s.Chunks)
-		require.Equal(t, tc.b/8, s.Chunks.Units(ps.Domain))
+		require.Equal(t, plan.Chunking{Dim: "B", Align: 16, Count: tc.count, Merge: ps.Reduces}, *s.Chunks)
+		require.Equal(t, tc.b/16, s.Chunks.Units(ps.Domain))
 		for _, r := range ps.Reduces {
 			require.Equal(t, 8, s.LanesPerSlot(p.Graph, r), "v%d reduces the vector axis: one state per lane", r.ID)
 		}

@@ -115,7 +115,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -135,13 +135,22 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass0AVX512(&st.buf[0], lo, hi, &in.Advantage[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass0AVX512(&st.buf[0], lo, m, &in.Advantage[0])
+			}
+			if m < hi {
+				pass0AVX2(&st.buf[0], m, hi, &in.Advantage[0])
+			}
 		} else {
 			pass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
 		}
 	}
-	n := min(pass0Chunks, 512)
+	n := min(pass0Chunks, 256)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -151,7 +160,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -171,7 +180,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s1 = float32(st.res[0])
 }
 
-// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// pass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -214,13 +223,22 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r65_s, 0)
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass1AVX512(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass1AVX512(&s.s1, lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+			}
+			if m < hi {
+				pass1AVX2(&s.s1, m, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+			}
 		} else {
 			pass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 		}
 	}
-	n := min(pass1Chunks, 512)
+	n := min(pass1Chunks, 256)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -230,7 +248,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -380,7 +398,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -401,13 +419,22 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r2_pm2, 0)
 		runtime.Fill(st.r2_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass0AVX512(&st.buf[0], lo, hi, &in.Advantage[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass0AVX512(&st.buf[0], lo, m, &in.Advantage[0])
+			}
+			if m < hi {
+				fbPass0AVX2(&st.buf[0], m, hi, &in.Advantage[0])
+			}
 		} else {
 			fbPass0AVX2(&st.buf[0], lo, hi, &in.Advantage[0])
 		}
 	}
-	n := min(fbPass0Chunks, 512)
+	n := min(fbPass0Chunks, 256)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -417,7 +444,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -437,7 +464,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(st.res[0])
 }
 
-// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// fbPass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -481,13 +508,22 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r65_s, 0)
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p1_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass1AVX512(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass1AVX512(&s.s1, lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+			}
+			if m < hi {
+				fbPass1AVX2(&s.s1, m, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+			}
 		} else {
 			fbPass1AVX2(&s.s1, lo, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 		}
 	}
-	n := min(fbPass1Chunks, 512)
+	n := min(fbPass1Chunks, 256)
 	if n <= 1 {
 		run(st, 0, 4096)
 	} else {
@@ -497,7 +533,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

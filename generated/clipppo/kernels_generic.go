@@ -23,7 +23,7 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// pass0GoChunks is how many chunks of whole 16-element blocks of B pass0Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -55,14 +55,14 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096], in
-// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+// pass0GoChunks chunks of whole 16-element blocks of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	if n := min(pass0GoChunks, 512); n <= 1 {
+	if n := min(pass0GoChunks, 256); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 4096)
 	} else {
 		sts := make([]pass0GoStates, n)
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -74,7 +74,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s1 = float32(math.Sqrt(st.std.Var(1)))
 }
 
-// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// pass1GoChunks is how many chunks of whole 16-element blocks of B pass1Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -200,14 +200,14 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=4096], in
-// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+// pass1GoChunks chunks of whole 16-element blocks of B (pass1GoChunk).
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass1GoStates
-	if n := min(pass1GoChunks, 512); n <= 1 {
+	if n := min(pass1GoChunks, 256); n <= 1 {
 		pass1GoChunk(in, out, grads, s, &st, 0, 4096)
 	} else {
 		sts := make([]pass1GoStates, n)
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -264,7 +264,7 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// fbPass0GoChunks is how many chunks of whole 16-element blocks of B fbPass0Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -296,14 +296,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=4096], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+// [B=4096], in fbPass0GoChunks chunks of whole 16-element blocks of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass0GoStates
-	if n := min(fbPass0GoChunks, 512); n <= 1 {
+	if n := min(fbPass0GoChunks, 256); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, &st, 0, 4096)
 	} else {
 		sts := make([]fbPass0GoStates, n)
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -315,7 +315,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s1 = float32(math.Sqrt(st.std.Var(1)))
 }
 
-// fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
+// fbPass1GoChunks is how many chunks of whole 16-element blocks of B fbPass1Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -488,14 +488,14 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=4096], in fbPass1GoChunks chunks of whole 8-element blocks of B (fbPass1GoChunk).
+// [B=4096], in fbPass1GoChunks chunks of whole 16-element blocks of B (fbPass1GoChunk).
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
-	if n := min(fbPass1GoChunks, 512); n <= 1 {
+	if n := min(fbPass1GoChunks, 256); n <= 1 {
 		fbPass1GoChunk(in, out, grads, s, &st, 0, 4096)
 	} else {
 		sts := make([]fbPass1GoStates, n)
-		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 4096, 16, func(c, lo, hi int) {
 			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

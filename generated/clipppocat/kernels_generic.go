@@ -238,7 +238,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass1GoChunks is how many chunks of whole 8-element blocks of T pass1Go runs as, concurrently,
+// pass1GoChunks is how many chunks of whole 16-element blocks of T pass1Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -278,14 +278,14 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421], in
-// pass1GoChunks chunks of whole 8-element blocks of T (pass1GoChunk).
+// pass1GoChunks chunks of whole 16-element blocks of T (pass1GoChunk).
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass1GoStates
-	if n := min(pass1GoChunks, 52); n <= 1 {
+	if n := min(pass1GoChunks, 26); n <= 1 {
 		pass1GoChunk(in, out, grads, s, &st, 0, 421)
 	} else {
 		sts := make([]pass1GoStates, n)
-		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 421, 16, func(c, lo, hi int) {
 			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -600,7 +600,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1GoChunks is how many chunks of whole 8-element blocks of T fbPass1Go runs as,
+// fbPass1GoChunks is how many chunks of whole 16-element blocks of T fbPass1Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -640,14 +640,14 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [T=421], in fbPass1GoChunks chunks of whole 8-element blocks of T (fbPass1GoChunk).
+// [T=421], in fbPass1GoChunks chunks of whole 16-element blocks of T (fbPass1GoChunk).
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
-	if n := min(fbPass1GoChunks, 52); n <= 1 {
+	if n := min(fbPass1GoChunks, 26); n <= 1 {
 		fbPass1GoChunk(in, out, grads, s, &st, 0, 421)
 	} else {
 		sts := make([]fbPass1GoStates, n)
-		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 421, 16, func(c, lo, hi int) {
 			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

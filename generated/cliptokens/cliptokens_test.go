@@ -191,21 +191,20 @@ func (l *freeList) Put(r *results) {
 	l.free = append(l.free, r)
 }
 
-// sameBits reports whether every named result has the same bits in a and b.
-func sameBits(names []string, a, b func(string) ([]float32, bool)) bool {
+// sameBitsAs fails t at the first element of each named result whose bits differ between
+// want and got.
+func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
+	t.Helper()
 	for _, name := range names {
-		x, _ := a(name)
-		y, _ := b(name)
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				return false
+		w, _ := want(name)
+		g, _ := got(name)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Errorf("%s: %s[%d] = %v, want %v", what, name, i, g[i], w[i])
+				break
 			}
 		}
 	}
-	return true
 }
 
 // newResults is a results from resultsPool, or new ones.
@@ -823,21 +822,6 @@ func paddedInputs() (clean, dirty *Inputs) {
 	return clean, dirty
 }
 
-// sameBitsAs reports the first named result whose bits differ between want and got.
-func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
-	t.Helper()
-	for _, name := range names {
-		w, _ := want(name)
-		g, _ := got(name)
-		for i := range w {
-			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
-				t.Errorf("%s %s[%d] = %v with garbage padding, %v with clean padding", what, name, i, g[i], w[i])
-				break
-			}
-		}
-	}
-}
-
 // TestPaddingIgnored checks that what masked elements hold reaches no output and no
 // gradient: every implementation gives the same bits with garbage padding as with clean,
 // and every gradient is exactly 0 at masked elements (lossgen's SEMANTICS.md §11.18: masked
@@ -848,9 +832,9 @@ func TestPaddingIgnored(t *testing.T) {
 	want, got := runAll(t, clean, impls), runAll(t, dirty, impls)
 	for k, w := range want {
 		name := w.im.name
-		sameBitsAs(t, name+" Forward", OutputNames, w.out.Get, got[k].out.Get)
-		sameBitsAs(t, name+" ForwardBackward", OutputNames, w.fbOut.Get, got[k].fbOut.Get)
-		sameBitsAs(t, name+" ForwardBackward", GradNames, w.g.Get, got[k].g.Get)
+		sameBitsAs(t, name+" Forward with garbage padding (want: clean)", OutputNames, w.out.Get, got[k].out.Get)
+		sameBitsAs(t, name+" ForwardBackward with garbage padding (want: clean)", OutputNames, w.fbOut.Get, got[k].fbOut.Get)
+		sameBitsAs(t, name+" ForwardBackward with garbage padding (want: clean)", GradNames, w.g.Get, got[k].g.Get)
 		// Each gradient with every batch dim; its element i lies on mask element
 		// Σ (i/stride % size)·mul over the batch dims (which need not lead its shape).
 		for _, mg := range []struct {

@@ -171,7 +171,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass1AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
 }
 
-// pass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently, each
+// pass2Chunks is how many chunks of whole 16-element blocks of L pass 2 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -187,13 +187,22 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p2_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass2AVX512(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass2AVX512(&st.buf[0], lo, m, &s.s5[0], &s.s6[0], &s.s7[0])
+			}
+			if m < hi {
+				pass2AVX2(&st.buf[0], m, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+			}
 		} else {
 			pass2AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 		}
 	}
-	n := min(pass2Chunks, 32)
+	n := min(pass2Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -203,7 +212,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -427,7 +436,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass2AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
 }
 
-// fbPass3Chunks is how many chunks of whole 8-element blocks of L pass 3 runs as, concurrently,
+// fbPass3Chunks is how many chunks of whole 16-element blocks of L pass 3 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -444,13 +453,22 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r62_s, 0)
 		runtime.Fill(st.r62_p, 0)
 		runtime.SetMask(st.p3_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass3AVX512(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass3AVX512(&st.buf[0], lo, m, &s.s5[0], &s.s6[0], &s.s7[0])
+			}
+			if m < hi {
+				fbPass3AVX2(&st.buf[0], m, hi, &s.s5[0], &s.s6[0], &s.s7[0])
+			}
 		} else {
 			fbPass3AVX2(&st.buf[0], lo, hi, &s.s5[0], &s.s6[0], &s.s7[0])
 		}
 	}
-	n := min(fbPass3Chunks, 32)
+	n := min(fbPass3Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -460,7 +478,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

@@ -210,7 +210,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.LossEntropy = lossEntropy
 }
 
-// pass2GoChunks is how many chunks of whole 8-element blocks of L pass2Go runs as, concurrently,
+// pass2GoChunks is how many chunks of whole 16-element blocks of L pass2Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -251,14 +251,14 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256], in
-// pass2GoChunks chunks of whole 8-element blocks of L (pass2GoChunk).
+// pass2GoChunks chunks of whole 16-element blocks of L (pass2GoChunk).
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass2GoStates
-	if n := min(pass2GoChunks, 32); n <= 1 {
+	if n := min(pass2GoChunks, 16); n <= 1 {
 		pass2GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]pass2GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -552,7 +552,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossEntropy = lossEntropy
 }
 
-// fbPass3GoChunks is how many chunks of whole 8-element blocks of L fbPass3Go runs as,
+// fbPass3GoChunks is how many chunks of whole 16-element blocks of L fbPass3Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -593,14 +593,14 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [L=256], in fbPass3GoChunks chunks of whole 8-element blocks of L (fbPass3GoChunk).
+// [L=256], in fbPass3GoChunks chunks of whole 16-element blocks of L (fbPass3GoChunk).
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass3GoStates
-	if n := min(fbPass3GoChunks, 32); n <= 1 {
+	if n := min(fbPass3GoChunks, 16); n <= 1 {
 		fbPass3GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]fbPass3GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			fbPass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

@@ -19,7 +19,7 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// pass0GoChunks is how many chunks of whole 16-element blocks of B pass0Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -103,14 +103,14 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
-// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+// pass0GoChunks chunks of whole 16-element blocks of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass0GoStates
-	if n := min(pass0GoChunks, 32); n <= 1 {
+	if n := min(pass0GoChunks, 16); n <= 1 {
 		pass0GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]pass0GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -143,7 +143,7 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// fbPass0GoChunks is how many chunks of whole 16-element blocks of B fbPass0Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -243,14 +243,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+// [B=256], in fbPass0GoChunks chunks of whole 16-element blocks of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass0GoStates
-	if n := min(fbPass0GoChunks, 32); n <= 1 {
+	if n := min(fbPass0GoChunks, 16); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]fbPass0GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

@@ -44,7 +44,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -59,7 +59,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r15_ok)
 		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &s.s0[0], &s.s1[0])
 	}
-	n := min(pass0Chunks, 16)
+	n := min(pass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -69,7 +69,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -82,7 +82,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 }
 
-// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// pass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -101,7 +101,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextReward[0], &in.NextActionValue[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
 	}
-	n := min(pass1Chunks, 16)
+	n := min(pass1Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -111,7 +111,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -160,7 +160,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -176,7 +176,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r15_ok)
 		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &s.s0[0], &s.s1[0])
 	}
-	n := min(fbPass0Chunks, 16)
+	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -186,7 +186,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -199,7 +199,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// fbPass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -220,7 +220,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextReward[0], &in.NextActionValue[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
 	}
-	n := min(fbPass1Chunks, 16)
+	n := min(fbPass1Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -230,7 +230,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

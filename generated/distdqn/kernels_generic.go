@@ -22,7 +22,7 @@ var scratchPool = sync.Pool{New: func() any {
 // const11 is a constant tensor [KSrc=51].
 var const11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(-8.8), float32(-8.4), float32(-8), float32(-7.6), float32(-7.2), float32(-6.8), float32(-6.4), float32(-6), float32(-5.6000004), float32(-5.2000003), float32(-4.8), float32(-4.4), float32(-4), float32(-3.6), float32(-3.1999998), float32(-2.8), float32(-2.3999999), float32(-1.9999999), float32(-1.5999999), float32(-1.1999998), float32(-0.79999995), float32(-0.39999986), float32(1.4901161e-07), float32(0.40000015), float32(0.8000002), float32(1.2000002), float32(1.6000001), float32(2.0000002), float32(2.4), float32(2.8), float32(3.2), float32(3.6), float32(4), float32(4.4), float32(4.8), float32(5.2), float32(5.6), float32(6), float32(6.4), float32(6.8), float32(7.2), float32(7.6), float32(8), float32(8.4), float32(8.8), float32(9.2), float32(9.6), float32(10)}
 
-// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// pass0GoChunks is how many chunks of whole 16-element blocks of B pass0Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -51,18 +51,18 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=128], in
-// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+// pass0GoChunks chunks of whole 16-element blocks of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	if n := min(pass0GoChunks, 16); n <= 1 {
+	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, grads, s, 0, 128)
 	} else {
-		runtime.ForBlockChunks(n, 128, 8, func(_, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(_, lo, hi int) {
 			pass0GoChunk(in, out, grads, s, lo, hi)
 		})
 	}
 }
 
-// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// pass1GoChunks is how many chunks of whole 16-element blocks of B pass1Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -190,14 +190,14 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=128], in
-// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+// pass1GoChunks chunks of whole 16-element blocks of B (pass1GoChunk).
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass1GoStates
-	if n := min(pass1GoChunks, 16); n <= 1 {
+	if n := min(pass1GoChunks, 8); n <= 1 {
 		pass1GoChunk(in, out, grads, s, &st, 0, 128)
 	} else {
 		sts := make([]pass1GoStates, n)
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -223,7 +223,7 @@ var fbScratchPool = sync.Pool{New: func() any {
 // fbConst11 is a constant tensor [KSrc=51].
 var fbConst11 = [51]float32{float32(-10), float32(-9.6), float32(-9.2), float32(-8.8), float32(-8.4), float32(-8), float32(-7.6), float32(-7.2), float32(-6.8), float32(-6.4), float32(-6), float32(-5.6000004), float32(-5.2000003), float32(-4.8), float32(-4.4), float32(-4), float32(-3.6), float32(-3.1999998), float32(-2.8), float32(-2.3999999), float32(-1.9999999), float32(-1.5999999), float32(-1.1999998), float32(-0.79999995), float32(-0.39999986), float32(1.4901161e-07), float32(0.40000015), float32(0.8000002), float32(1.2000002), float32(1.6000001), float32(2.0000002), float32(2.4), float32(2.8), float32(3.2), float32(3.6), float32(4), float32(4.4), float32(4.8), float32(5.2), float32(5.6), float32(6), float32(6.4), float32(6.8), float32(7.2), float32(7.6), float32(8), float32(8.4), float32(8.8), float32(9.2), float32(9.6), float32(10)}
 
-// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// fbPass0GoChunks is how many chunks of whole 16-element blocks of B fbPass0Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -252,18 +252,18 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, lo, hi
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=128], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+// [B=128], in fbPass0GoChunks chunks of whole 16-element blocks of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	if n := min(fbPass0GoChunks, 16); n <= 1 {
+	if n := min(fbPass0GoChunks, 8); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, 0, 128)
 	} else {
-		runtime.ForBlockChunks(n, 128, 8, func(_, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(_, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, lo, hi)
 		})
 	}
 }
 
-// fbPass1GoChunks is how many chunks of whole 8-element blocks of B fbPass1Go runs as,
+// fbPass1GoChunks is how many chunks of whole 16-element blocks of B fbPass1Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -464,14 +464,14 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=128], in fbPass1GoChunks chunks of whole 8-element blocks of B (fbPass1GoChunk).
+// [B=128], in fbPass1GoChunks chunks of whole 16-element blocks of B (fbPass1GoChunk).
 func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass1GoStates
-	if n := min(fbPass1GoChunks, 16); n <= 1 {
+	if n := min(fbPass1GoChunks, 8); n <= 1 {
 		fbPass1GoChunk(in, out, grads, s, &st, 0, 128)
 	} else {
 		sts := make([]fbPass1GoStates, n)
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			fbPass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

@@ -34,7 +34,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -50,7 +50,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.ActionValue[0], &const2[0], &out.ActionValue[0], &st.buf[0], &out.Action[0], &out.ExpectedActionValue[0])
 	}
-	n := min(pass0Chunks, 16)
+	n := min(pass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 129)
 	} else {
@@ -60,7 +60,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 129, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 129, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

@@ -19,7 +19,7 @@ var scratchPool = sync.Pool{New: func() any {
 // const2 is a constant tensor [K=11].
 var const2 = [11]float32{float32(-10), float32(-8), float32(-6), float32(-4), float32(-2), float32(0), float32(2), float32(4), float32(6), float32(8), float32(10)}
 
-// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// pass0GoChunks is how many chunks of whole 16-element blocks of B pass0Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -80,14 +80,14 @@ func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, st *pass0GoStates, lo, h
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=129], in
-// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+// pass0GoChunks chunks of whole 16-element blocks of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	var st pass0GoStates
-	if n := min(pass0GoChunks, 16); n <= 1 {
+	if n := min(pass0GoChunks, 8); n <= 1 {
 		pass0GoChunk(in, out, s, &st, 0, 129)
 	} else {
 		sts := make([]pass0GoStates, n)
-		runtime.ForBlockChunks(n, 129, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 129, 16, func(c, lo, hi int) {
 			pass0GoChunk(in, out, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

@@ -46,7 +46,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -68,7 +68,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
 	}
-	n := min(pass0Chunks, 128)
+	n := min(pass0Chunks, 64)
 	if n <= 1 {
 		run(st, 0, 1024)
 	} else {
@@ -78,7 +78,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 1024, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -135,7 +135,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -158,7 +158,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &g.StateActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0])
 	}
-	n := min(fbPass0Chunks, 128)
+	n := min(fbPass0Chunks, 64)
 	if n <= 1 {
 		run(st, 0, 1024)
 	} else {
@@ -168,7 +168,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 1024, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

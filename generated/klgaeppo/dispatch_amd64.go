@@ -182,7 +182,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass1AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
 }
 
-// pass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently, each
+// pass2Chunks is how many chunks of whole 16-element blocks of L pass 2 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -198,13 +198,22 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p2_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass2AVX512(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass2AVX512(&st.buf[0], lo, m, &s.s10[0], &s.s11[0], &s.s5[0])
+			}
+			if m < hi {
+				pass2AVX2(&st.buf[0], m, hi, &s.s10[0], &s.s11[0], &s.s5[0])
+			}
 		} else {
 			pass2AVX2(&st.buf[0], lo, hi, &s.s10[0], &s.s11[0], &s.s5[0])
 		}
 	}
-	n := min(pass2Chunks, 6)
+	n := min(pass2Chunks, 3)
 	if n <= 1 {
 		run(st, 0, 48)
 	} else {
@@ -214,7 +223,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -283,7 +292,7 @@ func pass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass4AVX2(&s.s13, &s.s12, &out.ESS)
 }
 
-// pass5Chunks is how many chunks of whole 8-element blocks of L pass 5 runs as, concurrently, each
+// pass5Chunks is how many chunks of whole 16-element blocks of L pass 5 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -294,13 +303,22 @@ func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass5AVX512(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass5AVX512(lo, m, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				pass5AVX2(m, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			pass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(pass5Chunks, 6)
+	n := min(pass5Chunks, 3)
 	if n <= 1 {
 		run(st, 0, 48)
 	} else {
@@ -310,7 +328,7 @@ func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -534,7 +552,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass2AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
 }
 
-// fbPass3Chunks is how many chunks of whole 8-element blocks of L pass 3 runs as, concurrently,
+// fbPass3Chunks is how many chunks of whole 16-element blocks of L pass 3 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -551,13 +569,22 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r107_s, 0)
 		runtime.Fill(st.r107_p, 0)
 		runtime.SetMask(st.p3_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass3AVX512(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass3AVX512(lo, m, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				fbPass3AVX2(m, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			fbPass3AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(fbPass3Chunks, 6)
+	n := min(fbPass3Chunks, 3)
 	if n <= 1 {
 		run(st, 0, 48)
 	} else {
@@ -567,7 +594,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

@@ -269,7 +269,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.LossCritic = lossCritic
 }
 
-// pass2GoChunks is how many chunks of whole 8-element blocks of L pass2Go runs as, concurrently,
+// pass2GoChunks is how many chunks of whole 16-element blocks of L pass2Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -310,14 +310,14 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
-// pass2GoChunks chunks of whole 8-element blocks of L (pass2GoChunk).
+// pass2GoChunks chunks of whole 16-element blocks of L (pass2GoChunk).
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass2GoStates
-	if n := min(pass2GoChunks, 6); n <= 1 {
+	if n := min(pass2GoChunks, 3); n <= 1 {
 		pass2GoChunk(in, out, grads, s, &st, 0, 48)
 	} else {
 		sts := make([]pass2GoStates, n)
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(c, lo, hi int) {
 			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -430,7 +430,7 @@ func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.ESS = ess
 }
 
-// pass5GoChunks is how many chunks of whole 8-element blocks of L pass5Go runs as, concurrently,
+// pass5GoChunks is how many chunks of whole 16-element blocks of L pass5Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -455,12 +455,12 @@ func pass5GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, lo, hi int
 }
 
 // pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [L=48], in
-// pass5GoChunks chunks of whole 8-element blocks of L (pass5GoChunk).
+// pass5GoChunks chunks of whole 16-element blocks of L (pass5GoChunk).
 func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	if n := min(pass5GoChunks, 6); n <= 1 {
+	if n := min(pass5GoChunks, 3); n <= 1 {
 		pass5GoChunk(in, out, grads, s, 0, 48)
 	} else {
-		runtime.ForBlockChunks(n, 48, 8, func(_, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(_, lo, hi int) {
 			pass5GoChunk(in, out, grads, s, lo, hi)
 		})
 	}
@@ -863,7 +863,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.LossCritic = lossCritic
 }
 
-// fbPass3GoChunks is how many chunks of whole 8-element blocks of L fbPass3Go runs as,
+// fbPass3GoChunks is how many chunks of whole 16-element blocks of L fbPass3Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -915,14 +915,14 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48],
-// in fbPass3GoChunks chunks of whole 8-element blocks of L (fbPass3GoChunk).
+// in fbPass3GoChunks chunks of whole 16-element blocks of L (fbPass3GoChunk).
 func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass3GoStates
-	if n := min(fbPass3GoChunks, 6); n <= 1 {
+	if n := min(fbPass3GoChunks, 3); n <= 1 {
 		fbPass3GoChunk(in, out, grads, s, &st, 0, 48)
 	} else {
 		sts := make([]fbPass3GoStates, n)
-		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 48, 16, func(c, lo, hi int) {
 			fbPass3GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

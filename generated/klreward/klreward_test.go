@@ -176,21 +176,20 @@ func (l *freeList) Put(r *results) {
 	l.free = append(l.free, r)
 }
 
-// sameBits reports whether every named result has the same bits in a and b.
-func sameBits(names []string, a, b func(string) ([]float32, bool)) bool {
+// sameBitsAs fails t at the first element of each named result whose bits differ between
+// want and got.
+func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
+	t.Helper()
 	for _, name := range names {
-		x, _ := a(name)
-		y, _ := b(name)
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				return false
+		w, _ := want(name)
+		g, _ := got(name)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Errorf("%s: %s[%d] = %v, want %v", what, name, i, g[i], w[i])
+				break
 			}
 		}
 	}
-	return true
 }
 
 // newResults is a results from resultsPool, or new ones.
@@ -732,21 +731,6 @@ func paddedInputs() (clean, dirty *Inputs) {
 	return clean, dirty
 }
 
-// sameBitsAs reports the first named result whose bits differ between want and got.
-func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
-	t.Helper()
-	for _, name := range names {
-		w, _ := want(name)
-		g, _ := got(name)
-		for i := range w {
-			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
-				t.Errorf("%s %s[%d] = %v with garbage padding, %v with clean padding", what, name, i, g[i], w[i])
-				break
-			}
-		}
-	}
-}
-
 // TestPaddingIgnored checks that what masked elements hold reaches no output: every implementation
 // gives the same bits with garbage padding as with clean (lossgen's SEMANTICS.md §11.18: masked
 // elements are selected away before any arithmetic).
@@ -756,6 +740,6 @@ func TestPaddingIgnored(t *testing.T) {
 	want, got := runAll(t, clean, impls), runAll(t, dirty, impls)
 	for k, w := range want {
 		name := w.im.name
-		sameBitsAs(t, name+" Forward", OutputNames, w.out.Get, got[k].out.Get)
+		sameBitsAs(t, name+" Forward with garbage padding (want: clean)", OutputNames, w.out.Get, got[k].out.Get)
 	}
 }

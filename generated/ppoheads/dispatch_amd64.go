@@ -79,7 +79,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -113,13 +113,22 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass0AVX512(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass0AVX512(lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+			}
+			if m < hi {
+				pass0AVX2(m, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+			}
 		} else {
 			pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
 		}
 	}
-	n := min(pass0Chunks, 128)
+	n := min(pass0Chunks, 64)
 	if n <= 1 {
 		run(st, 0, 1024)
 	} else {
@@ -129,7 +138,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 1024, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -230,7 +239,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -265,13 +274,22 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r35_pm2, 0)
 		runtime.Fill(st.r35_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass0AVX512(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass0AVX512(lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+			}
+			if m < hi {
+				fbPass0AVX2(m, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+			}
 		} else {
 			fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
 		}
 	}
-	n := min(fbPass0Chunks, 128)
+	n := min(fbPass0Chunks, 64)
 	if n <= 1 {
 		run(st, 0, 1024)
 	} else {
@@ -281,7 +299,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 1024, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

@@ -74,7 +74,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -110,7 +110,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
 	}
-	n := min(pass0Chunks, 64)
+	n := min(pass0Chunks, 32)
 	if n <= 1 {
 		run(st, 0, 512)
 	} else {
@@ -120,7 +120,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 512, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 512, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -221,7 +221,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -258,7 +258,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
 	}
-	n := min(fbPass0Chunks, 64)
+	n := min(fbPass0Chunks, 32)
 	if n <= 1 {
 		run(st, 0, 512)
 	} else {
@@ -268,7 +268,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 512, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 512, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

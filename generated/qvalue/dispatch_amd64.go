@@ -27,7 +27,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -40,7 +40,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		pass0AVX2(lo, hi, &in.ActionValue[0], &in.ActionMask[0], &out.ChosenActionValue[0], &out.ActionValue[0], &out.Action[0])
 	}
-	n := min(pass0Chunks, 32)
+	n := min(pass0Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 257)
 	} else {
@@ -50,7 +50,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 257, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 257, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

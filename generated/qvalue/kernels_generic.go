@@ -16,7 +16,7 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0GoChunks is how many chunks of whole 8-element blocks of B pass0Go runs as, concurrently,
+// pass0GoChunks is how many chunks of whole 16-element blocks of B pass0Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -57,12 +57,12 @@ func pass0GoChunk(in *Inputs, out *Outputs, s *scratch, lo, hi int) {
 }
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=257], in
-// pass0GoChunks chunks of whole 8-element blocks of B (pass0GoChunk).
+// pass0GoChunks chunks of whole 16-element blocks of B (pass0GoChunk).
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
-	if n := min(pass0GoChunks, 32); n <= 1 {
+	if n := min(pass0GoChunks, 16); n <= 1 {
 		pass0GoChunk(in, out, s, 0, 257)
 	} else {
-		runtime.ForBlockChunks(n, 257, 8, func(_, lo, hi int) {
+		runtime.ForBlockChunks(n, 257, 16, func(_, lo, hi int) {
 			pass0GoChunk(in, out, s, lo, hi)
 		})
 	}

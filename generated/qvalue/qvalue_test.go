@@ -174,21 +174,20 @@ func (l *freeList) Put(r *results) {
 	l.free = append(l.free, r)
 }
 
-// sameBits reports whether every named result has the same bits in a and b.
-func sameBits(names []string, a, b func(string) ([]float32, bool)) bool {
+// sameBitsAs fails t at the first element of each named result whose bits differ between
+// want and got.
+func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
+	t.Helper()
 	for _, name := range names {
-		x, _ := a(name)
-		y, _ := b(name)
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				return false
+		w, _ := want(name)
+		g, _ := got(name)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Errorf("%s: %s[%d] = %v, want %v", what, name, i, g[i], w[i])
+				break
 			}
 		}
 	}
-	return true
 }
 
 // newResults is a results from resultsPool, or new ones.

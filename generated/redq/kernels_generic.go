@@ -41,7 +41,7 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	out.EmptyModelSubset = emptyModelSubset
 }
 
-// pass1GoChunks is how many chunks of whole 8-element blocks of B pass1Go runs as, concurrently,
+// pass1GoChunks is how many chunks of whole 16-element blocks of B pass1Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -157,14 +157,14 @@ func pass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass1G
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256], in
-// pass1GoChunks chunks of whole 8-element blocks of B (pass1GoChunk).
+// pass1GoChunks chunks of whole 16-element blocks of B (pass1GoChunk).
 func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass1GoStates
-	if n := min(pass1GoChunks, 32); n <= 1 {
+	if n := min(pass1GoChunks, 16); n <= 1 {
 		pass1GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]pass1GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			pass1GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -188,7 +188,7 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0GoChunks is how many chunks of whole 8-element blocks of B fbPass0Go runs as,
+// fbPass0GoChunks is how many chunks of whole 16-element blocks of B fbPass0Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -343,14 +343,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [B=256], in fbPass0GoChunks chunks of whole 8-element blocks of B (fbPass0GoChunk).
+// [B=256], in fbPass0GoChunks chunks of whole 16-element blocks of B (fbPass0GoChunk).
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass0GoStates
-	if n := min(fbPass0GoChunks, 32); n <= 1 {
+	if n := min(fbPass0GoChunks, 16); n <= 1 {
 		fbPass0GoChunk(in, out, grads, s, &st, 0, 256)
 	} else {
 		sts := make([]fbPass0GoStates, n)
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			fbPass0GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]

@@ -53,7 +53,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass0AVX2(&in.LogAlpha[0], &out.Alpha)
 }
 
-// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// pass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -75,7 +75,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p1_ok)
 		pass1AVX2(lo, hi, &in.LogAlpha[0], &in.NextLogProb[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.LogProb[0], &out.ValueTarget[0], &out.TDError[0])
 	}
-	n := min(pass1Chunks, 32)
+	n := min(pass1Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -85,7 +85,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -154,7 +154,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass0AVX2(&in.LogAlpha[0], &out.Alpha)
 }
 
-// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// fbPass1Chunks is how many chunks of whole 16-element blocks of B pass 1 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -179,7 +179,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p1_ok)
 		fbPass1AVX2(&in.LogAlpha[0], lo, hi, &in.NextLogProb[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.LogProb[0])
 	}
-	n := min(fbPass1Chunks, 32)
+	n := min(fbPass1Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -189,7 +189,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

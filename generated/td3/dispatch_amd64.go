@@ -38,7 +38,7 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// pass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -56,7 +56,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, hi, &in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
 	}
-	n := min(pass0Chunks, 32)
+	n := min(pass0Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -66,7 +66,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -109,7 +109,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// fbPass0Chunks is how many chunks of whole 16-element blocks of B pass 0 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -128,7 +128,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, hi, &in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
 	}
-	n := min(fbPass0Chunks, 32)
+	n := min(fbPass0Chunks, 16)
 	if n <= 1 {
 		run(st, 0, 256)
 	} else {
@@ -138,7 +138,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 256, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

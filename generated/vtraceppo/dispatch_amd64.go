@@ -177,7 +177,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 }
 
-// pass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently, each
+// pass1Chunks is how many chunks of whole 16-element blocks of T pass 1 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -191,13 +191,22 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r82_s, 0)
 		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass1AVX512(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass1AVX512(&st.buf[0], lo, m, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				pass1AVX2(&st.buf[0], m, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			pass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(pass1Chunks, 52)
+	n := min(pass1Chunks, 26)
 	if n <= 1 {
 		run(st, 0, 421)
 	} else {
@@ -207,7 +216,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 421, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -431,7 +440,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently,
+// fbPass1Chunks is how many chunks of whole 16-element blocks of T pass 1 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -446,13 +455,22 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r82_s, 0)
 		runtime.Fill(st.r82_p, 0)
 		runtime.SetMask(st.p1_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass1AVX512(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass1AVX512(&st.buf[0], lo, m, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				fbPass1AVX2(&st.buf[0], m, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			fbPass1AVX2(&st.buf[0], lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(fbPass1Chunks, 52)
+	n := min(fbPass1Chunks, 26)
 	if n <= 1 {
 		run(st, 0, 421)
 	} else {
@@ -462,7 +480,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 421, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

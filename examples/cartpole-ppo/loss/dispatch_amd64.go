@@ -249,7 +249,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 }
 
-// pass2Chunks is how many chunks of whole 8-element blocks of T pass 2 runs as, concurrently, each
+// pass2Chunks is how many chunks of whole 16-element blocks of T pass 2 runs as, concurrently, each
 // with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
 // it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -263,13 +263,22 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r89_s, 0)
 		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			pass2AVX512(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				pass2AVX512(&st.buf[0], lo, m, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				pass2AVX2(&st.buf[0], m, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			pass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(pass2Chunks, 16)
+	n := min(pass2Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -279,7 +288,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			sts[c] = avxPool.Get().(*avxState)
 			defer avxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
@@ -534,7 +543,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass2Chunks is how many chunks of whole 8-element blocks of T pass 2 runs as, concurrently,
+// fbPass2Chunks is how many chunks of whole 16-element blocks of T pass 2 runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
 // fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
 // chunked run.
@@ -549,13 +558,22 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r89_s, 0)
 		runtime.Fill(st.r89_p, 0)
 		runtime.SetMask(st.p2_ok)
-		if useAVX512 && lo%16 == 0 && hi%16 == 0 {
-			fbPass2AVX512(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+		if useAVX512 {
+			m := hi
+			if hi%16 != 0 {
+				m -= (hi - lo) % 64
+			}
+			if m > lo {
+				fbPass2AVX512(&st.buf[0], lo, m, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+			}
+			if m < hi {
+				fbPass2AVX2(&st.buf[0], m, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
+			}
 		} else {
 			fbPass2AVX2(&st.buf[0], lo, hi, &s.s4[0], &s.s3[0], &s.s5[0], &s.s6[0], &out.ExplainedVariance[0])
 		}
 	}
-	n := min(fbPass2Chunks, 16)
+	n := min(fbPass2Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 128)
 	} else {
@@ -565,7 +583,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			sts[c] = fbAvxPool.Get().(*fbAvxState)
 			defer fbAvxPool.Put(sts[c])
 		}
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {

@@ -298,7 +298,7 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	}
 }
 
-// pass2GoChunks is how many chunks of whole 8-element blocks of T pass2Go runs as, concurrently,
+// pass2GoChunks is how many chunks of whole 16-element blocks of T pass2Go runs as, concurrently,
 // each with its own reduction states merged in chunk order afterwards (1: in one piece). It is the
 // plan's count (lossgen explain), fixed from the pass's size, so results do not depend on the
 // machine; tests set it to check the chunked run.
@@ -338,14 +338,14 @@ func pass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass2G
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [T=128], in
-// pass2GoChunks chunks of whole 8-element blocks of T (pass2GoChunk).
+// pass2GoChunks chunks of whole 16-element blocks of T (pass2GoChunk).
 func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	var st pass2GoStates
-	if n := min(pass2GoChunks, 16); n <= 1 {
+	if n := min(pass2GoChunks, 8); n <= 1 {
 		pass2GoChunk(in, out, grads, s, &st, 0, 128)
 	} else {
 		sts := make([]pass2GoStates, n)
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			pass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
@@ -705,7 +705,7 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass2GoChunks is how many chunks of whole 8-element blocks of T fbPass2Go runs as,
+// fbPass2GoChunks is how many chunks of whole 16-element blocks of T fbPass2Go runs as,
 // concurrently, each with its own reduction states merged in chunk order afterwards (1: in one
 // piece). It is the plan's count (lossgen explain), fixed from the pass's size, so results do not
 // depend on the machine; tests set it to check the chunked run.
@@ -745,14 +745,14 @@ func fbPass2GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
-// [T=128], in fbPass2GoChunks chunks of whole 8-element blocks of T (fbPass2GoChunk).
+// [T=128], in fbPass2GoChunks chunks of whole 16-element blocks of T (fbPass2GoChunk).
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	var st fbPass2GoStates
-	if n := min(fbPass2GoChunks, 16); n <= 1 {
+	if n := min(fbPass2GoChunks, 8); n <= 1 {
 		fbPass2GoChunk(in, out, grads, s, &st, 0, 128)
 	} else {
 		sts := make([]fbPass2GoStates, n)
-		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+		runtime.ForBlockChunks(n, 128, 16, func(c, lo, hi int) {
 			fbPass2GoChunk(in, out, grads, s, &sts[c], lo, hi)
 		})
 		st = sts[0]
