@@ -221,6 +221,9 @@ func TestWidePasses(t *testing.T) {
 		{"flat clip_ppo with a tail", "dims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
 		{"gae", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", nil},
 		{"dqn", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
+		// ForwardBackward's token pass stores non-temporally at this size (a variant would run
+		// only on misaligned buffers); Forward's keeps its variant.
+		{"grpo stored non-temporally", "dims: {B: 64, L: 32768}\nbatch: [B, L]\nloss: {type: grpo, aggregation: none}\nkeys: {mask: mask}\n", []string{"pass0AVX512"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.yaml")

@@ -439,8 +439,6 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 			}
 		}
 	}
-	// The 16-lane variant has regular stores only: where the non-temporal one runs, the
-	// pass is bound by memory, not by its instructions.
 	b.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index), pg.params, nil)).Else().Block(avx2)
 }
 

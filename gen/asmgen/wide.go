@@ -158,6 +158,12 @@ func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || len(ps.Inner) > 0 || g.GenericReductions {
 		return false
 	}
+	if ps.Schedule.NonTemporal() {
+		// Its non-temporal variant runs wherever the buffers are aligned (always, for
+		// buffers make allocates): the pass is bound by memory, and a 16-lane variant would
+		// run only on a user's misaligned sub-slices, which no test would see.
+		return false
+	}
 	vaxis := ps.Domain[len(ps.Domain)-1].Name
 	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 && !flatChunks(ps) {
 		return false
