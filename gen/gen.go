@@ -306,8 +306,10 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		return nil, err
 	}
 	files[exampleName] = ex
-	if vars := asmgen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
-		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
+	large := c.Graph.Batch.Numel() > LargeBatch
+	asmChunks := asmgen.ChunkVars(c.Plan, c.Backward)
+	if len(asmChunks) > 0 {
+		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": asmChunks, "Large": large})
 		if err != nil {
 			return nil, err
 		}
@@ -315,15 +317,14 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 	}
 	if wide := asmgen.WidePasses(c.Plan, c.Backward); len(wide) > 0 {
 		wt, err := render("avx512_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package,
-			"Passes": strings.Join(wide, ", "), "Grads": c.Backward != nil, "Large": c.Graph.Batch.Numel() > LargeBatch,
-			"Chunked": len(asmgen.ChunkVars(c.Plan, c.Backward)) > 0})
+			"Passes": strings.Join(wide, ", "), "Grads": c.Backward != nil, "Large": large, "Chunked": len(asmChunks) > 0})
 		if err != nil {
 			return nil, err
 		}
 		files[avx512TestName] = wt
 	}
 	if vars := gogen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
-		ct, err := render("gochunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
+		ct, err := render("gochunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": large})
 		if err != nil {
 			return nil, err
 		}

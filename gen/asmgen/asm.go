@@ -20,7 +20,7 @@ import (
 )
 
 // asm wraps an avo build context with the element type and a pool of 32-byte constants
-// (64-byte ones for 16-lane code).
+// (one-dword ones read by broadcast in 16-lane code: data).
 type asm struct {
 	c      *build.Context
 	f64    bool // float64 lanes (4 per YMM) instead of float32 (8 per YMM)
@@ -37,10 +37,12 @@ func newAsm(c *build.Context, f64 bool, budget int) *asm {
 // as64 is a view of the same context that emits float64 (PD) instructions, for the float64
 // reduction states of float32 kernels.
 func (a *asm) as64() *asm {
-	return &asm{c: a.c, f64: true, consts: a.consts, label: a.label, budget: a.budget}
+	n := a.narrow()
+	n.f64 = true
+	return n
 }
 
-// narrow is a view of the same context that emits 8-lane float32 (YMM) instructions, for
+// narrow is a view of the same context that emits YMM instructions of a's element type: for
 // the parts of a 16-lane block that work on 8-lane states (wide.go).
 func (a *asm) narrow() *asm {
 	return &asm{c: a.c, f64: a.f64, consts: a.consts, label: a.label, budget: a.budget}

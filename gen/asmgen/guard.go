@@ -134,9 +134,13 @@ func (pg *passGen) andGuard(m reg.VecVirtual) {
 	if pg.stReg == nil {
 		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
 	}
-	g := operand.Mem{Base: pg.stReg, Disp: pg.e.stateAt[guardField(pg.ps)]}
-	pg.and(g, m, m)
-	pg.mov(m, g)
+	pg.andInto(operand.Mem{Base: pg.stReg, Disp: pg.e.stateAt[guardField(pg.ps)]}, m)
+}
+
+// andInto clears the lanes of the mask at mem where m is clear; m holds the result.
+func (pg *passGen) andInto(mem operand.Mem, m reg.VecVirtual) {
+	pg.and(mem, m, m)
+	pg.mov(m, mem)
 }
 
 // unitCoef reports whether a scan's coefficients are provably within [−1, 1] (or NaN, which

@@ -74,9 +74,7 @@ func (l *laneAcc) logSumExp(x reg.VecVirtual) {
 		pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
 		pg.blend(l.mask, in, t, in)
 	}
-	okm := pg.stateMem(r, field{"ok", true}, nil, 0)
-	pg.and(okm, in, in)
-	pg.mov(in, okm)
+	pg.andInto(pg.stateMem(r, field{"ok", true}, nil, 0), in)
 	if pg.partial(r) {
 		l.partialExp(e, tw)
 		return

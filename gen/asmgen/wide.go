@@ -106,9 +106,8 @@ func (pg *passGen) halvesOf(x reg.VecVirtual) (lo, hi reg.VecVirtual) {
 
 // accumulateHalves folds a 16-lane block x into r's 8-lane states as two 8-lane blocks, lanes
 // 0–7 first: the order in which the AVX2 pass folds the same elements, so every state, and
-// every result, is the AVX2 pass's bit for bit.
-// A logsumexp's e^x (the pass's own, or its own exp) is a value of the 16-lane block: it is
-// computed on 16 lanes and folded by halves with x.
+// every result, is the AVX2 pass's bit for bit. A logsumexp's e^x (the pass's own, or its
+// own exp) is a value of the 16-lane block: computed on 16 lanes, folded by halves with x.
 func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 	switch {
 	case (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.partial(r) && pg.sumRegs[r.ID] == nil:
@@ -141,19 +140,19 @@ func (pg *passGen) foldAnd(m reg.VecVirtual) reg.VecVirtual {
 	return z
 }
 
-// flatChunks reports whether pass ps runs on chunks of whole blocks of a flat batch: the glue
-// then runs a chunk with the 16-lane variant when the chunk is whole 16-element blocks (lo
-// and hi multiples of 16), and with the AVX2 pass otherwise, the tail's chunk included: the
-// variants leave the same states, so chunks may mix them.
+// flatChunks reports whether pass ps runs on chunks of whole 16-element blocks of a flat
+// batch (plan.Chunking.Align): the glue runs the tail's chunk with the 16-lane variant up to
+// its last flush and the AVX2 pass from there (emitter.wideFlat); the two leave the same
+// states, so a chunk may mix them.
 func flatChunks(ps *plan.Pass) bool { return ps.Schedule.Chunks != nil && len(ps.Domain) == 1 }
 
 // wideEligible reports whether pass ps of the kernel gets a 16-lane variant: a float32 pass
-// over a vector axis of whole 16-element blocks (no tail; a flat batch's chunks: flatChunks) whose every load and store is
-// contiguous or a broadcast (no tiles, gathers, scatters, int64 indices), with no scan,
-// shift, gather, loop over inner dims, iota (lane-indexed constants) or inner reduction, and
-// whose reductions have their own lane code with one state per 8-lane lane (sum, mean, max,
-// min, logsumexp, variance over the vector axis): the forms whose 8-lane folding is written
-// here.
+// over a vector axis of whole 16-element blocks (no tail; or a flat batch's chunks:
+// flatChunks) with regular stores, whose every load and store is contiguous or a broadcast
+// (no tiles, gathers, scatters, int64 indices), with no scan, shift, gather, loop over inner
+// dims, iota (lane-indexed constants) or inner reduction, and whose reductions have their own
+// lane code with one state per 8-lane lane (sum, mean, max, min, logsumexp, variance over the
+// vector axis): the forms whose 8-lane folding is written here.
 func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || len(ps.Inner) > 0 || g.GenericReductions {
 		return false
@@ -339,9 +338,7 @@ func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
 	ok := pg.foldAnd(in)
 	elo, ehi := pg.halvesOf(e)
 	pg.inNarrow(func() {
-		okm := pg.stateMem(r, field{"ok", true}, nil, 0)
-		pg.and(okm, ok, ok)
-		pg.mov(ok, okm)
+		pg.andInto(pg.stateMem(r, field{"ok", true}, nil, 0), ok)
 		pg.addPair(r, elo, ehi)
 		if tw := pg.twinOf(r); tw != nil {
 			qlo, qhi := pg.ymm(), pg.ymm()

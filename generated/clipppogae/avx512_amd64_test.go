@@ -31,26 +31,22 @@ func TestAVX512MatchesAVX2(t *testing.T) {
 			if kind != "random" {
 				in = extremeInputs(kind)
 			}
-			useAVX512 = false
-			want := runAll(t, in, avx2)[0]
-			useAVX512 = true
-			avx512Same(t, kind, want, runAll(t, in, avx2)[0])
+			avx512Same(t, kind, in, avx2)
 		})
 	}
 	t.Run("random in 3 chunks", func(t *testing.T) {
-		chunked(func() {
-			in := randomInputs(7)
-			useAVX512 = false
-			want := runAll(t, in, avx2)[0]
-			useAVX512 = true
-			avx512Same(t, "random in 3 chunks", want, runAll(t, in, avx2)[0])
-		})
+		chunked(func() { avx512Same(t, "random in 3 chunks", randomInputs(7), avx2) })
 	})
 }
 
-// avx512Same fails t for each element whose bits differ between want (AVX2) and got.
-func avx512Same(t *testing.T, what string, want, got *results) {
+// avx512Same runs avx2 on in without the AVX-512 variants, then with them, and fails t for
+// each result whose bits differ.
+func avx512Same(t *testing.T, what string, in *Inputs, avx2 []impl) {
 	t.Helper()
+	useAVX512 = false
+	want := runAll(t, in, avx2)[0]
+	useAVX512 = true
+	got := runAll(t, in, avx2)[0]
 	what += " inputs, AVX-512 variants (want: AVX2 passes)"
 	sameBitsAs(t, what+", Forward", OutputNames, want.out.Get, got.out.Get)
 	sameBitsAs(t, what+", ForwardBackward", OutputNames, want.fbOut.Get, got.fbOut.Get)
