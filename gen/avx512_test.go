@@ -207,9 +207,9 @@ func TestAVX512FlatBatchTail(t *testing.T) {
 	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
 }
 
-// Which passes get a 16-lane variant (asmgen.WidePasses): the token losses' streaming passes
-// and a flat batch's; none where a row is not whole 16-element blocks, in float64, or in
-// a pass with a scan (GAE), an inner dim (categorical logits) or an argmax over one.
+// Which passes get a 16-lane variant (asmgen.WidePasses): the token losses' streaming passes,
+// a flat batch's, a categorical's over its logits; none where a row is not whole 16-element
+// blocks, in float64, or in a pass with a scan (GAE) or an argmax over inner dims.
 func TestWidePasses(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
@@ -220,10 +220,11 @@ func TestWidePasses(t *testing.T) {
 		{"grpo float64", "dtype: float64\ndims: {B: 4, L: 64}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", nil},
 		{"flat clip_ppo with a tail", "dims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
 		{"gae", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", nil},
-		{"dqn", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
-		// ForwardBackward's token pass stores non-temporally at this size (a variant would run
-		// only on misaligned buffers); Forward's keeps its variant.
-		{"grpo stored non-temporally", "dims: {B: 64, L: 32768}\nbatch: [B, L]\nloss: {type: grpo, aggregation: none}\nkeys: {mask: mask}\n", []string{"pass0AVX512"}},
+		{"dqn (an argmax over the actions)", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
+		{"categorical clip_ppo", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
+		// ForwardBackward's token pass stores non-temporally at this size: its variant does
+		// too (and runs on 64-byte aligned buffers only).
+		{"grpo stored non-temporally", "dims: {B: 64, L: 32768}\nbatch: [B, L]\nloss: {type: grpo, aggregation: none}\nkeys: {mask: mask}\n", []string{"pass0AVX512", "fbPass0AVX512NT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.yaml")
@@ -233,4 +234,110 @@ func TestWidePasses(t *testing.T) {
 			require.Equal(t, tc.want, asmgen.WidePasses(c.Plan, c.Backward))
 		})
 	}
+}
+
+// tiledWide is tiled's inner dims (rows shorter than 16 lanes, A3 and A13; whole, A16; longer
+// with a masked last group, A20; a dim before the batch; two inner dims) on a batch of three
+// 16-lane blocks, in the forms a 16-lane pass runs: inner maxima, minima and short sums of one
+// sign, results written from inside the loops (flushed tiles), a gather at an int64 index,
+// a one-hot from an iota over the actions, and a sum over the batch of a row's value.
+func tiledWide() *ir.Graph {
+	dims := []ir.Dim{{Name: "Q", Size: 2}, {Name: "B", Size: 48}, {Name: "K", Size: 3}, {Name: "A3", Size: 3}, {Name: "A13", Size: 13}, {Name: "A16", Size: 16}, {Name: "A20", Size: 20}}
+	b := ir.NewBuilder(ir.F32, dims, []string{"B"})
+	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
+		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
+	}
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
+	act := b.Input(ir.Input{Key: "action", Name: "act", Kind: ir.Index, Shape: b.Shape("B")})
+	for _, a := range []string{"A3", "A13", "A16", "A20"} {
+		q := in("q"+a, ir.Float, "B", a)
+		m := b.Detach(b.ReduceMax(q, a))
+		z := b.Sub(q, m)
+		e := b.Exp(z)
+		s := b.Sum(e, a)
+		out("softmax_"+a, b.Div(e, s))
+		// Σ e^z·z as the categorical's entropy has it, z ≥ −MaxFloat32 (so 0·−inf is not NaN):
+		// terms of one sign, summed in float32.
+		ez := b.Mul(e, b.Max(z, b.Const(-math.MaxFloat32)))
+		ent := b.Sub(b.Log(s), b.Div(b.Sum(ez, a), s))
+		out("entropy_"+a, ent)
+		out("entropy_sum_"+a, b.Sum(ent, "B"))
+		out("min_"+a, b.ReduceMin(q, a))
+		if a == "A20" {
+			out("picked", b.Gather(q, act, a))
+			onehot := b.Where(b.Eq(b.Iota(a, false), b.Broadcast(act, b.Shape("B", a))), b.Const(1), b.Const(0))
+			out("onehot_minus_softmax", b.Sub(onehot, b.Div(e, s)))
+		}
+	}
+	e := in("e", ir.Float, "Q", "B", "A13")
+	out("min_Q_sum", b.ReduceMin(b.Sum(b.Mul(e, e), "A13"), "Q"))
+	out("e_scaled", b.Mul(e, b.Const(0.5)))
+	v := in("v", ir.Float, "B", "K", "A3")
+	out("v_max_K", b.ReduceMax(v, "K"))
+	return b.Graph()
+}
+
+// The 16-lane variants of passes with inner dims (tiles of 16 rows transposed 16×16, masked
+// at a row's end, inner loops and reductions on 16 lanes, gathers, int64 indices by
+// VCVTQQ2PS, an iota along the inner dims) run against the interpreter, and the package's
+// TestAVX512MatchesAVX2 compares every bit with the AVX2 passes.
+func TestInnerDimsOnAVX512(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	c := compiledGraph(t, tiledWide(), "tiledwide")
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	wide := string(files["kernels_avx512_amd64.s"])
+	for _, ps := range c.Plan.Passes {
+		if len(ps.Domain) > 0 {
+			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
+		}
+	}
+	for _, s := range []string{"// tile qA20\n", "// flush the tile of softmaxA20\n", "// flush the tile of eScaled\n", "VSHUFF32X4", "VGATHERDPS", "VCVTQQ2PS", "VMOVUPS.Z"} {
+		require.Contains(t, wide, s)
+	}
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
+	}
+	zooRun(t, tiledWide(), "default")
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	out, err := m.Test("^TestAVX512MatchesAVX2$")
+	require.NoError(t, err, out)
+	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
+		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
+	}
+}
+
+// A categorical ClipPPO large enough that its ForwardBackward stores non-temporally (its
+// logits' gradient from a transposed tile) has that pass's 16-lane variant store
+// non-temporally too; B = 2^18 + 8 ends in half a 16-lane block, which its tail chunk runs
+// with the AVX2 pass's non-temporal function. The package's TestAVX512MatchesAVX2 (on
+// buffers from make, 64-byte aligned) compares every bit with the AVX2 passes.
+func TestAVX512NonTemporal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndims: {B: 262152, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n"), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"pass0AVX512", "fbPass0AVX512NT"}, asmgen.WidePasses(c.Plan, c.Backward))
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Contains(t, string(files["kernels_avx512_amd64.s"]), "VMOVNTPS")
+	require.Contains(t, string(files["dispatch_amd64.go"]), "%64 == 0")
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here")
+	}
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	out, err := m.Test("^TestAVX512MatchesAVX2$")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
 }

@@ -66,19 +66,23 @@ func (a *asm) newLabel(what string) string {
 }
 
 // data returns a 32-byte read-only constant holding the given 8 dwords or 4 qwords; in
-// 16-lane code, the one dword of a constant with the same value in every lane (16-lane code
-// has no lane-indexed constants: wideEligible), which its instructions read as a broadcast
-// (broadcastConsts: 64-byte data would be 32-byte aligned, the linker's most, and half its
-// loads would cross a cache line).
+// 16-lane code, the one dword of a constant with the same value in every lane, which its
+// instructions read as a broadcast (broadcastConsts: 64-byte data would be 32-byte aligned,
+// the linker's most, and half its loads would cross a cache line), or 16 lane-indexed dwords
+// (a gather's lane offsets, once per block).
 func (a *asm) data(key string, vals []operand.Constant) operand.Mem {
 	name := "lgc%d"
 	if a.zmm {
 		for _, v := range vals {
-			if _, dword := v.(operand.U32); !dword || v != vals[0] {
+			if _, dword := v.(operand.U32); !dword || len(vals) != 16 && v != vals[0] {
 				panic("asmgen: 16-lane code asks for the constant " + key + ", which is not one dword in every lane")
 			}
 		}
-		key, vals, name = "z"+key, vals[:1], bcstPrefix+"%d"
+		if len(vals) == 16 { // lane-indexed (lane offsets): all 64 bytes, read whole
+			key = "z16" + key
+		} else {
+			key, vals, name = "z"+key, vals[:1], bcstPrefix+"%d"
+		}
 	}
 	if m, ok := a.consts[key]; ok {
 		return m

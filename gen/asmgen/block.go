@@ -302,12 +302,19 @@ func (pg *passGen) setValue(n *ir.Node, r reg.VecVirtual) {
 }
 
 // spillSlot is a stack slot for one vector register.
-func (pg *passGen) spillSlot() operand.Mem {
+func (pg *passGen) spillSlot() operand.Mem { return pg.vecSlots(1) }
+
+// vecSlots is a stack area for n vector registers, one after the other (vecBytes each):
+// in 16-lane code from the 64-byte aligned slots, so no ZMM load or store crosses a line.
+func (pg *passGen) vecSlots(n int) operand.Mem {
 	if pg.slots != nil {
-		return pg.slots.next()
+		return pg.slots.nextN(n)
 	}
-	return pg.c.AllocLocal(32)
+	return pg.c.AllocLocal(32 * n)
 }
+
+// vecBytes is the size of a vector register: 32 bytes, 64 in 16-lane code.
+func (pg *passGen) vecBytes() int { return pg.lanes() * pg.esz() }
 
 // loopStart opens a loop over a block's dims: one counter per dim, from 0. Offsets computed
 // before the loop stay valid inside it (they do not depend on its counters).

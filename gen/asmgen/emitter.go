@@ -174,7 +174,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 				e.wide = map[int][]param{}
 				for _, ps := range e.p.Passes {
 					if wideEligible(e.g, ps) {
-						e.wide[ps.Index] = e.emitPass(ps, false).params
+						e.wide[ps.Index] = e.emitPass(ps, ps.Schedule.NonTemporal()).params
 					}
 				}
 			}
@@ -410,36 +410,47 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 			}
 		})
 	}
-	avx2 := call(e.name("pass%dAVX2", ps.Index), pg.params, nil)
-	if wp, ok := e.wide[ps.Index]; ok {
-		wide := call(e.name("pass%dAVX512", ps.Index), wp, nil)
-		if flatChunks(ps) {
-			wide = e.wideFlat(call(e.name("pass%dAVX512", ps.Index), wp, map[string]string{"hi": "m"}),
-				call(e.name("pass%dAVX2", ps.Index), pg.params, map[string]string{"lo": "m"}))
+	// withWide runs the 16-lane variant fn instead of AVX2's on a machine with AVX-512 (ok):
+	// a flat batch's tail chunk runs its last part with AVX2's (wideFlat).
+	withWide := func(ok jen.Code, fn, avx2fn string) *jen.Statement {
+		avx2 := call(avx2fn, pg.params, nil)
+		wp, has := e.wide[ps.Index]
+		if !has {
+			return avx2
 		}
-		avx2 = jen.If(jen.Id("useAVX512")).Block(wide).Else().Block(avx2)
+		wide := call(fn, wp, nil)
+		if flatChunks(ps) {
+			wide = e.wideFlat(call(fn, wp, map[string]string{"hi": "m"}), call(avx2fn, pg.params, map[string]string{"lo": "m"}))
+		}
+		return jen.If(ok).Block(wide).Else().Block(avx2)
 	}
+	avx2 := e.name("pass%dAVX2", ps.Index)
 	if !nt {
-		b.Add(avx2)
+		b.Add(withWide(jen.Id("useAVX512"), e.name("pass%dAVX512", ps.Index), avx2))
 		return
 	}
-	// Non-temporal stores need 32-byte aligned buffers: large slices from make are, a
-	// user's sub-slice may not be.
-	var cond *jen.Statement
-	for _, n := range ps.Stores {
-		if ps.Schedule.Stores[n.ID] != plan.NonTemporal {
-			continue
-		}
-		for _, addr := range e.bufAddrs(n) {
-			a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(addr))).Op("%").Lit(32).Op("==").Lit(0)
-			if cond == nil {
-				cond = a
-			} else {
-				cond = cond.Op("&&").Add(a)
+	// Non-temporal stores need 32-byte aligned buffers (64-byte for the 16-lane variant's):
+	// large slices from make are, a user's sub-slice may not be.
+	aligned := func(bytes int) *jen.Statement {
+		var cond *jen.Statement
+		for _, n := range ps.Stores {
+			if ps.Schedule.Stores[n.ID] != plan.NonTemporal {
+				continue
+			}
+			for _, addr := range e.bufAddrs(n) {
+				a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(addr))).Op("%").Lit(bytes).Op("==").Lit(0)
+				if cond == nil {
+					cond = a
+				} else {
+					cond = cond.Op("&&").Add(a)
+				}
 			}
 		}
+		return cond
 	}
-	b.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index), pg.params, nil)).Else().Block(avx2)
+	b.If(aligned(32)).Block(
+		withWide(jen.Id("useAVX512").Op("&&").Add(aligned(64)), e.name("pass%dAVX512NT", ps.Index), avx2+"NT"),
+	).Else().Block(call(avx2, pg.params, nil))
 }
 
 // wideFlat is the 16-lane run of a flat batch's chunk [lo, hi): lo is a multiple of 16

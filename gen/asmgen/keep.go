@@ -32,7 +32,7 @@ func (pg *passGen) keepAcrossLoops(items []bitem) []bitem {
 	first := map[int]int{} // node → position of its first computation inside a loop
 	bytes := 0
 	for _, t := range pg.keptTiles {
-		bytes += 32 * t.size
+		bytes += pg.vecBytes() * t.size
 	}
 	out := append([]bitem(nil), items...)
 	steps(items, func(k, depth int) {
@@ -48,11 +48,11 @@ func (pg *passGen) keepAcrossLoops(items []bitem) []bitem {
 		t := pg.keptTiles[it.n.ID]
 		if t == nil {
 			size := pg.e.g.InnerPart(it.n.Shape).Numel()
-			if bytes+32*size > maxKeptBytes {
+			if bytes+pg.vecBytes()*size > maxKeptBytes {
 				return
 			}
-			bytes += 32 * size
-			t = &tile{n: it.n, s: size, size: size, slot: pg.c.AllocLocal(32 * size)}
+			bytes += pg.vecBytes() * size
+			t = &tile{n: it.n, s: size, size: size, slot: pg.vecSlots(size)}
 			pg.keptTiles[it.n.ID] = t
 		}
 		out[j].keep = true

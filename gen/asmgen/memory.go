@@ -173,7 +173,7 @@ func (pg *passGen) laneMask(k int, wide bool) operand.Mem {
 
 // laneOffsets is a constant of dword lanes 0, s, 2s, ..., the gather indices of stride s.
 func (pg *passGen) laneOffsets(s int) operand.Mem {
-	vals := make([]operand.Constant, 8)
+	vals := make([]operand.Constant, max(8, pg.lanes()))
 	for i := range vals {
 		vals[i] = operand.U32(uint32(i * s))
 	}
@@ -185,8 +185,14 @@ func (pg *passGen) gatherAt(base, off reg.GPVirtual, stride int, x reg.VecVirtua
 	c := pg.c
 	ptr := pg.gp()
 	c.LEAQ(elemMem(base, off, pg.esz(), 0), ptr)
-	ix, m := pg.ymm(), pg.ymm()
+	ix := pg.ymm()
 	pg.mov(pg.laneOffsets(stride), ix)
+	if pg.zmm {
+		pg.mov(pg.cf(0), x)
+		pg.gatherAll(operand.Mem{Base: ptr, Index: ix, Scale: 4}, x)
+		return
+	}
+	m := pg.ymm()
 	if pg.rem > 0 {
 		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
 	} else {
@@ -339,6 +345,10 @@ func (pg *passGen) indexToSlot(t reg.GPVirtual, f reg.VecVirtual, slot operand.M
 // a full block of adjacent indices goes through int32 (loadIndexPacked), anything else one
 // lane at a time (loadIndexLanes); tails read only their valid lanes.
 func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtual) {
+	if pg.zmm {
+		pg.loadIndexWide(base, off, stride, x)
+		return
+	}
 	if stride == 1 && pg.rem == 0 && pg.lanes() == 32/pg.esz() {
 		pg.loadIndexPacked(base, off, x)
 		return
@@ -470,7 +480,7 @@ func (pg *passGen) storeNT(v reg.VecVirtual, m operand.Mem) {
 // no scatter), through a stack slot.
 func (pg *passGen) scatter(base, off reg.GPVirtual, stride int, v reg.VecVirtual) {
 	c := pg.c
-	slot := c.AllocLocal(32)
+	slot := pg.vecSlots(1)
 	pg.mov(v, slot)
 	if pg.f64 {
 		t := pg.gp()

@@ -102,12 +102,15 @@ const maxInnerF32 = 32
 // iteration costs one add instead of two conversions and two adds. The value-range facts
 // give the sign (e^x ≥ 0; a softmax's Σ e^s·s has s = z − max z ≤ 0). Terms of either sign
 // keep float64: their sum may cancel to far below Σ|term|.
-func (pg *passGen) innerF32(r *ir.Node) bool {
-	if pg.f64 || !pg.own(r) || r.Op != ir.OpSum && r.Op != ir.OpMean || !pg.e.g.InnerReduce(r) {
+func (pg *passGen) innerF32(r *ir.Node) bool { return !pg.f64 && innerF32(pg.e.g, r) }
+
+// innerF32 is the method's test for a float32 kernel g.
+func innerF32(g *ir.Graph, r *ir.Node) bool {
+	if g.GenericReductions || laneCode[r.Op] == "" || r.Op != ir.OpSum && r.Op != ir.OpMean || !g.InnerReduce(r) {
 		return false
 	}
 	x := r.Args[0]
-	iv := pg.e.g.Range(x)
+	iv := g.Range(x)
 	oneSign := iv.Lo >= 0 || iv.Hi <= 0 || x.Op == ir.OpMul && x.Args[0] == x.Args[1]
 	return oneSign && x.Shape.Numel()/r.Shape.Numel() <= maxInnerF32
 }
@@ -232,7 +235,7 @@ func (l *laneAcc) commitE(f string, v reg.VecVirtual) {
 // accumulate folds x, the reduction's argument at the current block, into r's lane states:
 // with the hand-written lane code of r's op (laneCode), or its description.
 func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
-	if pg.zmm {
+	if pg.zmm && !pg.e.g.InnerReduce(r) { // an inner reduction's states are the block's 16 lanes
 		pg.accumulateHalves(r, x)
 		return
 	}
@@ -399,7 +402,11 @@ func (pg *passGen) innerInit(k int, r *ir.Node) {
 			pg.innerAt[stateField(r, f.name)] = size
 			size += 64
 		}
-		pg.inner[r.ID] = pg.c.AllocLocal(size)
+		if pg.slots != nil { // 16-lane code: one 64-byte slot a field (elem fields only: wideEligible)
+			pg.inner[r.ID] = pg.slots.nextN(size / 64)
+		} else {
+			pg.inner[r.ID] = pg.c.AllocLocal(size)
+		}
 	}
 	for _, f := range pg.fields(r) {
 		if f.name == "ok" {

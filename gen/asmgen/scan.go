@@ -373,14 +373,15 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 	c.VPMINSD(pg.cd(int32(size-1)), iv, iv)
 	c.VPMULLD(pg.cd(int32(st[xs.Index(axis)])), iv, iv)
 	if laneStride != 0 {
-		lanes := make([]operand.Constant, 8)
-		for i := range lanes {
-			lanes[i] = operand.U32(uint32(i * laneStride))
-		}
-		c.VPADDD(pg.data(fmt.Sprintf("lanestride%d", laneStride), lanes), iv, iv)
+		c.VPADDD(pg.laneOffsets(laneStride), iv, iv)
 	}
 	if kind != ir.Float {
 		return pg.gatherLanes(kind, ptr, iv)
+	}
+	if pg.zmm {
+		y := pg.zero()
+		pg.gatherAll(operand.Mem{Base: ptr, Index: ii, Scale: 4}, y)
+		return y
 	}
 	m := pg.ymm()
 	if pg.rem > 0 {

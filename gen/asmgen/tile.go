@@ -93,13 +93,14 @@ func (pg *passGen) planTiles(items []bitem) {
 			return
 		}
 		t := pg.newTile(it.n)
-		if t == nil || bytes+32*t.size > maxTileBytes {
+		vb := pg.vecBytes()
+		if t == nil || bytes+vb*t.size > maxTileBytes {
 			return
 		}
-		bytes += 32 * t.size
+		bytes += vb * t.size
 		slot, ok := pg.tileSlots[it.n.ID]
 		if !ok {
-			slot = pg.c.AllocLocal(32 * t.size)
+			slot = pg.vecSlots(t.size)
 			pg.tileSlots[it.n.ID] = slot
 		}
 		t.slot, t.store = slot, isStore
@@ -156,7 +157,7 @@ func (pg *passGen) tileAt(t *tile) operand.Mem {
 	r, ok := pg.offs[key]
 	if !ok {
 		var terms []term
-		stride := 32
+		stride := pg.vecBytes()
 		for i := len(s) - 1; i >= 0; i-- {
 			if pg.e.g.IsBatch(s[i].Name) {
 				continue
@@ -188,7 +189,11 @@ func (pg *passGen) fillTile(t *tile) {
 			w := min(L, t.s-k0)
 			rows := make([]reg.VecVirtual, L)
 			var mask reg.VecVirtual
-			if w < L {
+			var k reg.Register
+			switch {
+			case w < L && pg.zmm:
+				k = pg.firstLanesK(w)
+			case w < L:
 				mask = pg.ymm()
 				pg.mov(pg.laneMask(w, pg.f64), mask)
 			}
@@ -196,6 +201,8 @@ func (pg *passGen) fillTile(t *tile) {
 				rows[l] = pg.ymm()
 				m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
 				switch {
+				case k != nil:
+					c.VMOVUPS_Z(m, k, rows[l])
 				case mask == nil:
 					pg.mov(m, rows[l])
 				case pg.f64:
@@ -205,7 +212,7 @@ func (pg *passGen) fillTile(t *tile) {
 				}
 			}
 			for k, v := range pg.transpose(rows)[:w] {
-				pg.mov(v, t.slot.Offset(32*(vec+k0+k)))
+				pg.mov(v, t.slot.Offset(pg.vecBytes()*(vec+k0+k)))
 			}
 		}
 		pg.prefetchRows(base, off, elem, L*t.s)
@@ -250,13 +257,17 @@ func (pg *passGen) flushTiles() {
 				for k := range cols {
 					cols[k] = pg.ymm()
 					if k < w {
-						pg.mov(t.slot.Offset(32*(vec+k0+k)), cols[k])
+						pg.mov(t.slot.Offset(pg.vecBytes()*(vec+k0+k)), cols[k])
 					} else {
 						pg.mov(pg.cf(0), cols[k])
 					}
 				}
 				var mask reg.VecVirtual
-				if w < L {
+				var kw reg.Register
+				switch {
+				case w < L && pg.zmm:
+					kw = pg.firstLanesK(w)
+				case w < L:
 					mask = pg.ymm()
 					pg.mov(pg.laneMask(w, pg.f64), mask)
 				}
@@ -264,6 +275,8 @@ func (pg *passGen) flushTiles() {
 					for _, base := range bases {
 						m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
 						switch {
+						case kw != nil:
+							c.VMOVUPS(row, kw, m)
 						case mask == nil && t.s%L == 0 && pg.nonTemporal(n):
 							pg.storeNT(row, m) // whole vectors at multiples of L elements: aligned
 						case mask == nil:
@@ -280,10 +293,13 @@ func (pg *passGen) flushTiles() {
 	}
 }
 
-// transpose returns the L×L transpose of L vectors (float32: 8×8 in 24 shuffles; float64:
-// 4×4 in 8): out[k] lane l is in[l] lane k.
+// transpose returns the L×L transpose of L vectors (float32: 8×8 in 24 shuffles, 16×16 in
+// 64; float64: 4×4 in 8): out[k] lane l is in[l] lane k.
 func (pg *passGen) transpose(in []reg.VecVirtual) []reg.VecVirtual {
 	c := pg.c
+	if pg.zmm {
+		return pg.transpose16(in)
+	}
 	if pg.f64 {
 		t := make([]reg.VecVirtual, 4)
 		for i := 0; i < 4; i += 2 {
@@ -393,7 +409,7 @@ func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
 		x := pg.ymm()
 		var src operand.Op = m // the state is the last leaf
 		if i < t.s {
-			src = t.slot.Offset(32 * i)
+			src = t.slot.Offset(pg.vecBytes() * i)
 		}
 		if sign != nil {
 			pg.xor(src, sign, x)

@@ -148,29 +148,22 @@ func flatChunks(ps *plan.Pass) bool { return ps.Schedule.Chunks != nil && len(ps
 
 // wideEligible reports whether pass ps of the kernel gets a 16-lane variant: a float32 pass
 // over a vector axis of whole 16-element blocks (no tail; or a flat batch's chunks:
-// flatChunks) with regular stores, whose every load and store is contiguous or a broadcast
-// (no tiles, gathers, scatters, int64 indices), with no scan, shift, gather, loop over inner
-// dims, iota (lane-indexed constants) or inner reduction, and whose reductions have their own
-// lane code with one state per 8-lane lane (sum, mean, max, min, logsumexp, variance over the
-// vector axis): the forms whose 8-lane folding is written here.
+// flatChunks) and no scan. A pass the plan stores non-temporally gets that variant only
+// (pass%dAVX512NT), for buffers aligned to 64 bytes: with misaligned ones it runs its AVX2
+// function, so no 16-lane code runs only on a user's misaligned sub-slices, unseen by tests. Floats may be read and written at any lane
+// stride (contiguous, broadcast, or rows of inner dims: tiles, gathers, scatters), bools and
+// int64 indices contiguously or broadcast; a gather reads floats only; an iota runs along
+// inner dims (its lanes all equal); an inner reduction (over inner dims, inside each block)
+// keeps one float32 state per lane (max, min, a short sum of one sign: innerF32); and a
+// reduction over the vector axis has its own lane code with one state per 8-lane lane (sum,
+// mean, max, min, logsumexp, variance): the forms whose 8-lane folding is written here.
 func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
-	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || len(ps.Inner) > 0 || g.GenericReductions {
-		return false
-	}
-	if ps.Schedule.NonTemporal() {
-		// Its non-temporal variant runs wherever the buffers are aligned (always, for
-		// buffers make allocates): the pass is bound by memory, and a 16-lane variant would
-		// run only on a user's misaligned sub-slices, which no test would see.
+	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || g.GenericReductions {
 		return false
 	}
 	vaxis := ps.Domain[len(ps.Domain)-1].Name
 	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 && !flatChunks(ps) {
 		return false
-	}
-	for _, st := range ps.Body.Steps {
-		if st.Kind == plan.Loop {
-			return false
-		}
 	}
 	stride := func(s ir.Shape) int {
 		i := s.Index(vaxis)
@@ -179,18 +172,35 @@ func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 		}
 		return s.Strides()[i]
 	}
-	for _, n := range ps.Loads {
-		if n.Op == ir.OpIota || (n.Op == ir.OpInput && n.Input.Kind == ir.Index) || stride(n.Shape) > 1 {
-			return false
+	if ps.Schedule.NonTemporal() && ps.Domain[len(ps.Domain)-1].Size%16 != 0 {
+		// A flat batch's chunks: a stored row after the first (a [Q, B] output's) would start
+		// 32-byte aligned only, and VMOVNTPS on a ZMM needs 64.
+		for _, n := range ps.Stores {
+			if n.Shape.Index(vaxis) > 0 {
+				return false
+			}
 		}
 	}
-	for _, n := range ps.Stores {
-		if stride(n.Shape) != 1 {
+	for _, n := range ps.Loads {
+		switch {
+		case n.Op == ir.OpIota && stride(n.Shape) != 0:
+			return false
+		case n.Op == ir.OpInput && n.Input.Kind != ir.Float && stride(n.Shape) > 1:
 			return false
 		}
 	}
 	for _, n := range ps.Compute {
-		if n.Op.Class() != ir.Elementwise {
+		switch {
+		case n.Op == ir.OpGather:
+			if x := n.Args[0]; x.Op == ir.OpInput && x.Input.Kind != ir.Float {
+				return false
+			}
+		case n.Op.Class() != ir.Elementwise:
+			return false
+		}
+	}
+	for _, r := range ps.Inner {
+		if !innerF32(g, r) && r.Op != ir.OpRMax && r.Op != ir.OpRMin {
 			return false
 		}
 	}
@@ -277,7 +287,7 @@ func WidePasses(p, fb *plan.Plan) []string {
 		e := &emitter{k: k}
 		for _, ps := range k.Plan.Passes {
 			if wideEligible(k.Plan.Graph, ps) {
-				out = append(out, e.name("pass%dAVX512", ps.Index))
+				out = append(out, e.name("pass%dAVX512", ps.Index)+map[bool]string{true: "NT"}[ps.Schedule.NonTemporal()])
 			}
 		}
 	}
@@ -306,10 +316,10 @@ func (pg *passGen) startSlots() *alignedSlots {
 	return s
 }
 
-// next is a new slot.
-func (s *alignedSlots) next() operand.Mem {
-	s.n++
-	return operand.Mem{Base: s.base, Disp: 64 * (s.n - 1)}
+// nextN is n new slots, one after the other.
+func (s *alignedSlots) nextN(n int) operand.Mem {
+	s.n += n
+	return operand.Mem{Base: s.base, Disp: 64 * (s.n - n)}
 }
 
 // place reserves the slots in the frame, with room to align them, and points the base there.
@@ -347,4 +357,84 @@ func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
 			pg.addPair(tw, qlo, qhi)
 		}
 	})
+}
+
+// firstLanesK is a mask register with lanes 0 to w−1 set: a 16-lane tile's masked row end.
+func (pg *passGen) firstLanesK(w int) reg.Register {
+	t := pg.c.GP32()
+	pg.c.MOVL(operand.U32(1<<w-1), t)
+	k := pg.c.K()
+	pg.c.KMOVW(t, k)
+	return k
+}
+
+// transpose16 is the 16×16 transpose of 16 ZMM registers: within each 128-bit quarter, the
+// 4×4 transposes of AVX2's transpose (unpck, then shufps: q[4g+m]'s quarter j is column 4j+m
+// of rows 4g…4g+3), then the quarters themselves 4×4 (VSHUFF32X4 twice): out[4j+m] is
+// q[m], q[4+m], q[8+m], q[12+m]'s quarters j.
+func (pg *passGen) transpose16(in []reg.VecVirtual) []reg.VecVirtual {
+	c := pg.c
+	t := make([]reg.VecVirtual, 16)
+	for i := 0; i < 16; i += 2 {
+		t[i], t[i+1] = pg.ymm(), pg.ymm()
+		c.VUNPCKLPS(in[i+1], in[i], t[i])
+		c.VUNPCKHPS(in[i+1], in[i], t[i+1])
+	}
+	q := make([]reg.VecVirtual, 16)
+	for i := 0; i < 16; i += 4 {
+		for j := 0; j < 2; j++ {
+			q[i+2*j], q[i+2*j+1] = pg.ymm(), pg.ymm()
+			c.VSHUFPS(operand.Imm(0x44), t[i+2+j], t[i+j], q[i+2*j])
+			c.VSHUFPS(operand.Imm(0xEE), t[i+2+j], t[i+j], q[i+2*j+1])
+		}
+	}
+	out := make([]reg.VecVirtual, 16)
+	for m := 0; m < 4; m++ {
+		u := make([]reg.VecVirtual, 4)
+		for i := range u {
+			u[i] = pg.ymm()
+		}
+		// u0 = q0's quarters 0 1, q1's 0 1; u1 = their quarters 2 3; u2, u3 the same of q2, q3
+		// (q0…q3 here being q[m], q[4+m], q[8+m], q[12+m]).
+		c.VSHUFF32X4(operand.Imm(0x44), q[4+m], q[m], u[0])
+		c.VSHUFF32X4(operand.Imm(0xEE), q[4+m], q[m], u[1])
+		c.VSHUFF32X4(operand.Imm(0x44), q[12+m], q[8+m], u[2])
+		c.VSHUFF32X4(operand.Imm(0xEE), q[12+m], q[8+m], u[3])
+		for j := 0; j < 4; j++ {
+			out[4*j+m] = pg.ymm()
+			imm := uint64(0x88) // quarters 0 and 2 of each source: j even
+			if j%2 == 1 {
+				imm = 0xDD
+			}
+			c.VSHUFF32X4(operand.Imm(imm), u[2+j/2], u[j/2], out[4*j+m])
+		}
+	}
+	return out
+}
+
+// gatherAll is VGATHERDPS m into y on all 16 lanes (16-lane code has no tails), y's earlier
+// value defined (the gather merges into it where its mask is clear).
+func (pg *passGen) gatherAll(m operand.Mem, y reg.VecVirtual) {
+	pg.c.VGATHERDPS(m, pg.firstLanesK(16), y)
+}
+
+// loadIndexWide is loadIndex in 16-lane code (full blocks only; a lane stride of 0 or 1:
+// wideEligible): 16 adjacent int64 indices by two VCVTQQ2PS (AVX-512DQ), or one broadcast,
+// each rounded to float32 as CVTSI2SSQ rounds it, so every lane is the AVX2 pass's.
+func (pg *passGen) loadIndexWide(base, off reg.GPVirtual, stride int, x reg.VecVirtual) {
+	c := pg.c
+	if stride == 0 {
+		t := pg.gp()
+		c.MOVQ(elemMem(base, off, 8, 0), t)
+		f := pg.zeroX()
+		c.VCVTSI2SSQ(t, f, f)
+		c.VBROADCASTSS(f, x)
+		return
+	}
+	pg.prefetch(base, off, 8)
+	hi := c.YMM()
+	pg.mov(pg.cf(0), x) // x whole, before its halves (entryReads)
+	c.VCVTQQ2PS(elemMem(base, off, 8, 0), x.AsY())
+	c.VCVTQQ2PS(elemMem(base, off, 8, 8), hi)
+	c.VINSERTF32X8(operand.Imm(1), hi, x, x)
 }
