@@ -208,8 +208,8 @@ func TestAVX512FlatBatchTail(t *testing.T) {
 }
 
 // Which passes get a 16-lane variant (asmgen.WidePasses): the token losses' streaming passes,
-// a flat batch's, a categorical's over its logits; none where a row is not whole 16-element
-// blocks, in float64, or in a pass with a scan (GAE) or an argmax over inner dims.
+// a flat batch's, a categorical's over its logits, a GAE's scan; none where a row is not
+// whole 16-element blocks, in float64, or in a pass with a shift or an argmax over inner dims.
 func TestWidePasses(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
@@ -219,7 +219,9 @@ func TestWidePasses(t *testing.T) {
 		{"grpo rows of 100", "dims: {B: 4, L: 100}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", nil},
 		{"grpo float64", "dtype: float64\ndims: {B: 4, L: 64}\nbatch: [B, L]\nloss: {type: grpo}\nkeys: {mask: mask}\n", nil},
 		{"flat clip_ppo with a tail", "dims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
-		{"gae", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", nil},
+		{"gae", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", []string{"pass0AVX512"}},
+		{"gae, rows of 50", "dims: {N: 4, T: 50}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n", nil},
+		{"td_lambda (a shift)", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.99, lmbda: 0.95}\n", nil},
 		{"dqn (an argmax over the actions)", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
 		{"categorical clip_ppo", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
 		// ForwardBackward's token pass stores non-temporally at this size: its variant does
@@ -340,4 +342,65 @@ func TestAVX512NonTemporal(t *testing.T) {
 	out, err := m.Test("^TestAVX512MatchesAVX2$")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+}
+
+// scansWide is the zoo's scans on rows of three 16-lane blocks: backwards and forwards along
+// the vector axis, along the outer dim (a time-major batch), cut where the coefficient is 0
+// (±inf reaching the steps before it) or not, with the reductions a GAE's standardisation
+// folds (mean and std over everything, a sum over a row) of a backward scan, whose 16-lane
+// blocks fold their halves lanes 8–15 first, as the AVX2 pass walks them.
+func scansWide() *ir.Graph {
+	dims := []ir.Dim{{Name: "N", Size: 3}, {Name: "T", Size: 48}}
+	b := ir.NewBuilder(ir.F32, dims, []string{"N", "T"})
+	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
+		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
+	}
+	x, y, c := in("x", ir.Float, "N", "T"), in("y", ir.Float, "N", "T"), in("c", ir.Bool, "N", "T")
+	half := b.Const(0.5)
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
+	disc := b.Mul(b.Sub(b.Const(1), c), half)
+	gae := b.Scan(x, disc, "T", true, false)
+	out("scan", gae)
+	out("scan_mean", b.Mean(gae, "N", "T"))
+	out("scan_std", b.Std(gae, 1, "N", "T"))
+	out("scan_sum_T", b.Sum(gae, "T"))
+	out("scan_lse", b.LogSumExp(gae, "N", "T"))
+	out("scan_fwd", b.Scan(x, disc, "T", false, false))
+	out("scan_fwd_sum", b.Sum(b.Scan(y, disc, "T", false, false), "N", "T"))
+	out("scan_N", b.Scan(y, disc, "N", true, false))
+	out("scan_cut", b.Scan(b.Div(x, disc), disc, "T", true, true))
+	out("scan_fwd_cut", b.Scan(b.Div(y, disc), disc, "T", false, true))
+	out("scan_N_cut", b.Scan(b.Div(y, disc), disc, "N", false, true))
+	return b.Graph()
+}
+
+// The 16-lane variants of passes with scans (composed as two 8-lane blocks side by side,
+// the carry applied half by half in the AVX2 pass's order) run against the interpreter, and
+// the package's TestAVX512MatchesAVX2 compares every bit with the AVX2 passes.
+func TestScansOnAVX512(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	c := compiledGraph(t, scansWide(), "scanswide")
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	wide := string(files["kernels_avx512_amd64.s"])
+	for _, ps := range c.Plan.Passes {
+		if len(ps.Domain) > 0 {
+			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
+		}
+	}
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
+	}
+	zooRun(t, scansWide(), "default")
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	out, err := m.Test("^TestAVX512MatchesAVX2$")
+	require.NoError(t, err, out)
+	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
+		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
+	}
 }

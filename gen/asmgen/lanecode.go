@@ -198,7 +198,7 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 	pg := l.pg
 	first, c, d, s := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
-	if pg.half == 1 { // lanes 8–15 of a 16-lane block never start a flush's blocks
+	if pg.half == 1 { // a 16-lane block's second half never starts a flush's blocks
 		pg.mov(l.atE("pc"), c)
 	} else {
 		// The first block after a flush has k = partialBlocks (16-lane blocks: flushEvery).

@@ -65,7 +65,7 @@ type passGen struct {
 	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (flushEvery − the block's count since the flush)
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
-	half       int                    // 16-lane code: 1 while folding lanes 8–15 (accumulateHalves)
+	half       int                    // 16-lane code: 1 while folding a block's second half (accumulateHalves)
 	slots      *alignedSlots          // 16-lane code: the 64-byte aligned spill slots (spillSlot)
 
 	blockState

@@ -111,8 +111,9 @@ func (pg *passGen) zeroCarries(n *ir.Node) {
 	pg.c.LEAQ(operand.Mem{Base: pg.stReg, Disp: pg.e.stateAt[carryField(n)]}, base)
 	pg.stReg = nil // loaded outside the block loops: reload inside
 	z := pg.zero()
-	bytes := (inner.Numel()*pg.esz() + 31) / 32 * 32
-	for off := 0; off < bytes; off += 32 {
+	vb := pg.vecBytes() // 16-lane code: inner dims of whole 16-element blocks (wideEligible)
+	bytes := (inner.Numel()*pg.esz() + vb - 1) / vb * vb
+	for off := 0; off < bytes; off += vb {
 		pg.mov(z, operand.Mem{Base: base, Disp: off})
 	}
 }
@@ -176,6 +177,9 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		}
 		return i - s, i-s >= 0
 	}
+	if pg.zmm {
+		L = 8 // two 8-lane blocks side by side, each composed on its own (scanHalves)
+	}
 	for s := 1; s < L; s *= 2 {
 		Cs, Bs := pg.ymm(), pg.ymm()
 		imm := 0
@@ -184,7 +188,18 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 				imm |= 1 << i
 			}
 		}
-		if pg.f64 {
+		switch {
+		case pg.zmm:
+			var idx [16]int
+			for i := range 8 {
+				j, ok := src(i, s)
+				if !ok {
+					j = i
+				}
+				idx[i], idx[i+8] = j, j+8
+			}
+			pg.composeWide(idx, imm|imm<<8, C, B, Cs, Bs)
+		case pg.f64:
 			sel := 0
 			for i := 0; i < 4; i++ {
 				j, ok := src(i, s)
@@ -197,7 +212,7 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 			pg.c.VPERMPD(operand.Imm(uint64(sel)), B, Bs)
 			pg.c.VBLENDPD(operand.Imm(uint64(imm)), one, Cs, Cs)
 			pg.c.VBLENDPD(operand.Imm(uint64(imm)), pg.cf(0), Bs, Bs)
-		} else {
+		default:
 			var idx [8]int
 			for i := range idx {
 				j, ok := src(i, s)
@@ -225,6 +240,9 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 			pg.fmadd231(C, Bs, B) // B += C·Bs (with the old C)
 			pg.mul(Cs, C, C)
 		}
+	}
+	if pg.zmm {
+		return pg.scanHalves(n, C, B)
 	}
 	carry := pg.carries[n.ID]
 	in := carry

@@ -1,6 +1,8 @@
 package asmgen
 
 import (
+	"fmt"
+
 	"github.com/mmcloughlin/avo/build"
 	avoir "github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
@@ -104,27 +106,37 @@ func (pg *passGen) halvesOf(x reg.VecVirtual) (lo, hi reg.VecVirtual) {
 	return x.AsY().(reg.VecVirtual), hi
 }
 
-// accumulateHalves folds a 16-lane block x into r's 8-lane states as two 8-lane blocks, lanes
-// 0–7 first: the order in which the AVX2 pass folds the same elements, so every state, and
+// halvesInOrder is halvesOf in the order the AVX2 pass walks the two 8-lane blocks: lanes
+// 8–15 first along a vector axis walked backwards (a reverse scan's).
+func (pg *passGen) halvesInOrder(x reg.VecVirtual) (first, second reg.VecVirtual) {
+	lo, hi := pg.halvesOf(x)
+	if pg.reverse(pg.vaxis()) {
+		return hi, lo
+	}
+	return lo, hi
+}
+
+// accumulateHalves folds a 16-lane block x into r's 8-lane states as two 8-lane blocks, in
+// the order the AVX2 pass folds the same elements (halvesInOrder), so every state, and
 // every result, is the AVX2 pass's bit for bit. A logsumexp's e^x (the pass's own, or its
 // own exp) is a value of the 16-lane block: computed on 16 lanes, folded by halves with x.
 func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 	switch {
 	case (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.partial(r) && pg.sumRegs[r.ID] == nil:
-		lo, hi := pg.halvesOf(x)
-		pg.inNarrow(func() { pg.addPair(r, lo, hi) })
+		first, second := pg.halvesInOrder(x)
+		pg.inNarrow(func() { pg.addPair(r, first, second) })
 		return
 	case pg.guarded(r) && pg.partial(r):
 		pg.logSumExpWide(r, x)
 		return
 	}
-	lo, hi := pg.halvesOf(x)
+	first, second := pg.halvesInOrder(x)
 	var es [2]reg.VecVirtual
 	if pg.guarded(r) {
-		es[0], es[1] = pg.halvesOf(pg.expOf(r))
+		es[0], es[1] = pg.halvesInOrder(pg.expOf(r))
 	}
 	pg.inNarrow(func() {
-		for h, xh := range []reg.VecVirtual{lo, hi} {
+		for h, xh := range []reg.VecVirtual{first, second} {
 			pg.halfExp, pg.half = es[h], h
 			pg.accumulate(r, xh)
 		}
@@ -158,11 +170,11 @@ func flatChunks(ps *plan.Pass) bool { return ps.Schedule.Chunks != nil && len(ps
 // reduction over the vector axis has its own lane code with one state per 8-lane lane (sum,
 // mean, max, min, logsumexp, variance): the forms whose 8-lane folding is written here.
 func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
-	if g.DType == ir.F64 || len(ps.Domain) == 0 || ps.Scan != nil || g.GenericReductions {
+	if g.DType == ir.F64 || len(ps.Domain) == 0 || g.GenericReductions {
 		return false
 	}
 	vaxis := ps.Domain[len(ps.Domain)-1].Name
-	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 && !flatChunks(ps) {
+	if ps.Domain[len(ps.Domain)-1].Size%16 != 0 && (!flatChunks(ps) || ps.Scan != nil) {
 		return false
 	}
 	stride := func(s ir.Shape) int {
@@ -195,6 +207,7 @@ func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 			if x := n.Args[0]; x.Op == ir.OpInput && x.Input.Kind != ir.Float {
 				return false
 			}
+		case n.Op == ir.OpScan:
 		case n.Op.Class() != ir.Elementwise:
 			return false
 		}
@@ -328,7 +341,7 @@ func (s *alignedSlots) place(c *build.Context) {
 	s.lea.Operands[0] = operand.NewStackAddr(area.Disp + 63)
 }
 
-// addPair adds lo, then hi, to r's float32 partial in memory, as two 8-lane blocks would, with
+// addPair adds lo, then hi (the halves in their order), to r's float32 partial in memory, as two 8-lane blocks would, with
 // one load and one store: the partial's chain from one block to the next goes through memory
 // (a store forwarded to the next load) once per 16 lanes.
 func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
@@ -346,7 +359,7 @@ func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
 	e := pg.expOf(r)
 	in, _ := pg.lseGuard(r, x)
 	ok := pg.foldAnd(in)
-	elo, ehi := pg.halvesOf(e)
+	elo, ehi := pg.halvesInOrder(e)
 	pg.inNarrow(func() {
 		pg.andInto(pg.stateMem(r, field{"ok", true}, nil, 0), ok)
 		pg.addPair(r, elo, ehi)
@@ -437,4 +450,57 @@ func (pg *passGen) loadIndexWide(base, off reg.GPVirtual, stride int, x reg.VecV
 	c.VCVTQQ2PS(elemMem(base, off, 8, 0), x.AsY())
 	c.VCVTQQ2PS(elemMem(base, off, 8, 8), hi)
 	c.VINSERTF32X8(operand.Imm(1), hi, x, x)
+}
+
+// composeWide is one step of scanLanes's composition on a 16-lane block as two 8-lane ones:
+// Cs, Bs = the maps of lanes idx (each within its half), the identity (1, 0) at the edge
+// lanes (edge's bits), by merge- and zero-masked permutes.
+func (pg *passGen) composeWide(idx [16]int, edge int, C, B, Cs, Bs reg.VecVirtual) {
+	c := pg.c
+	vals := make([]operand.Constant, 16)
+	for i, j := range idx {
+		vals[i] = operand.U32(uint32(j))
+	}
+	ix := pg.ymm()
+	pg.mov(pg.data(fmt.Sprint("zperm", idx), vals), ix)
+	t := c.GP32()
+	c.MOVL(operand.U32(uint32(^edge&0xffff)), t)
+	k := c.K()
+	c.KMOVW(t, k)
+	pg.mov(pg.cf(1), Cs)
+	c.VPERMPS(C, ix, k, Cs)
+	c.VPERMPS_Z(B, ix, k, Bs)
+}
+
+// scanHalves ends scanLanes on a 16-lane block, composed as two 8-lane blocks (composeWide):
+// y = B + C·carry on each half in the order the AVX2 pass walks its blocks (lanes 8–15 first
+// backwards), the carry passing from one to the other through the same lane; the same
+// operations on the same values as the two AVX2 blocks, so the same bits.
+func (pg *passGen) scanHalves(n *ir.Node, C, B reg.VecVirtual) reg.VecVirtual {
+	c := pg.c
+	Clo, Chi := pg.halvesOf(C)
+	Blo, Bhi := pg.halvesOf(B)
+	carry := pg.carries[n.ID].AsY().(reg.VecVirtual)
+	cs, bs := []reg.VecVirtual{Clo, Chi}, []reg.VecVirtual{Blo, Bhi}
+	last := 7
+	if n.Reverse {
+		cs, bs, last = []reg.VecVirtual{Chi, Clo}, []reg.VecVirtual{Bhi, Blo}, 0
+	}
+	pg.inNarrow(func() {
+		for h := range 2 {
+			in := carry
+			if pg.mayCut(n) {
+				in = pg.ymm()
+				pg.mov(carry, in)
+				pg.cut(n, cs[h], in)
+			}
+			pg.fmadd231(cs[h], in, bs[h])
+			ix := pg.ymm()
+			pg.mov(pg.perm32([8]int{last, last, last, last, last, last, last, last}), ix)
+			c.VPERMPS(bs[h], ix, carry)
+		}
+	})
+	y := pg.ymm()
+	c.VINSERTF32X8(operand.Imm(1), Bhi, B, y) // B's lanes 0–7 are Blo's (its upper half zeroed)
+	return y
 }

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// useAVX512 says whether the passes with a 16-lane AVX-512 variant run it
+// (runtime.AVX512); the variants give the AVX2 passes' results bit for bit. Tests set it
+// to compare the two.
+var useAVX512 = runtime.AVX512()
+
 // avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
 // pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
 // must never need it.
@@ -53,7 +58,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r31_s, 0)
 		runtime.Fill(st.r31_p, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		if useAVX512 {
+			pass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		} else {
+			pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		}
 	}
 	n := min(pass0Chunks, 16)
 	if n <= 1 {
@@ -124,7 +133,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r31_s, 0)
 		runtime.Fill(st.r31_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
+		if useAVX512 {
+			fbPass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
+		} else {
+			fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
+		}
 	}
 	n := min(fbPass0Chunks, 16)
 	if n <= 1 {

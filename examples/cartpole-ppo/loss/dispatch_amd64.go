@@ -120,7 +120,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r20_pm2, 0)
 		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		if useAVX512 {
+			pass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		} else {
+			pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		}
 	}
 	n := min(pass0Chunks, 2)
 	if n <= 1 {
@@ -413,7 +417,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r20_pm2, 0)
 		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		if useAVX512 {
+			fbPass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		} else {
+			fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+		}
 	}
 	n := min(fbPass0Chunks, 2)
 	if n <= 1 {

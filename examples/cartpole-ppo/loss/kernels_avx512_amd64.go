@@ -4,12 +4,27 @@
 
 package loss
 
+// pass0AVX512 is pass 0 (reverse scan along T over [N=2 T=128]) on 16 float32 lanes; see pass0Go
+// for the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the
+// two 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
+//
+//go:noescape
+func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+
 // pass2AVX512 is pass 2 (elementwise over [T=128]) on 16 float32 lanes; see pass2Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
 // blocks of pass2AVX2 would, in their order, so the results are pass2AVX2's bit for bit.
 //
 //go:noescape
 func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
+
+// fbPass0AVX512 is pass 0 (reverse scan along T over [N=2 T=128]) on 16 float32 lanes; see
+// fbPass0Go for the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane
+// states as the two 8-lane blocks of fbPass0AVX2 would, in their order, so the results are
+// fbPass0AVX2's bit for bit.
+//
+//go:noescape
+func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 
 // fbPass2AVX512 is pass 2 (elementwise over [T=128]) on 16 float32 lanes; see fbPass2Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two

@@ -4,218 +4,435 @@
 
 #include "textflag.h"
 
-// func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
-// Requires: AVX, AVX2, AVX512F
-TEXT ·pass2AVX512(SB), $64-64
-	LEAQ    63(SP), AX
-	ANDQ    $-64, AX
-	MOVQ    $+4, CX
-	MOVQ    state+0(FP), AX
-	VMOVUPS 13568(AX), Y0
-	MOVQ    lo+8(FP), AX
-	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_2
+// func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·pass0AVX512(SB), $64-72
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), AX
 
-blocks_1:
-	MOVQ    s4+24(FP), DX
-	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+outer0_1:
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         $+4, DX
+	MOVQ         $+112, CX
 
-	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb0<>+0(SB), Z1, Z1
-	MOVQ        s3+32(FP), DX
-	VMOVUPS     (DX)(BX*4), Z2
+blocks_2:
+	VBROADCASTSS lgb1<>+0(SB), Z1
+	MOVQ         nextTerminated+8(FP), BX
+	IMUL3Q       $+128, AX, SI
+	ADDQ         CX, SI
+	VPMOVZXBD    (BX)(SI*1), Z2
+	VCVTDQ2PS    Z2, Z2
 
-	// v80 = div(residVar, v79)
-	VDIVPS       Z1, Z2, Z1
-	VBROADCASTSS lgb1<>+0(SB), Z2
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Z2, Z1, Z2
+	MOVQ      nextDone+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z3
+	VCVTDQ2PS Z3, Z3
 
-	// explainedVariance = sub(1, v80)
-	VSUBPS  Z1, Z2, Z1
-	MOVQ    s5+40(FP), DX
-	VMOVUPS (DX)(BX*4), Z2
+	// notDone = sub(1, nextDone)
+	VSUBPS Z3, Z1, Z1
 
-	// v86 = mul(2, logSumW)
+	// v9 = mul(0.99, notTerminated)
 	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
-	MOVQ        s6+48(FP), DX
-	VMOVUPS     (DX)(BX*4), Z3
+	MOVQ        nextStateValue+24(FP), BX
+	VMOVUPS     (BX)(SI*4), Z3
 
-	// v87 = sub(v86, logSumW2)
+	// v10 = mul(v9, nextStateValue)
+	VMULPS  Z3, Z2, Z2
+	MOVQ    nextReward+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+
+	// v11 = add(nextReward, v10)
+	VADDPS  Z2, Z3, Z2
+	MOVQ    stateValue+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+
+	// delta = sub(v11, stateValue)
 	VSUBPS Z3, Z2, Z2
 
-	// essCol = exp(v87)
-	VBROADCASTSS      lgb3<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb4<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb5<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb8<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb12<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb14<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
+	// discount = mul(0.9405, notDone)
+	VMULPS.BCST lgb3<>+0(SB), Z1, Z1
 
-	// mean(essCol) over [T]
-	VEXTRACTF64X4 $0x01, Z5, Y2
-	VADDPS        Y0, Y5, Y0
-	VADDPS        Y0, Y2, Y0
+	// gae = scan(delta, discount) over T reverse
+	VANDPS.BCST   lgb4<>+0(SB), Z2, Z4
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z4
+	VORPS         Z4, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        Y3, Y4, Y3
+	MOVQ          state+48(FP), BX
+	VANDPS        1344(BX), Y3, Y3
+	VMOVUPS       Y3, 1344(BX)
+	VMOVUPS       lgc7<>+0(SB), Z4
+	MOVL          $0x00007f7f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VMOVUPS       lgc8<>+0(SB), Z4
+	MOVL          $0x00003f3f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VMOVUPS       lgc9<>+0(SB), Z4
+	MOVL          $0x00000f0f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VFMADD231PS   Y3, Y0, Y4
+	VMOVUPS       lgc10<>+0(SB), Y0
+	VPERMPS       Y4, Y0, Y0
+	VFMADD231PS   Y1, Y0, Y2
+	VMOVUPS       lgc10<>+0(SB), Y0
+	VPERMPS       Y2, Y0, Y0
+	VINSERTF32X8  $0x01, Y4, Z2, Z1
 
-	// store explainedVariance
-	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Z1, (DX)(BX*4)
-	DECQ         CX
+	// mean(advantage) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        256(BX), Y2, Y2
+	VADDPS        Y1, Y2, Y2
+	VMOVUPS       Y2, 256(BX)
+
+	// std(advantage) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VMOVQ         DX, X3
+	VPBROADCASTD  X3, Y3
+	VPCMPEQD      lgc11<>+0(SB), Y3, Y3
+	VMOVUPS       1216(BX), Y4
+	VBLENDVPS     Y3, Y2, Y4, Y4
+	VMOVUPS       Y4, 1216(BX)
+	VSUBPS        Y4, Y2, Y2
+	VADDPS        960(BX), Y2, Y3
+	VMOVUPS       Y3, 960(BX)
+	VMOVUPS       1088(BX), Y3
+	VFMADD231PS   Y2, Y2, Y3
+	VMOVUPS       Y3, 1088(BX)
+	VMOVUPS       1216(BX), Y2
+	VSUBPS        Y2, Y1, Y2
+	VADDPS        960(BX), Y2, Y3
+	VMOVUPS       Y3, 960(BX)
+	VMOVUPS       1088(BX), Y3
+	VFMADD231PS   Y2, Y2, Y3
+	VMOVUPS       Y3, 1088(BX)
+
+	// store gae
+	MOVQ         s0+56(FP), BX
+	VMOVUPS      Z1, (BX)(SI*4)
+	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc15<>+0(SB), Y1
-	MOVQ         state+0(FP), CX
-	VANDPS       lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       13376(CX), Y2, Y2
-	VMOVUPD      Y2, 13376(CX)
-	VADDPD       13408(CX), Y0, Y0
-	VMOVUPD      Y0, 13408(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VANDPS       13696(CX), Y1, Y1
-	VMOVUPS      Y1, 13696(CX)
-	MOVQ         $+4, CX
+	VMOVUPD      lgc12<>+0(SB), Y1
+	MOVQ         state+48(FP), DX
+	VMOVUPS      256(DX), Y3
+	VANDPS       lgc13<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc14<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       64(DX), Y4, Y4
+	VMOVUPD      Y4, 64(DX)
+	VADDPD       96(DX), Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      Y3, 256(DX)
+	VMOVUPS      960(DX), Y3
+	VMOVUPS      1088(DX), Y4
+	VANDPS       lgc13<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
+	VANDPS       lgc13<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc14<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(DX), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc16<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      384(DX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(DX)
+	VMAXPD       lgc16<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(DX), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 576(DX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       768(DX), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 768(DX)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(DX), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 416(DX)
+	VMAXPD       lgc16<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(DX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(DX)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(DX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(DX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      Y1, 1088(DX)
+	VANDPS       Y5, Y2, Y2
+	VANDPS       1344(DX), Y2, Y2
+	VMOVUPS      Y2, 1344(DX)
+	MOVQ         $+4, DX
 
 noflush_3:
-	ADDQ $+16, AX
-	CMPQ AX, $+128
-	JGE  chunkdone_2
-	CMPQ AX, hi+16(FP)
-	JL   blocks_1
-
-chunkdone_2:
-	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 13568(AX)
-	MOVQ         $+4, AX
-	SUBQ         CX, AX
-	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
-	VCVTSI2SDQ   AX, X0, X0
+	SUBQ         $+16, CX
+	JGE          blocks_2
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
+	VMOVUPS      lgc15<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       13376(AX), Y2, Y2
-	VMOVUPD      Y2, 13376(AX)
-	VADDPD       13408(AX), Y1, Y1
-	VMOVUPD      Y1, 13408(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 13568(AX)
-	VANDPS       13696(AX), Y0, Y0
-	VMOVUPS      Y0, 13696(AX)
+	MOVQ         state+48(FP), CX
+	VMOVUPS      256(CX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y2, Y2
+	VMOVUPD      Y2, 96(CX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc13<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc14<>+0(SB), Y4, Y4
+	VANDPS       lgc13<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc16<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc16<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y2
+	VADDPD       Y0, Y2, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc16<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y2, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
+	INCQ         AX
+	CMPQ         AX, hi+64(FP)
+	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgb0<>+0(SB)/4, $0x34000000
+DATA lgb0<>+0(SB)/4, $0x00000000
 GLOBL lgb0<>(SB), RODATA|NOPTR, $4
 
 DATA lgb1<>+0(SB)/4, $0x3f800000
 GLOBL lgb1<>(SB), RODATA|NOPTR, $4
 
-DATA lgb2<>+0(SB)/4, $0x40000000
+DATA lgb2<>+0(SB)/4, $0x3f7d70a4
 GLOBL lgb2<>(SB), RODATA|NOPTR, $4
 
-DATA lgb3<>+0(SB)/4, $0xc2d00000
+DATA lgb3<>+0(SB)/4, $0x3f70c49c
 GLOBL lgb3<>(SB), RODATA|NOPTR, $4
 
-DATA lgb4<>+0(SB)/4, $0x42b20000
+DATA lgb4<>+0(SB)/4, $0x7fffffff
 GLOBL lgb4<>(SB), RODATA|NOPTR, $4
 
-DATA lgb5<>+0(SB)/4, $0x3fb8aa3b
+DATA lgb5<>+0(SB)/4, $0x79800000
 GLOBL lgb5<>(SB), RODATA|NOPTR, $4
 
-DATA lgb6<>+0(SB)/4, $0x3f318000
+DATA lgb6<>+0(SB)/4, $0x7f800000
 GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgb7<>+0(SB)/4, $0xb95e8083
-GLOBL lgb7<>(SB), RODATA|NOPTR, $4
+DATA lgc7<>+0(SB)/4, $0x00000001
+DATA lgc7<>+4(SB)/4, $0x00000002
+DATA lgc7<>+8(SB)/4, $0x00000003
+DATA lgc7<>+12(SB)/4, $0x00000004
+DATA lgc7<>+16(SB)/4, $0x00000005
+DATA lgc7<>+20(SB)/4, $0x00000006
+DATA lgc7<>+24(SB)/4, $0x00000007
+DATA lgc7<>+28(SB)/4, $0x00000007
+DATA lgc7<>+32(SB)/4, $0x00000009
+DATA lgc7<>+36(SB)/4, $0x0000000a
+DATA lgc7<>+40(SB)/4, $0x0000000b
+DATA lgc7<>+44(SB)/4, $0x0000000c
+DATA lgc7<>+48(SB)/4, $0x0000000d
+DATA lgc7<>+52(SB)/4, $0x0000000e
+DATA lgc7<>+56(SB)/4, $0x0000000f
+DATA lgc7<>+60(SB)/4, $0x0000000f
+GLOBL lgc7<>(SB), RODATA|NOPTR, $64
 
-DATA lgb8<>+0(SB)/4, $0x39506967
-GLOBL lgb8<>(SB), RODATA|NOPTR, $4
+DATA lgc8<>+0(SB)/4, $0x00000002
+DATA lgc8<>+4(SB)/4, $0x00000003
+DATA lgc8<>+8(SB)/4, $0x00000004
+DATA lgc8<>+12(SB)/4, $0x00000005
+DATA lgc8<>+16(SB)/4, $0x00000006
+DATA lgc8<>+20(SB)/4, $0x00000007
+DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+28(SB)/4, $0x00000007
+DATA lgc8<>+32(SB)/4, $0x0000000a
+DATA lgc8<>+36(SB)/4, $0x0000000b
+DATA lgc8<>+40(SB)/4, $0x0000000c
+DATA lgc8<>+44(SB)/4, $0x0000000d
+DATA lgc8<>+48(SB)/4, $0x0000000e
+DATA lgc8<>+52(SB)/4, $0x0000000f
+DATA lgc8<>+56(SB)/4, $0x0000000e
+DATA lgc8<>+60(SB)/4, $0x0000000f
+GLOBL lgc8<>(SB), RODATA|NOPTR, $64
 
-DATA lgb9<>+0(SB)/4, $0x3ab743ce
-GLOBL lgb9<>(SB), RODATA|NOPTR, $4
+DATA lgc9<>+0(SB)/4, $0x00000004
+DATA lgc9<>+4(SB)/4, $0x00000005
+DATA lgc9<>+8(SB)/4, $0x00000006
+DATA lgc9<>+12(SB)/4, $0x00000007
+DATA lgc9<>+16(SB)/4, $0x00000004
+DATA lgc9<>+20(SB)/4, $0x00000005
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
+DATA lgc9<>+32(SB)/4, $0x0000000c
+DATA lgc9<>+36(SB)/4, $0x0000000d
+DATA lgc9<>+40(SB)/4, $0x0000000e
+DATA lgc9<>+44(SB)/4, $0x0000000f
+DATA lgc9<>+48(SB)/4, $0x0000000c
+DATA lgc9<>+52(SB)/4, $0x0000000d
+DATA lgc9<>+56(SB)/4, $0x0000000e
+DATA lgc9<>+60(SB)/4, $0x0000000f
+GLOBL lgc9<>(SB), RODATA|NOPTR, $64
 
-DATA lgb10<>+0(SB)/4, $0x3c088908
-GLOBL lgb10<>(SB), RODATA|NOPTR, $4
+DATA lgc10<>+0(SB)/4, $0x00000000
+DATA lgc10<>+4(SB)/4, $0x00000000
+DATA lgc10<>+8(SB)/4, $0x00000000
+DATA lgc10<>+12(SB)/4, $0x00000000
+DATA lgc10<>+16(SB)/4, $0x00000000
+DATA lgc10<>+20(SB)/4, $0x00000000
+DATA lgc10<>+24(SB)/4, $0x00000000
+DATA lgc10<>+28(SB)/4, $0x00000000
+GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgb11<>+0(SB)/4, $0x3d2aa9c1
-GLOBL lgb11<>(SB), RODATA|NOPTR, $4
+DATA lgc11<>+0(SB)/4, $0x00000004
+DATA lgc11<>+4(SB)/4, $0x00000004
+DATA lgc11<>+8(SB)/4, $0x00000004
+DATA lgc11<>+12(SB)/4, $0x00000004
+DATA lgc11<>+16(SB)/4, $0x00000004
+DATA lgc11<>+20(SB)/4, $0x00000004
+DATA lgc11<>+24(SB)/4, $0x00000004
+DATA lgc11<>+28(SB)/4, $0x00000004
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgb12<>+0(SB)/4, $0x3e2aaaaa
-GLOBL lgb12<>(SB), RODATA|NOPTR, $4
+DATA lgc12<>+0(SB)/8, $0x4020000000000000
+DATA lgc12<>+8(SB)/8, $0x4020000000000000
+DATA lgc12<>+16(SB)/8, $0x4020000000000000
+DATA lgc12<>+24(SB)/8, $0x4020000000000000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgb13<>+0(SB)/4, $0x3f000000
-GLOBL lgb13<>(SB), RODATA|NOPTR, $4
+DATA lgc13<>+0(SB)/4, $0x7fffffff
+DATA lgc13<>+4(SB)/4, $0x7fffffff
+DATA lgc13<>+8(SB)/4, $0x7fffffff
+DATA lgc13<>+12(SB)/4, $0x7fffffff
+DATA lgc13<>+16(SB)/4, $0x7fffffff
+DATA lgc13<>+20(SB)/4, $0x7fffffff
+DATA lgc13<>+24(SB)/4, $0x7fffffff
+DATA lgc13<>+28(SB)/4, $0x7fffffff
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgb14<>+0(SB)/4, $0x000000fe
-GLOBL lgb14<>(SB), RODATA|NOPTR, $4
+DATA lgc14<>+0(SB)/4, $0x7f7fffff
+DATA lgc14<>+4(SB)/4, $0x7f7fffff
+DATA lgc14<>+8(SB)/4, $0x7f7fffff
+DATA lgc14<>+12(SB)/4, $0x7f7fffff
+DATA lgc14<>+16(SB)/4, $0x7f7fffff
+DATA lgc14<>+20(SB)/4, $0x7f7fffff
+DATA lgc14<>+24(SB)/4, $0x7f7fffff
+DATA lgc14<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x4020000000000000
-DATA lgc15<>+8(SB)/8, $0x4020000000000000
-DATA lgc15<>+16(SB)/8, $0x4020000000000000
-DATA lgc15<>+24(SB)/8, $0x4020000000000000
+DATA lgc15<>+0(SB)/4, $0x00000000
+DATA lgc15<>+4(SB)/4, $0x00000000
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x7fffffff
-DATA lgc16<>+4(SB)/4, $0x7fffffff
-DATA lgc16<>+8(SB)/4, $0x7fffffff
-DATA lgc16<>+12(SB)/4, $0x7fffffff
-DATA lgc16<>+16(SB)/4, $0x7fffffff
-DATA lgc16<>+20(SB)/4, $0x7fffffff
-DATA lgc16<>+24(SB)/4, $0x7fffffff
-DATA lgc16<>+28(SB)/4, $0x7fffffff
+DATA lgc16<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc16<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc16<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc16<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x7f7fffff
-DATA lgc17<>+4(SB)/4, $0x7f7fffff
-DATA lgc17<>+8(SB)/4, $0x7f7fffff
-DATA lgc17<>+12(SB)/4, $0x7f7fffff
-DATA lgc17<>+16(SB)/4, $0x7f7fffff
-DATA lgc17<>+20(SB)/4, $0x7f7fffff
-DATA lgc17<>+24(SB)/4, $0x7f7fffff
-DATA lgc17<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-// func fbPass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
+// func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
-TEXT ·fbPass2AVX512(SB), $64-64
+TEXT ·pass2AVX512(SB), $64-64
 	LEAQ    63(SP), AX
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
@@ -231,7 +448,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb0<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb17<>+0(SB), Z1, Z1
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
@@ -245,7 +462,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v86 = mul(2, logSumW)
-	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb18<>+0(SB), Z2, Z2
 	MOVQ        s6+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -253,27 +470,27 @@ blocks_4:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v87)
-	VBROADCASTSS      lgb3<>+0(SB), Z3
+	VBROADCASTSS      lgb19<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb4<>+0(SB), Z3
+	VBROADCASTSS      lgb20<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb5<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb21<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb23<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb8<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb24<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb25<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb26<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb27<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb12<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb28<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb29<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb14<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb30<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -291,10 +508,10 @@ blocks_4:
 	VMOVUPS      Z1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	VMOVUPD      lgc15<>+0(SB), Y1
+	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc13<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -302,7 +519,7 @@ blocks_4:
 	VMOVUPD      Y2, 13376(CX)
 	VADDPD       13408(CX), Y0, Y0
 	VMOVUPD      Y0, 13408(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc15<>+0(SB), Y0
 	VANDPS       13696(CX), Y1, Y1
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+4, CX
@@ -320,13 +537,13 @@ chunkdone_5:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -334,7 +551,466 @@ chunkdone_5:
 	VMOVUPD      Y2, 13376(AX)
 	VADDPD       13408(AX), Y1, Y1
 	VMOVUPD      Y1, 13408(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 13568(AX)
+	VANDPS       13696(AX), Y0, Y0
+	VMOVUPS      Y0, 13696(AX)
+	VZEROUPPER
+	RET
+
+DATA lgb17<>+0(SB)/4, $0x34000000
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+
+DATA lgb18<>+0(SB)/4, $0x40000000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
+
+DATA lgb19<>+0(SB)/4, $0xc2d00000
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0x42b20000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgb22<>+0(SB)/4, $0x3f318000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
+
+DATA lgb23<>+0(SB)/4, $0xb95e8083
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
+
+DATA lgb24<>+0(SB)/4, $0x39506967
+GLOBL lgb24<>(SB), RODATA|NOPTR, $4
+
+DATA lgb25<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb25<>(SB), RODATA|NOPTR, $4
+
+DATA lgb26<>+0(SB)/4, $0x3c088908
+GLOBL lgb26<>(SB), RODATA|NOPTR, $4
+
+DATA lgb27<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+
+DATA lgb28<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
+
+DATA lgb29<>+0(SB)/4, $0x3f000000
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
+
+DATA lgb30<>+0(SB)/4, $0x000000fe
+GLOBL lgb30<>(SB), RODATA|NOPTR, $4
+
+// func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·fbPass0AVX512(SB), $64-72
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), AX
+
+outer0_7:
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         $+4, DX
+	MOVQ         $+112, CX
+
+blocks_8:
+	VBROADCASTSS lgb1<>+0(SB), Z1
+	MOVQ         nextTerminated+8(FP), BX
+	IMUL3Q       $+128, AX, SI
+	ADDQ         CX, SI
+	VPMOVZXBD    (BX)(SI*1), Z2
+	VCVTDQ2PS    Z2, Z2
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Z2, Z1, Z2
+	MOVQ      nextDone+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z3
+	VCVTDQ2PS Z3, Z3
+
+	// notDone = sub(1, nextDone)
+	VSUBPS Z3, Z1, Z1
+
+	// v9 = mul(0.99, notTerminated)
+	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
+	MOVQ        nextStateValue+24(FP), BX
+	VMOVUPS     (BX)(SI*4), Z3
+
+	// v10 = mul(v9, nextStateValue)
+	VMULPS  Z3, Z2, Z2
+	MOVQ    nextReward+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+
+	// v11 = add(nextReward, v10)
+	VADDPS  Z2, Z3, Z2
+	MOVQ    stateValue+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+
+	// delta = sub(v11, stateValue)
+	VSUBPS Z3, Z2, Z2
+
+	// discount = mul(0.9405, notDone)
+	VMULPS.BCST lgb3<>+0(SB), Z1, Z1
+
+	// gae = scan(delta, discount) over T reverse
+	VANDPS.BCST   lgb4<>+0(SB), Z2, Z4
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z3
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z4, K1
+	VPMOVM2D      K1, Z4
+	VORPS         Z4, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VANDPS        Y3, Y4, Y3
+	MOVQ          state+48(FP), BX
+	VANDPS        1344(BX), Y3, Y3
+	VMOVUPS       Y3, 1344(BX)
+	VMOVUPS       lgc7<>+0(SB), Z4
+	MOVL          $0x00007f7f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VMOVUPS       lgc8<>+0(SB), Z4
+	MOVL          $0x00003f3f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VMOVUPS       lgc9<>+0(SB), Z4
+	MOVL          $0x00000f0f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
+	VPERMPS       Z1, Z4, K1, Z3
+	VPERMPS.Z     Z2, Z4, K1, Z4
+	VFMADD231PS   Z1, Z4, Z2
+	VMULPS        Z3, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VFMADD231PS   Y3, Y0, Y4
+	VMOVUPS       lgc10<>+0(SB), Y0
+	VPERMPS       Y4, Y0, Y0
+	VFMADD231PS   Y1, Y0, Y2
+	VMOVUPS       lgc10<>+0(SB), Y0
+	VPERMPS       Y2, Y0, Y0
+	VINSERTF32X8  $0x01, Y4, Z2, Z1
+
+	// mean(advantage) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        256(BX), Y2, Y2
+	VADDPS        Y1, Y2, Y2
+	VMOVUPS       Y2, 256(BX)
+
+	// std(advantage) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VMOVQ         DX, X3
+	VPBROADCASTD  X3, Y3
+	VPCMPEQD      lgc11<>+0(SB), Y3, Y3
+	VMOVUPS       1216(BX), Y4
+	VBLENDVPS     Y3, Y2, Y4, Y4
+	VMOVUPS       Y4, 1216(BX)
+	VSUBPS        Y4, Y2, Y2
+	VADDPS        960(BX), Y2, Y3
+	VMOVUPS       Y3, 960(BX)
+	VMOVUPS       1088(BX), Y3
+	VFMADD231PS   Y2, Y2, Y3
+	VMOVUPS       Y3, 1088(BX)
+	VMOVUPS       1216(BX), Y2
+	VSUBPS        Y2, Y1, Y2
+	VADDPS        960(BX), Y2, Y3
+	VMOVUPS       Y3, 960(BX)
+	VMOVUPS       1088(BX), Y3
+	VFMADD231PS   Y2, Y2, Y3
+	VMOVUPS       Y3, 1088(BX)
+
+	// store gae
+	MOVQ         s0+56(FP), BX
+	VMOVUPS      Z1, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_9
+	VMOVUPD      lgc12<>+0(SB), Y1
+	MOVQ         state+48(FP), DX
+	VMOVUPS      256(DX), Y3
+	VANDPS       lgc13<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc14<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       64(DX), Y4, Y4
+	VMOVUPD      Y4, 64(DX)
+	VADDPD       96(DX), Y3, Y3
+	VMOVUPD      Y3, 96(DX)
+	VMOVUPS      lgc15<>+0(SB), Y3
+	VMOVUPS      Y3, 256(DX)
+	VMOVUPS      960(DX), Y3
+	VMOVUPS      1088(DX), Y4
+	VANDPS       lgc13<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
+	VANDPS       lgc13<>+0(SB), Y4, Y6
+	VCMPPS       $0x12, lgc14<>+0(SB), Y6, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      1216(DX), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VCVTPS2PD    X6, Y9
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VMAXPD       lgc16<>+0(SB), Y1, Y10
+	VDIVPD       Y10, Y7, Y11
+	VFNMADD231PD Y7, Y11, Y8
+	VADDPD       Y9, Y11, Y11
+	VMOVUPD      384(DX), Y7
+	VADDPD       Y1, Y7, Y9
+	VMOVUPD      Y9, 384(DX)
+	VMAXPD       lgc16<>+0(SB), Y9, Y9
+	VDIVPD       Y9, Y1, Y9
+	VMOVUPD      576(DX), Y12
+	VSUBPD       Y12, Y11, Y11
+	VFMADD231PD  Y11, Y9, Y12
+	VMOVUPD      Y12, 576(DX)
+	VMULPD       Y9, Y7, Y9
+	VMULPD       Y11, Y9, Y9
+	VADDPD       768(DX), Y8, Y7
+	VFMADD231PD  Y11, Y9, Y7
+	VMOVUPD      Y7, 768(DX)
+	VDIVPD       Y10, Y3, Y7
+	VFNMADD231PD Y3, Y7, Y4
+	VADDPD       Y6, Y7, Y7
+	VMOVUPD      416(DX), Y3
+	VADDPD       Y1, Y3, Y6
+	VMOVUPD      Y6, 416(DX)
+	VMAXPD       lgc16<>+0(SB), Y6, Y6
+	VDIVPD       Y6, Y1, Y1
+	VMOVUPD      608(DX), Y6
+	VSUBPD       Y6, Y7, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y6, 608(DX)
+	VMULPD       Y1, Y3, Y1
+	VMULPD       Y7, Y1, Y1
+	VADDPD       800(DX), Y4, Y3
+	VFMADD231PD  Y7, Y1, Y3
+	VMOVUPD      Y3, 800(DX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 960(DX)
+	VMOVUPS      Y1, 1088(DX)
+	VANDPS       Y5, Y2, Y2
+	VANDPS       1344(DX), Y2, Y2
+	VMOVUPS      Y2, 1344(DX)
+	MOVQ         $+4, DX
+
+noflush_9:
+	SUBQ         $+16, CX
+	JGE          blocks_8
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
+	VMOVUPS      lgc15<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+48(FP), CX
+	VMOVUPS      256(CX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(CX), Y3, Y3
+	VMOVUPD      Y3, 64(CX)
+	VADDPD       96(CX), Y2, Y2
+	VMOVUPD      Y2, 96(CX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
+	VMOVUPS      1088(CX), Y3
+	VANDPS       lgc13<>+0(SB), Y2, Y4
+	VCMPPS       $0x12, lgc14<>+0(SB), Y4, Y4
+	VANDPS       lgc13<>+0(SB), Y3, Y5
+	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
+	VANDPS       Y5, Y4, Y4
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc16<>+0(SB), Y0, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y0, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc16<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y0, Y8
+	VMOVUPD      576(CX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y3
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(CX), Y2
+	VADDPD       Y0, Y2, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc16<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y0, Y0
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y0, Y5
+	VMOVUPD      Y5, 608(CX)
+	VMULPD       Y0, Y2, Y0
+	VMULPD       Y6, Y0, Y0
+	VADDPD       800(CX), Y3, Y2
+	VFMADD231PD  Y6, Y0, Y2
+	VMOVUPD      Y2, 800(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 960(CX)
+	VMOVUPS      Y0, 1088(CX)
+	VANDPS       Y4, Y1, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
+	INCQ         AX
+	CMPQ         AX, hi+64(FP)
+	JL           outer0_7
+	VZEROUPPER
+	RET
+
+// func fbPass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
+// Requires: AVX, AVX2, AVX512F
+TEXT ·fbPass2AVX512(SB), $64-64
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 13568(AX), Y0
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_11
+
+blocks_10:
+	MOVQ    s4+24(FP), DX
+	MOVQ    AX, BX
+	VMOVUPS (DX)(BX*4), Z1
+
+	// v79 = add(targetVar, 1.1920929e-07)
+	VADDPS.BCST lgb17<>+0(SB), Z1, Z1
+	MOVQ        s3+32(FP), DX
+	VMOVUPS     (DX)(BX*4), Z2
+
+	// v80 = div(residVar, v79)
+	VDIVPS       Z1, Z2, Z1
+	VBROADCASTSS lgb1<>+0(SB), Z2
+
+	// explainedVariance = sub(1, v80)
+	VSUBPS  Z1, Z2, Z1
+	MOVQ    s5+40(FP), DX
+	VMOVUPS (DX)(BX*4), Z2
+
+	// v86 = mul(2, logSumW)
+	VMULPS.BCST lgb18<>+0(SB), Z2, Z2
+	MOVQ        s6+48(FP), DX
+	VMOVUPS     (DX)(BX*4), Z3
+
+	// v87 = sub(v86, logSumW2)
+	VSUBPS Z3, Z2, Z2
+
+	// essCol = exp(v87)
+	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VMAXPS            Z2, Z3, Z2
+	VBROADCASTSS      lgb20<>+0(SB), Z3
+	VMINPS            Z2, Z3, Z2
+	VMULPS.BCST       lgb21<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb23<>+0(SB), Z3, Z2
+	VMULPS            Z2, Z2, Z4
+	VBROADCASTSS      lgb24<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb25<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb26<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb27<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VBROADCASTSS      lgb28<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb29<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
+	VFMADD213PS       Z2, Z4, Z5
+	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
+	VCVTPS2DQ         Z3, Z2
+	VPADDD.BCST       lgb30<>+0(SB), Z2, Z2
+	VPSRLD            $0x01, Z2, Z3
+	VPSUBD            Z3, Z2, Z2
+	VPSLLD            $0x17, Z3, Z3
+	VPSLLD            $0x17, Z2, Z2
+	VMULPS            Z3, Z5, Z5
+	VMULPS            Z2, Z5, Z5
+
+	// mean(essCol) over [T]
+	VEXTRACTF64X4 $0x01, Z5, Y2
+	VADDPS        Y0, Y5, Y0
+	VADDPS        Y0, Y2, Y0
+
+	// store explainedVariance
+	MOVQ         explainedVariance+56(FP), DX
+	VMOVUPS      Z1, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_12
+	VMOVUPD      lgc12<>+0(SB), Y1
+	MOVQ         state+0(FP), CX
+	VANDPS       lgc13<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       13376(CX), Y2, Y2
+	VMOVUPD      Y2, 13376(CX)
+	VADDPD       13408(CX), Y0, Y0
+	VMOVUPD      Y0, 13408(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VANDPS       13696(CX), Y1, Y1
+	VMOVUPS      Y1, 13696(CX)
+	MOVQ         $+4, CX
+
+noflush_12:
+	ADDQ $+16, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_11
+	CMPQ AX, hi+16(FP)
+	JL   blocks_10
+
+chunkdone_11:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y0, 13568(AX)
+	MOVQ         $+4, AX
+	SUBQ         CX, AX
+	SHLQ         $0x01, AX
+	VMOVUPS      lgc15<>+0(SB), X0
+	VCVTSI2SDQ   AX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      13568(AX), Y1
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       13376(AX), Y2, Y2
+	VMOVUPD      Y2, 13376(AX)
+	VADDPD       13408(AX), Y1, Y1
+	VMOVUPD      Y1, 13408(AX)
+	VMOVUPS      lgc15<>+0(SB), Y1
 	VMOVUPS      Y1, 13568(AX)
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
