@@ -180,31 +180,42 @@ func TestEveryOpOnAVX512(t *testing.T) {
 	}
 }
 
-// A flat batch of 1003 (a tail of 11 after whole 16-element blocks) with a normalised
-// advantage (a variance) runs its 16-lane variants up to the last flush before the tail and
-// the AVX2 passes from there, in one piece and in 3 chunks: the package's
-// TestAVX512MatchesAVX2 compares every bit with the AVX2 passes alone.
+// A flat batch whose size is not whole 16-element blocks runs its 16-lane variants up to the
+// last flush before the tail and the AVX2 passes from there, in one piece and in 3 chunks:
+// 1003 (the AVX2 rest holds full 8-element blocks and a tail of 3) with a normalised
+// advantage (a variance); 129 (the rest is the tail of 1 alone, past the last full block:
+// the AVX2 pass must not run a full block there), also categorical (tiles, a gather). The
+// package's TestAVX512MatchesAVX2 compares every bit with the AVX2 passes alone.
 func TestAVX512FlatBatchTail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("package: p\ndims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n"), 0o644))
-	c, err := gen.Compile(path)
-	require.NoError(t, err)
-	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-	require.NoError(t, err)
-	require.True(t, strings.Contains(string(files["dispatch_amd64.go"]), "m -= (hi - lo) % 64"), "the tail's chunk splits at a flush")
-	if !runtime.AVX512() {
-		t.Skip("the AVX-512 variants do not run here")
+	for name, src := range map[string]string{
+		"1003":            "dims: {B: 1003}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
+		"129":             "dims: {B: 129}\nbatch: [B]\nloss: {type: clip_ppo}\n",
+		"129 categorical": "dims: {B: 129, A: 5}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
+			c, err := gen.Compile(path)
+			require.NoError(t, err)
+			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+			require.NoError(t, err)
+			require.True(t, strings.Contains(string(files["dispatch_amd64.go"]), "m -= (hi - lo) % 64"), "the tail's chunk splits at a flush")
+			if !runtime.AVX512() {
+				t.Skip("the AVX-512 variants do not run here")
+			}
+			m, err := runner.NewTestModule(c)
+			require.NoError(t, err)
+			defer m.Close()
+			out, err := m.Test("^TestAVX512MatchesAVX2$")
+			require.NoError(t, err, out)
+			require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+		})
 	}
-	m, err := runner.NewTestModule(c)
-	require.NoError(t, err)
-	defer m.Close()
-	out, err := m.Test("^TestAVX512MatchesAVX2$")
-	require.NoError(t, err, out)
-	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
 }
 
 // Which passes get a 16-lane variant (asmgen.WidePasses): the token losses' streaming passes,
@@ -348,7 +359,8 @@ func TestAVX512NonTemporal(t *testing.T) {
 // the vector axis, along the outer dim (a time-major batch), cut where the coefficient is 0
 // (±inf reaching the steps before it) or not, with the reductions a GAE's standardisation
 // folds (mean and std over everything, a sum over a row) of a backward scan, whose 16-lane
-// blocks fold their halves lanes 8–15 first, as the AVX2 pass walks them.
+// blocks fold their halves lanes 8–15 first, as the AVX2 pass walks them, and reductions over
+// N alone, a state slot per lane (a ClipPPO+GAE's loss terms, summed over N per step).
 func scansWide() *ir.Graph {
 	dims := []ir.Dim{{Name: "N", Size: 3}, {Name: "T", Size: 48}}
 	b := ir.NewBuilder(ir.F32, dims, []string{"N", "T"})
@@ -365,6 +377,11 @@ func scansWide() *ir.Graph {
 	out("scan_std", b.Std(gae, 1, "N", "T"))
 	out("scan_sum_T", b.Sum(gae, "T"))
 	out("scan_lse", b.LogSumExp(gae, "N", "T"))
+	// Over N only: each lane its own result slot (lanes 8–15 fold 8 slots on).
+	out("scan_sum_N", b.Sum(gae, "N"))
+	out("scan_var_N", b.Var(gae, 1, "N"))
+	out("scan_max_N", b.ReduceMax(gae, "N"))
+	out("scan_lse_N", b.LogSumExp(b.Mul(gae, half), "N"))
 	out("scan_fwd", b.Scan(x, disc, "T", false, false))
 	out("scan_fwd_sum", b.Sum(b.Scan(y, disc, "T", false, false), "N", "T"))
 	out("scan_N", b.Scan(y, disc, "N", true, false))

@@ -425,7 +425,11 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 		return jen.If(ok).Block(wide).Else().Block(avx2)
 	}
 	avx2 := e.name("pass%dAVX2", ps.Index)
-	if !nt {
+	switch {
+	case !nt && ps.Schedule.NonTemporal(): // its variant stores non-temporally: not here
+		b.Add(call(avx2, pg.params, nil))
+		return
+	case !nt:
 		b.Add(withWide(jen.Id("useAVX512"), e.name("pass%dAVX512", ps.Index), avx2))
 		return
 	}

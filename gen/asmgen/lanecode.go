@@ -287,7 +287,7 @@ func (pg *passGen) equalLaneCounts(r *ir.Node) bool {
 func (pg *passGen) laneInv(n reg.VecVirtual) reg.VecVirtual {
 	c := pg.c
 	one, q := c.XMM(), c.XMM()
-	c.VMOVSD(pg.cf64(1), one)
+	c.VMOVSD(pg.a64.cf64(1), one)
 	c.VDIVSD(n.AsX(), one, q)
 	v := pg.ymm()
 	c.VBROADCASTSD(q, v)
@@ -421,7 +421,7 @@ func (pg *passGen) rowSetup() {
 		c.INCQ(k)
 		v, one := pg.zeroX(), c.XMM()
 		c.VCVTSI2SDQ(k, v, v)
-		c.VMOVSD(pg.cf64(1), one)
+		c.VMOVSD(pg.a64.cf64(1), one)
 		c.VDIVSD(v, one, v)
 		c.VMOVSD(v, slot)
 	}

@@ -66,6 +66,7 @@ type passGen struct {
 	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
 	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
 	half       int                    // 16-lane code: 1 while folding a block's second half (accumulateHalves)
+	slotShift  int                    // 16-lane code: 8 while folding lanes 8–15 into one state slot a lane
 	slots      *alignedSlots          // 16-lane code: the 64-byte aligned spill slots (spillSlot)
 
 	blockState
@@ -176,7 +177,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	c.SignatureExpr(sig + ")")
 	doc := fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see %s for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), e.name("pass%dGo", ps.Index))
 	if nt {
-		doc += " Its full blocks store non-temporally: every stored buffer must be 32-byte aligned."
+		doc += fmt.Sprintf(" Its full blocks store non-temporally: every stored buffer must be %d-byte aligned.", pg.vecBytes())
 	}
 	if pg.wide {
 		doc += fmt.Sprintf(" Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane blocks of %s would, in their order, so the results are %s's bit for bit.", e.name("pass%dAVX2", ps.Index), e.name("pass%dAVX2", ps.Index))
@@ -341,10 +342,16 @@ func (pg *passGen) innerLoop() {
 		case back:
 			c.MOVQ(operand.I32(int32((full-1)*L)), j)
 		case pg.flat:
+			// A chunk may start past the last full block (the AVX2 rest of a chunk the
+			// 16-lane variant ran up to a flush, wideFlat): then only the tail runs.
 			done = pg.newLabel("chunkdone")
 			c.MOVQ(pg.rowLo(), j)
 			c.CMPQ(j, pg.rowHi())
 			c.JGE(operand.LabelRef(done))
+			if E%L != 0 {
+				c.CMPQ(j, operand.I32(int32(full*L)))
+				c.JGE(operand.LabelRef(done))
+			}
 		default:
 			c.XORQ(j, j)
 		}

@@ -143,6 +143,9 @@ func (pg *passGen) stateMem(r *ir.Node, f field, off reg.GPVirtual, disp int) op
 	if pg.stReg == nil {
 		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
 	}
+	if f.name != "ok" { // the guard is the reduction's, not a slot's
+		disp += pg.slotShift
+	}
 	m := elemMem(pg.stReg, off, size, disp)
 	m.Disp += pg.e.stateAt[stateField(r, f.name)]
 	return m

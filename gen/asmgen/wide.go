@@ -135,12 +135,21 @@ func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 	if pg.guarded(r) {
 		es[0], es[1] = pg.halvesInOrder(pg.expOf(r))
 	}
+	// Where each lane is its own result slot (a reduction over outer dims only, its states
+	// an array along the vector axis), lanes 8–15 fold into the states 8 slots on.
+	shift := [2]int{}
+	if pg.layout(r).lps == 1 {
+		shift = [2]int{0, 8}
+		if pg.reverse(pg.vaxis()) {
+			shift = [2]int{8, 0}
+		}
+	}
 	pg.inNarrow(func() {
 		for h, xh := range []reg.VecVirtual{first, second} {
-			pg.halfExp, pg.half = es[h], h
+			pg.halfExp, pg.half, pg.slotShift = es[h], h, shift[h]
 			pg.accumulate(r, xh)
 		}
-		pg.halfExp, pg.half = nil, 0
+		pg.halfExp, pg.half, pg.slotShift = nil, 0, 0
 	})
 }
 
@@ -221,9 +230,6 @@ func wideEligible(g *ir.Graph, ps *plan.Pass) bool {
 		switch r.Op {
 		case ir.OpSum, ir.OpMean, ir.OpRMax, ir.OpRMin, ir.OpLogSumExp, ir.OpVar, ir.OpStd:
 		default:
-			return false
-		}
-		if ps.Schedule.LanesPerSlot(g, r) == 1 {
 			return false
 		}
 	}

@@ -1873,6 +1873,8 @@ TEXT ·pass1AVX2(SB), $0-64
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_10
+	CMPQ    AX, $+416
+	JGE     chunkdone_10
 
 blocks_9:
 	MOVQ    s1+24(FP), DX
@@ -4037,6 +4039,8 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	VMOVUPS 32256(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_26
+	CMPQ    AX, $+416
 	JGE     chunkdone_26
 
 blocks_25:

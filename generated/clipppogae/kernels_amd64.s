@@ -1253,6 +1253,8 @@ TEXT ·pass1AVX2(SB), $0-64
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_5
+	CMPQ    AX, $+416
+	JGE     chunkdone_5
 
 blocks_4:
 	MOVQ    s1+24(FP), DX
@@ -2680,6 +2682,8 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	VMOVUPS 32256(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_12
+	CMPQ    AX, $+416
 	JGE     chunkdone_12
 
 blocks_11:

@@ -15,6 +15,8 @@ TEXT ·pass1AVX512(SB), $64-64
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_2
+	CMPQ    AX, $+416
+	JGE     chunkdone_2
 
 blocks_1:
 	MOVQ    s1+24(FP), DX
@@ -223,6 +225,8 @@ TEXT ·fbPass1AVX512(SB), $64-64
 	VMOVUPS 32256(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_5
+	CMPQ    AX, $+416
 	JGE     chunkdone_5
 
 blocks_4:

@@ -4,6 +4,559 @@
 
 #include "textflag.h"
 
+// func pass0AVX512(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·pass0AVX512(SB), $64-64
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), AX
+
+outer0_1:
+	MOVQ $+4, DX
+	XORQ CX, CX
+
+blocks_2:
+	MOVQ          mask+8(FP), BX
+	IMUL3Q        $+256, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
+
+	// v3 = where(mask, 1, 0)
+	VANDPS Z1, Z0, Z1
+
+	// sum(v3) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	MOVQ          state+16(FP), BX
+	VADDPS        256(BX), Y1, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 256(BX)
+	MOVQ          advantage+24(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
+
+	// v6 = where(mask, advantage, 0)
+	VANDPS  Z2, Z0, Z2
+	MOVQ    logProb+32(FP), DI
+	VMOVUPS (DI)(SI*4), Z3
+
+	// v8 = where(mask, logProb, 0)
+	VANDPS  Z3, Z0, Z3
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPS (DI)(SI*4), Z4
+
+	// v10 = where(mask, sampleLogProb, 0)
+	VANDPS Z4, Z0, Z4
+
+	// logWeight = sub(v8, v10)
+	VSUBPS       Z4, Z3, Z5
+	VBROADCASTSS lgb2<>+0(SB), Z6
+
+	// v14 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z5, Z6, Z6
+	VBROADCASTSS lgb3<>+0(SB), Z7
+
+	// logWeightClip = min(v14, 0.24686007) tie=first
+	VMINPS Z6, Z7, Z6
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb4<>+0(SB), Z7
+	VMAXPS            Z5, Z7, Z7
+	VBROADCASTSS      lgb5<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb6<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb9<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb11<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb15<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
+	VPSLLD            $0x17, Z7, Z7
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
+
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z5, Z6, K1
+	VPMOVM2D     K1, Z6
+	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
+	VBROADCASTSS lgb16<>+0(SB), Z8
+	VBROADCASTSS lgb17<>+0(SB), Z9
+
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VMOVUPS      Z6, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb18<>+0(SB), Z8
+	VBROADCASTSS lgb19<>+0(SB), Z9
+
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z9, Z8, Z6
+	VBROADCASTSS lgb0<>+0(SB), Z8
+
+	// v24 = ge(v6, 0)
+	VCMPPS   $0x1d, Z8, Z2, K1
+	VPMOVM2D K1, Z8
+
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Z10, Z11, Z11
+
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Z10, Z6, Z6
+
+	// ratioClipped = where(v24, v25, v26)
+	VPTERNLOGD $0xca, Z6, Z11, Z8
+
+	// gain = mul(v6, ratioClipped)
+	VMULPS Z8, Z2, Z2
+
+	// v29 = neg(gain)
+	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
+
+	// v30 = where(mask, v29, 0)
+	VANDPS Z2, Z0, Z2
+
+	// sum(v30) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        576(BX), Y2, Y2
+	VADDPS        Y6, Y2, Y2
+	VMOVUPS       Y2, 576(BX)
+
+	// v34 = where(mask, v17, 0)
+	VANDPS Z7, Z0, Z2
+
+	// sum(v34) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        896(BX), Y2, Y2
+	VADDPS        Y6, Y2, Y2
+	VMOVUPS       Y2, 896(BX)
+
+	// v37 = sub(v10, v8)
+	VSUBPS Z3, Z4, Z2
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Z2, Z0, Z2
+
+	// sum(v38) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        1216(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 1216(BX)
+	MOVQ          entropy+48(FP), DI
+	VMOVUPS       (DI)(SI*4), Z2
+
+	// v42 = where(mask, entropy, 0)
+	VANDPS Z2, Z0, Z2
+
+	// v44 = mul(-0.001, v42)
+	VMULPS.BCST lgb21<>+0(SB), Z2, Z3
+
+	// sum(v42) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        1536(BX), Y2, Y2
+	VADDPS        Y4, Y2, Y2
+	VMOVUPS       Y2, 1536(BX)
+
+	// v47 = where(mask, v44, 0)
+	VANDPS Z3, Z0, Z2
+
+	// sum(v47) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        1856(BX), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 1856(BX)
+
+	// v51 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z0, Z2
+	VPTERNLOGD $0xca, Z9, Z5, Z2
+
+	// logsumexp(v51) over [B]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Z10, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	MOVQ          CX, SI
+	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y5
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y6
+	VANDPS        Y6, Y5, Y5
+	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y6
+	VORPS         Y6, Y5, Y5
+	VANDPS        4160(BX), Y5, Y5
+	VMOVUPS       Y5, 4160(BX)
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        1984(BX)(SI*8), Y2, Y5
+	VMOVUPD       Y5, 1984(BX)(SI*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        5312(BX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 5312(BX)(SI*8)
+	VADDPD        2016(BX)(SI*8), Y0, Y2
+	VMOVUPD       Y2, 2016(BX)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        5344(BX)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 5344(BX)(SI*8)
+	VCMPPS        $0x15, lgc22<>+0(SB), Y3, Y0
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y3, Y2
+	VANDPS        Y2, Y0, Y0
+	VCMPPS        $0x00, lgc24<>+0(SB), Y3, Y2
+	VORPS         Y2, Y0, Y0
+	VANDPS        4160(BX), Y0, Y0
+	VMOVUPS       Y0, 4160(BX)
+	VCVTPS2PD     X4, Y0
+	VEXTRACTF128  $0x01, Y4, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        2048(BX)(SI*8), Y0, Y3
+	VMOVUPD       Y3, 2048(BX)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        5376(BX)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 5376(BX)(SI*8)
+	VADDPD        2080(BX)(SI*8), Y2, Y0
+	VMOVUPD       Y0, 2080(BX)(SI*8)
+	VMULPD        Y2, Y2, Y0
+	VADDPD        5408(BX)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 5408(BX)(SI*8)
+
+	// sum(v3) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        7488(BX)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 7488(BX)(SI*8)
+	VADDPD        7520(BX)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 7520(BX)(SI*8)
+	VCVTPS2PD     X0, Y1
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        7552(BX)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 7552(BX)(SI*8)
+	VADDPD        7584(BX)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 7584(BX)(SI*8)
+	DECQ          DX
+	JNZ           noflush_3
+	VMOVUPD       lgc25<>+0(SB), Y0
+	MOVQ          state+16(FP), DX
+	VMOVUPS       256(DX), Y1
+	VANDPS        lgc26<>+0(SB), Y1, Y0
+	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        64(DX), Y2, Y2
+	VMOVUPD       Y2, 64(DX)
+	VADDPD        96(DX), Y1, Y1
+	VMOVUPD       Y1, 96(DX)
+	VMOVUPS       lgc28<>+0(SB), Y1
+	VMOVUPS       Y1, 256(DX)
+	VMOVUPS       576(DX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        384(DX), Y3, Y3
+	VMOVUPD       Y3, 384(DX)
+	VADDPD        416(DX), Y2, Y2
+	VMOVUPD       Y2, 416(DX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 576(DX)
+	VANDPS        Y1, Y0, Y0
+	VMOVUPS       896(DX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        704(DX), Y3, Y3
+	VMOVUPD       Y3, 704(DX)
+	VADDPD        736(DX), Y2, Y2
+	VMOVUPD       Y2, 736(DX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 896(DX)
+	VANDPS        Y1, Y0, Y0
+	VMOVUPS       1216(DX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        1024(DX), Y3, Y3
+	VMOVUPD       Y3, 1024(DX)
+	VADDPD        1056(DX), Y2, Y2
+	VMOVUPD       Y2, 1056(DX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1216(DX)
+	VANDPS        Y1, Y0, Y0
+	VMOVUPS       1536(DX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        1344(DX), Y3, Y3
+	VMOVUPD       Y3, 1344(DX)
+	VADDPD        1376(DX), Y2, Y2
+	VMOVUPD       Y2, 1376(DX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1536(DX)
+	VANDPS        Y1, Y0, Y0
+	VMOVUPS       1856(DX), Y2
+	VANDPS        lgc26<>+0(SB), Y2, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        1664(DX), Y3, Y3
+	VMOVUPD       Y3, 1664(DX)
+	VADDPD        1696(DX), Y2, Y2
+	VMOVUPD       Y2, 1696(DX)
+	VMOVUPS       lgc28<>+0(SB), Y2
+	VMOVUPS       Y2, 1856(DX)
+	VANDPS        Y1, Y0, Y0
+	VANDPS        9664(DX), Y0, Y0
+	VMOVUPS       Y0, 9664(DX)
+	MOVQ          $+4, DX
+
+noflush_3:
+	ADDQ         $+16, CX
+	CMPQ         CX, $+256
+	JL           blocks_2
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
+	VMOVUPS      lgc28<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+16(FP), CX
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       384(CX), Y3, Y3
+	VMOVUPD      Y3, 384(CX)
+	VADDPD       416(CX), Y2, Y2
+	VMOVUPD      Y2, 416(CX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 576(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(CX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       704(CX), Y3, Y3
+	VMOVUPD      Y3, 704(CX)
+	VADDPD       736(CX), Y2, Y2
+	VMOVUPD      Y2, 736(CX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 896(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(CX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1024(CX), Y3, Y3
+	VMOVUPD      Y3, 1024(CX)
+	VADDPD       1056(CX), Y2, Y2
+	VMOVUPD      Y2, 1056(CX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(CX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1344(CX), Y3, Y3
+	VMOVUPD      Y3, 1344(CX)
+	VADDPD       1376(CX), Y2, Y2
+	VMOVUPD      Y2, 1376(CX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(CX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1856(CX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1664(CX), Y3, Y3
+	VMOVUPD      Y3, 1664(CX)
+	VADDPD       1696(CX), Y2, Y2
+	VMOVUPD      Y2, 1696(CX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1856(CX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9664(CX), Y0, Y0
+	VMOVUPS      Y0, 9664(CX)
+	INCQ         AX
+	CMPQ         AX, hi+56(FP)
+	JL           outer0_1
+	VZEROUPPER
+	RET
+
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
+
+DATA lgb1<>+0(SB)/4, $0x3f800000
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
+
+DATA lgb2<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
+
+DATA lgb3<>+0(SB)/4, $0x3e7cc8e3
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
+
+DATA lgb4<>+0(SB)/4, $0xc2d00000
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+
+DATA lgb5<>+0(SB)/4, $0x42b20000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+
+DATA lgb6<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
+
+DATA lgb7<>+0(SB)/4, $0x3f318000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4
+
+DATA lgb8<>+0(SB)/4, $0xb95e8083
+GLOBL lgb8<>(SB), RODATA|NOPTR, $4
+
+DATA lgb9<>+0(SB)/4, $0x39506967
+GLOBL lgb9<>(SB), RODATA|NOPTR, $4
+
+DATA lgb10<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb10<>(SB), RODATA|NOPTR, $4
+
+DATA lgb11<>+0(SB)/4, $0x3c088908
+GLOBL lgb11<>(SB), RODATA|NOPTR, $4
+
+DATA lgb12<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
+
+DATA lgb13<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
+
+DATA lgb14<>+0(SB)/4, $0x3f000000
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
+
+DATA lgb15<>+0(SB)/4, $0x000000fe
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
+
+DATA lgb16<>+0(SB)/4, $0x3fa3d70a
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
+
+DATA lgb17<>+0(SB)/4, $0x7f800000
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+
+DATA lgb18<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
+
+DATA lgb19<>+0(SB)/4, $0xff800000
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0x80000000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0xba83126f
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgc22<>+0(SB)/4, $0xc2ae0000
+DATA lgc22<>+4(SB)/4, $0xc2ae0000
+DATA lgc22<>+8(SB)/4, $0xc2ae0000
+DATA lgc22<>+12(SB)/4, $0xc2ae0000
+DATA lgc22<>+16(SB)/4, $0xc2ae0000
+DATA lgc22<>+20(SB)/4, $0xc2ae0000
+DATA lgc22<>+24(SB)/4, $0xc2ae0000
+DATA lgc22<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x42b00000
+DATA lgc23<>+4(SB)/4, $0x42b00000
+DATA lgc23<>+8(SB)/4, $0x42b00000
+DATA lgc23<>+12(SB)/4, $0x42b00000
+DATA lgc23<>+16(SB)/4, $0x42b00000
+DATA lgc23<>+20(SB)/4, $0x42b00000
+DATA lgc23<>+24(SB)/4, $0x42b00000
+DATA lgc23<>+28(SB)/4, $0x42b00000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0xff800000
+DATA lgc24<>+4(SB)/4, $0xff800000
+DATA lgc24<>+8(SB)/4, $0xff800000
+DATA lgc24<>+12(SB)/4, $0xff800000
+DATA lgc24<>+16(SB)/4, $0xff800000
+DATA lgc24<>+20(SB)/4, $0xff800000
+DATA lgc24<>+24(SB)/4, $0xff800000
+DATA lgc24<>+28(SB)/4, $0xff800000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/8, $0x4020000000000000
+DATA lgc25<>+8(SB)/8, $0x4020000000000000
+DATA lgc25<>+16(SB)/8, $0x4020000000000000
+DATA lgc25<>+24(SB)/8, $0x4020000000000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7fffffff
+DATA lgc26<>+4(SB)/4, $0x7fffffff
+DATA lgc26<>+8(SB)/4, $0x7fffffff
+DATA lgc26<>+12(SB)/4, $0x7fffffff
+DATA lgc26<>+16(SB)/4, $0x7fffffff
+DATA lgc26<>+20(SB)/4, $0x7fffffff
+DATA lgc26<>+24(SB)/4, $0x7fffffff
+DATA lgc26<>+28(SB)/4, $0x7fffffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x7f7fffff
+DATA lgc27<>+4(SB)/4, $0x7f7fffff
+DATA lgc27<>+8(SB)/4, $0x7f7fffff
+DATA lgc27<>+12(SB)/4, $0x7f7fffff
+DATA lgc27<>+16(SB)/4, $0x7f7fffff
+DATA lgc27<>+20(SB)/4, $0x7f7fffff
+DATA lgc27<>+24(SB)/4, $0x7f7fffff
+DATA lgc27<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x00000000
+DATA lgc28<>+4(SB)/4, $0x00000000
+DATA lgc28<>+8(SB)/4, $0x00000000
+DATA lgc28<>+12(SB)/4, $0x00000000
+DATA lgc28<>+16(SB)/4, $0x00000000
+DATA lgc28<>+20(SB)/4, $0x00000000
+DATA lgc28<>+24(SB)/4, $0x00000000
+DATA lgc28<>+28(SB)/4, $0x00000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
 // func pass2AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
 TEXT ·pass2AVX512(SB), $64-48
@@ -15,15 +568,15 @@ TEXT ·pass2AVX512(SB), $64-48
 	VMOVUPS 10304(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_2
+	JGE     chunkdone_5
 
-blocks_1:
+blocks_4:
 	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb29<>+0(SB), Z2, Z2
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -31,27 +584,27 @@ blocks_1:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v56)
-	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VBROADCASTSS      lgb4<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb6<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb15<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -60,12 +613,12 @@ blocks_1:
 	VMULPS            Z2, Z5, Z5
 	MOVQ              s7+40(FP), DX
 	VMOVUPS           (DX)(BX*4), Z2
-	VBROADCASTSS      lgb14<>+0(SB), Z3
+	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v59 = gt(v58, 0)
 	VCMPPS      $0x1e, Z3, Z2, K1
 	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb12<>+0(SB), Z2, Z3
+	VANDPS.BCST lgb1<>+0(SB), Z2, Z3
 
 	// v60 = where(v59, essCol, 0)
 	VANDPS Z5, Z2, Z2
@@ -80,11 +633,11 @@ blocks_1:
 	VADDPS        Y1, Y3, Y1
 	VADDPS        Y1, Y2, Y1
 	DECQ          CX
-	JNZ           noflush_3
-	VMOVUPD       lgc15<>+0(SB), Y2
+	JNZ           noflush_6
+	VMOVUPD       lgc25<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc16<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc17<>+0(SB), Y2, Y2
+	VANDPS        lgc26<>+0(SB), Y0, Y2
+	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
 	VCVTPS2PD     X0, Y3
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -92,9 +645,9 @@ blocks_1:
 	VMOVUPD       Y3, 9792(CX)
 	VADDPD        9824(CX), Y0, Y0
 	VMOVUPD       Y0, 9824(CX)
-	VMOVUPS       lgc18<>+0(SB), Y0
-	VANDPS        lgc16<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc17<>+0(SB), Y3, Y3
+	VMOVUPS       lgc28<>+0(SB), Y0
+	VANDPS        lgc26<>+0(SB), Y1, Y3
+	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
 	VCVTPS2PD     X1, Y4
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
@@ -102,33 +655,33 @@ blocks_1:
 	VMOVUPD       Y4, 10112(CX)
 	VADDPD        10144(CX), Y1, Y1
 	VMOVUPD       Y1, 10144(CX)
-	VMOVUPS       lgc18<>+0(SB), Y1
+	VMOVUPS       lgc28<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        10432(CX), Y2, Y2
 	VMOVUPS       Y2, 10432(CX)
 	MOVQ          $+4, CX
 
-noflush_3:
+noflush_6:
 	ADDQ $+16, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_2
+	JGE  chunkdone_5
 	CMPQ AX, hi+16(FP)
-	JL   blocks_1
+	JL   blocks_4
 
-chunkdone_2:
+chunkdone_5:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 9984(AX)
 	VMOVUPS      Y1, 10304(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc28<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      9984(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -136,11 +689,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 9792(AX)
 	VADDPD       9824(AX), Y1, Y1
 	VMOVUPD      Y1, 9824(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 9984(AX)
 	VMOVUPS      10304(AX), Y2
-	VANDPS       lgc16<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -148,7 +701,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 10112(AX)
 	VADDPD       10144(AX), Y2, Y2
 	VMOVUPD      Y2, 10144(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 10304(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       10432(AX), Y0, Y0
@@ -156,86 +709,8 @@ chunkdone_2:
 	VZEROUPPER
 	RET
 
-DATA lgb0<>+0(SB)/4, $0x40000000
-GLOBL lgb0<>(SB), RODATA|NOPTR, $4
-
-DATA lgb1<>+0(SB)/4, $0xc2d00000
-GLOBL lgb1<>(SB), RODATA|NOPTR, $4
-
-DATA lgb2<>+0(SB)/4, $0x42b20000
-GLOBL lgb2<>(SB), RODATA|NOPTR, $4
-
-DATA lgb3<>+0(SB)/4, $0x3fb8aa3b
-GLOBL lgb3<>(SB), RODATA|NOPTR, $4
-
-DATA lgb4<>+0(SB)/4, $0x3f318000
-GLOBL lgb4<>(SB), RODATA|NOPTR, $4
-
-DATA lgb5<>+0(SB)/4, $0xb95e8083
-GLOBL lgb5<>(SB), RODATA|NOPTR, $4
-
-DATA lgb6<>+0(SB)/4, $0x39506967
-GLOBL lgb6<>(SB), RODATA|NOPTR, $4
-
-DATA lgb7<>+0(SB)/4, $0x3ab743ce
-GLOBL lgb7<>(SB), RODATA|NOPTR, $4
-
-DATA lgb8<>+0(SB)/4, $0x3c088908
-GLOBL lgb8<>(SB), RODATA|NOPTR, $4
-
-DATA lgb9<>+0(SB)/4, $0x3d2aa9c1
-GLOBL lgb9<>(SB), RODATA|NOPTR, $4
-
-DATA lgb10<>+0(SB)/4, $0x3e2aaaaa
-GLOBL lgb10<>(SB), RODATA|NOPTR, $4
-
-DATA lgb11<>+0(SB)/4, $0x3f000000
-GLOBL lgb11<>(SB), RODATA|NOPTR, $4
-
-DATA lgb12<>+0(SB)/4, $0x3f800000
-GLOBL lgb12<>(SB), RODATA|NOPTR, $4
-
-DATA lgb13<>+0(SB)/4, $0x000000fe
-GLOBL lgb13<>(SB), RODATA|NOPTR, $4
-
-DATA lgb14<>+0(SB)/4, $0x00000000
-GLOBL lgb14<>(SB), RODATA|NOPTR, $4
-
-DATA lgc15<>+0(SB)/8, $0x4020000000000000
-DATA lgc15<>+8(SB)/8, $0x4020000000000000
-DATA lgc15<>+16(SB)/8, $0x4020000000000000
-DATA lgc15<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x7fffffff
-DATA lgc16<>+4(SB)/4, $0x7fffffff
-DATA lgc16<>+8(SB)/4, $0x7fffffff
-DATA lgc16<>+12(SB)/4, $0x7fffffff
-DATA lgc16<>+16(SB)/4, $0x7fffffff
-DATA lgc16<>+20(SB)/4, $0x7fffffff
-DATA lgc16<>+24(SB)/4, $0x7fffffff
-DATA lgc16<>+28(SB)/4, $0x7fffffff
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x7f7fffff
-DATA lgc17<>+4(SB)/4, $0x7f7fffff
-DATA lgc17<>+8(SB)/4, $0x7f7fffff
-DATA lgc17<>+12(SB)/4, $0x7f7fffff
-DATA lgc17<>+16(SB)/4, $0x7f7fffff
-DATA lgc17<>+20(SB)/4, $0x7f7fffff
-DATA lgc17<>+24(SB)/4, $0x7f7fffff
-DATA lgc17<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+DATA lgb29<>+0(SB)/4, $0x40000000
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -244,20 +719,20 @@ TEXT ·fbPass0AVX512(SB), $64-32
 	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
-outer0_4:
+outer0_7:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
 	VMOVUPS 256(CX), Y0
 	XORQ    CX, CX
 
-blocks_5:
+blocks_8:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+256, AX, SI
 	ADDQ          CX, SI
 	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb14<>+0(SB), Z1, K1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
 	VPMOVM2D      K1, Z1
-	VBROADCASTSS  lgb12<>+0(SB), Z2
+	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
 	VANDPS Z2, Z1, Z1
@@ -267,11 +742,11 @@ blocks_5:
 	VADDPS        Y0, Y1, Y0
 	VADDPS        Y0, Y2, Y0
 	DECQ          DX
-	JNZ           noflush_6
-	VMOVUPD       lgc15<>+0(SB), Y1
+	JNZ           noflush_9
+	VMOVUPD       lgc25<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc16<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS        lgc26<>+0(SB), Y0, Y1
+	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -279,27 +754,27 @@ blocks_5:
 	VMOVUPD       Y2, 64(DX)
 	VADDPD        96(DX), Y0, Y0
 	VMOVUPD       Y0, 96(DX)
-	VMOVUPS       lgc18<>+0(SB), Y0
+	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
 
-noflush_6:
+noflush_9:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+256
-	JL           blocks_5
+	JL           blocks_8
 	MOVQ         state+8(FP), CX
 	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc28<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -307,13 +782,488 @@ noflush_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y1, Y1
 	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
-	JL           outer0_4
+	JL           outer0_7
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX512(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·fbPass1AVX512(SB), $192-88
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
+
+	// v32 = max(numValid, 1)
+	VMAXPS Z0, Z1, Z0
+
+	// v67 = div(1, v32)
+	VDIVPS Z0, Z1, Z0
+
+	// v69 = mul(v67, -0.001)
+	VMULPS.BCST lgb21<>+0(SB), Z0, Z1
+	VMOVUPS     Z0, (AX)
+	VMOVUPS     Z1, 64(AX)
+	MOVQ        lo+8(FP), CX
+
+outer0_10:
+	MOVQ $+4, BX
+	XORQ DX, DX
+
+blocks_11:
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+256, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	VBROADCASTSS  lgb1<>+0(SB), Z1
+
+	// v3 = where(mask, 1, 0)
+	VANDPS  Z1, Z0, Z1
+	MOVQ    advantage+24(FP), SI
+	VMOVUPS (SI)(DI*4), Z2
+
+	// v6 = where(mask, advantage, 0)
+	VANDPS  Z2, Z0, Z3
+	MOVQ    logProb+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z4
+
+	// v8 = where(mask, logProb, 0)
+	VANDPS  Z4, Z0, Z5
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z6
+
+	// v10 = where(mask, sampleLogProb, 0)
+	VANDPS Z6, Z0, Z7
+
+	// logWeight = sub(v8, v10)
+	VSUBPS       Z7, Z5, Z5
+	VBROADCASTSS lgb2<>+0(SB), Z7
+
+	// v14 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z5, Z7, Z7
+	VBROADCASTSS lgb3<>+0(SB), Z8
+
+	// logWeightClip = min(v14, 0.24686007) tie=first
+	VMINPS Z7, Z8, Z7
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb4<>+0(SB), Z8
+	VMAXPS            Z5, Z8, Z8
+	VBROADCASTSS      lgb5<>+0(SB), Z9
+	VMINPS            Z8, Z9, Z8
+	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z8
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z8
+	VMULPS            Z8, Z8, Z10
+	VBROADCASTSS      lgb9<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z11
+	VBROADCASTSS      lgb11<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VBROADCASTSS      lgb13<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
+	VFMADD213PS       Z12, Z10, Z11
+	VFMADD213PS       Z8, Z10, Z11
+	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
+	VCVTPS2DQ         Z9, Z8
+	VPADDD.BCST       lgb15<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z9
+	VPSUBD            Z9, Z8, Z8
+	VPSLLD            $0x17, Z9, Z9
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z9, Z11, Z11
+	VMULPS            Z8, Z11, Z11
+
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z5, Z7, K1
+	VPMOVM2D     K1, Z7
+	VANDPS.BCST  lgb1<>+0(SB), Z7, Z8
+	VBROADCASTSS lgb16<>+0(SB), Z9
+	VBROADCASTSS lgb17<>+0(SB), Z10
+
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VMOVUPS      Z7, Z12
+	VPTERNLOGD   $0xca, Z10, Z9, Z12
+	VBROADCASTSS lgb18<>+0(SB), Z9
+	VBROADCASTSS lgb19<>+0(SB), Z10
+
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z10, Z9, Z7
+	VBROADCASTSS lgb0<>+0(SB), Z9
+
+	// v24 = ge(v6, 0)
+	VCMPPS   $0x1d, Z9, Z3, K1
+	VPMOVM2D K1, Z13
+
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Z11, Z12, Z14
+
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Z11, Z7, Z15
+
+	// v27 = where(v24, v25, v26)
+	VMOVUPS    Z13, Z16
+	VPTERNLOGD $0xca, Z15, Z14, Z16
+
+	// gain = mul(advantage, v27)
+	VMULPS Z16, Z2, Z2
+
+	// v29 = neg(gain)
+	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
+
+	// v30 = where(mask, v29, 0)
+	VANDPS Z2, Z0, Z2
+
+	// sum(v30) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y14
+	MOVQ          state+48(FP), SI
+	VADDPS        704(SI), Y2, Y2
+	VADDPS        Y14, Y2, Y2
+	VMOVUPS       Y2, 704(SI)
+
+	// v34 = where(mask, v17, 0)
+	VANDPS Z8, Z0, Z2
+
+	// sum(v34) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        1024(SI), Y2, Y2
+	VADDPS        Y8, Y2, Y2
+	VMOVUPS       Y2, 1024(SI)
+
+	// v37 = sub(sampleLogProb, logProb)
+	VSUBPS Z4, Z6, Z2
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Z2, Z0, Z2
+
+	// sum(v38) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        1344(SI), Y2, Y2
+	VADDPS        Y4, Y2, Y2
+	VMOVUPS       Y2, 1344(SI)
+	MOVQ          entropy+56(FP), R8
+	VMOVUPS       (R8)(DI*4), Z2
+
+	// v42 = where(mask, entropy, 0)
+	VANDPS Z2, Z0, Z4
+
+	// sum(v42) over [B L]
+	VEXTRACTF64X4 $0x01, Z4, Y6
+	VADDPS        1664(SI), Y4, Y4
+	VADDPS        Y6, Y4, Y4
+	VMOVUPS       Y4, 1664(SI)
+
+	// v46 = mul(-0.001, entropy)
+	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
+
+	// v47 = where(mask, v46, 0)
+	VANDPS Z2, Z0, Z2
+
+	// sum(v47) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        1984(SI), Y2, Y2
+	VADDPS        Y4, Y2, Y2
+	VMOVUPS       Y2, 1984(SI)
+
+	// v51 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z0, Z2
+	VPTERNLOGD $0xca, Z10, Z5, Z2
+
+	// logsumexp(v51) over [B]
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VANDPS        Z11, Z0, Z5
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	MOVQ          DX, R8
+	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y8
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y10
+	VANDPS        Y10, Y8, Y8
+	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y10
+	VORPS         Y10, Y8, Y8
+	VANDPS        4288(SI), Y8, Y8
+	VMOVUPS       Y8, 4288(SI)
+	VCVTPS2PD     X5, Y2
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        2112(SI)(R8*8), Y2, Y8
+	VMOVUPD       Y8, 2112(SI)(R8*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        5440(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 5440(SI)(R8*8)
+	VADDPD        2144(SI)(R8*8), Y5, Y2
+	VMOVUPD       Y2, 2144(SI)(R8*8)
+	VMULPD        Y5, Y5, Y2
+	VADDPD        5472(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 5472(SI)(R8*8)
+	VCMPPS        $0x15, lgc22<>+0(SB), Y4, Y2
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y4, Y5
+	VANDPS        Y5, Y2, Y2
+	VCMPPS        $0x00, lgc24<>+0(SB), Y4, Y5
+	VORPS         Y5, Y2, Y2
+	VANDPS        4288(SI), Y2, Y2
+	VMOVUPS       Y2, 4288(SI)
+	VCVTPS2PD     X6, Y2
+	VEXTRACTF128  $0x01, Y6, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        2176(SI)(R8*8), Y2, Y5
+	VMOVUPD       Y5, 2176(SI)(R8*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        5504(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 5504(SI)(R8*8)
+	VADDPD        2208(SI)(R8*8), Y4, Y2
+	VMOVUPD       Y2, 2208(SI)(R8*8)
+	VMULPD        Y4, Y4, Y2
+	VADDPD        5536(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 5536(SI)(R8*8)
+
+	// sum(v3) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VCVTPS2PD     X1, Y4
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        7616(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 7616(SI)(R8*8)
+	VADDPD        7648(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 7648(SI)(R8*8)
+	VCVTPS2PD     X2, Y1
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        7680(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 7680(SI)(R8*8)
+	VADDPD        7712(SI)(R8*8), Y2, Y1
+	VMOVUPD       Y1, 7712(SI)(R8*8)
+	VMOVUPS       (AX), Z1
+
+	// v68 = where(mask, v67, 0)
+	VANDPS  Z1, Z0, Z1
+	VMOVUPS 64(AX), Z2
+
+	// gradEntropy = where(mask, v69, 0)
+	VANDPS Z2, Z0, Z2
+
+	// v71 = neg(v68)
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+
+	// v72 = mul(v71, v6)
+	VMULPS Z3, Z1, Z1
+
+	// v73 = where(v24, v72, 0)
+	VANDPS Z1, Z13, Z3
+
+	// v74 = where(v24, 0, v72)
+	VANDNPS Z1, Z13, Z1
+
+	// v75 = ge(ratio, v23)
+	VCMPPS   $0x1d, Z7, Z11, K1
+	VPMOVM2D K1, Z4
+
+	// v76 = ne(ratio, ratio)
+	VCMPPS   $0x04, Z11, Z11, K1
+	VPMOVM2D K1, Z5
+
+	// v77 = max(v75, v76)
+	VORPS Z4, Z5, Z4
+
+	// v78 = where(v77, v74, 0)
+	VANDPS Z1, Z4, Z1
+
+	// v79 = le(ratio, v20)
+	VCMPPS   $0x12, Z12, Z11, K1
+	VPMOVM2D K1, Z4
+
+	// v80 = max(v79, v76)
+	VORPS Z4, Z5, Z4
+
+	// v81 = where(v80, v73, 0)
+	VANDPS Z3, Z4, Z3
+
+	// v82 = add(v78, v81)
+	VADDPS Z3, Z1, Z1
+
+	// v83 = ne(v82, 0)
+	VCMPPS   $0x04, Z9, Z1, K1
+	VPMOVM2D K1, Z3
+
+	// v84 = mul(v82, ratio)
+	VMULPS Z11, Z1, Z4
+
+	// v85 = where(v83, v84, v82)
+	VPTERNLOGD $0xca, Z1, Z4, Z3
+
+	// gradLogProb = where(mask, v85, 0)
+	VANDPS Z3, Z0, Z0
+
+	// store gradEntropy
+	MOVQ    gradEntropy+64(FP), SI
+	VMOVUPS Z2, (SI)(DI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+72(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
+	JNZ          noflush_12
+	VMOVUPD      lgc25<>+0(SB), Y0
+	MOVQ         state+48(FP), BX
+	VMOVUPS      704(BX), Y1
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(BX), Y2, Y2
+	VMOVUPD      Y2, 512(BX)
+	VADDPD       544(BX), Y1, Y1
+	VMOVUPD      Y1, 544(BX)
+	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      Y1, 704(BX)
+	VMOVUPS      1024(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       832(BX), Y3, Y3
+	VMOVUPD      Y3, 832(BX)
+	VADDPD       864(BX), Y2, Y2
+	VMOVUPD      Y2, 864(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1152(BX), Y3, Y3
+	VMOVUPD      Y3, 1152(BX)
+	VADDPD       1184(BX), Y2, Y2
+	VMOVUPD      Y2, 1184(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1472(BX), Y3, Y3
+	VMOVUPD      Y3, 1472(BX)
+	VADDPD       1504(BX), Y2, Y2
+	VMOVUPD      Y2, 1504(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(BX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(BX), Y3, Y3
+	VMOVUPD      Y3, 1792(BX)
+	VADDPD       1824(BX), Y2, Y2
+	VMOVUPD      Y2, 1824(BX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9792(BX), Y0, Y0
+	VMOVUPS      Y0, 9792(BX)
+	MOVQ         $+4, BX
+
+noflush_12:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+256
+	JL           blocks_11
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc28<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+48(FP), DX
+	VMOVUPS      704(DX), Y1
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       512(DX), Y2, Y2
+	VMOVUPD      Y2, 512(DX)
+	VADDPD       544(DX), Y1, Y1
+	VMOVUPD      Y1, 544(DX)
+	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       832(DX), Y3, Y3
+	VMOVUPD      Y3, 832(DX)
+	VADDPD       864(DX), Y2, Y2
+	VMOVUPD      Y2, 864(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1024(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1344(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1152(DX), Y3, Y3
+	VMOVUPD      Y3, 1152(DX)
+	VADDPD       1184(DX), Y2, Y2
+	VMOVUPD      Y2, 1184(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1344(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1472(DX), Y3, Y3
+	VMOVUPD      Y3, 1472(DX)
+	VADDPD       1504(DX), Y2, Y2
+	VMOVUPD      Y2, 1504(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(DX), Y3, Y3
+	VMOVUPD      Y3, 1792(DX)
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc28<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       9792(DX), Y0, Y0
+	VMOVUPS      Y0, 9792(DX)
+	INCQ         CX
+	CMPQ         CX, hi+80(FP)
+	JL           outer0_10
 	VZEROUPPER
 	RET
 
@@ -328,15 +1278,15 @@ TEXT ·fbPass3AVX512(SB), $64-48
 	VMOVUPS 10432(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_8
+	JGE     chunkdone_14
 
-blocks_7:
+blocks_13:
 	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb29<>+0(SB), Z2, Z2
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -344,27 +1294,27 @@ blocks_7:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v56)
-	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VBROADCASTSS      lgb4<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb6<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb13<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb15<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -373,12 +1323,12 @@ blocks_7:
 	VMULPS            Z2, Z5, Z5
 	MOVQ              s7+40(FP), DX
 	VMOVUPS           (DX)(BX*4), Z2
-	VBROADCASTSS      lgb14<>+0(SB), Z3
+	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v59 = gt(v58, 0)
 	VCMPPS      $0x1e, Z3, Z2, K1
 	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb12<>+0(SB), Z2, Z3
+	VANDPS.BCST lgb1<>+0(SB), Z2, Z3
 
 	// v60 = where(v59, essCol, 0)
 	VANDPS Z5, Z2, Z2
@@ -393,11 +1343,11 @@ blocks_7:
 	VADDPS        Y1, Y3, Y1
 	VADDPS        Y1, Y2, Y1
 	DECQ          CX
-	JNZ           noflush_9
-	VMOVUPD       lgc15<>+0(SB), Y2
+	JNZ           noflush_15
+	VMOVUPD       lgc25<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc16<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc17<>+0(SB), Y2, Y2
+	VANDPS        lgc26<>+0(SB), Y0, Y2
+	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
 	VCVTPS2PD     X0, Y3
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -405,9 +1355,9 @@ blocks_7:
 	VMOVUPD       Y3, 9920(CX)
 	VADDPD        9952(CX), Y0, Y0
 	VMOVUPD       Y0, 9952(CX)
-	VMOVUPS       lgc18<>+0(SB), Y0
-	VANDPS        lgc16<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc17<>+0(SB), Y3, Y3
+	VMOVUPS       lgc28<>+0(SB), Y0
+	VANDPS        lgc26<>+0(SB), Y1, Y3
+	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
 	VCVTPS2PD     X1, Y4
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
@@ -415,33 +1365,33 @@ blocks_7:
 	VMOVUPD       Y4, 10240(CX)
 	VADDPD        10272(CX), Y1, Y1
 	VMOVUPD       Y1, 10272(CX)
-	VMOVUPS       lgc18<>+0(SB), Y1
+	VMOVUPS       lgc28<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        10560(CX), Y2, Y2
 	VMOVUPS       Y2, 10560(CX)
 	MOVQ          $+4, CX
 
-noflush_9:
+noflush_15:
 	ADDQ $+16, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_8
+	JGE  chunkdone_14
 	CMPQ AX, hi+16(FP)
-	JL   blocks_7
+	JL   blocks_13
 
-chunkdone_8:
+chunkdone_14:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 10112(AX)
 	VMOVUPS      Y1, 10432(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc28<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      10112(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc26<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -449,11 +1399,11 @@ chunkdone_8:
 	VMOVUPD      Y2, 9920(AX)
 	VADDPD       9952(AX), Y1, Y1
 	VMOVUPD      Y1, 9952(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 10112(AX)
 	VMOVUPS      10432(AX), Y2
-	VANDPS       lgc16<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc26<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -461,7 +1411,7 @@ chunkdone_8:
 	VMOVUPD      Y3, 10240(AX)
 	VADDPD       10272(AX), Y2, Y2
 	VMOVUPD      Y2, 10272(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 10432(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       10560(AX), Y0, Y0

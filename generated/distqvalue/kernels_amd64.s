@@ -11,6 +11,8 @@ TEXT ·pass0AVX2(SB), $3104-64
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
+	CMPQ AX, $+128
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile actionValue

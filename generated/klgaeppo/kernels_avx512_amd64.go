@@ -4,6 +4,13 @@
 
 package klgaeppo
 
+// pass0AVX512 is pass 0 (reverse scan along L over [B=16 L=48]) on 16 float32 lanes; see pass0Go
+// for the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the
+// two 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
+//
+//go:noescape
+func pass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+
 // pass2AVX512 is pass 2 (elementwise over [L=48]) on 16 float32 lanes; see pass2Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
 // blocks of pass2AVX2 would, in their order, so the results are pass2AVX2's bit for bit.
@@ -11,12 +18,34 @@ package klgaeppo
 //go:noescape
 func pass2AVX512(state *float64, lo int, hi int, s10 *float32, s11 *float32, s5 *float32)
 
+// pass3AVX512 is pass 3 (elementwise over [B=16 L=48]) on 16 float32 lanes; see pass3Go for the
+// same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
+// 8-lane blocks of pass3AVX2 would, in their order, so the results are pass3AVX2's bit for bit.
+//
+//go:noescape
+func pass3AVX512(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
+
 // pass5AVX512 is pass 5 (elementwise over [L=48]) on 16 float32 lanes; see pass5Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
 // blocks of pass5AVX2 would, in their order, so the results are pass5AVX2's bit for bit.
 //
 //go:noescape
 func pass5AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
+
+// fbPass0AVX512 is pass 0 (reverse scan along L over [B=16 L=48]) on 16 float32 lanes; see
+// fbPass0Go for the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane
+// states as the two 8-lane blocks of fbPass0AVX2 would, in their order, so the results are
+// fbPass0AVX2's bit for bit.
+//
+//go:noescape
+func fbPass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+
+// fbPass1AVX512 is pass 1 (elementwise over [B=16 L=48]) on 16 float32 lanes; see fbPass1Go for the
+// same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
+// 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
+//
+//go:noescape
+func fbPass1AVX512(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX512 is pass 3 (elementwise over [L=48]) on 16 float32 lanes; see fbPass3Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane

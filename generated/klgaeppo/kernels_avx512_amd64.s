@@ -4,6 +4,804 @@
 
 #include "textflag.h"
 
+// func pass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·pass0AVX512(SB), $384-144
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), CX
+
+outer0_1:
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         $+4, BX
+	MOVQ         $+32, DX
+
+blocks_2:
+	MOVQ          mask+8(FP), SI
+	IMUL3Q        $+48, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	MOVQ          sampleLogProb+16(FP), SI
+	VMOVUPS       (SI)(DI*4), Z2
+
+	// v4 = where(mask, sampleLogProb, 0)
+	VANDPS  Z2, Z1, Z2
+	MOVQ    refLogProb+24(FP), SI
+	VMOVUPS (SI)(DI*4), Z3
+
+	// nextRefLogProbs = where(mask, refLogProb, 0)
+	VANDPS Z3, Z1, Z3
+
+	// nextKLPenalty = sub(v4, nextRefLogProbs)
+	VSUBPS Z3, Z2, Z4
+
+	// v9 = mul(0.05, nextKLPenalty)
+	VMULPS.BCST lgb1<>+0(SB), Z4, Z5
+	MOVQ        nextReward+32(FP), SI
+	VMOVUPS     (SI)(DI*4), Z6
+
+	// nextReward2 = sub(nextReward, v9)
+	VSUBPS       Z5, Z6, Z5
+	VBROADCASTSS lgb2<>+0(SB), Z6
+	MOVQ         nextTerminated+40(FP), SI
+	VPMOVZXBD    (SI)(DI*1), Z7
+	VCVTDQ2PS    Z7, Z7
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Z7, Z6, Z7
+	MOVQ      nextDone+48(FP), SI
+	VPMOVZXBD (SI)(DI*1), Z8
+	VCVTDQ2PS Z8, Z8
+
+	// notDone = sub(1, nextDone)
+	VSUBPS  Z8, Z6, Z8
+	MOVQ    nextStateValue+56(FP), SI
+	VMOVUPS (SI)(DI*4), Z9
+
+	// v18 = mul(notTerminated, nextStateValue)
+	VMULPS Z9, Z7, Z7
+
+	// v19 = add(nextReward2, v18)
+	VADDPS  Z7, Z5, Z7
+	MOVQ    stateValue+64(FP), SI
+	VMOVUPS (SI)(DI*4), Z9
+
+	// delta = sub(v19, stateValue)
+	VSUBPS Z9, Z7, Z7
+
+	// discount = mul(0.95, notDone)
+	VMULPS.BCST lgb3<>+0(SB), Z8, Z8
+
+	// gae = scan(delta, discount) over L reverse cut
+	VANDPS.BCST   lgb4<>+0(SB), Z7, Z11
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z10
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z11
+	VORPS         Z11, Z10, Z10
+	MOVQ          mask+8(FP), SI
+	VPMOVZXBD     (SI)(DI*1), Z11
+	VPCMPEQD.BCST lgb0<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z11
+	VORPS         Z11, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VANDPS        Y10, Y11, Y10
+	MOVQ          state+72(FP), SI
+	VANDPS        4544(SI), Y10, Y10
+	VMOVUPS       Y10, 4544(SI)
+	VMOVUPS       lgc7<>+0(SB), Z11
+	MOVL          $0x00007f7f, R8
+	KMOVW         R8, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z10
+	VPERMPS       Z8, Z11, K1, Z10
+	VPERMPS.Z     Z7, Z11, K1, Z11
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z11, Z11
+	VFMADD231PS   Z8, Z11, Z7
+	VMULPS        Z10, Z8, Z8
+	VANDPS        Z12, Z8, Z8
+	VMOVUPS       lgc8<>+0(SB), Z11
+	MOVL          $0x00003f3f, R8
+	KMOVW         R8, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z10
+	VPERMPS       Z8, Z11, K1, Z10
+	VPERMPS.Z     Z7, Z11, K1, Z11
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z11, Z11
+	VFMADD231PS   Z8, Z11, Z7
+	VMULPS        Z10, Z8, Z8
+	VANDPS        Z12, Z8, Z8
+	VMOVUPS       lgc9<>+0(SB), Z11
+	MOVL          $0x00000f0f, R8
+	KMOVW         R8, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z10
+	VPERMPS       Z8, Z11, K1, Z10
+	VPERMPS.Z     Z7, Z11, K1, Z11
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z11, Z11
+	VFMADD231PS   Z8, Z11, Z7
+	VMULPS        Z10, Z8, Z8
+	VANDPS        Z12, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y10
+	VEXTRACTF64X4 $0x01, Z7, Y11
+	VCMPPS        $0x04, lgc10<>+0(SB), Y10, Y12
+	VANDPS        Y12, Y0, Y0
+	VFMADD231PS   Y10, Y0, Y11
+	VMOVUPS       lgc11<>+0(SB), Y0
+	VPERMPS       Y11, Y0, Y0
+	VCMPPS        $0x04, lgc10<>+0(SB), Y8, Y10
+	VANDPS        Y10, Y0, Y0
+	VFMADD231PS   Y8, Y0, Y7
+	VMOVUPS       lgc11<>+0(SB), Y0
+	VPERMPS       Y7, Y0, Y0
+	VINSERTF32X8  $0x01, Y11, Z7, Z7
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS Z9, Z7, Z8
+
+	// v27 = where(mask, 1, 0)
+	VANDPS Z6, Z1, Z10
+
+	// sum(v27) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        256(SI), Y11, Y11
+	VADDPS        Y10, Y11, Y11
+	VMOVUPS       Y11, 256(SI)
+
+	// v29 = where(mask, gae, 0)
+	VANDPS  Z7, Z1, Z11
+	MOVQ    logProb+80(FP), R8
+	VMOVUPS (R8)(DI*4), Z12
+
+	// v31 = where(mask, logProb, 0)
+	VANDPS Z12, Z1, Z12
+
+	// logWeight = sub(v31, v4)
+	VSUBPS       Z2, Z12, Z13
+	VBROADCASTSS lgb12<>+0(SB), Z14
+
+	// v35 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z13, Z14, Z14
+	VBROADCASTSS lgb13<>+0(SB), Z15
+
+	// logWeightClip = min(v35, 0.18232156) tie=first
+	VMINPS  Z14, Z15, Z14
+	VMOVUPS Z7, (AX)
+	VMOVUPS Z7, 64(AX)
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb14<>+0(SB), Z7
+	VMAXPS            Z13, Z7, Z7
+	VBROADCASTSS      lgb15<>+0(SB), Z15
+	VMINPS            Z7, Z15, Z7
+	VMULPS.BCST       lgb16<>+0(SB), Z7, Z15
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z15, Z7
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z15, Z7
+	VMULPS            Z7, Z7, Z16
+	VBROADCASTSS      lgb19<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z7, Z17
+	VBROADCASTSS      lgb21<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z18
+	VFMADD213PS       Z18, Z16, Z17
+	VBROADCASTSS      lgb23<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z18
+	VFMADD213PS       Z18, Z16, Z17
+	VFMADD213PS       Z7, Z16, Z17
+	VADDPS.BCST       lgb2<>+0(SB), Z17, Z17
+	VCVTPS2DQ         Z15, Z7
+	VPADDD.BCST       lgb25<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z15
+	VPSUBD            Z15, Z7, Z7
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z7, Z7
+	VMULPS            Z15, Z17, Z17
+	VMULPS            Z7, Z17, Z17
+
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z13, Z14, K1
+	VPMOVM2D     K1, Z7
+	VANDPS.BCST  lgb2<>+0(SB), Z7, Z14
+	VBROADCASTSS lgb26<>+0(SB), Z15
+	VBROADCASTSS lgb6<>+0(SB), Z16
+
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VMOVUPS      Z7, Z18
+	VPTERNLOGD   $0xca, Z16, Z15, Z18
+	VBROADCASTSS lgb27<>+0(SB), Z15
+	VBROADCASTSS lgb28<>+0(SB), Z16
+
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z16, Z15, Z7
+	VBROADCASTSS lgb0<>+0(SB), Z15
+
+	// v45 = ge(v29, 0)
+	VCMPPS   $0x1d, Z15, Z11, K1
+	VPMOVM2D K1, Z15
+	VMOVUPS  Z5, 128(AX)
+	VMOVUPS  Z4, 192(AX)
+	VMOVUPS  Z3, 256(AX)
+
+	// v46 = min(ratio, v41) tie=first
+	VMINPS Z17, Z18, Z3
+
+	// v47 = max(ratio, v44) tie=first
+	VMAXPS Z17, Z7, Z4
+
+	// ratioClipped = where(v45, v46, v47)
+	VMOVUPS    Z15, Z5
+	VPTERNLOGD $0xca, Z4, Z3, Z5
+
+	// gain = mul(v29, ratioClipped)
+	VMULPS Z5, Z11, Z3
+
+	// v50 = neg(gain)
+	VXORPS.BCST lgb29<>+0(SB), Z3, Z3
+
+	// v51 = where(mask, v50, 0)
+	VANDPS Z3, Z1, Z3
+
+	// sum(v51) over [B L]
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VADDPS        576(SI), Y4, Y4
+	VADDPS        Y3, Y4, Y4
+	VMOVUPS       Y4, 576(SI)
+
+	// v55 = where(mask, v38, 0)
+	VANDPS Z14, Z1, Z3
+
+	// sum(v55) over [B L]
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VADDPS        896(SI), Y4, Y4
+	VADDPS        Y3, Y4, Y4
+	VMOVUPS       Y4, 896(SI)
+
+	// v58 = sub(v4, v31)
+	VSUBPS Z12, Z2, Z2
+
+	// v59 = where(mask, v58, 0)
+	VANDPS Z2, Z1, Z2
+
+	// sum(v59) over [B L]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        1216(SI), Y3, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 1216(SI)
+
+	// v62 = where(mask, valueTarget, 0)
+	VANDPS Z8, Z1, Z2
+
+	// v63 = where(mask, stateValue, 0)
+	VANDPS Z9, Z1, Z3
+
+	// diff = sub(v62, v63)
+	VSUBPS Z3, Z2, Z3
+
+	// absDiff = abs(diff)
+	VBROADCASTSS lgb29<>+0(SB), Z4
+	VANDNPS      Z3, Z4, Z4
+
+	// v67 = lt(absDiff, 1)
+	VCMPPS   $0x11, Z6, Z4, K1
+	VPMOVM2D K1, Z5
+
+	// v68 = mul(0.5, absDiff)
+	VMULPS.BCST lgb24<>+0(SB), Z4, Z6
+
+	// v69 = mul(v68, absDiff)
+	VMULPS Z4, Z6, Z6
+
+	// v70 = sub(absDiff, 0.5)
+	VSUBPS.BCST lgb24<>+0(SB), Z4, Z4
+
+	// smoothL1 = where(v67, v69, v70)
+	VPTERNLOGD $0xca, Z4, Z6, Z5
+
+	// v72 = where(mask, smoothL1, 0)
+	VANDPS Z5, Z1, Z4
+
+	// sum(v72) over [B L]
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        1536(SI), Y5, Y5
+	VADDPS        Y4, Y5, Y5
+	VMOVUPS       Y5, 1536(SI)
+
+	// sum(v27) over [B]
+	VEXTRACTF64X4 $0x01, Z10, Y4
+	MOVQ          DX, R8
+	VCVTPS2PD     X4, Y5
+	VEXTRACTF128  $0x01, Y4, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        1728(SI)(R8*8), Y5, Y5
+	VMOVUPD       Y5, 1728(SI)(R8*8)
+	VADDPD        1760(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 1760(SI)(R8*8)
+	VCVTPS2PD     X10, Y4
+	VEXTRACTF128  $0x01, Y10, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        1664(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 1664(SI)(R8*8)
+	VADDPD        1696(SI)(R8*8), Y5, Y4
+	VMOVUPD       Y4, 1696(SI)(R8*8)
+
+	// v77 = where(mask, diff, 0)
+	VANDPS Z3, Z1, Z3
+
+	// sum(v77) over [B]
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VCVTPS2PD     X4, Y5
+	VEXTRACTF128  $0x01, Y4, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        2240(SI)(R8*8), Y5, Y5
+	VMOVUPD       Y5, 2240(SI)(R8*8)
+	VADDPD        2272(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 2272(SI)(R8*8)
+	VCVTPS2PD     X3, Y4
+	VEXTRACTF128  $0x01, Y3, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        2176(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 2176(SI)(R8*8)
+	VADDPD        2208(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 2208(SI)(R8*8)
+
+	// sum(v62) over [B]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VCVTPS2PD     X3, Y4
+	VEXTRACTF128  $0x01, Y3, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        2752(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 2752(SI)(R8*8)
+	VADDPD        2784(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 2784(SI)(R8*8)
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        2688(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 2688(SI)(R8*8)
+	VADDPD        2720(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 2720(SI)(R8*8)
+
+	// v97 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z1, Z2
+	VPTERNLOGD $0xca, Z16, Z13, Z2
+
+	// logsumexp(v97) over [B]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Z17, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VCMPPS        $0x15, lgc30<>+0(SB), Y3, Y5
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y3, Y6
+	VANDPS        Y6, Y5, Y5
+	VCMPPS        $0x00, lgc32<>+0(SB), Y3, Y6
+	VORPS         Y6, Y5, Y5
+	VANDPS        3712(SI), Y5, Y5
+	VMOVUPS       Y5, 3712(SI)
+	VCVTPS2PD     X4, Y3
+	VEXTRACTF128  $0x01, Y4, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        3264(SI)(R8*8), Y3, Y5
+	VMOVUPD       Y5, 3264(SI)(R8*8)
+	VMULPD        Y3, Y3, Y3
+	VADDPD        4096(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 4096(SI)(R8*8)
+	VADDPD        3296(SI)(R8*8), Y4, Y3
+	VMOVUPD       Y3, 3296(SI)(R8*8)
+	VMULPD        Y4, Y4, Y3
+	VADDPD        4128(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 4128(SI)(R8*8)
+	VCMPPS        $0x15, lgc30<>+0(SB), Y2, Y3
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y2, Y4
+	VANDPS        Y4, Y3, Y3
+	VCMPPS        $0x00, lgc32<>+0(SB), Y2, Y4
+	VORPS         Y4, Y3, Y3
+	VANDPS        3712(SI), Y3, Y3
+	VMOVUPS       Y3, 3712(SI)
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        3200(SI)(R8*8), Y2, Y3
+	VMOVUPD       Y3, 3200(SI)(R8*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        4032(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 4032(SI)(R8*8)
+	VADDPD        3232(SI)(R8*8), Y1, Y2
+	VMOVUPD       Y2, 3232(SI)(R8*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        4064(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 4064(SI)(R8*8)
+	VMOVUPS       256(AX), Z1
+
+	// store nextRefLogProbs
+	MOVQ    nextRefLogProbs+88(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS 192(AX), Z1
+
+	// store nextKLPenalty
+	MOVQ    nextKLPenalty+96(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS 128(AX), Z1
+
+	// store nextReward2
+	MOVQ    outNextReward+104(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS 64(AX), Z1
+
+	// store gae
+	MOVQ    s0+112(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS (AX), Z1
+
+	// store advantage
+	MOVQ    advantage+120(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+
+	// store valueTarget2
+	MOVQ         valueTarget+128(FP), SI
+	VMOVUPS      Z8, (SI)(DI*4)
+	DECQ         BX
+	JNZ          noflush_3
+	VMOVUPD      lgc33<>+0(SB), Y1
+	MOVQ         state+72(FP), BX
+	VMOVUPS      256(BX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(BX), Y3, Y3
+	VMOVUPD      Y3, 64(BX)
+	VADDPD       96(BX), Y2, Y2
+	VMOVUPD      Y2, 96(BX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 256(BX)
+	VMOVUPS      576(BX), Y3
+	VANDPS       lgc34<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       384(BX), Y4, Y4
+	VMOVUPD      Y4, 384(BX)
+	VADDPD       416(BX), Y3, Y3
+	VMOVUPD      Y3, 416(BX)
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VMOVUPS      Y3, 576(BX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      896(BX), Y3
+	VANDPS       lgc34<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       704(BX), Y4, Y4
+	VMOVUPD      Y4, 704(BX)
+	VADDPD       736(BX), Y3, Y3
+	VMOVUPD      Y3, 736(BX)
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VMOVUPS      Y3, 896(BX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1216(BX), Y3
+	VANDPS       lgc34<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       1024(BX), Y4, Y4
+	VMOVUPD      Y4, 1024(BX)
+	VADDPD       1056(BX), Y3, Y3
+	VMOVUPD      Y3, 1056(BX)
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VMOVUPS      Y3, 1216(BX)
+	VANDPS       Y2, Y1, Y1
+	VMOVUPS      1536(BX), Y3
+	VANDPS       lgc34<>+0(SB), Y3, Y2
+	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       1344(BX), Y4, Y4
+	VMOVUPD      Y4, 1344(BX)
+	VADDPD       1376(BX), Y3, Y3
+	VMOVUPD      Y3, 1376(BX)
+	VMOVUPS      lgc10<>+0(SB), Y3
+	VMOVUPS      Y3, 1536(BX)
+	VANDPS       Y2, Y1, Y1
+	VANDPS       4544(BX), Y1, Y1
+	VMOVUPS      Y1, 4544(BX)
+	MOVQ         $+4, BX
+
+noflush_3:
+	SUBQ         $+16, DX
+	JGE          blocks_2
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc10<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+72(FP), DX
+	VMOVUPS      256(DX), Y1
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y2, Y2
+	VMOVUPD      Y2, 416(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 576(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      896(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y2, Y2
+	VMOVUPD      Y2, 736(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 896(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1216(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y2, Y2
+	VMOVUPD      Y2, 1056(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1536(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y2, Y2
+	VMOVUPD      Y2, 1376(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4544(DX), Y0, Y0
+	VMOVUPS      Y0, 4544(DX)
+	INCQ         CX
+	CMPQ         CX, hi+136(FP)
+	JL           outer0_1
+	VZEROUPPER
+	RET
+
+DATA lgb0<>+0(SB)/4, $0x00000000
+GLOBL lgb0<>(SB), RODATA|NOPTR, $4
+
+DATA lgb1<>+0(SB)/4, $0x3d4ccccd
+GLOBL lgb1<>(SB), RODATA|NOPTR, $4
+
+DATA lgb2<>+0(SB)/4, $0x3f800000
+GLOBL lgb2<>(SB), RODATA|NOPTR, $4
+
+DATA lgb3<>+0(SB)/4, $0x3f733333
+GLOBL lgb3<>(SB), RODATA|NOPTR, $4
+
+DATA lgb4<>+0(SB)/4, $0x7fffffff
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+
+DATA lgb5<>+0(SB)/4, $0x7a800000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+
+DATA lgb6<>+0(SB)/4, $0x7f800000
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
+
+DATA lgc7<>+0(SB)/4, $0x00000001
+DATA lgc7<>+4(SB)/4, $0x00000002
+DATA lgc7<>+8(SB)/4, $0x00000003
+DATA lgc7<>+12(SB)/4, $0x00000004
+DATA lgc7<>+16(SB)/4, $0x00000005
+DATA lgc7<>+20(SB)/4, $0x00000006
+DATA lgc7<>+24(SB)/4, $0x00000007
+DATA lgc7<>+28(SB)/4, $0x00000007
+DATA lgc7<>+32(SB)/4, $0x00000009
+DATA lgc7<>+36(SB)/4, $0x0000000a
+DATA lgc7<>+40(SB)/4, $0x0000000b
+DATA lgc7<>+44(SB)/4, $0x0000000c
+DATA lgc7<>+48(SB)/4, $0x0000000d
+DATA lgc7<>+52(SB)/4, $0x0000000e
+DATA lgc7<>+56(SB)/4, $0x0000000f
+DATA lgc7<>+60(SB)/4, $0x0000000f
+GLOBL lgc7<>(SB), RODATA|NOPTR, $64
+
+DATA lgc8<>+0(SB)/4, $0x00000002
+DATA lgc8<>+4(SB)/4, $0x00000003
+DATA lgc8<>+8(SB)/4, $0x00000004
+DATA lgc8<>+12(SB)/4, $0x00000005
+DATA lgc8<>+16(SB)/4, $0x00000006
+DATA lgc8<>+20(SB)/4, $0x00000007
+DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+28(SB)/4, $0x00000007
+DATA lgc8<>+32(SB)/4, $0x0000000a
+DATA lgc8<>+36(SB)/4, $0x0000000b
+DATA lgc8<>+40(SB)/4, $0x0000000c
+DATA lgc8<>+44(SB)/4, $0x0000000d
+DATA lgc8<>+48(SB)/4, $0x0000000e
+DATA lgc8<>+52(SB)/4, $0x0000000f
+DATA lgc8<>+56(SB)/4, $0x0000000e
+DATA lgc8<>+60(SB)/4, $0x0000000f
+GLOBL lgc8<>(SB), RODATA|NOPTR, $64
+
+DATA lgc9<>+0(SB)/4, $0x00000004
+DATA lgc9<>+4(SB)/4, $0x00000005
+DATA lgc9<>+8(SB)/4, $0x00000006
+DATA lgc9<>+12(SB)/4, $0x00000007
+DATA lgc9<>+16(SB)/4, $0x00000004
+DATA lgc9<>+20(SB)/4, $0x00000005
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
+DATA lgc9<>+32(SB)/4, $0x0000000c
+DATA lgc9<>+36(SB)/4, $0x0000000d
+DATA lgc9<>+40(SB)/4, $0x0000000e
+DATA lgc9<>+44(SB)/4, $0x0000000f
+DATA lgc9<>+48(SB)/4, $0x0000000c
+DATA lgc9<>+52(SB)/4, $0x0000000d
+DATA lgc9<>+56(SB)/4, $0x0000000e
+DATA lgc9<>+60(SB)/4, $0x0000000f
+GLOBL lgc9<>(SB), RODATA|NOPTR, $64
+
+DATA lgc10<>+0(SB)/4, $0x00000000
+DATA lgc10<>+4(SB)/4, $0x00000000
+DATA lgc10<>+8(SB)/4, $0x00000000
+DATA lgc10<>+12(SB)/4, $0x00000000
+DATA lgc10<>+16(SB)/4, $0x00000000
+DATA lgc10<>+20(SB)/4, $0x00000000
+DATA lgc10<>+24(SB)/4, $0x00000000
+DATA lgc10<>+28(SB)/4, $0x00000000
+GLOBL lgc10<>(SB), RODATA|NOPTR, $32
+
+DATA lgc11<>+0(SB)/4, $0x00000000
+DATA lgc11<>+4(SB)/4, $0x00000000
+DATA lgc11<>+8(SB)/4, $0x00000000
+DATA lgc11<>+12(SB)/4, $0x00000000
+DATA lgc11<>+16(SB)/4, $0x00000000
+DATA lgc11<>+20(SB)/4, $0x00000000
+DATA lgc11<>+24(SB)/4, $0x00000000
+DATA lgc11<>+28(SB)/4, $0x00000000
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgb12<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb12<>(SB), RODATA|NOPTR, $4
+
+DATA lgb13<>+0(SB)/4, $0x3e3ab281
+GLOBL lgb13<>(SB), RODATA|NOPTR, $4
+
+DATA lgb14<>+0(SB)/4, $0xc2d00000
+GLOBL lgb14<>(SB), RODATA|NOPTR, $4
+
+DATA lgb15<>+0(SB)/4, $0x42b20000
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
+
+DATA lgb16<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
+
+DATA lgb17<>+0(SB)/4, $0x3f318000
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+
+DATA lgb18<>+0(SB)/4, $0xb95e8083
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
+
+DATA lgb19<>+0(SB)/4, $0x39506967
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0x3c088908
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgb22<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
+
+DATA lgb23<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
+
+DATA lgb24<>+0(SB)/4, $0x3f000000
+GLOBL lgb24<>(SB), RODATA|NOPTR, $4
+
+DATA lgb25<>+0(SB)/4, $0x000000fe
+GLOBL lgb25<>(SB), RODATA|NOPTR, $4
+
+DATA lgb26<>+0(SB)/4, $0x3f99999a
+GLOBL lgb26<>(SB), RODATA|NOPTR, $4
+
+DATA lgb27<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+
+DATA lgb28<>+0(SB)/4, $0xff800000
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
+
+DATA lgb29<>+0(SB)/4, $0x80000000
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
+
+DATA lgc30<>+0(SB)/4, $0xc2ae0000
+DATA lgc30<>+4(SB)/4, $0xc2ae0000
+DATA lgc30<>+8(SB)/4, $0xc2ae0000
+DATA lgc30<>+12(SB)/4, $0xc2ae0000
+DATA lgc30<>+16(SB)/4, $0xc2ae0000
+DATA lgc30<>+20(SB)/4, $0xc2ae0000
+DATA lgc30<>+24(SB)/4, $0xc2ae0000
+DATA lgc30<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x42b00000
+DATA lgc31<>+4(SB)/4, $0x42b00000
+DATA lgc31<>+8(SB)/4, $0x42b00000
+DATA lgc31<>+12(SB)/4, $0x42b00000
+DATA lgc31<>+16(SB)/4, $0x42b00000
+DATA lgc31<>+20(SB)/4, $0x42b00000
+DATA lgc31<>+24(SB)/4, $0x42b00000
+DATA lgc31<>+28(SB)/4, $0x42b00000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0xff800000
+DATA lgc32<>+4(SB)/4, $0xff800000
+DATA lgc32<>+8(SB)/4, $0xff800000
+DATA lgc32<>+12(SB)/4, $0xff800000
+DATA lgc32<>+16(SB)/4, $0xff800000
+DATA lgc32<>+20(SB)/4, $0xff800000
+DATA lgc32<>+24(SB)/4, $0xff800000
+DATA lgc32<>+28(SB)/4, $0xff800000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/8, $0x4020000000000000
+DATA lgc33<>+8(SB)/8, $0x4020000000000000
+DATA lgc33<>+16(SB)/8, $0x4020000000000000
+DATA lgc33<>+24(SB)/8, $0x4020000000000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x7fffffff
+DATA lgc34<>+4(SB)/4, $0x7fffffff
+DATA lgc34<>+8(SB)/4, $0x7fffffff
+DATA lgc34<>+12(SB)/4, $0x7fffffff
+DATA lgc34<>+16(SB)/4, $0x7fffffff
+DATA lgc34<>+20(SB)/4, $0x7fffffff
+DATA lgc34<>+24(SB)/4, $0x7fffffff
+DATA lgc34<>+28(SB)/4, $0x7fffffff
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x7f7fffff
+DATA lgc35<>+4(SB)/4, $0x7f7fffff
+DATA lgc35<>+8(SB)/4, $0x7f7fffff
+DATA lgc35<>+12(SB)/4, $0x7f7fffff
+DATA lgc35<>+16(SB)/4, $0x7f7fffff
+DATA lgc35<>+20(SB)/4, $0x7f7fffff
+DATA lgc35<>+24(SB)/4, $0x7f7fffff
+DATA lgc35<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
 // func pass2AVX512(state *float64, lo int, hi int, s10 *float32, s11 *float32, s5 *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
 TEXT ·pass2AVX512(SB), $64-48
@@ -15,15 +813,15 @@ TEXT ·pass2AVX512(SB), $64-48
 	VMOVUPS 5184(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_2
+	JGE     chunkdone_5
 
-blocks_1:
+blocks_4:
 	MOVQ    s10+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb36<>+0(SB), Z2, Z2
 	MOVQ        s11+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -31,27 +829,27 @@ blocks_1:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v102)
-	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VBROADCASTSS      lgb14<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VBROADCASTSS      lgb15<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb16<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb6<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb19<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb21<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VADDPS.BCST       lgb2<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb25<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -60,12 +858,12 @@ blocks_1:
 	VMULPS            Z2, Z5, Z5
 	MOVQ              s5+40(FP), DX
 	VMOVUPS           (DX)(BX*4), Z2
-	VBROADCASTSS      lgb14<>+0(SB), Z3
+	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v104 = gt(v75, 0)
 	VCMPPS      $0x1e, Z3, Z2, K1
 	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb12<>+0(SB), Z2, Z3
+	VANDPS.BCST lgb2<>+0(SB), Z2, Z3
 
 	// v105 = where(v104, essCol, 0)
 	VANDPS Z5, Z2, Z2
@@ -80,11 +878,11 @@ blocks_1:
 	VADDPS        Y1, Y3, Y1
 	VADDPS        Y1, Y2, Y1
 	DECQ          CX
-	JNZ           noflush_3
-	VMOVUPD       lgc15<>+0(SB), Y2
+	JNZ           noflush_6
+	VMOVUPD       lgc33<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc16<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc17<>+0(SB), Y2, Y2
+	VANDPS        lgc34<>+0(SB), Y0, Y2
+	VCMPPS        $0x12, lgc35<>+0(SB), Y2, Y2
 	VCVTPS2PD     X0, Y3
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
@@ -92,9 +890,9 @@ blocks_1:
 	VMOVUPD       Y3, 4672(CX)
 	VADDPD        4704(CX), Y0, Y0
 	VMOVUPD       Y0, 4704(CX)
-	VMOVUPS       lgc18<>+0(SB), Y0
-	VANDPS        lgc16<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc17<>+0(SB), Y3, Y3
+	VMOVUPS       lgc10<>+0(SB), Y0
+	VANDPS        lgc34<>+0(SB), Y1, Y3
+	VCMPPS        $0x12, lgc35<>+0(SB), Y3, Y3
 	VCVTPS2PD     X1, Y4
 	VEXTRACTF128  $0x01, Y1, X1
 	VCVTPS2PD     X1, Y1
@@ -102,33 +900,33 @@ blocks_1:
 	VMOVUPD       Y4, 4992(CX)
 	VADDPD        5024(CX), Y1, Y1
 	VMOVUPD       Y1, 5024(CX)
-	VMOVUPS       lgc18<>+0(SB), Y1
+	VMOVUPS       lgc10<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        5312(CX), Y2, Y2
 	VMOVUPS       Y2, 5312(CX)
 	MOVQ          $+4, CX
 
-noflush_3:
+noflush_6:
 	ADDQ $+16, AX
 	CMPQ AX, $+48
-	JGE  chunkdone_2
+	JGE  chunkdone_5
 	CMPQ AX, hi+16(FP)
-	JL   blocks_1
+	JL   blocks_4
 
-chunkdone_2:
+chunkdone_5:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 4864(AX)
 	VMOVUPS      Y1, 5184(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
 	VMOVUPS      4864(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -136,11 +934,11 @@ chunkdone_2:
 	VMOVUPD      Y2, 4672(AX)
 	VADDPD       4704(AX), Y1, Y1
 	VMOVUPD      Y1, 4704(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 4864(AX)
 	VMOVUPS      5184(AX), Y2
-	VANDPS       lgc16<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -148,7 +946,7 @@ chunkdone_2:
 	VMOVUPD      Y3, 4992(AX)
 	VADDPD       5024(AX), Y2, Y2
 	VMOVUPD      Y2, 5024(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 5184(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       5312(AX), Y0, Y0
@@ -156,86 +954,120 @@ chunkdone_2:
 	VZEROUPPER
 	RET
 
-DATA lgb0<>+0(SB)/4, $0x40000000
-GLOBL lgb0<>(SB), RODATA|NOPTR, $4
+DATA lgb36<>+0(SB)/4, $0x40000000
+GLOBL lgb36<>(SB), RODATA|NOPTR, $4
 
-DATA lgb1<>+0(SB)/4, $0xc2d00000
-GLOBL lgb1<>(SB), RODATA|NOPTR, $4
+// func pass3AVX512(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·pass3AVX512(SB), $64-72
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), AX
 
-DATA lgb2<>+0(SB)/4, $0x42b20000
-GLOBL lgb2<>(SB), RODATA|NOPTR, $4
+outer0_7:
+	XORQ CX, CX
 
-DATA lgb3<>+0(SB)/4, $0x3fb8aa3b
-GLOBL lgb3<>(SB), RODATA|NOPTR, $4
+blocks_8:
+	MOVQ    s0+8(FP), DX
+	IMUL3Q  $+48, AX, BX
+	ADDQ    CX, BX
+	VMOVUPS (DX)(BX*4), Z0
+	MOVQ    stateValue+16(FP), DX
+	VMOVUPS (DX)(BX*4), Z1
 
-DATA lgb4<>+0(SB)/4, $0x3f318000
-GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+	// valueTarget = add(gae, stateValue)
+	VADDPS        Z1, Z0, Z0
+	MOVQ          mask+24(FP), DX
+	VPMOVZXBD     (DX)(BX*1), Z2
+	VPCMPGTD.BCST lgb0<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
 
-DATA lgb5<>+0(SB)/4, $0xb95e8083
-GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+	// v62 = where(mask, valueTarget, 0)
+	VANDPS Z0, Z2, Z0
 
-DATA lgb6<>+0(SB)/4, $0x39506967
-GLOBL lgb6<>(SB), RODATA|NOPTR, $4
+	// v63 = where(mask, stateValue, 0)
+	VANDPS Z1, Z2, Z1
 
-DATA lgb7<>+0(SB)/4, $0x3ab743ce
-GLOBL lgb7<>(SB), RODATA|NOPTR, $4
+	// diff = sub(v62, v63)
+	VSUBPS       Z1, Z0, Z1
+	MOVQ         s5+32(FP), DX
+	MOVQ         CX, BX
+	VMOVUPS      (DX)(BX*4), Z3
+	VBROADCASTSS lgb2<>+0(SB), Z4
 
-DATA lgb8<>+0(SB)/4, $0x3c088908
-GLOBL lgb8<>(SB), RODATA|NOPTR, $4
+	// v76 = max(v75, 1)
+	VMAXPS  Z3, Z4, Z3
+	MOVQ    s6+40(FP), DX
+	VMOVUPS (DX)(BX*4), Z4
 
-DATA lgb9<>+0(SB)/4, $0x3d2aa9c1
-GLOBL lgb9<>(SB), RODATA|NOPTR, $4
+	// v79 = div(v78, v76)
+	VDIVPS Z3, Z4, Z4
 
-DATA lgb10<>+0(SB)/4, $0x3e2aaaaa
-GLOBL lgb10<>(SB), RODATA|NOPTR, $4
+	// v80 = sub(diff, v79)
+	VSUBPS Z4, Z1, Z1
 
-DATA lgb11<>+0(SB)/4, $0x3f000000
-GLOBL lgb11<>(SB), RODATA|NOPTR, $4
+	// v81 = mul(v80, v80)
+	VMULPS Z1, Z1, Z1
 
-DATA lgb12<>+0(SB)/4, $0x3f800000
-GLOBL lgb12<>(SB), RODATA|NOPTR, $4
+	// v82 = where(mask, v81, 0)
+	VANDPS Z1, Z2, Z1
 
-DATA lgb13<>+0(SB)/4, $0x000000fe
-GLOBL lgb13<>(SB), RODATA|NOPTR, $4
+	// sum(v82) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	MOVQ          state+48(FP), DX
+	VADDPD        5440(DX)(BX*8), Y5, Y5
+	VMOVUPD       Y5, 5440(DX)(BX*8)
+	VADDPD        5472(DX)(BX*8), Y1, Y1
+	VMOVUPD       Y1, 5472(DX)(BX*8)
+	VCVTPS2PD     X4, Y1
+	VEXTRACTF128  $0x01, Y4, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        5504(DX)(BX*8), Y1, Y1
+	VMOVUPD       Y1, 5504(DX)(BX*8)
+	VADDPD        5536(DX)(BX*8), Y4, Y1
+	VMOVUPD       Y1, 5536(DX)(BX*8)
+	MOVQ          s8+56(FP), SI
+	VMOVUPS       (SI)(BX*4), Z1
 
-DATA lgb14<>+0(SB)/4, $0x00000000
-GLOBL lgb14<>(SB), RODATA|NOPTR, $4
+	// v86 = div(v85, v76)
+	VDIVPS Z3, Z1, Z1
 
-DATA lgc15<>+0(SB)/8, $0x4020000000000000
-DATA lgc15<>+8(SB)/8, $0x4020000000000000
-DATA lgc15<>+16(SB)/8, $0x4020000000000000
-DATA lgc15<>+24(SB)/8, $0x4020000000000000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+	// v87 = sub(v62, v86)
+	VSUBPS Z1, Z0, Z0
 
-DATA lgc16<>+0(SB)/4, $0x7fffffff
-DATA lgc16<>+4(SB)/4, $0x7fffffff
-DATA lgc16<>+8(SB)/4, $0x7fffffff
-DATA lgc16<>+12(SB)/4, $0x7fffffff
-DATA lgc16<>+16(SB)/4, $0x7fffffff
-DATA lgc16<>+20(SB)/4, $0x7fffffff
-DATA lgc16<>+24(SB)/4, $0x7fffffff
-DATA lgc16<>+28(SB)/4, $0x7fffffff
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+	// v88 = mul(v87, v87)
+	VMULPS Z0, Z0, Z0
 
-DATA lgc17<>+0(SB)/4, $0x7f7fffff
-DATA lgc17<>+4(SB)/4, $0x7f7fffff
-DATA lgc17<>+8(SB)/4, $0x7f7fffff
-DATA lgc17<>+12(SB)/4, $0x7f7fffff
-DATA lgc17<>+16(SB)/4, $0x7f7fffff
-DATA lgc17<>+20(SB)/4, $0x7f7fffff
-DATA lgc17<>+24(SB)/4, $0x7f7fffff
-DATA lgc17<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+	// v89 = where(mask, v88, 0)
+	VANDPS Z0, Z2, Z0
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+	// sum(v89) over [B]
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        5952(DX)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 5952(DX)(BX*8)
+	VADDPD        5984(DX)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 5984(DX)(BX*8)
+	VCVTPS2PD     X1, Y0
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        6016(DX)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 6016(DX)(BX*8)
+	VADDPD        6048(DX)(BX*8), Y1, Y0
+	VMOVUPD       Y0, 6048(DX)(BX*8)
+	ADDQ          $+16, CX
+	CMPQ          CX, $+48
+	JL            blocks_8
+	INCQ          AX
+	CMPQ          AX, hi+64(FP)
+	JL            outer0_7
+	VZEROUPPER
+	RET
 
 // func pass5AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX, AVX512F
@@ -244,13 +1076,13 @@ TEXT ·pass5AVX512(SB), $64-48
 	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
+	JGE  chunkdone_10
 
-blocks_4:
+blocks_9:
 	MOVQ         s5+16(FP), CX
 	MOVQ         AX, DX
 	VMOVUPS      (CX)(DX*4), Z0
-	VBROADCASTSS lgb12<>+0(SB), Z1
+	VBROADCASTSS lgb2<>+0(SB), Z1
 
 	// v76 = max(v75, 1)
 	VMAXPS  Z0, Z1, Z0
@@ -266,7 +1098,7 @@ blocks_4:
 	VDIVPS Z0, Z3, Z0
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb19<>+0(SB), Z0, Z0
+	VADDPS.BCST lgb37<>+0(SB), Z0, Z0
 
 	// v94 = div(residVar, v93)
 	VDIVPS Z0, Z2, Z0
@@ -279,16 +1111,903 @@ blocks_4:
 	VMOVUPS Z0, (CX)(DX*4)
 	ADDQ    $+16, AX
 	CMPQ    AX, $+48
-	JGE     chunkdone_5
+	JGE     chunkdone_10
 	CMPQ    AX, hi+8(FP)
-	JL      blocks_4
+	JL      blocks_9
 
-chunkdone_5:
+chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgb19<>+0(SB)/4, $0x34000000
-GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+DATA lgb37<>+0(SB)/4, $0x34000000
+GLOBL lgb37<>(SB), RODATA|NOPTR, $4
+
+// func fbPass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·fbPass0AVX512(SB), $64-136
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+	MOVQ lo+0(FP), AX
+
+outer0_11:
+	VBROADCASTSS lgb0<>+0(SB), Z0
+	MOVQ         $+4, DX
+	MOVQ         $+32, CX
+
+blocks_12:
+	MOVQ          mask+8(FP), BX
+	IMUL3Q        $+48, AX, SI
+	ADDQ          CX, SI
+	VPMOVZXBD     (BX)(SI*1), Z1
+	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
+	VPMOVM2D      K1, Z1
+	MOVQ          sampleLogProb+16(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
+
+	// v4 = where(mask, sampleLogProb, 0)
+	VANDPS  Z2, Z1, Z2
+	MOVQ    refLogProb+24(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+
+	// nextRefLogProbs = where(mask, refLogProb, 0)
+	VANDPS Z3, Z1, Z3
+
+	// nextKLPenalty = sub(v4, nextRefLogProbs)
+	VSUBPS Z3, Z2, Z2
+
+	// v9 = mul(0.05, nextKLPenalty)
+	VMULPS.BCST lgb1<>+0(SB), Z2, Z4
+	MOVQ        nextReward+32(FP), BX
+	VMOVUPS     (BX)(SI*4), Z5
+
+	// nextReward2 = sub(nextReward, v9)
+	VSUBPS       Z4, Z5, Z4
+	VBROADCASTSS lgb2<>+0(SB), Z5
+	MOVQ         nextTerminated+40(FP), BX
+	VPMOVZXBD    (BX)(SI*1), Z6
+	VCVTDQ2PS    Z6, Z6
+
+	// notTerminated = sub(1, nextTerminated)
+	VSUBPS    Z6, Z5, Z6
+	MOVQ      nextDone+48(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z7
+	VCVTDQ2PS Z7, Z7
+
+	// notDone = sub(1, nextDone)
+	VSUBPS  Z7, Z5, Z7
+	MOVQ    nextStateValue+56(FP), BX
+	VMOVUPS (BX)(SI*4), Z8
+
+	// v18 = mul(notTerminated, nextStateValue)
+	VMULPS Z8, Z6, Z6
+
+	// v19 = add(nextReward2, v18)
+	VADDPS  Z6, Z4, Z6
+	MOVQ    stateValue+64(FP), BX
+	VMOVUPS (BX)(SI*4), Z8
+
+	// delta = sub(v19, stateValue)
+	VSUBPS Z8, Z6, Z6
+
+	// discount = mul(0.95, notDone)
+	VMULPS.BCST lgb3<>+0(SB), Z7, Z7
+
+	// gae = scan(delta, discount) over L reverse cut
+	VANDPS.BCST   lgb4<>+0(SB), Z6, Z10
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z9
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z10
+	VORPS         Z10, Z9, Z9
+	MOVQ          mask+8(FP), BX
+	VPMOVZXBD     (BX)(SI*1), Z10
+	VPCMPEQD.BCST lgb0<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z10
+	VORPS         Z10, Z9, Z9
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VANDPS        Y9, Y10, Y9
+	MOVQ          state+72(FP), BX
+	VANDPS        1920(BX), Y9, Y9
+	VMOVUPS       Y9, 1920(BX)
+	VMOVUPS       lgc7<>+0(SB), Z10
+	MOVL          $0x00007f7f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z9
+	VPERMPS       Z7, Z10, K1, Z9
+	VPERMPS.Z     Z6, Z10, K1, Z10
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z10, Z10
+	VFMADD231PS   Z7, Z10, Z6
+	VMULPS        Z9, Z7, Z7
+	VANDPS        Z11, Z7, Z7
+	VMOVUPS       lgc8<>+0(SB), Z10
+	MOVL          $0x00003f3f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z9
+	VPERMPS       Z7, Z10, K1, Z9
+	VPERMPS.Z     Z6, Z10, K1, Z10
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z10, Z10
+	VFMADD231PS   Z7, Z10, Z6
+	VMULPS        Z9, Z7, Z7
+	VANDPS        Z11, Z7, Z7
+	VMOVUPS       lgc9<>+0(SB), Z10
+	MOVL          $0x00000f0f, DI
+	KMOVW         DI, K1
+	VBROADCASTSS  lgb2<>+0(SB), Z9
+	VPERMPS       Z7, Z10, K1, Z9
+	VPERMPS.Z     Z6, Z10, K1, Z10
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z10, Z10
+	VFMADD231PS   Z7, Z10, Z6
+	VMULPS        Z9, Z7, Z7
+	VANDPS        Z11, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y9
+	VEXTRACTF64X4 $0x01, Z6, Y10
+	VCMPPS        $0x04, lgc10<>+0(SB), Y9, Y11
+	VANDPS        Y11, Y0, Y0
+	VFMADD231PS   Y9, Y0, Y10
+	VMOVUPS       lgc11<>+0(SB), Y0
+	VPERMPS       Y10, Y0, Y0
+	VCMPPS        $0x04, lgc10<>+0(SB), Y7, Y9
+	VANDPS        Y9, Y0, Y0
+	VFMADD231PS   Y7, Y0, Y6
+	VMOVUPS       lgc11<>+0(SB), Y0
+	VPERMPS       Y6, Y0, Y0
+	VINSERTF32X8  $0x01, Y10, Z6, Z6
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS Z8, Z6, Z7
+
+	// v27 = where(mask, 1, 0)
+	VANDPS Z5, Z1, Z5
+
+	// sum(v27) over [B L]
+	VEXTRACTF64X4 $0x01, Z5, Y9
+	VADDPS        256(BX), Y9, Y9
+	VADDPS        Y5, Y9, Y9
+	VMOVUPS       Y9, 256(BX)
+
+	// v62 = where(mask, valueTarget, 0)
+	VANDPS Z7, Z1, Z9
+
+	// v63 = where(mask, stateValue, 0)
+	VANDPS Z8, Z1, Z8
+
+	// diff = sub(v62, v63)
+	VSUBPS Z8, Z9, Z8
+
+	// sum(v27) over [B]
+	VEXTRACTF64X4 $0x01, Z5, Y10
+	MOVQ          CX, DI
+	VCVTPS2PD     X10, Y11
+	VEXTRACTF128  $0x01, Y10, X10
+	VCVTPS2PD     X10, Y10
+	VADDPD        448(BX)(DI*8), Y11, Y11
+	VMOVUPD       Y11, 448(BX)(DI*8)
+	VADDPD        480(BX)(DI*8), Y10, Y10
+	VMOVUPD       Y10, 480(BX)(DI*8)
+	VCVTPS2PD     X5, Y10
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        384(BX)(DI*8), Y10, Y10
+	VMOVUPD       Y10, 384(BX)(DI*8)
+	VADDPD        416(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 416(BX)(DI*8)
+
+	// v77 = where(mask, diff, 0)
+	VANDPS Z8, Z1, Z1
+
+	// sum(v77) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y5
+	VCVTPS2PD     X5, Y8
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        960(BX)(DI*8), Y8, Y8
+	VMOVUPD       Y8, 960(BX)(DI*8)
+	VADDPD        992(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 992(BX)(DI*8)
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        896(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 896(BX)(DI*8)
+	VADDPD        928(BX)(DI*8), Y1, Y1
+	VMOVUPD       Y1, 928(BX)(DI*8)
+
+	// sum(v62) over [B]
+	VEXTRACTF64X4 $0x01, Z9, Y1
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        1472(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 1472(BX)(DI*8)
+	VADDPD        1504(BX)(DI*8), Y1, Y1
+	VMOVUPD       Y1, 1504(BX)(DI*8)
+	VCVTPS2PD     X9, Y1
+	VEXTRACTF128  $0x01, Y9, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        1408(BX)(DI*8), Y1, Y1
+	VMOVUPD       Y1, 1408(BX)(DI*8)
+	VADDPD        1440(BX)(DI*8), Y5, Y1
+	VMOVUPD       Y1, 1440(BX)(DI*8)
+
+	// store nextRefLogProbs
+	MOVQ    nextRefLogProbs+80(FP), BX
+	VMOVUPS Z3, (BX)(SI*4)
+
+	// store nextKLPenalty
+	MOVQ    nextKLPenalty+88(FP), BX
+	VMOVUPS Z2, (BX)(SI*4)
+
+	// store nextReward2
+	MOVQ    outNextReward+96(FP), BX
+	VMOVUPS Z4, (BX)(SI*4)
+
+	// store gae
+	MOVQ    s0+104(FP), BX
+	VMOVUPS Z6, (BX)(SI*4)
+
+	// store advantage
+	MOVQ    advantage+112(FP), BX
+	VMOVUPS Z6, (BX)(SI*4)
+
+	// store valueTarget2
+	MOVQ         valueTarget+120(FP), BX
+	VMOVUPS      Z7, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_13
+	VMOVUPD      lgc33<>+0(SB), Y1
+	MOVQ         state+72(FP), DX
+	VMOVUPS      256(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VANDPS       1920(DX), Y1, Y1
+	VMOVUPS      Y1, 1920(DX)
+	MOVQ         $+4, DX
+
+noflush_13:
+	SUBQ         $+16, CX
+	JGE          blocks_12
+	MOVQ         $+4, CX
+	SUBQ         DX, CX
+	SHLQ         $0x01, CX
+	VMOVUPS      lgc10<>+0(SB), X0
+	VCVTSI2SDQ   CX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+72(FP), CX
+	VMOVUPS      256(CX), Y1
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VANDPS       1920(CX), Y0, Y0
+	VMOVUPS      Y0, 1920(CX)
+	INCQ         AX
+	CMPQ         AX, hi+128(FP)
+	JL           outer0_11
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX512(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F
+TEXT ·fbPass1AVX512(SB), $512-112
+	LEAQ 63(SP), AX
+	ANDQ $-64, AX
+
+	// values every block reads alike, computed once
+	MOVQ         numValid+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb2<>+0(SB), Z1
+
+	// v53 = max(numValid, 1)
+	VMAXPS Z0, Z1, Z0
+
+	// v112 = div(1, v53)
+	VDIVPS  Z0, Z1, Z0
+	VMOVUPS Z0, (AX)
+	MOVQ    lo+8(FP), CX
+
+outer0_14:
+	MOVQ $+4, BX
+	XORQ DX, DX
+
+blocks_15:
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+48, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
+	MOVQ          sampleLogProb+24(FP), SI
+	VMOVUPS       (SI)(DI*4), Z1
+
+	// v4 = where(mask, sampleLogProb, 0)
+	VANDPS  Z1, Z0, Z2
+	MOVQ    s0+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z3
+	MOVQ    stateValue+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z4
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS Z4, Z3, Z5
+
+	// v29 = where(mask, gae, 0)
+	VANDPS  Z3, Z0, Z6
+	MOVQ    logProb+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z7
+
+	// v31 = where(mask, logProb, 0)
+	VANDPS Z7, Z0, Z8
+
+	// logWeight = sub(v31, v4)
+	VSUBPS       Z2, Z8, Z2
+	VBROADCASTSS lgb12<>+0(SB), Z8
+
+	// v35 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z2, Z8, Z8
+	VBROADCASTSS lgb13<>+0(SB), Z9
+
+	// logWeightClip = min(v35, 0.18232156) tie=first
+	VMINPS Z8, Z9, Z8
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb14<>+0(SB), Z9
+	VMAXPS            Z2, Z9, Z9
+	VBROADCASTSS      lgb15<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb16<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z10, Z9
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z10, Z9
+	VMULPS            Z9, Z9, Z11
+	VBROADCASTSS      lgb19<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z9, Z12
+	VBROADCASTSS      lgb21<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VBROADCASTSS      lgb23<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VFMADD213PS       Z9, Z11, Z12
+	VADDPS.BCST       lgb2<>+0(SB), Z12, Z12
+	VCVTPS2DQ         Z10, Z9
+	VPADDD.BCST       lgb25<>+0(SB), Z9, Z9
+	VPSRLD            $0x01, Z9, Z10
+	VPSUBD            Z10, Z9, Z9
+	VPSLLD            $0x17, Z10, Z10
+	VPSLLD            $0x17, Z9, Z9
+	VMULPS            Z10, Z12, Z12
+	VMULPS            Z9, Z12, Z12
+
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z2, Z8, K1
+	VPMOVM2D     K1, Z8
+	VANDPS.BCST  lgb2<>+0(SB), Z8, Z9
+	VBROADCASTSS lgb26<>+0(SB), Z10
+	VBROADCASTSS lgb6<>+0(SB), Z11
+
+	// v41 = where(v38, 1.2000000078829447, +Inf)
+	VMOVUPS      Z8, Z13
+	VPTERNLOGD   $0xca, Z11, Z10, Z13
+	VBROADCASTSS lgb27<>+0(SB), Z10
+	VBROADCASTSS lgb28<>+0(SB), Z11
+
+	// v44 = where(v38, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z11, Z10, Z8
+	VBROADCASTSS lgb0<>+0(SB), Z10
+
+	// v45 = ge(v29, 0)
+	VCMPPS   $0x1d, Z10, Z6, K1
+	VPMOVM2D K1, Z14
+
+	// v46 = min(ratio, v41) tie=first
+	VMINPS Z12, Z13, Z15
+
+	// v47 = max(ratio, v44) tie=first
+	VMAXPS  Z12, Z8, Z16
+	VMOVUPS Z13, 64(AX)
+
+	// v48 = where(v45, v46, v47)
+	VMOVUPS    Z14, Z13
+	VPTERNLOGD $0xca, Z16, Z15, Z13
+
+	// gain = mul(gae, v48)
+	VMULPS Z13, Z3, Z3
+
+	// v50 = neg(gain)
+	VXORPS.BCST lgb29<>+0(SB), Z3, Z3
+
+	// v51 = where(mask, v50, 0)
+	VANDPS Z3, Z0, Z3
+
+	// sum(v51) over [B L]
+	VEXTRACTF64X4 $0x01, Z3, Y13
+	MOVQ          state+56(FP), SI
+	VADDPS        2240(SI), Y3, Y3
+	VADDPS        Y13, Y3, Y3
+	VMOVUPS       Y3, 2240(SI)
+
+	// v55 = where(mask, v38, 0)
+	VANDPS Z9, Z0, Z3
+
+	// sum(v55) over [B L]
+	VEXTRACTF64X4 $0x01, Z3, Y9
+	VADDPS        2560(SI), Y3, Y3
+	VADDPS        Y9, Y3, Y3
+	VMOVUPS       Y3, 2560(SI)
+
+	// v58 = sub(sampleLogProb, logProb)
+	VSUBPS Z7, Z1, Z1
+
+	// v59 = where(mask, v58, 0)
+	VANDPS Z1, Z0, Z1
+
+	// sum(v59) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        2880(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2880(SI)
+
+	// v62 = where(mask, valueTarget, 0)
+	VANDPS Z5, Z0, Z1
+
+	// v63 = where(mask, stateValue, 0)
+	VANDPS Z4, Z0, Z3
+
+	// diff = sub(v62, v63)
+	VSUBPS Z3, Z1, Z3
+
+	// absDiff = abs(diff)
+	VBROADCASTSS lgb29<>+0(SB), Z4
+	VANDNPS      Z3, Z4, Z4
+	VBROADCASTSS lgb2<>+0(SB), Z5
+
+	// v67 = lt(absDiff, 1)
+	VCMPPS   $0x11, Z5, Z4, K1
+	VPMOVM2D K1, Z7
+
+	// v68 = mul(0.5, absDiff)
+	VMULPS.BCST lgb24<>+0(SB), Z4, Z9
+
+	// v69 = mul(v68, absDiff)
+	VMULPS Z4, Z9, Z13
+
+	// v70 = sub(absDiff, 0.5)
+	VSUBPS.BCST lgb24<>+0(SB), Z4, Z15
+	VMOVUPS     Z8, 128(AX)
+
+	// v71 = where(v67, v69, v70)
+	VMOVUPS    Z7, Z8
+	VPTERNLOGD $0xca, Z15, Z13, Z8
+
+	// v72 = where(mask, v71, 0)
+	VANDPS Z8, Z0, Z8
+
+	// sum(v72) over [B L]
+	VEXTRACTF64X4 $0x01, Z8, Y13
+	VADDPS        3200(SI), Y8, Y8
+	VADDPS        Y13, Y8, Y8
+	VMOVUPS       Y8, 3200(SI)
+	MOVQ          s5+64(FP), R8
+	MOVQ          DX, R9
+	VMOVUPS       (R8)(R9*4), Z8
+
+	// v76 = max(v75, 1)
+	VMAXPS  Z8, Z5, Z5
+	MOVQ    s6+72(FP), R8
+	VMOVUPS (R8)(R9*4), Z8
+
+	// v79 = div(v78, v76)
+	VDIVPS Z5, Z8, Z8
+
+	// v80 = sub(diff, v79)
+	VSUBPS Z8, Z3, Z8
+
+	// v81 = mul(v80, v80)
+	VMULPS Z8, Z8, Z8
+
+	// v82 = where(mask, v81, 0)
+	VANDPS Z8, Z0, Z8
+
+	// sum(v82) over [B]
+	VEXTRACTF64X4 $0x01, Z8, Y13
+	VCVTPS2PD     X8, Y15
+	VEXTRACTF128  $0x01, Y8, X8
+	VCVTPS2PD     X8, Y8
+	VADDPD        3328(SI)(R9*8), Y15, Y15
+	VMOVUPD       Y15, 3328(SI)(R9*8)
+	VADDPD        3360(SI)(R9*8), Y8, Y8
+	VMOVUPD       Y8, 3360(SI)(R9*8)
+	VCVTPS2PD     X13, Y8
+	VEXTRACTF128  $0x01, Y13, X13
+	VCVTPS2PD     X13, Y13
+	VADDPD        3392(SI)(R9*8), Y8, Y8
+	VMOVUPD       Y8, 3392(SI)(R9*8)
+	VADDPD        3424(SI)(R9*8), Y13, Y8
+	VMOVUPD       Y8, 3424(SI)(R9*8)
+	MOVQ          s8+80(FP), R8
+	VMOVUPS       (R8)(R9*4), Z8
+
+	// v86 = div(v85, v76)
+	VDIVPS Z5, Z8, Z5
+
+	// v87 = sub(v62, v86)
+	VSUBPS Z5, Z1, Z1
+
+	// v88 = mul(v87, v87)
+	VMULPS Z1, Z1, Z1
+
+	// v89 = where(mask, v88, 0)
+	VANDPS Z1, Z0, Z1
+
+	// sum(v89) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y5
+	VCVTPS2PD     X1, Y8
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        3840(SI)(R9*8), Y8, Y8
+	VMOVUPD       Y8, 3840(SI)(R9*8)
+	VADDPD        3872(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 3872(SI)(R9*8)
+	VCVTPS2PD     X5, Y1
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VADDPD        3904(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 3904(SI)(R9*8)
+	VADDPD        3936(SI)(R9*8), Y5, Y1
+	VMOVUPD       Y1, 3936(SI)(R9*8)
+
+	// v97 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z0, Z1
+	VPTERNLOGD $0xca, Z11, Z2, Z1
+	VMOVUPS    Z14, 192(AX)
+	VMOVUPS    Z6, 256(AX)
+	VMOVUPS    Z3, 320(AX)
+	VMOVUPS    Z9, 384(AX)
+
+	// logsumexp(v97) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Z12, Z0, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VCMPPS        $0x15, lgc30<>+0(SB), Y1, Y6
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y1, Y8
+	VANDPS        Y8, Y6, Y6
+	VCMPPS        $0x00, lgc32<>+0(SB), Y1, Y8
+	VORPS         Y8, Y6, Y6
+	VANDPS        4864(SI), Y6, Y6
+	VMOVUPS       Y6, 4864(SI)
+	VCVTPS2PD     X3, Y1
+	VEXTRACTF128  $0x01, Y3, X3
+	VCVTPS2PD     X3, Y3
+	VADDPD        4352(SI)(R9*8), Y1, Y6
+	VMOVUPD       Y6, 4352(SI)(R9*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5184(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 5184(SI)(R9*8)
+	VADDPD        4384(SI)(R9*8), Y3, Y1
+	VMOVUPD       Y1, 4384(SI)(R9*8)
+	VMULPD        Y3, Y3, Y1
+	VADDPD        5216(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 5216(SI)(R9*8)
+	VCMPPS        $0x15, lgc30<>+0(SB), Y2, Y1
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y2, Y3
+	VANDPS        Y3, Y1, Y1
+	VCMPPS        $0x00, lgc32<>+0(SB), Y2, Y3
+	VORPS         Y3, Y1, Y1
+	VANDPS        4864(SI), Y1, Y1
+	VMOVUPS       Y1, 4864(SI)
+	VCVTPS2PD     X5, Y1
+	VEXTRACTF128  $0x01, Y5, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        4416(SI)(R9*8), Y1, Y3
+	VMOVUPD       Y3, 4416(SI)(R9*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5248(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 5248(SI)(R9*8)
+	VADDPD        4448(SI)(R9*8), Y2, Y1
+	VMOVUPD       Y1, 4448(SI)(R9*8)
+	VMULPD        Y2, Y2, Y1
+	VADDPD        5280(SI)(R9*8), Y1, Y1
+	VMOVUPD       Y1, 5280(SI)(R9*8)
+	VMOVUPS       (AX), Z1
+
+	// v114 = where(mask, v112, 0)
+	VANDPS Z1, Z0, Z1
+
+	// v115 = where(v67, v114, 0)
+	VANDPS Z1, Z7, Z2
+
+	// v116 = where(v67, 0, v114)
+	VANDNPS Z1, Z7, Z3
+
+	// v117 = ne(v115, 0)
+	VCMPPS   $0x04, Z10, Z2, K1
+	VPMOVM2D K1, Z5
+
+	// v118 = mul(v115, absDiff)
+	VMULPS Z4, Z2, Z4
+
+	// v119 = where(v117, v118, v115)
+	VMOVUPS    Z5, Z6
+	VPTERNLOGD $0xca, Z2, Z4, Z6
+	VMOVUPS    384(AX), Z4
+
+	// v120 = mul(v115, v68)
+	VMULPS Z4, Z2, Z4
+
+	// v121 = where(v117, v120, v115)
+	VPTERNLOGD $0xca, Z2, Z4, Z5
+
+	// v122 = add(v116, v121)
+	VADDPS Z5, Z3, Z2
+
+	// v123 = mul(v119, 0.5)
+	VMULPS.BCST lgb24<>+0(SB), Z6, Z3
+
+	// v124 = add(v122, v123)
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS 320(AX), Z3
+
+	// v125 = gt(diff, 0)
+	VCMPPS   $0x1e, Z10, Z3, K1
+	VPMOVM2D K1, Z4
+
+	// v126 = lt(diff, 0)
+	VCMPPS   $0x11, Z10, Z3, K1
+	VPMOVM2D K1, Z5
+
+	// v127 = mul(diff, 0)
+	VMULPS.BCST  lgb0<>+0(SB), Z3, Z3
+	VBROADCASTSS lgb38<>+0(SB), Z6
+
+	// v128 = where(v126, -1, v127)
+	VPTERNLOGD   $0xca, Z3, Z6, Z5
+	VBROADCASTSS lgb2<>+0(SB), Z3
+
+	// v129 = where(v125, 1, v128)
+	VPTERNLOGD $0xca, Z5, Z3, Z4
+
+	// v130 = ne(v124, 0)
+	VCMPPS   $0x04, Z10, Z2, K1
+	VPMOVM2D K1, Z3
+
+	// v131 = mul(v124, v129)
+	VMULPS Z4, Z2, Z4
+
+	// v132 = where(v130, v131, v124)
+	VPTERNLOGD $0xca, Z2, Z4, Z3
+
+	// v133 = neg(v132)
+	VXORPS.BCST lgb29<>+0(SB), Z3, Z2
+
+	// gradStateValue = where(mask, v133, 0)
+	VANDPS Z2, Z0, Z2
+
+	// v135 = neg(v114)
+	VXORPS.BCST lgb29<>+0(SB), Z1, Z1
+
+	// v136 = ne(v135, 0)
+	VCMPPS   $0x04, Z10, Z1, K1
+	VPMOVM2D K1, Z3
+	VMOVUPS  256(AX), Z4
+
+	// v137 = mul(v135, v29)
+	VMULPS Z4, Z1, Z4
+
+	// v138 = where(v136, v137, v135)
+	VPTERNLOGD   $0xca, Z1, Z4, Z3
+	VMOVUPS      192(AX), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z4
+	VCMPPS       $0x04, Z4, Z1, K1
+	VPMOVM2D     K1, Z4
+
+	// v139 = where(v45, v138, 0)
+	VANDPS Z3, Z4, Z1
+
+	// v140 = where(v45, 0, v138)
+	VANDNPS Z3, Z4, Z3
+	VMOVUPS 128(AX), Z4
+
+	// v141 = ge(ratio, v44)
+	VCMPPS   $0x1d, Z4, Z12, K1
+	VPMOVM2D K1, Z4
+
+	// v142 = ne(ratio, ratio)
+	VCMPPS   $0x04, Z12, Z12, K1
+	VPMOVM2D K1, Z5
+
+	// v143 = max(v141, v142)
+	VORPS Z4, Z5, Z4
+
+	// v144 = where(v143, v140, 0)
+	VANDPS  Z3, Z4, Z3
+	VMOVUPS 64(AX), Z4
+
+	// v145 = le(ratio, v41)
+	VCMPPS   $0x12, Z4, Z12, K1
+	VPMOVM2D K1, Z4
+
+	// v146 = max(v145, v142)
+	VORPS Z4, Z5, Z4
+
+	// v147 = where(v146, v139, 0)
+	VANDPS Z1, Z4, Z1
+
+	// v148 = add(v144, v147)
+	VADDPS Z1, Z3, Z1
+
+	// v149 = ne(v148, 0)
+	VCMPPS   $0x04, Z10, Z1, K1
+	VPMOVM2D K1, Z3
+
+	// v150 = mul(v148, ratio)
+	VMULPS Z12, Z1, Z4
+
+	// v151 = where(v149, v150, v148)
+	VPTERNLOGD $0xca, Z1, Z4, Z3
+
+	// gradLogProb = where(mask, v151, 0)
+	VANDPS Z3, Z0, Z0
+
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), SI
+	VMOVUPS Z2, (SI)(DI*4)
+
+	// store gradLogProb
+	MOVQ         gradLogProb+96(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
+	JNZ          noflush_16
+	VMOVUPD      lgc33<>+0(SB), Y0
+	MOVQ         state+56(FP), BX
+	VMOVUPS      2240(BX), Y1
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2048(BX), Y2, Y2
+	VMOVUPD      Y2, 2048(BX)
+	VADDPD       2080(BX), Y1, Y1
+	VMOVUPD      Y1, 2080(BX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(BX)
+	VMOVUPS      2560(BX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2368(BX), Y3, Y3
+	VMOVUPD      Y3, 2368(BX)
+	VADDPD       2400(BX), Y2, Y2
+	VMOVUPD      Y2, 2400(BX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 2560(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2880(BX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2688(BX), Y3, Y3
+	VMOVUPD      Y3, 2688(BX)
+	VADDPD       2720(BX), Y2, Y2
+	VMOVUPD      Y2, 2720(BX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 2880(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(BX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3008(BX), Y3, Y3
+	VMOVUPD      Y3, 3008(BX)
+	VADDPD       3040(BX), Y2, Y2
+	VMOVUPD      Y2, 3040(BX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 3200(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5696(BX), Y0, Y0
+	VMOVUPS      Y0, 5696(BX)
+	MOVQ         $+4, BX
+
+noflush_16:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+48
+	JL           blocks_15
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc10<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+56(FP), DX
+	VMOVUPS      2240(DX), Y1
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2048(DX), Y2, Y2
+	VMOVUPD      Y2, 2048(DX)
+	VADDPD       2080(DX), Y1, Y1
+	VMOVUPD      Y1, 2080(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(DX)
+	VMOVUPS      2560(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2368(DX), Y3, Y3
+	VMOVUPD      Y3, 2368(DX)
+	VADDPD       2400(DX), Y2, Y2
+	VMOVUPD      Y2, 2400(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 2560(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2880(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2688(DX), Y3, Y3
+	VMOVUPD      Y3, 2688(DX)
+	VADDPD       2720(DX), Y2, Y2
+	VMOVUPD      Y2, 2720(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 2880(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(DX), Y2
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3008(DX), Y3, Y3
+	VMOVUPD      Y3, 3008(DX)
+	VADDPD       3040(DX), Y2, Y2
+	VMOVUPD      Y2, 3040(DX)
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      Y2, 3200(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       5696(DX), Y0, Y0
+	VMOVUPS      Y0, 5696(DX)
+	INCQ         CX
+	CMPQ         CX, hi+104(FP)
+	JL           outer0_14
+	VZEROUPPER
+	RET
+
+DATA lgb38<>+0(SB)/4, $0xbf800000
+GLOBL lgb38<>(SB), RODATA|NOPTR, $4
 
 // func fbPass3AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -298,13 +2017,13 @@ TEXT ·fbPass3AVX512(SB), $64-72
 	MOVQ $+4, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_7
+	JGE  chunkdone_18
 
-blocks_6:
+blocks_17:
 	MOVQ         s5+16(FP), DX
 	MOVQ         AX, BX
 	VMOVUPS      (DX)(BX*4), Z0
-	VBROADCASTSS lgb12<>+0(SB), Z1
+	VBROADCASTSS lgb2<>+0(SB), Z1
 
 	// v76 = max(v75, 1)
 	VMAXPS  Z0, Z1, Z2
@@ -320,7 +2039,7 @@ blocks_6:
 	VDIVPS Z2, Z4, Z2
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb19<>+0(SB), Z2, Z2
+	VADDPS.BCST lgb37<>+0(SB), Z2, Z2
 
 	// v94 = div(residVar, v93)
 	VDIVPS Z2, Z3, Z2
@@ -331,7 +2050,7 @@ blocks_6:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb0<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb36<>+0(SB), Z2, Z2
 	MOVQ        s11+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -339,39 +2058,39 @@ blocks_6:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v102)
-	VBROADCASTSS      lgb1<>+0(SB), Z3
+	VBROADCASTSS      lgb14<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb2<>+0(SB), Z3
+	VBROADCASTSS      lgb15<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb3<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb16<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb6<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb7<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb9<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb19<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb21<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb12<>+0(SB), Z5, Z5
+	VADDPS.BCST       lgb2<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb13<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb25<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
 	VPSLLD            $0x17, Z2, Z2
 	VMULPS            Z3, Z5, Z5
 	VMULPS            Z2, Z5, Z5
-	VBROADCASTSS      lgb14<>+0(SB), Z2
+	VBROADCASTSS      lgb0<>+0(SB), Z2
 
 	// v104 = gt(v75, 0)
 	VCMPPS      $0x1e, Z2, Z0, K1
 	VPMOVM2D    K1, Z0
-	VANDPS.BCST lgb12<>+0(SB), Z0, Z2
+	VANDPS.BCST lgb2<>+0(SB), Z0, Z2
 
 	// v105 = where(v104, essCol, 0)
 	VANDPS Z5, Z0, Z0
@@ -393,12 +2112,12 @@ blocks_6:
 	MOVQ         explainedVariance+64(FP), DX
 	VMOVUPS      Z1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_8
-	VMOVUPD      lgc15<>+0(SB), Y0
+	JNZ          noflush_19
+	VMOVUPD      lgc33<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      6016(CX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -406,11 +2125,11 @@ blocks_6:
 	VMOVUPD      Y2, 5824(CX)
 	VADDPD       5856(CX), Y1, Y1
 	VMOVUPD      Y1, 5856(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 6016(CX)
 	VMOVUPS      6336(CX), Y2
-	VANDPS       lgc16<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -418,31 +2137,31 @@ blocks_6:
 	VMOVUPD      Y3, 6144(CX)
 	VADDPD       6176(CX), Y2, Y2
 	VMOVUPD      Y2, 6176(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 6336(CX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       6464(CX), Y0, Y0
 	VMOVUPS      Y0, 6464(CX)
 	MOVQ         $+4, CX
 
-noflush_8:
+noflush_19:
 	ADDQ $+16, AX
 	CMPQ AX, $+48
-	JGE  chunkdone_7
+	JGE  chunkdone_18
 	CMPQ AX, hi+8(FP)
-	JL   blocks_6
+	JL   blocks_17
 
-chunkdone_7:
+chunkdone_18:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
 	VMOVUPS      6016(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
+	VANDPS       lgc34<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -450,11 +2169,11 @@ chunkdone_7:
 	VMOVUPD      Y2, 5824(AX)
 	VADDPD       5856(AX), Y1, Y1
 	VMOVUPD      Y1, 5856(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 6016(AX)
 	VMOVUPS      6336(AX), Y2
-	VANDPS       lgc16<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
+	VANDPS       lgc34<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -462,7 +2181,7 @@ chunkdone_7:
 	VMOVUPD      Y3, 6144(AX)
 	VADDPD       6176(AX), Y2, Y2
 	VMOVUPD      Y2, 6176(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 6336(AX)
 	VANDPS       Y1, Y0, Y0
 	VANDPS       6464(AX), Y0, Y0

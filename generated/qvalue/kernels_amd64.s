@@ -10,6 +10,8 @@ TEXT ·pass0AVX2(SB), $688-56
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
+	CMPQ AX, $+256
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile actionValue

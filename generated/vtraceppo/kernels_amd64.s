@@ -1191,6 +1191,8 @@ TEXT ·pass1AVX2(SB), $0-64
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_5
+	CMPQ    AX, $+416
+	JGE     chunkdone_5
 
 blocks_4:
 	MOVQ    s1+24(FP), DX
@@ -2906,6 +2908,8 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	VMOVUPS 31936(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_15
+	CMPQ    AX, $+416
 	JGE     chunkdone_15
 
 blocks_14:

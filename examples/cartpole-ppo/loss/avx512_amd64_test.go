@@ -10,8 +10,8 @@ import (
 )
 
 // TestAVX512MatchesAVX2 runs the AVX2 implementation with and without the 16-lane AVX-512
-// variants of its passes (pass0AVX512, pass2AVX512, fbPass0AVX512, fbPass2AVX512) and requires the
-// same bits in every output and
+// variants of its passes (pass0AVX512, pass1AVX512, pass2AVX512, fbPass0AVX512, fbPass1AVX512,
+// fbPass2AVX512) and requires the same bits in every output and
 // gradient: on random inputs, on the extreme ones, and on random inputs split into 3 chunks
 // where a pass is chunkable. It is not parallel: it sets package variables the other tests'
 // kernels read (go test runs it before the parallel tests).

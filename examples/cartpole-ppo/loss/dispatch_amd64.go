@@ -188,7 +188,11 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r83_ok)
 		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		if useAVX512 {
+			pass1AVX512(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		} else {
+			pass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		}
 	}
 	n := min(pass1Chunks, 2)
 	if n <= 1 {
@@ -486,7 +490,11 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r83_ok)
 		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
+		if useAVX512 {
+			fbPass1AVX512(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
+		} else {
+			fbPass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
+		}
 	}
 	n := min(fbPass1Chunks, 2)
 	if n <= 1 {

@@ -430,6 +430,925 @@ DATA lgc16<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc16<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
+// func pass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·pass1AVX512(SB), $520-96
+	LEAQ 71(SP), AX
+	ANDQ $-64, AX
+
+	// values every block reads alike, computed once
+	MOVQ         s2+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb17<>+0(SB), Z1
+
+	// v23 = max(std, 1e-06)
+	VMAXPS  Z0, Z1, Z0
+	VMOVUPS Z0, (AX)
+	MOVQ    lo+8(FP), CX
+
+outer0_4:
+	XORQ         DX, DX
+	MOVQ         CX, BX
+	SUBQ         lo+8(FP), BX
+	ADDQ         BX, DX
+	INCQ         DX
+	VBROADCASTSS lgb0<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VMOVSD       lgc16<>+0(SB), X1
+	VDIVSD       X0, X1, X0
+	VMOVSD       X0, (SP)
+	MOVQ         $+4, BX
+	XORQ         DX, DX
+
+blocks_5:
+	// tile logits
+	MOVQ       logits+16(FP), SI
+	IMUL3Q     $+256, CX, DI
+	IMUL3Q     $+2, DX, R8
+	ADDQ       R8, DI
+	MOVL       $0x00000003, R8
+	KMOVW      R8, K1
+	VMOVUPS.Z  (SI)(DI*4), K1, Z0
+	VMOVUPS.Z  8(SI)(DI*4), K1, Z1
+	VMOVUPS.Z  16(SI)(DI*4), K1, Z2
+	VMOVUPS.Z  24(SI)(DI*4), K1, Z3
+	VMOVUPS.Z  32(SI)(DI*4), K1, Z4
+	VMOVUPS.Z  40(SI)(DI*4), K1, Z5
+	VMOVUPS.Z  48(SI)(DI*4), K1, Z6
+	VMOVUPS.Z  56(SI)(DI*4), K1, Z7
+	VMOVUPS.Z  64(SI)(DI*4), K1, Z8
+	VMOVUPS.Z  72(SI)(DI*4), K1, Z9
+	VMOVUPS.Z  80(SI)(DI*4), K1, Z10
+	VMOVUPS.Z  88(SI)(DI*4), K1, Z11
+	VMOVUPS.Z  96(SI)(DI*4), K1, Z12
+	VMOVUPS.Z  104(SI)(DI*4), K1, Z13
+	VMOVUPS.Z  112(SI)(DI*4), K1, Z14
+	VMOVUPS.Z  120(SI)(DI*4), K1, Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z14
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z2
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z6
+	VSHUFF32X4 $0x88, Z3, Z2, Z7
+	VSHUFF32X4 $0xdd, Z3, Z2, Z2
+	VSHUFF32X4 $0x88, Z6, Z1, Z2
+	VSHUFF32X4 $0xdd, Z6, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z1
+	VSHUFF32X4 $0xee, Z5, Z16, Z2
+	VSHUFF32X4 $0x44, Z13, Z9, Z3
+	VSHUFF32X4 $0xee, Z13, Z9, Z5
+	VSHUFF32X4 $0x88, Z3, Z1, Z6
+	VSHUFF32X4 $0xdd, Z3, Z1, Z1
+	VSHUFF32X4 $0x88, Z5, Z2, Z1
+	VSHUFF32X4 $0xdd, Z5, Z2, Z1
+	VSHUFF32X4 $0x44, Z4, Z0, Z1
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z2
+	VSHUFF32X4 $0xee, Z12, Z8, Z3
+	VSHUFF32X4 $0x88, Z2, Z1, Z4
+	VSHUFF32X4 $0xdd, Z2, Z1, Z1
+	VSHUFF32X4 $0x88, Z3, Z0, Z1
+	VSHUFF32X4 $0xdd, Z3, Z0, Z0
+	VMOVUPS    Z10, 64(AX)
+	VMOVUPS    Z7, 128(AX)
+	MOVQ       s0+24(FP), SI
+	IMUL3Q     $+128, CX, DI
+	ADDQ       DX, DI
+	VMOVUPS    (SI)(DI*4), Z0
+	MOVQ       stateValue+32(FP), SI
+	VMOVUPS    (SI)(DI*4), Z1
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS       Z1, Z0, Z1
+	MOVQ         s1+40(FP), SI
+	XORQ         R8, R8
+	VBROADCASTSS (SI)(R8*4), Z2
+
+	// v21 = sub(gae, mean)
+	VSUBPS  Z2, Z0, Z2
+	VMOVUPS (AX), Z3
+
+	// advantageNormalized = div(v21, v23)
+	VDIVPS       Z3, Z2, Z2
+	VBROADCASTSS lgb18<>+0(SB), Z3
+	VMOVUPS      Z0, 192(AX)
+	VMOVUPS      Z1, 256(AX)
+	VMOVUPS      Z2, 320(AX)
+	XORQ         SI, SI
+
+inner_A_6:
+	IMUL3Q  $+64, SI, R8
+	VMOVUPS 64(AX)(R8*1), Z0
+
+	// reduce_max(logits) over [A]
+	VMAXPS Z3, Z0, Z3
+	INCQ   SI
+	CMPQ   SI, $+2
+	JL     inner_A_6
+
+	// finish v27
+	VMOVUPS      Z3, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
+	VMOVUPS      Z0, 384(AX)
+	XORQ         SI, SI
+
+inner_A_7:
+	IMUL3Q  $+64, SI, R8
+	VMOVUPS 64(AX)(R8*1), Z0
+	VMOVUPS 384(AX), Z3
+
+	// v29 = sub(logits, v27)
+	VSUBPS Z3, Z0, Z0
+
+	// v30 = exp(v29)
+	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VMAXPS            Z0, Z3, Z3
+	VMULPS.BCST       lgb20<>+0(SB), Z3, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z4, Z3
+	VMULPS            Z3, Z3, Z5
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb25<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VBROADCASTSS      lgb27<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VFMADD213PS       Z3, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z4, Z3
+	VPADDD.BCST       lgb29<>+0(SB), Z3, Z3
+	VPSRLD            $0x01, Z3, Z4
+	VPSUBD            Z4, Z3, Z3
+	VPSLLD            $0x17, Z4, Z4
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z4, Z6, Z6
+	VMULPS            Z3, Z6, Z6
+
+	// sum(v30) over [A]
+	VADDPS       Z1, Z6, Z1
+	VBROADCASTSS lgb30<>+0(SB), Z3
+
+	// v62 = max(v29, -3.4028235e+38) tie=first
+	VMAXPS Z0, Z3, Z0
+
+	// v63 = mul(v30, v62)
+	VMULPS Z0, Z6, Z0
+
+	// sum(v63) over [A]
+	VADDPS Z2, Z0, Z2
+	INCQ   SI
+	CMPQ   SI, $+2
+	JL     inner_A_7
+
+	// finish v31
+	VMOVUPS Z1, Z0
+
+	// v32 = log(v31)
+	VCMPPS.BCST       $0x11, lgb31<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VMULPS.BCST       lgb32<>+0(SB), Z0, Z3
+	VPTERNLOGD        $0xe2, Z0, Z1, Z3
+	VPSRLD            $0x17, Z3, Z4
+	VPSUBD.BCST       lgb33<>+0(SB), Z4, Z4
+	VPANDD.BCST       lgb34<>+0(SB), Z1, Z1
+	VPADDD            Z1, Z4, Z4
+	VPANDD.BCST       lgb35<>+0(SB), Z3, Z1
+	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
+	VCMPPS.BCST       $0x1e, lgb36<>+0(SB), Z1, K1
+	VPMOVM2D          K1, Z3
+	VMULPS.BCST       lgb28<>+0(SB), Z1, Z5
+	VPTERNLOGD        $0xb8, Z5, Z3, Z1
+	VPSUBD            Z3, Z4, Z4
+	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
+	VMULPS            Z1, Z1, Z3
+	VBROADCASTSS      lgb37<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb44<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb45<>+0(SB), Z1, Z5
+	VMULPS            Z1, Z5, Z5
+	VMULPS            Z3, Z5, Z5
+	VCVTDQ2PS         Z4, Z4
+	VFMADD231PS.BCST  lgb22<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb28<>+0(SB), Z3, Z5
+	VADDPS            Z1, Z5, Z5
+	VFMADD231PS.BCST  lgb21<>+0(SB), Z4, Z5
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb18<>+0(SB), Z1, Z5
+	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb46<>+0(SB), Z1, Z5
+	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
+	VCMPPS            $0x03, Z0, Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD        $0xb8, Z0, Z1, Z5
+	MOVQ              action+48(FP), SI
+	VBROADCASTSS      lgb0<>+0(SB), Z1
+	VCVTQQ2PS         (SI)(DI*8), Y1
+	VCVTQQ2PS         64(SI)(DI*8), Y3
+	VINSERTF32X8      $0x01, Y3, Z1, Z1
+
+	// v34 = gather(logits, action) over A
+	XORQ         SI, SI
+	IMUL3Q       $+256, CX, R8
+	ADDQ         R8, SI
+	IMUL3Q       $+2, DX, R8
+	ADDQ         R8, SI
+	MOVQ         logits+16(FP), R8
+	LEAQ         (R8)(SI*4), R8
+	VCVTTPS2DQ   Z1, Z1
+	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
+	VPMINSD.BCST lgb47<>+0(SB), Z1, Z1
+	VPMULLD.BCST lgb47<>+0(SB), Z1, Z1
+	VPADDD       lgc48<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	MOVL         $0x0000ffff, SI
+	KMOVW        SI, K1
+	VGATHERDPS   (R8)(Z1*4), K1, Z3
+	VMOVUPS      384(AX), Z1
+
+	// v35 = sub(v34, v27)
+	VSUBPS Z1, Z3, Z1
+
+	// logSoftmax = sub(v35, v32)
+	VSUBPS  Z5, Z1, Z1
+	MOVQ    sampleLogProb+56(FP), SI
+	VMOVUPS (SI)(DI*4), Z3
+
+	// logWeight = sub(logSoftmax, sampleLogProb)
+	VSUBPS       Z3, Z1, Z4
+	VBROADCASTSS lgb49<>+0(SB), Z6
+
+	// v41 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z4, Z6, Z6
+	VBROADCASTSS lgb50<>+0(SB), Z7
+
+	// logWeightClip = min(v41, 0.18232156) tie=first
+	VMINPS Z6, Z7, Z6
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb19<>+0(SB), Z7
+	VMAXPS            Z4, Z7, Z7
+	VBROADCASTSS      lgb51<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb20<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb23<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb25<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb27<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb29<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
+	VPSLLD            $0x17, Z7, Z7
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
+
+	// v44 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z4, Z6, K1
+	VPMOVM2D     K1, Z6
+	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
+	VBROADCASTSS lgb52<>+0(SB), Z8
+	VBROADCASTSS lgb6<>+0(SB), Z9
+
+	// v47 = where(v44, 1.2000000078829447, +Inf)
+	VMOVUPS      Z6, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb53<>+0(SB), Z8
+	VBROADCASTSS lgb18<>+0(SB), Z9
+
+	// v50 = where(v44, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z9, Z8, Z6
+	VMOVUPS      320(AX), Z8
+	VBROADCASTSS lgb0<>+0(SB), Z9
+
+	// v52 = ge(advantageNormalized, 0)
+	VCMPPS   $0x1d, Z9, Z8, K1
+	VPMOVM2D K1, Z9
+
+	// v53 = min(ratio, v47) tie=first
+	VMINPS Z10, Z11, Z11
+
+	// v54 = max(ratio, v50) tie=first
+	VMAXPS Z10, Z6, Z6
+
+	// ratioClipped = where(v52, v53, v54)
+	VPTERNLOGD $0xca, Z6, Z11, Z9
+
+	// gain = mul(advantageNormalized, ratioClipped)
+	VMULPS Z9, Z8, Z6
+
+	// v57 = neg(gain)
+	VXORPS.BCST lgb54<>+0(SB), Z6, Z6
+
+	// mean(v57) over [N T]
+	VEXTRACTF64X4 $0x01, Z6, Y8
+	MOVQ          state+64(FP), SI
+	VADDPS        1664(SI), Y6, Y6
+	VADDPS        Y8, Y6, Y6
+	VMOVUPS       Y6, 1664(SI)
+
+	// mean(v44) over [N T]
+	VEXTRACTF64X4 $0x01, Z7, Y6
+	VADDPS        1984(SI), Y7, Y7
+	VADDPS        Y6, Y7, Y7
+	VMOVUPS       Y7, 1984(SI)
+
+	// v60 = sub(sampleLogProb, logSoftmax)
+	VSUBPS Z1, Z3, Z1
+
+	// mean(v60) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        2304(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2304(SI)
+
+	// finish v64
+	VMOVUPS Z2, Z1
+
+	// v65 = div(v64, v31)
+	VDIVPS Z0, Z1, Z0
+
+	// entropy = sub(v32, v65)
+	VSUBPS Z0, Z5, Z0
+
+	// v68 = mul(-0.01, entropy)
+	VMULPS.BCST lgb55<>+0(SB), Z0, Z1
+
+	// mean(entropy) over [N T]
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        2624(SI), Y0, Y0
+	VADDPS        Y2, Y0, Y0
+	VMOVUPS       Y0, 2624(SI)
+
+	// mean(v68) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPS        2944(SI), Y1, Y1
+	VADDPS        Y0, Y1, Y1
+	VMOVUPS       Y1, 2944(SI)
+	VMOVUPS       256(AX), Z0
+	MOVQ          stateValue+32(FP), R8
+	VMOVUPS       (R8)(DI*4), Z1
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Z1, Z0, Z1
+
+	// l2 = mul(diff, diff)
+	VMULPS Z1, Z1, Z2
+
+	// v74 = mul(0.5, l2)
+	VMULPS.BCST lgb28<>+0(SB), Z2, Z2
+
+	// mean(v74) over [N T]
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        3264(SI), Y2, Y2
+	VADDPS        Y3, Y2, Y2
+	VMOVUPS       Y2, 3264(SI)
+
+	// var(diff) over [N]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	MOVQ          DX, R8
+	VBROADCASTSD  (SP), Y3
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VMOVUPD       4544(SI)(R8*8), Y6
+	VSUBPD        Y6, Y5, Y7
+	VFMADD231PD   Y7, Y3, Y6
+	VSUBPD        Y6, Y5, Y5
+	VMOVUPD       5696(SI)(R8*8), Y8
+	VFMADD231PD   Y7, Y5, Y8
+	VMOVUPD       Y6, 4544(SI)(R8*8)
+	VMOVUPD       Y8, 5696(SI)(R8*8)
+	VMOVUPD       4576(SI)(R8*8), Y5
+	VSUBPD        Y5, Y1, Y6
+	VFMADD231PD   Y6, Y3, Y5
+	VSUBPD        Y5, Y1, Y1
+	VMOVUPD       5728(SI)(R8*8), Y3
+	VFMADD231PD   Y6, Y1, Y3
+	VMOVUPD       Y5, 4576(SI)(R8*8)
+	VMOVUPD       Y3, 5728(SI)(R8*8)
+	VBROADCASTSD  (SP), Y1
+	VCVTPS2PD     X2, Y3
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VMOVUPD       4608(SI)(R8*8), Y5
+	VSUBPD        Y5, Y3, Y6
+	VFMADD231PD   Y6, Y1, Y5
+	VSUBPD        Y5, Y3, Y3
+	VMOVUPD       5760(SI)(R8*8), Y7
+	VFMADD231PD   Y6, Y3, Y7
+	VMOVUPD       Y5, 4608(SI)(R8*8)
+	VMOVUPD       Y7, 5760(SI)(R8*8)
+	VMOVUPD       4640(SI)(R8*8), Y3
+	VSUBPD        Y3, Y2, Y5
+	VFMADD231PD   Y5, Y1, Y3
+	VSUBPD        Y3, Y2, Y1
+	VMOVUPD       5792(SI)(R8*8), Y2
+	VFMADD231PD   Y5, Y1, Y2
+	VMOVUPD       Y3, 4640(SI)(R8*8)
+	VMOVUPD       Y2, 5792(SI)(R8*8)
+
+	// var(valueTarget2) over [N]
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VBROADCASTSD  (SP), Y2
+	VCVTPS2PD     X0, Y3
+	VEXTRACTF128  $0x01, Y0, X5
+	VCVTPS2PD     X5, Y5
+	VMOVUPD       8000(SI)(R8*8), Y6
+	VSUBPD        Y6, Y3, Y7
+	VFMADD231PD   Y7, Y2, Y6
+	VSUBPD        Y6, Y3, Y3
+	VMOVUPD       9152(SI)(R8*8), Y8
+	VFMADD231PD   Y7, Y3, Y8
+	VMOVUPD       Y6, 8000(SI)(R8*8)
+	VMOVUPD       Y8, 9152(SI)(R8*8)
+	VMOVUPD       8032(SI)(R8*8), Y3
+	VSUBPD        Y3, Y5, Y6
+	VFMADD231PD   Y6, Y2, Y3
+	VSUBPD        Y3, Y5, Y2
+	VMOVUPD       9184(SI)(R8*8), Y5
+	VFMADD231PD   Y6, Y2, Y5
+	VMOVUPD       Y3, 8032(SI)(R8*8)
+	VMOVUPD       Y5, 9184(SI)(R8*8)
+	VBROADCASTSD  (SP), Y2
+	VCVTPS2PD     X1, Y3
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VMOVUPD       8064(SI)(R8*8), Y5
+	VSUBPD        Y5, Y3, Y6
+	VFMADD231PD   Y6, Y2, Y5
+	VSUBPD        Y5, Y3, Y3
+	VMOVUPD       9216(SI)(R8*8), Y7
+	VFMADD231PD   Y6, Y3, Y7
+	VMOVUPD       Y5, 8064(SI)(R8*8)
+	VMOVUPD       Y7, 9216(SI)(R8*8)
+	VMOVUPD       8096(SI)(R8*8), Y3
+	VSUBPD        Y3, Y1, Y5
+	VFMADD231PD   Y5, Y2, Y3
+	VSUBPD        Y3, Y1, Y1
+	VMOVUPD       9248(SI)(R8*8), Y2
+	VFMADD231PD   Y5, Y1, Y2
+	VMOVUPD       Y3, 8096(SI)(R8*8)
+	VMOVUPD       Y2, 9248(SI)(R8*8)
+
+	// logsumexp(logWeight) over [N]
+	VEXTRACTF64X4 $0x01, Z4, Y1
+	VEXTRACTF64X4 $0x01, Z10, Y2
+	VCMPPS        $0x15, lgc56<>+0(SB), Y4, Y3
+	VCMPPS        $0x1a, lgc57<>+0(SB), Y4, Y5
+	VANDPS        Y5, Y3, Y3
+	VCMPPS        $0x00, lgc58<>+0(SB), Y4, Y5
+	VORPS         Y5, Y3, Y3
+	VANDPS        11456(SI), Y3, Y3
+	VMOVUPS       Y3, 11456(SI)
+	VCVTPS2PD     X10, Y3
+	VEXTRACTF128  $0x01, Y10, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        10304(SI)(R8*8), Y3, Y5
+	VMOVUPD       Y5, 10304(SI)(R8*8)
+	VMULPD        Y3, Y3, Y3
+	VADDPD        12096(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 12096(SI)(R8*8)
+	VADDPD        10336(SI)(R8*8), Y4, Y3
+	VMOVUPD       Y3, 10336(SI)(R8*8)
+	VMULPD        Y4, Y4, Y3
+	VADDPD        12128(SI)(R8*8), Y3, Y3
+	VMOVUPD       Y3, 12128(SI)(R8*8)
+	VCMPPS        $0x15, lgc56<>+0(SB), Y1, Y3
+	VCMPPS        $0x1a, lgc57<>+0(SB), Y1, Y4
+	VANDPS        Y4, Y3, Y3
+	VCMPPS        $0x00, lgc58<>+0(SB), Y1, Y4
+	VORPS         Y4, Y3, Y3
+	VANDPS        11456(SI), Y3, Y3
+	VMOVUPS       Y3, 11456(SI)
+	VCVTPS2PD     X2, Y1
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        10368(SI)(R8*8), Y1, Y3
+	VMOVUPD       Y3, 10368(SI)(R8*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        12160(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 12160(SI)(R8*8)
+	VADDPD        10400(SI)(R8*8), Y2, Y1
+	VMOVUPD       Y1, 10400(SI)(R8*8)
+	VMULPD        Y2, Y2, Y1
+	VADDPD        12192(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 12192(SI)(R8*8)
+	VMOVUPS       192(AX), Z1
+
+	// store advantage
+	MOVQ    advantage+72(FP), SI
+	VMOVUPS Z1, (SI)(DI*4)
+
+	// store valueTarget2
+	MOVQ         valueTarget+80(FP), SI
+	VMOVUPS      Z0, (SI)(DI*4)
+	DECQ         BX
+	JNZ          noflush_8
+	VMOVUPD      lgc12<>+0(SB), Y0
+	MOVQ         state+64(FP), BX
+	VMOVUPS      1664(BX), Y1
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(BX), Y2, Y2
+	VMOVUPD      Y2, 1472(BX)
+	VADDPD       1504(BX), Y1, Y1
+	VMOVUPD      Y1, 1504(BX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(BX)
+	VMOVUPS      1984(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(BX), Y3, Y3
+	VMOVUPD      Y3, 1792(BX)
+	VADDPD       1824(BX), Y2, Y2
+	VMOVUPD      Y2, 1824(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(BX), Y3, Y3
+	VMOVUPD      Y3, 2112(BX)
+	VADDPD       2144(BX), Y2, Y2
+	VMOVUPD      Y2, 2144(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(BX), Y3, Y3
+	VMOVUPD      Y3, 2432(BX)
+	VADDPD       2464(BX), Y2, Y2
+	VMOVUPD      Y2, 2464(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2752(BX), Y3, Y3
+	VMOVUPD      Y3, 2752(BX)
+	VADDPD       2784(BX), Y2, Y2
+	VMOVUPD      Y2, 2784(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3072(BX), Y3, Y3
+	VMOVUPD      Y3, 3072(BX)
+	VADDPD       3104(BX), Y2, Y2
+	VMOVUPD      Y2, 3104(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(BX), Y0, Y0
+	VMOVUPS      Y0, 13248(BX)
+	MOVQ         $+4, BX
+
+noflush_8:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_5
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc15<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+64(FP), DX
+	VMOVUPS      1664(DX), Y1
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y1, Y1
+	VMOVUPD      Y1, 1504(DX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(DX), Y3, Y3
+	VMOVUPD      Y3, 1792(DX)
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(DX), Y3, Y3
+	VMOVUPD      Y3, 2112(DX)
+	VADDPD       2144(DX), Y2, Y2
+	VMOVUPD      Y2, 2144(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(DX), Y3, Y3
+	VMOVUPD      Y3, 2432(DX)
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2752(DX), Y3, Y3
+	VMOVUPD      Y3, 2752(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3072(DX), Y3, Y3
+	VMOVUPD      Y3, 3072(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(DX), Y0, Y0
+	VMOVUPS      Y0, 13248(DX)
+	INCQ         CX
+	CMPQ         CX, hi+88(FP)
+	JL           outer0_4
+	VZEROUPPER
+	RET
+
+DATA lgb17<>+0(SB)/4, $0x358637bd
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+
+DATA lgb18<>+0(SB)/4, $0xff800000
+GLOBL lgb18<>(SB), RODATA|NOPTR, $4
+
+DATA lgb19<>+0(SB)/4, $0xc2d00000
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0x3fb8aa3b
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0x3f318000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgb22<>+0(SB)/4, $0xb95e8083
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4
+
+DATA lgb23<>+0(SB)/4, $0x39506967
+GLOBL lgb23<>(SB), RODATA|NOPTR, $4
+
+DATA lgb24<>+0(SB)/4, $0x3ab743ce
+GLOBL lgb24<>(SB), RODATA|NOPTR, $4
+
+DATA lgb25<>+0(SB)/4, $0x3c088908
+GLOBL lgb25<>(SB), RODATA|NOPTR, $4
+
+DATA lgb26<>+0(SB)/4, $0x3d2aa9c1
+GLOBL lgb26<>(SB), RODATA|NOPTR, $4
+
+DATA lgb27<>+0(SB)/4, $0x3e2aaaaa
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+
+DATA lgb28<>+0(SB)/4, $0x3f000000
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
+
+DATA lgb29<>+0(SB)/4, $0x000000fe
+GLOBL lgb29<>(SB), RODATA|NOPTR, $4
+
+DATA lgb30<>+0(SB)/4, $0xff7fffff
+GLOBL lgb30<>(SB), RODATA|NOPTR, $4
+
+DATA lgb31<>+0(SB)/4, $0x00800000
+GLOBL lgb31<>(SB), RODATA|NOPTR, $4
+
+DATA lgb32<>+0(SB)/4, $0x4b000000
+GLOBL lgb32<>(SB), RODATA|NOPTR, $4
+
+DATA lgb33<>+0(SB)/4, $0x0000007f
+GLOBL lgb33<>(SB), RODATA|NOPTR, $4
+
+DATA lgb34<>+0(SB)/4, $0xffffffe9
+GLOBL lgb34<>(SB), RODATA|NOPTR, $4
+
+DATA lgb35<>+0(SB)/4, $0x007fffff
+GLOBL lgb35<>(SB), RODATA|NOPTR, $4
+
+DATA lgb36<>+0(SB)/4, $0x3fb504f3
+GLOBL lgb36<>(SB), RODATA|NOPTR, $4
+
+DATA lgb37<>+0(SB)/4, $0x3d9021bb
+GLOBL lgb37<>(SB), RODATA|NOPTR, $4
+
+DATA lgb38<>+0(SB)/4, $0xbdebd1b8
+GLOBL lgb38<>(SB), RODATA|NOPTR, $4
+
+DATA lgb39<>+0(SB)/4, $0x3def251a
+GLOBL lgb39<>(SB), RODATA|NOPTR, $4
+
+DATA lgb40<>+0(SB)/4, $0xbdfe5d4f
+GLOBL lgb40<>(SB), RODATA|NOPTR, $4
+
+DATA lgb41<>+0(SB)/4, $0x3e11e9bf
+GLOBL lgb41<>(SB), RODATA|NOPTR, $4
+
+DATA lgb42<>+0(SB)/4, $0xbe2aae50
+GLOBL lgb42<>(SB), RODATA|NOPTR, $4
+
+DATA lgb43<>+0(SB)/4, $0x3e4cceac
+GLOBL lgb43<>(SB), RODATA|NOPTR, $4
+
+DATA lgb44<>+0(SB)/4, $0xbe7ffffc
+GLOBL lgb44<>(SB), RODATA|NOPTR, $4
+
+DATA lgb45<>+0(SB)/4, $0x3eaaaaaa
+GLOBL lgb45<>(SB), RODATA|NOPTR, $4
+
+DATA lgb46<>+0(SB)/4, $0x7fc00000
+GLOBL lgb46<>(SB), RODATA|NOPTR, $4
+
+DATA lgb47<>+0(SB)/4, $0x00000001
+GLOBL lgb47<>(SB), RODATA|NOPTR, $4
+
+DATA lgc48<>+0(SB)/4, $0x00000000
+DATA lgc48<>+4(SB)/4, $0x00000002
+DATA lgc48<>+8(SB)/4, $0x00000004
+DATA lgc48<>+12(SB)/4, $0x00000006
+DATA lgc48<>+16(SB)/4, $0x00000008
+DATA lgc48<>+20(SB)/4, $0x0000000a
+DATA lgc48<>+24(SB)/4, $0x0000000c
+DATA lgc48<>+28(SB)/4, $0x0000000e
+DATA lgc48<>+32(SB)/4, $0x00000010
+DATA lgc48<>+36(SB)/4, $0x00000012
+DATA lgc48<>+40(SB)/4, $0x00000014
+DATA lgc48<>+44(SB)/4, $0x00000016
+DATA lgc48<>+48(SB)/4, $0x00000018
+DATA lgc48<>+52(SB)/4, $0x0000001a
+DATA lgc48<>+56(SB)/4, $0x0000001c
+DATA lgc48<>+60(SB)/4, $0x0000001e
+GLOBL lgc48<>(SB), RODATA|NOPTR, $64
+
+DATA lgb49<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb49<>(SB), RODATA|NOPTR, $4
+
+DATA lgb50<>+0(SB)/4, $0x3e3ab281
+GLOBL lgb50<>(SB), RODATA|NOPTR, $4
+
+DATA lgb51<>+0(SB)/4, $0x42b20000
+GLOBL lgb51<>(SB), RODATA|NOPTR, $4
+
+DATA lgb52<>+0(SB)/4, $0x3f99999a
+GLOBL lgb52<>(SB), RODATA|NOPTR, $4
+
+DATA lgb53<>+0(SB)/4, $0x3f4ccccd
+GLOBL lgb53<>(SB), RODATA|NOPTR, $4
+
+DATA lgb54<>+0(SB)/4, $0x80000000
+GLOBL lgb54<>(SB), RODATA|NOPTR, $4
+
+DATA lgb55<>+0(SB)/4, $0xbc23d70a
+GLOBL lgb55<>(SB), RODATA|NOPTR, $4
+
+DATA lgc56<>+0(SB)/4, $0xc2ae0000
+DATA lgc56<>+4(SB)/4, $0xc2ae0000
+DATA lgc56<>+8(SB)/4, $0xc2ae0000
+DATA lgc56<>+12(SB)/4, $0xc2ae0000
+DATA lgc56<>+16(SB)/4, $0xc2ae0000
+DATA lgc56<>+20(SB)/4, $0xc2ae0000
+DATA lgc56<>+24(SB)/4, $0xc2ae0000
+DATA lgc56<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x42b00000
+DATA lgc57<>+4(SB)/4, $0x42b00000
+DATA lgc57<>+8(SB)/4, $0x42b00000
+DATA lgc57<>+12(SB)/4, $0x42b00000
+DATA lgc57<>+16(SB)/4, $0x42b00000
+DATA lgc57<>+20(SB)/4, $0x42b00000
+DATA lgc57<>+24(SB)/4, $0x42b00000
+DATA lgc57<>+28(SB)/4, $0x42b00000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0xff800000
+DATA lgc58<>+4(SB)/4, $0xff800000
+DATA lgc58<>+8(SB)/4, $0xff800000
+DATA lgc58<>+12(SB)/4, $0xff800000
+DATA lgc58<>+16(SB)/4, $0xff800000
+DATA lgc58<>+20(SB)/4, $0xff800000
+DATA lgc58<>+24(SB)/4, $0xff800000
+DATA lgc58<>+28(SB)/4, $0xff800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+
 // func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
 TEXT ·pass2AVX512(SB), $64-64
@@ -440,15 +1359,15 @@ TEXT ·pass2AVX512(SB), $64-64
 	VMOVUPS 13568(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_5
+	JGE     chunkdone_10
 
-blocks_4:
+blocks_9:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb17<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb59<>+0(SB), Z1, Z1
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
@@ -462,7 +1381,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v86 = mul(2, logSumW)
-	VMULPS.BCST lgb18<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb60<>+0(SB), Z2, Z2
 	MOVQ        s6+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -472,25 +1391,25 @@ blocks_4:
 	// essCol = exp(v87)
 	VBROADCASTSS      lgb19<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb20<>+0(SB), Z3
+	VBROADCASTSS      lgb51<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb21<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb20<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z3, Z2
 	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb23<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb24<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb25<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb26<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb27<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb25<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb28<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb29<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb27<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb30<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb29<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -507,7 +1426,7 @@ blocks_4:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Z1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_6
+	JNZ          noflush_11
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc13<>+0(SB), Y0, Y1
@@ -524,14 +1443,14 @@ blocks_4:
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+4, CX
 
-noflush_6:
+noflush_11:
 	ADDQ $+16, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_5
+	JGE  chunkdone_10
 	CMPQ AX, hi+16(FP)
-	JL   blocks_4
+	JL   blocks_9
 
-chunkdone_5:
+chunkdone_10:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+4, AX
@@ -558,47 +1477,11 @@ chunkdone_5:
 	VZEROUPPER
 	RET
 
-DATA lgb17<>+0(SB)/4, $0x34000000
-GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+DATA lgb59<>+0(SB)/4, $0x34000000
+GLOBL lgb59<>(SB), RODATA|NOPTR, $4
 
-DATA lgb18<>+0(SB)/4, $0x40000000
-GLOBL lgb18<>(SB), RODATA|NOPTR, $4
-
-DATA lgb19<>+0(SB)/4, $0xc2d00000
-GLOBL lgb19<>(SB), RODATA|NOPTR, $4
-
-DATA lgb20<>+0(SB)/4, $0x42b20000
-GLOBL lgb20<>(SB), RODATA|NOPTR, $4
-
-DATA lgb21<>+0(SB)/4, $0x3fb8aa3b
-GLOBL lgb21<>(SB), RODATA|NOPTR, $4
-
-DATA lgb22<>+0(SB)/4, $0x3f318000
-GLOBL lgb22<>(SB), RODATA|NOPTR, $4
-
-DATA lgb23<>+0(SB)/4, $0xb95e8083
-GLOBL lgb23<>(SB), RODATA|NOPTR, $4
-
-DATA lgb24<>+0(SB)/4, $0x39506967
-GLOBL lgb24<>(SB), RODATA|NOPTR, $4
-
-DATA lgb25<>+0(SB)/4, $0x3ab743ce
-GLOBL lgb25<>(SB), RODATA|NOPTR, $4
-
-DATA lgb26<>+0(SB)/4, $0x3c088908
-GLOBL lgb26<>(SB), RODATA|NOPTR, $4
-
-DATA lgb27<>+0(SB)/4, $0x3d2aa9c1
-GLOBL lgb27<>(SB), RODATA|NOPTR, $4
-
-DATA lgb28<>+0(SB)/4, $0x3e2aaaaa
-GLOBL lgb28<>(SB), RODATA|NOPTR, $4
-
-DATA lgb29<>+0(SB)/4, $0x3f000000
-GLOBL lgb29<>(SB), RODATA|NOPTR, $4
-
-DATA lgb30<>+0(SB)/4, $0x000000fe
-GLOBL lgb30<>(SB), RODATA|NOPTR, $4
+DATA lgb60<>+0(SB)/4, $0x40000000
+GLOBL lgb60<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -607,12 +1490,12 @@ TEXT ·fbPass0AVX512(SB), $64-72
 	ANDQ $-64, AX
 	MOVQ lo+0(FP), AX
 
-outer0_7:
+outer0_12:
 	VBROADCASTSS lgb0<>+0(SB), Z0
 	MOVQ         $+4, DX
 	MOVQ         $+112, CX
 
-blocks_8:
+blocks_13:
 	VBROADCASTSS lgb1<>+0(SB), Z1
 	MOVQ         nextTerminated+8(FP), BX
 	IMUL3Q       $+128, AX, SI
@@ -728,7 +1611,7 @@ blocks_8:
 	MOVQ         s0+56(FP), BX
 	VMOVUPS      Z1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_9
+	JNZ          noflush_14
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y3
@@ -803,9 +1686,9 @@ blocks_8:
 	VMOVUPS      Y2, 1344(DX)
 	MOVQ         $+4, DX
 
-noflush_9:
+noflush_14:
 	SUBQ         $+16, CX
-	JGE          blocks_8
+	JGE          blocks_13
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -885,9 +1768,1057 @@ noflush_9:
 	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_7
+	JL           outer0_12
 	VZEROUPPER
 	RET
+
+// func fbPass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
+TEXT ·fbPass1AVX512(SB), $1224-112
+	LEAQ 71(SP), AX
+	ANDQ $-64, AX
+
+	// values every block reads alike, computed once
+	MOVQ         s2+0(FP), CX
+	XORQ         DX, DX
+	VBROADCASTSS (CX)(DX*4), Z0
+	VBROADCASTSS lgb17<>+0(SB), Z1
+
+	// v23 = max(std, 1e-06)
+	VMAXPS  Z0, Z1, Z0
+	VMOVUPS Z0, (AX)
+	MOVQ    lo+8(FP), CX
+
+outer0_15:
+	XORQ         DX, DX
+	MOVQ         CX, BX
+	SUBQ         lo+8(FP), BX
+	ADDQ         BX, DX
+	INCQ         DX
+	VBROADCASTSS lgb0<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VMOVSD       lgc16<>+0(SB), X1
+	VDIVSD       X0, X1, X0
+	VMOVSD       X0, (SP)
+	MOVQ         $+4, BX
+	XORQ         DX, DX
+
+blocks_16:
+	// tile logits
+	MOVQ       logits+16(FP), SI
+	IMUL3Q     $+256, CX, DI
+	IMUL3Q     $+2, DX, R8
+	ADDQ       R8, DI
+	MOVL       $0x00000003, R8
+	KMOVW      R8, K1
+	VMOVUPS.Z  (SI)(DI*4), K1, Z0
+	VMOVUPS.Z  8(SI)(DI*4), K1, Z1
+	VMOVUPS.Z  16(SI)(DI*4), K1, Z2
+	VMOVUPS.Z  24(SI)(DI*4), K1, Z3
+	VMOVUPS.Z  32(SI)(DI*4), K1, Z4
+	VMOVUPS.Z  40(SI)(DI*4), K1, Z5
+	VMOVUPS.Z  48(SI)(DI*4), K1, Z6
+	VMOVUPS.Z  56(SI)(DI*4), K1, Z7
+	VMOVUPS.Z  64(SI)(DI*4), K1, Z8
+	VMOVUPS.Z  72(SI)(DI*4), K1, Z9
+	VMOVUPS.Z  80(SI)(DI*4), K1, Z10
+	VMOVUPS.Z  88(SI)(DI*4), K1, Z11
+	VMOVUPS.Z  96(SI)(DI*4), K1, Z12
+	VMOVUPS.Z  104(SI)(DI*4), K1, Z13
+	VMOVUPS.Z  112(SI)(DI*4), K1, Z14
+	VMOVUPS.Z  120(SI)(DI*4), K1, Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z0
+	VUNPCKLPS  Z3, Z2, Z1
+	VUNPCKHPS  Z3, Z2, Z2
+	VUNPCKLPS  Z5, Z4, Z3
+	VUNPCKHPS  Z5, Z4, Z4
+	VUNPCKLPS  Z7, Z6, Z5
+	VUNPCKHPS  Z7, Z6, Z6
+	VUNPCKLPS  Z9, Z8, Z7
+	VUNPCKHPS  Z9, Z8, Z8
+	VUNPCKLPS  Z11, Z10, Z9
+	VUNPCKHPS  Z11, Z10, Z10
+	VUNPCKLPS  Z13, Z12, Z11
+	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z15, Z14, Z13
+	VUNPCKHPS  Z15, Z14, Z14
+	VSHUFPS    $0x44, Z1, Z16, Z15
+	VSHUFPS    $0xee, Z1, Z16, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z16
+	VSHUFPS    $0xee, Z2, Z0, Z0
+	VSHUFPS    $0x44, Z5, Z3, Z2
+	VSHUFPS    $0xee, Z5, Z3, Z3
+	VSHUFPS    $0x44, Z6, Z4, Z5
+	VSHUFPS    $0xee, Z6, Z4, Z4
+	VSHUFPS    $0x44, Z9, Z7, Z6
+	VSHUFPS    $0xee, Z9, Z7, Z7
+	VSHUFPS    $0x44, Z10, Z8, Z9
+	VSHUFPS    $0xee, Z10, Z8, Z8
+	VSHUFPS    $0x44, Z13, Z11, Z10
+	VSHUFPS    $0xee, Z13, Z11, Z11
+	VSHUFPS    $0x44, Z14, Z12, Z13
+	VSHUFPS    $0xee, Z14, Z12, Z12
+	VSHUFF32X4 $0x44, Z2, Z15, Z14
+	VSHUFF32X4 $0xee, Z2, Z15, Z2
+	VSHUFF32X4 $0x44, Z10, Z6, Z15
+	VSHUFF32X4 $0xee, Z10, Z6, Z6
+	VSHUFF32X4 $0x88, Z15, Z14, Z10
+	VSHUFF32X4 $0xdd, Z15, Z14, Z14
+	VSHUFF32X4 $0x88, Z6, Z2, Z14
+	VSHUFF32X4 $0xdd, Z6, Z2, Z2
+	VSHUFF32X4 $0x44, Z3, Z1, Z2
+	VSHUFF32X4 $0xee, Z3, Z1, Z1
+	VSHUFF32X4 $0x44, Z11, Z7, Z3
+	VSHUFF32X4 $0xee, Z11, Z7, Z6
+	VSHUFF32X4 $0x88, Z3, Z2, Z7
+	VSHUFF32X4 $0xdd, Z3, Z2, Z2
+	VSHUFF32X4 $0x88, Z6, Z1, Z2
+	VSHUFF32X4 $0xdd, Z6, Z1, Z1
+	VSHUFF32X4 $0x44, Z5, Z16, Z1
+	VSHUFF32X4 $0xee, Z5, Z16, Z2
+	VSHUFF32X4 $0x44, Z13, Z9, Z3
+	VSHUFF32X4 $0xee, Z13, Z9, Z5
+	VSHUFF32X4 $0x88, Z3, Z1, Z6
+	VSHUFF32X4 $0xdd, Z3, Z1, Z1
+	VSHUFF32X4 $0x88, Z5, Z2, Z1
+	VSHUFF32X4 $0xdd, Z5, Z2, Z1
+	VSHUFF32X4 $0x44, Z4, Z0, Z1
+	VSHUFF32X4 $0xee, Z4, Z0, Z0
+	VSHUFF32X4 $0x44, Z12, Z8, Z2
+	VSHUFF32X4 $0xee, Z12, Z8, Z3
+	VSHUFF32X4 $0x88, Z2, Z1, Z4
+	VSHUFF32X4 $0xdd, Z2, Z1, Z1
+	VSHUFF32X4 $0x88, Z3, Z0, Z1
+	VSHUFF32X4 $0xdd, Z3, Z0, Z0
+	VMOVUPS    Z10, 192(AX)
+	VMOVUPS    Z7, 256(AX)
+	MOVQ       s0+24(FP), SI
+	IMUL3Q     $+128, CX, R8
+	ADDQ       DX, R8
+	VMOVUPS    (SI)(R8*4), Z0
+	MOVQ       stateValue+32(FP), SI
+	VMOVUPS    (SI)(R8*4), Z1
+
+	// valueTarget = add(gae, stateValue)
+	VADDPS       Z1, Z0, Z1
+	MOVQ         s1+40(FP), SI
+	XORQ         R9, R9
+	VBROADCASTSS (SI)(R9*4), Z2
+
+	// v21 = sub(gae, mean)
+	VSUBPS  Z2, Z0, Z2
+	VMOVUPS (AX), Z3
+
+	// advantageNormalized = div(v21, v23)
+	VDIVPS       Z3, Z2, Z2
+	VBROADCASTSS lgb18<>+0(SB), Z3
+	VMOVUPS      Z0, 448(AX)
+	VMOVUPS      Z1, 512(AX)
+	VMOVUPS      Z2, 576(AX)
+	XORQ         SI, SI
+
+inner_A_17:
+	IMUL3Q  $+64, SI, R9
+	VMOVUPS 192(AX)(R9*1), Z0
+
+	// reduce_max(logits) over [A]
+	VMAXPS Z3, Z0, Z3
+	INCQ   SI
+	CMPQ   SI, $+2
+	JL     inner_A_17
+
+	// finish v27
+	VMOVUPS      Z3, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
+	VMOVUPS      Z0, 640(AX)
+	XORQ         SI, SI
+
+inner_A_18:
+	IMUL3Q  $+64, SI, R9
+	VMOVUPS 192(AX)(R9*1), Z0
+	VMOVUPS 640(AX), Z3
+
+	// v29 = sub(logits, v27)
+	VSUBPS Z3, Z0, Z0
+
+	// v30 = exp(v29)
+	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VMAXPS            Z0, Z3, Z3
+	VMULPS.BCST       lgb20<>+0(SB), Z3, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z4, Z3
+	VMULPS            Z3, Z3, Z5
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb25<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VBROADCASTSS      lgb27<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
+	VFMADD213PS       Z3, Z5, Z6
+	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
+	VCVTPS2DQ         Z4, Z3
+	VPADDD.BCST       lgb29<>+0(SB), Z3, Z3
+	VPSRLD            $0x01, Z3, Z4
+	VPSUBD            Z4, Z3, Z3
+	VPSLLD            $0x17, Z4, Z4
+	VPSLLD            $0x17, Z3, Z3
+	VMULPS            Z4, Z6, Z6
+	VMULPS            Z3, Z6, Z6
+	VMOVUPS           Z6, 64(AX)(R9*1)
+
+	// sum(v30) over [A]
+	VADDPS       Z1, Z6, Z1
+	VBROADCASTSS lgb30<>+0(SB), Z3
+
+	// v62 = max(v29, -3.4028235e+38) tie=first
+	VMAXPS Z0, Z3, Z0
+
+	// v63 = mul(v30, v62)
+	VMULPS Z0, Z6, Z0
+
+	// sum(v63) over [A]
+	VADDPS Z2, Z0, Z2
+	INCQ   SI
+	CMPQ   SI, $+2
+	JL     inner_A_18
+
+	// finish v31
+	VMOVUPS Z1, Z0
+
+	// v32 = log(v31)
+	VCMPPS.BCST       $0x11, lgb31<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VMULPS.BCST       lgb32<>+0(SB), Z0, Z3
+	VPTERNLOGD        $0xe2, Z0, Z1, Z3
+	VPSRLD            $0x17, Z3, Z4
+	VPSUBD.BCST       lgb33<>+0(SB), Z4, Z4
+	VPANDD.BCST       lgb34<>+0(SB), Z1, Z1
+	VPADDD            Z1, Z4, Z4
+	VPANDD.BCST       lgb35<>+0(SB), Z3, Z1
+	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
+	VCMPPS.BCST       $0x1e, lgb36<>+0(SB), Z1, K1
+	VPMOVM2D          K1, Z3
+	VMULPS.BCST       lgb28<>+0(SB), Z1, Z5
+	VPTERNLOGD        $0xb8, Z5, Z3, Z1
+	VPSUBD            Z3, Z4, Z4
+	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
+	VMULPS            Z1, Z1, Z3
+	VBROADCASTSS      lgb37<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb44<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb45<>+0(SB), Z1, Z5
+	VMULPS            Z1, Z5, Z5
+	VMULPS            Z3, Z5, Z5
+	VCVTDQ2PS         Z4, Z4
+	VFMADD231PS.BCST  lgb22<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb28<>+0(SB), Z3, Z5
+	VADDPS            Z1, Z5, Z5
+	VFMADD231PS.BCST  lgb21<>+0(SB), Z4, Z5
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb18<>+0(SB), Z1, Z5
+	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb46<>+0(SB), Z1, Z5
+	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
+	VCMPPS            $0x03, Z0, Z0, K1
+	VPMOVM2D          K1, Z1
+	VPTERNLOGD        $0xb8, Z0, Z1, Z5
+	MOVQ              action+48(FP), SI
+	VBROADCASTSS      lgb0<>+0(SB), Z1
+	VCVTQQ2PS         (SI)(R8*8), Y1
+	VCVTQQ2PS         64(SI)(R8*8), Y3
+	VINSERTF32X8      $0x01, Y3, Z1, Z1
+
+	// v34 = gather(logits, action) over A
+	XORQ         SI, SI
+	IMUL3Q       $+256, CX, R9
+	ADDQ         R9, SI
+	IMUL3Q       $+2, DX, R9
+	ADDQ         R9, SI
+	MOVQ         logits+16(FP), R9
+	LEAQ         (R9)(SI*4), R9
+	VCVTTPS2DQ   Z1, Z1
+	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
+	VPMINSD.BCST lgb47<>+0(SB), Z1, Z1
+	VPMULLD.BCST lgb47<>+0(SB), Z1, Z1
+	VPADDD       lgc48<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	MOVL         $0x0000ffff, SI
+	KMOVW        SI, K1
+	VGATHERDPS   (R9)(Z1*4), K1, Z3
+	VMOVUPS      640(AX), Z1
+
+	// v35 = sub(v34, v27)
+	VSUBPS Z1, Z3, Z1
+
+	// logSoftmax = sub(v35, v32)
+	VSUBPS  Z5, Z1, Z1
+	MOVQ    sampleLogProb+56(FP), SI
+	VMOVUPS (SI)(R8*4), Z3
+
+	// logWeight = sub(logSoftmax, sampleLogProb)
+	VSUBPS       Z3, Z1, Z4
+	VBROADCASTSS lgb49<>+0(SB), Z6
+
+	// v41 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z4, Z6, Z6
+	VBROADCASTSS lgb50<>+0(SB), Z7
+
+	// logWeightClip = min(v41, 0.18232156) tie=first
+	VMINPS Z6, Z7, Z6
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb19<>+0(SB), Z7
+	VMAXPS            Z4, Z7, Z7
+	VBROADCASTSS      lgb51<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb20<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb22<>+0(SB), Z8, Z7
+	VMULPS            Z7, Z7, Z9
+	VBROADCASTSS      lgb23<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb25<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VBROADCASTSS      lgb27<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
+	VFMADD213PS       Z7, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z8, Z7
+	VPADDD.BCST       lgb29<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
+	VPSLLD            $0x17, Z7, Z7
+	VMULPS            Z8, Z10, Z10
+	VMULPS            Z7, Z10, Z10
+
+	// v44 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z4, Z6, K1
+	VPMOVM2D     K1, Z6
+	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
+	VBROADCASTSS lgb52<>+0(SB), Z8
+	VBROADCASTSS lgb6<>+0(SB), Z9
+
+	// v47 = where(v44, 1.2000000078829447, +Inf)
+	VMOVUPS      Z6, Z11
+	VPTERNLOGD   $0xca, Z9, Z8, Z11
+	VBROADCASTSS lgb53<>+0(SB), Z8
+	VBROADCASTSS lgb18<>+0(SB), Z9
+
+	// v50 = where(v44, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z9, Z8, Z6
+	VMOVUPS      576(AX), Z8
+	VBROADCASTSS lgb0<>+0(SB), Z9
+
+	// v52 = ge(advantageNormalized, 0)
+	VCMPPS   $0x1d, Z9, Z8, K1
+	VPMOVM2D K1, Z9
+
+	// v53 = min(ratio, v47) tie=first
+	VMINPS Z10, Z11, Z12
+
+	// v54 = max(ratio, v50) tie=first
+	VMAXPS  Z10, Z6, Z13
+	VMOVUPS Z11, 704(AX)
+
+	// v55 = where(v52, v53, v54)
+	VMOVUPS    Z9, Z11
+	VPTERNLOGD $0xca, Z13, Z12, Z11
+
+	// gain = mul(advantageNormalized, v55)
+	VMULPS Z11, Z8, Z8
+
+	// v57 = neg(gain)
+	VXORPS.BCST lgb54<>+0(SB), Z8, Z8
+
+	// mean(v57) over [N T]
+	VEXTRACTF64X4 $0x01, Z8, Y11
+	MOVQ          state+64(FP), SI
+	VADDPS        1664(SI), Y8, Y8
+	VADDPS        Y11, Y8, Y8
+	VMOVUPS       Y8, 1664(SI)
+
+	// mean(v44) over [N T]
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        1984(SI), Y7, Y7
+	VADDPS        Y8, Y7, Y7
+	VMOVUPS       Y7, 1984(SI)
+
+	// v60 = sub(sampleLogProb, logSoftmax)
+	VSUBPS Z1, Z3, Z1
+
+	// mean(v60) over [N T]
+	VEXTRACTF64X4 $0x01, Z1, Y3
+	VADDPS        2304(SI), Y1, Y1
+	VADDPS        Y3, Y1, Y1
+	VMOVUPS       Y1, 2304(SI)
+
+	// finish v64
+	VMOVUPS Z2, Z1
+
+	// v65 = div(v64, v31)
+	VDIVPS Z0, Z1, Z1
+
+	// entropy = sub(v32, v65)
+	VSUBPS Z1, Z5, Z2
+
+	// v68 = mul(-0.01, entropy)
+	VMULPS.BCST lgb55<>+0(SB), Z2, Z3
+
+	// mean(entropy) over [N T]
+	VEXTRACTF64X4 $0x01, Z2, Y5
+	VADDPS        2624(SI), Y2, Y2
+	VADDPS        Y5, Y2, Y2
+	VMOVUPS       Y2, 2624(SI)
+
+	// mean(v68) over [N T]
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        2944(SI), Y3, Y3
+	VADDPS        Y2, Y3, Y3
+	VMOVUPS       Y3, 2944(SI)
+	VMOVUPS       512(AX), Z2
+	MOVQ          stateValue+32(FP), R9
+	VMOVUPS       (R9)(R8*4), Z3
+
+	// diff = sub(valueTarget, stateValue)
+	VSUBPS Z3, Z2, Z3
+
+	// l2 = mul(diff, diff)
+	VMULPS Z3, Z3, Z5
+
+	// v74 = mul(0.5, l2)
+	VMULPS.BCST lgb28<>+0(SB), Z5, Z5
+
+	// mean(v74) over [N T]
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VADDPS        3264(SI), Y5, Y5
+	VADDPS        Y7, Y5, Y5
+	VMOVUPS       Y5, 3264(SI)
+
+	// var(diff) over [N]
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	MOVQ          DX, R9
+	VBROADCASTSD  (SP), Y7
+	VCVTPS2PD     X3, Y8
+	VEXTRACTF128  $0x01, Y3, X11
+	VCVTPS2PD     X11, Y11
+	VMOVUPD       4544(SI)(R9*8), Y12
+	VSUBPD        Y12, Y8, Y13
+	VFMADD231PD   Y13, Y7, Y12
+	VSUBPD        Y12, Y8, Y8
+	VMOVUPD       5696(SI)(R9*8), Y14
+	VFMADD231PD   Y13, Y8, Y14
+	VMOVUPD       Y12, 4544(SI)(R9*8)
+	VMOVUPD       Y14, 5696(SI)(R9*8)
+	VMOVUPD       4576(SI)(R9*8), Y8
+	VSUBPD        Y8, Y11, Y12
+	VFMADD231PD   Y12, Y7, Y8
+	VSUBPD        Y8, Y11, Y7
+	VMOVUPD       5728(SI)(R9*8), Y11
+	VFMADD231PD   Y12, Y7, Y11
+	VMOVUPD       Y8, 4576(SI)(R9*8)
+	VMOVUPD       Y11, 5728(SI)(R9*8)
+	VBROADCASTSD  (SP), Y7
+	VCVTPS2PD     X5, Y8
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VMOVUPD       4608(SI)(R9*8), Y11
+	VSUBPD        Y11, Y8, Y12
+	VFMADD231PD   Y12, Y7, Y11
+	VSUBPD        Y11, Y8, Y8
+	VMOVUPD       5760(SI)(R9*8), Y13
+	VFMADD231PD   Y12, Y8, Y13
+	VMOVUPD       Y11, 4608(SI)(R9*8)
+	VMOVUPD       Y13, 5760(SI)(R9*8)
+	VMOVUPD       4640(SI)(R9*8), Y8
+	VSUBPD        Y8, Y5, Y11
+	VFMADD231PD   Y11, Y7, Y8
+	VSUBPD        Y8, Y5, Y5
+	VMOVUPD       5792(SI)(R9*8), Y7
+	VFMADD231PD   Y11, Y5, Y7
+	VMOVUPD       Y8, 4640(SI)(R9*8)
+	VMOVUPD       Y7, 5792(SI)(R9*8)
+
+	// var(valueTarget2) over [N]
+	VEXTRACTF64X4 $0x01, Z2, Y5
+	VBROADCASTSD  (SP), Y7
+	VCVTPS2PD     X2, Y8
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VMOVUPD       8000(SI)(R9*8), Y11
+	VSUBPD        Y11, Y8, Y12
+	VFMADD231PD   Y12, Y7, Y11
+	VSUBPD        Y11, Y8, Y8
+	VMOVUPD       9152(SI)(R9*8), Y13
+	VFMADD231PD   Y12, Y8, Y13
+	VMOVUPD       Y11, 8000(SI)(R9*8)
+	VMOVUPD       Y13, 9152(SI)(R9*8)
+	VMOVUPD       8032(SI)(R9*8), Y8
+	VSUBPD        Y8, Y2, Y11
+	VFMADD231PD   Y11, Y7, Y8
+	VSUBPD        Y8, Y2, Y2
+	VMOVUPD       9184(SI)(R9*8), Y7
+	VFMADD231PD   Y11, Y2, Y7
+	VMOVUPD       Y8, 8032(SI)(R9*8)
+	VMOVUPD       Y7, 9184(SI)(R9*8)
+	VBROADCASTSD  (SP), Y2
+	VCVTPS2PD     X5, Y7
+	VEXTRACTF128  $0x01, Y5, X5
+	VCVTPS2PD     X5, Y5
+	VMOVUPD       8064(SI)(R9*8), Y8
+	VSUBPD        Y8, Y7, Y11
+	VFMADD231PD   Y11, Y2, Y8
+	VSUBPD        Y8, Y7, Y7
+	VMOVUPD       9216(SI)(R9*8), Y12
+	VFMADD231PD   Y11, Y7, Y12
+	VMOVUPD       Y8, 8064(SI)(R9*8)
+	VMOVUPD       Y12, 9216(SI)(R9*8)
+	VMOVUPD       8096(SI)(R9*8), Y7
+	VSUBPD        Y7, Y5, Y8
+	VFMADD231PD   Y8, Y2, Y7
+	VSUBPD        Y7, Y5, Y2
+	VMOVUPD       9248(SI)(R9*8), Y5
+	VFMADD231PD   Y8, Y2, Y5
+	VMOVUPD       Y7, 8096(SI)(R9*8)
+	VMOVUPD       Y5, 9248(SI)(R9*8)
+	VMOVUPS       Z6, 768(AX)
+	VMOVUPS       Z9, 832(AX)
+
+	// logsumexp(logWeight) over [N]
+	VEXTRACTF64X4 $0x01, Z4, Y2
+	VEXTRACTF64X4 $0x01, Z10, Y5
+	VCMPPS        $0x15, lgc56<>+0(SB), Y4, Y6
+	VCMPPS        $0x1a, lgc57<>+0(SB), Y4, Y7
+	VANDPS        Y7, Y6, Y6
+	VCMPPS        $0x00, lgc58<>+0(SB), Y4, Y7
+	VORPS         Y7, Y6, Y6
+	VANDPS        11456(SI), Y6, Y6
+	VMOVUPS       Y6, 11456(SI)
+	VCVTPS2PD     X10, Y4
+	VEXTRACTF128  $0x01, Y10, X6
+	VCVTPS2PD     X6, Y6
+	VADDPD        10304(SI)(R9*8), Y4, Y7
+	VMOVUPD       Y7, 10304(SI)(R9*8)
+	VMULPD        Y4, Y4, Y4
+	VADDPD        12096(SI)(R9*8), Y4, Y4
+	VMOVUPD       Y4, 12096(SI)(R9*8)
+	VADDPD        10336(SI)(R9*8), Y6, Y4
+	VMOVUPD       Y4, 10336(SI)(R9*8)
+	VMULPD        Y6, Y6, Y4
+	VADDPD        12128(SI)(R9*8), Y4, Y4
+	VMOVUPD       Y4, 12128(SI)(R9*8)
+	VCMPPS        $0x15, lgc56<>+0(SB), Y2, Y4
+	VCMPPS        $0x1a, lgc57<>+0(SB), Y2, Y6
+	VANDPS        Y6, Y4, Y4
+	VCMPPS        $0x00, lgc58<>+0(SB), Y2, Y6
+	VORPS         Y6, Y4, Y4
+	VANDPS        11456(SI), Y4, Y4
+	VMOVUPS       Y4, 11456(SI)
+	VCVTPS2PD     X5, Y2
+	VEXTRACTF128  $0x01, Y5, X4
+	VCVTPS2PD     X4, Y4
+	VADDPD        10368(SI)(R9*8), Y2, Y5
+	VMOVUPD       Y5, 10368(SI)(R9*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        12160(SI)(R9*8), Y2, Y2
+	VMOVUPD       Y2, 12160(SI)(R9*8)
+	VADDPD        10400(SI)(R9*8), Y4, Y2
+	VMOVUPD       Y2, 10400(SI)(R9*8)
+	VMULPD        Y4, Y4, Y2
+	VADDPD        12192(SI)(R9*8), Y2, Y2
+	VMOVUPD       Y2, 12192(SI)(R9*8)
+
+	// v92 = mul(0.001953125, diff)
+	VMULPS.BCST lgb61<>+0(SB), Z3, Z2
+
+	// v93 = add(v92, v92)
+	VADDPS Z2, Z2, Z2
+
+	// gradStateValue = neg(v93)
+	VXORPS.BCST  lgb54<>+0(SB), Z2, Z2
+	VBROADCASTSS lgb62<>+0(SB), Z3
+
+	// v97 = div(3.90625e-05, v31)
+	VDIVPS Z0, Z3, Z3
+
+	// v98 = div(v65, v31)
+	VDIVPS Z0, Z1, Z1
+
+	// v99 = mul(-3.90625e-05, v98)
+	VMULPS.BCST lgb63<>+0(SB), Z1, Z1
+	VMOVUPS     576(AX), Z4
+
+	// v107 = mul(-0.00390625, advantageNormalized)
+	VMULPS.BCST  lgb64<>+0(SB), Z4, Z4
+	VMOVUPS      832(AX), Z5
+	VBROADCASTSS lgb0<>+0(SB), Z6
+	VCMPPS       $0x04, Z6, Z5, K1
+	VPMOVM2D     K1, Z6
+
+	// v108 = where(v52, v107, 0)
+	VANDPS Z4, Z6, Z5
+
+	// v109 = where(v52, 0, v107)
+	VANDNPS Z4, Z6, Z4
+	VMOVUPS 768(AX), Z6
+
+	// v110 = ge(ratio, v50)
+	VCMPPS   $0x1d, Z6, Z10, K1
+	VPMOVM2D K1, Z6
+
+	// v111 = ne(ratio, ratio)
+	VCMPPS   $0x04, Z10, Z10, K1
+	VPMOVM2D K1, Z7
+
+	// v112 = max(v110, v111)
+	VORPS Z6, Z7, Z6
+
+	// v113 = where(v112, v109, 0)
+	VANDPS  Z4, Z6, Z4
+	VMOVUPS 704(AX), Z6
+
+	// v114 = le(ratio, v47)
+	VCMPPS   $0x12, Z6, Z10, K1
+	VPMOVM2D K1, Z6
+
+	// v115 = max(v114, v111)
+	VORPS Z6, Z7, Z6
+
+	// v116 = where(v115, v108, 0)
+	VANDPS Z5, Z6, Z5
+
+	// v117 = add(v113, v116)
+	VADDPS       Z5, Z4, Z4
+	VBROADCASTSS lgb0<>+0(SB), Z5
+
+	// v118 = ne(v117, 0)
+	VCMPPS   $0x04, Z5, Z4, K1
+	VPMOVM2D K1, Z6
+
+	// v119 = mul(v117, ratio)
+	VMULPS Z10, Z4, Z7
+
+	// v120 = where(v118, v119, v117)
+	VPTERNLOGD $0xca, Z4, Z7, Z6
+
+	// v121 = neg(v120)
+	VXORPS.BCST lgb54<>+0(SB), Z6, Z4
+
+	// v122 = add(-3.90625e-05, v121)
+	VADDPS.BCST lgb63<>+0(SB), Z4, Z4
+
+	// v126 = ne(v122, 0)
+	VCMPPS   $0x04, Z5, Z4, K1
+	VPMOVM2D K1, Z5
+
+	// v127 = div(v122, v31)
+	VDIVPS Z0, Z4, Z0
+
+	// v128 = where(v126, v127, v122)
+	VPTERNLOGD $0xca, Z4, Z0, Z5
+
+	// v129 = add(v99, v128)
+	VADDPS  Z5, Z1, Z0
+	VMOVUPS Z2, 896(AX)
+	VMOVUPS Z3, 960(AX)
+	VMOVUPS Z6, 1024(AX)
+	VMOVUPS Z0, 1088(AX)
+	XORQ    SI, SI
+
+inner_A_19:
+	IMUL3Q  $+64, SI, R9
+	VMOVUPS 192(AX)(R9*1), Z0
+	VMOVUPS 640(AX), Z1
+
+	// v29 = sub(logits, v27)
+	VSUBPS       Z1, Z0, Z0
+	VBROADCASTSS lgb30<>+0(SB), Z1
+
+	// v62 = max(v29, -3.4028235e+38) tie=first
+	VMAXPS  Z0, Z1, Z2
+	VMOVUPS 960(AX), Z3
+
+	// v100 = mul(v97, v62)
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 64(AX)(R9*1), Z4
+
+	// v101 = mul(v97, v30)
+	VMULPS Z4, Z3, Z3
+
+	// v102 = ge(v29, -3.4028235e+38)
+	VCMPPS   $0x1d, Z1, Z0, K1
+	VPMOVM2D K1, Z1
+
+	// v103 = ne(v29, v29)
+	VCMPPS   $0x04, Z0, Z0, K1
+	VPMOVM2D K1, Z0
+
+	// v104 = max(v102, v103)
+	VORPS Z1, Z0, Z0
+
+	// v105 = where(v104, v101, 0)
+	VANDPS       Z3, Z0, Z0
+	MOVQ         SI, R10
+	VMOVD        R10, X1
+	VPBROADCASTD X1, Z1
+	VCVTDQ2PS    Z1, Z1
+	MOVQ         action+48(FP), R10
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	VCVTQQ2PS    (R10)(R8*8), Y3
+	VCVTQQ2PS    64(R10)(R8*8), Y5
+	VINSERTF32X8 $0x01, Y5, Z3, Z3
+
+	// v124 = eq(v123, action)
+	VCMPPS   $0x00, Z3, Z1, K1
+	VPMOVM2D K1, Z1
+	VMOVUPS  1024(AX), Z3
+
+	// v125 = where(v124, v120, 0)
+	VANDPS  Z3, Z1, Z1
+	VMOVUPS 1088(AX), Z3
+
+	// v130 = add(v100, v129)
+	VADDPS Z3, Z2, Z2
+
+	// v131 = mul(v130, v30)
+	VMULPS Z4, Z2, Z2
+
+	// v132 = add(v105, v131)
+	VADDPS Z2, Z0, Z0
+
+	// gradLogits = add(v125, v132)
+	VADDPS Z0, Z1, Z0
+
+	// store gradLogits
+	VMOVUPS Z0, 320(AX)(R9*1)
+	INCQ    SI
+	CMPQ    SI, $+2
+	JL      inner_A_19
+	VMOVUPS 448(AX), Z0
+
+	// store advantage
+	MOVQ    advantage+72(FP), SI
+	VMOVUPS Z0, (SI)(R8*4)
+	VMOVUPS 512(AX), Z0
+
+	// store valueTarget2
+	MOVQ    valueTarget+80(FP), SI
+	VMOVUPS Z0, (SI)(R8*4)
+	VMOVUPS 896(AX), Z0
+
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), SI
+	VMOVUPS Z0, (SI)(R8*4)
+
+	// flush the tile of gradLogits
+	MOVQ         gradLogits+96(FP), SI
+	VMOVUPS      320(AX), Z0
+	VMOVUPS      384(AX), Z1
+	VBROADCASTSS lgb0<>+0(SB), Z2
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	VBROADCASTSS lgb0<>+0(SB), Z4
+	VBROADCASTSS lgb0<>+0(SB), Z5
+	VBROADCASTSS lgb0<>+0(SB), Z6
+	VBROADCASTSS lgb0<>+0(SB), Z7
+	VBROADCASTSS lgb0<>+0(SB), Z8
+	VBROADCASTSS lgb0<>+0(SB), Z9
+	VBROADCASTSS lgb0<>+0(SB), Z10
+	VBROADCASTSS lgb0<>+0(SB), Z11
+	VBROADCASTSS lgb0<>+0(SB), Z12
+	VBROADCASTSS lgb0<>+0(SB), Z13
+	VBROADCASTSS lgb0<>+0(SB), Z14
+	VBROADCASTSS lgb0<>+0(SB), Z15
+	MOVL         $0x00000003, R8
+	KMOVW        R8, K1
+	VUNPCKLPS    Z1, Z0, Z16
+	VUNPCKHPS    Z1, Z0, Z0
+	VUNPCKLPS    Z3, Z2, Z1
+	VUNPCKHPS    Z3, Z2, Z2
+	VUNPCKLPS    Z5, Z4, Z3
+	VUNPCKHPS    Z5, Z4, Z4
+	VUNPCKLPS    Z7, Z6, Z5
+	VUNPCKHPS    Z7, Z6, Z6
+	VUNPCKLPS    Z9, Z8, Z7
+	VUNPCKHPS    Z9, Z8, Z8
+	VUNPCKLPS    Z11, Z10, Z9
+	VUNPCKHPS    Z11, Z10, Z10
+	VUNPCKLPS    Z13, Z12, Z11
+	VUNPCKHPS    Z13, Z12, Z12
+	VUNPCKLPS    Z15, Z14, Z13
+	VUNPCKHPS    Z15, Z14, Z14
+	VSHUFPS      $0x44, Z1, Z16, Z15
+	VSHUFPS      $0xee, Z1, Z16, Z1
+	VSHUFPS      $0x44, Z2, Z0, Z16
+	VSHUFPS      $0xee, Z2, Z0, Z0
+	VSHUFPS      $0x44, Z5, Z3, Z2
+	VSHUFPS      $0xee, Z5, Z3, Z3
+	VSHUFPS      $0x44, Z6, Z4, Z5
+	VSHUFPS      $0xee, Z6, Z4, Z4
+	VSHUFPS      $0x44, Z9, Z7, Z6
+	VSHUFPS      $0xee, Z9, Z7, Z7
+	VSHUFPS      $0x44, Z10, Z8, Z9
+	VSHUFPS      $0xee, Z10, Z8, Z8
+	VSHUFPS      $0x44, Z13, Z11, Z10
+	VSHUFPS      $0xee, Z13, Z11, Z11
+	VSHUFPS      $0x44, Z14, Z12, Z13
+	VSHUFPS      $0xee, Z14, Z12, Z12
+	VSHUFF32X4   $0x44, Z2, Z15, Z14
+	VSHUFF32X4   $0xee, Z2, Z15, Z2
+	VSHUFF32X4   $0x44, Z10, Z6, Z15
+	VSHUFF32X4   $0xee, Z10, Z6, Z6
+	VSHUFF32X4   $0x88, Z15, Z14, Z10
+	VSHUFF32X4   $0xdd, Z15, Z14, Z14
+	VSHUFF32X4   $0x88, Z6, Z2, Z15
+	VSHUFF32X4   $0xdd, Z6, Z2, Z2
+	VSHUFF32X4   $0x44, Z3, Z1, Z6
+	VSHUFF32X4   $0xee, Z3, Z1, Z1
+	VSHUFF32X4   $0x44, Z11, Z7, Z3
+	VSHUFF32X4   $0xee, Z11, Z7, Z7
+	VSHUFF32X4   $0x88, Z3, Z6, Z11
+	VSHUFF32X4   $0xdd, Z3, Z6, Z3
+	VSHUFF32X4   $0x88, Z7, Z1, Z6
+	VSHUFF32X4   $0xdd, Z7, Z1, Z1
+	VSHUFF32X4   $0x44, Z5, Z16, Z7
+	VSHUFF32X4   $0xee, Z5, Z16, Z5
+	VSHUFF32X4   $0x44, Z13, Z9, Z16
+	VSHUFF32X4   $0xee, Z13, Z9, Z9
+	VSHUFF32X4   $0x88, Z16, Z7, Z13
+	VSHUFF32X4   $0xdd, Z16, Z7, Z7
+	VSHUFF32X4   $0x88, Z9, Z5, Z16
+	VSHUFF32X4   $0xdd, Z9, Z5, Z5
+	VSHUFF32X4   $0x44, Z4, Z0, Z9
+	VSHUFF32X4   $0xee, Z4, Z0, Z0
+	VSHUFF32X4   $0x44, Z12, Z8, Z4
+	VSHUFF32X4   $0xee, Z12, Z8, Z8
+	VSHUFF32X4   $0x88, Z4, Z9, Z12
+	VSHUFF32X4   $0xdd, Z4, Z9, Z4
+	VSHUFF32X4   $0x88, Z8, Z0, Z9
+	VSHUFF32X4   $0xdd, Z8, Z0, Z0
+	VMOVUPS      Z10, K1, (SI)(DI*4)
+	VMOVUPS      Z11, K1, 8(SI)(DI*4)
+	VMOVUPS      Z13, K1, 16(SI)(DI*4)
+	VMOVUPS      Z12, K1, 24(SI)(DI*4)
+	VMOVUPS      Z14, K1, 32(SI)(DI*4)
+	VMOVUPS      Z3, K1, 40(SI)(DI*4)
+	VMOVUPS      Z7, K1, 48(SI)(DI*4)
+	VMOVUPS      Z4, K1, 56(SI)(DI*4)
+	VMOVUPS      Z15, K1, 64(SI)(DI*4)
+	VMOVUPS      Z6, K1, 72(SI)(DI*4)
+	VMOVUPS      Z16, K1, 80(SI)(DI*4)
+	VMOVUPS      Z9, K1, 88(SI)(DI*4)
+	VMOVUPS      Z2, K1, 96(SI)(DI*4)
+	VMOVUPS      Z1, K1, 104(SI)(DI*4)
+	VMOVUPS      Z5, K1, 112(SI)(DI*4)
+	VMOVUPS      Z0, K1, 120(SI)(DI*4)
+	DECQ         BX
+	JNZ          noflush_20
+	VMOVUPD      lgc12<>+0(SB), Y0
+	MOVQ         state+64(FP), BX
+	VMOVUPS      1664(BX), Y1
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(BX), Y2, Y2
+	VMOVUPD      Y2, 1472(BX)
+	VADDPD       1504(BX), Y1, Y1
+	VMOVUPD      Y1, 1504(BX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(BX)
+	VMOVUPS      1984(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(BX), Y3, Y3
+	VMOVUPD      Y3, 1792(BX)
+	VADDPD       1824(BX), Y2, Y2
+	VMOVUPD      Y2, 1824(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(BX), Y3, Y3
+	VMOVUPD      Y3, 2112(BX)
+	VADDPD       2144(BX), Y2, Y2
+	VMOVUPD      Y2, 2144(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(BX), Y3, Y3
+	VMOVUPD      Y3, 2432(BX)
+	VADDPD       2464(BX), Y2, Y2
+	VMOVUPD      Y2, 2464(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2752(BX), Y3, Y3
+	VMOVUPD      Y3, 2752(BX)
+	VADDPD       2784(BX), Y2, Y2
+	VMOVUPD      Y2, 2784(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(BX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(BX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3072(BX), Y3, Y3
+	VMOVUPD      Y3, 3072(BX)
+	VADDPD       3104(BX), Y2, Y2
+	VMOVUPD      Y2, 3104(BX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(BX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(BX), Y0, Y0
+	VMOVUPS      Y0, 13248(BX)
+	MOVQ         $+4, BX
+
+noflush_20:
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
+	JL           blocks_16
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
+	VMOVUPS      lgc15<>+0(SB), X0
+	VCVTSI2SDQ   DX, X0, X0
+	VBROADCASTSD X0, Y0
+	MOVQ         state+64(FP), DX
+	VMOVUPS      1664(DX), Y1
+	VANDPS       lgc13<>+0(SB), Y1, Y0
+	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y1, Y1
+	VMOVUPD      Y1, 1504(DX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1792(DX), Y3, Y3
+	VMOVUPD      Y3, 1792(DX)
+	VADDPD       1824(DX), Y2, Y2
+	VMOVUPD      Y2, 1824(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2304(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2112(DX), Y3, Y3
+	VMOVUPD      Y3, 2112(DX)
+	VADDPD       2144(DX), Y2, Y2
+	VMOVUPD      Y2, 2144(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2624(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2432(DX), Y3, Y3
+	VMOVUPD      Y3, 2432(DX)
+	VADDPD       2464(DX), Y2, Y2
+	VMOVUPD      Y2, 2464(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       2752(DX), Y3, Y3
+	VMOVUPD      Y3, 2752(DX)
+	VADDPD       2784(DX), Y2, Y2
+	VMOVUPD      Y2, 2784(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(DX)
+	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3264(DX), Y2
+	VANDPS       lgc13<>+0(SB), Y2, Y1
+	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       3072(DX), Y3, Y3
+	VMOVUPD      Y3, 3072(DX)
+	VADDPD       3104(DX), Y2, Y2
+	VMOVUPD      Y2, 3104(DX)
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(DX)
+	VANDPS       Y1, Y0, Y0
+	VANDPS       13248(DX), Y0, Y0
+	VMOVUPS      Y0, 13248(DX)
+	INCQ         CX
+	CMPQ         CX, hi+104(FP)
+	JL           outer0_15
+	VZEROUPPER
+	RET
+
+DATA lgb61<>+0(SB)/4, $0x3b000000
+GLOBL lgb61<>(SB), RODATA|NOPTR, $4
+
+DATA lgb62<>+0(SB)/4, $0x3823d70a
+GLOBL lgb62<>(SB), RODATA|NOPTR, $4
+
+DATA lgb63<>+0(SB)/4, $0xb823d70a
+GLOBL lgb63<>(SB), RODATA|NOPTR, $4
+
+DATA lgb64<>+0(SB)/4, $0xbb800000
+GLOBL lgb64<>(SB), RODATA|NOPTR, $4
 
 // func fbPass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
@@ -899,15 +2830,15 @@ TEXT ·fbPass2AVX512(SB), $64-64
 	VMOVUPS 13568(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
-	JGE     chunkdone_11
+	JGE     chunkdone_22
 
-blocks_10:
+blocks_21:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
 	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb17<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb59<>+0(SB), Z1, Z1
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
@@ -921,7 +2852,7 @@ blocks_10:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v86 = mul(2, logSumW)
-	VMULPS.BCST lgb18<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb60<>+0(SB), Z2, Z2
 	MOVQ        s6+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -931,25 +2862,25 @@ blocks_10:
 	// essCol = exp(v87)
 	VBROADCASTSS      lgb19<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb20<>+0(SB), Z3
+	VBROADCASTSS      lgb51<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb21<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb20<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
+	VFNMADD231PS.BCST lgb21<>+0(SB), Z3, Z2
 	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb23<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb24<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb25<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb26<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb27<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb25<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb28<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb29<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb27<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb30<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb29<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -966,7 +2897,7 @@ blocks_10:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Z1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_12
+	JNZ          noflush_23
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
 	VANDPS       lgc13<>+0(SB), Y0, Y1
@@ -983,14 +2914,14 @@ blocks_10:
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+4, CX
 
-noflush_12:
+noflush_23:
 	ADDQ $+16, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_11
+	JGE  chunkdone_22
 	CMPQ AX, hi+16(FP)
-	JL   blocks_10
+	JL   blocks_21
 
-chunkdone_11:
+chunkdone_22:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 13568(AX)
 	MOVQ         $+4, AX
