@@ -152,12 +152,18 @@ func zooWide() *ir.Graph {
 // against the interpreter (the default build, on a machine with AVX-512), and the package's
 // own TestAVX512MatchesAVX2 compares every bit with the AVX2 passes on random and extreme
 // inputs.
-func TestEveryOpOnAVX512(t *testing.T) {
+func TestEveryOpOnAVX512(t *testing.T) { wideRun(t, zooWide, "zoo") }
+
+// wideRun checks that every pass of g's kernel has a 16-lane variant whose assembly holds
+// each of has, then (on a machine where the variants run) runs them against the interpreter
+// and the package's TestAVX512MatchesAVX2, which compares every bit with the AVX2 passes on
+// random and extreme inputs.
+func wideRun(t *testing.T, g func() *ir.Graph, pkg string, has ...string) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	c := compiledGraph(t, zooWide(), "zoo")
+	c := compiledGraph(t, g(), pkg)
 	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
 	require.NoError(t, err)
 	wide := string(files["kernels_avx512_amd64.s"])
@@ -166,10 +172,13 @@ func TestEveryOpOnAVX512(t *testing.T) {
 			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
 		}
 	}
+	for _, s := range has {
+		require.Contains(t, wide, s)
+	}
 	if !runtime.AVX512() {
 		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
 	}
-	zooRun(t, zooWide(), "default")
+	zooRun(t, g(), "default")
 	m, err := runner.NewTestModule(c)
 	require.NoError(t, err)
 	defer m.Close()
@@ -295,34 +304,8 @@ func tiledWide() *ir.Graph {
 // VCVTQQ2PS, an iota along the inner dims) run against the interpreter, and the package's
 // TestAVX512MatchesAVX2 compares every bit with the AVX2 passes.
 func TestInnerDimsOnAVX512(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	c := compiledGraph(t, tiledWide(), "tiledwide")
-	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-	require.NoError(t, err)
-	wide := string(files["kernels_avx512_amd64.s"])
-	for _, ps := range c.Plan.Passes {
-		if len(ps.Domain) > 0 {
-			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
-		}
-	}
-	for _, s := range []string{"// tile qA20\n", "// flush the tile of softmaxA20\n", "// flush the tile of eScaled\n", "VSHUFF32X4", "VGATHERDPS", "VCVTQQ2PS", "VMOVUPS.Z"} {
-		require.Contains(t, wide, s)
-	}
-	if !runtime.AVX512() {
-		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
-	}
-	zooRun(t, tiledWide(), "default")
-	m, err := runner.NewTestModule(c)
-	require.NoError(t, err)
-	defer m.Close()
-	out, err := m.Test("^TestAVX512MatchesAVX2$")
-	require.NoError(t, err, out)
-	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
-		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
-	}
+	wideRun(t, tiledWide, "tiledwide", "// tile qA20\n", "// flush the tile of softmaxA20\n", "// flush the tile of eScaled\n",
+		"VSHUFF32X4", "VGATHERDPS", "VCVTQQ2PS", "VMOVUPS.Z")
 }
 
 // A categorical ClipPPO large enough that its ForwardBackward stores non-temporally (its
@@ -394,30 +377,4 @@ func scansWide() *ir.Graph {
 // The 16-lane variants of passes with scans (composed as two 8-lane blocks side by side,
 // the carry applied half by half in the AVX2 pass's order) run against the interpreter, and
 // the package's TestAVX512MatchesAVX2 compares every bit with the AVX2 passes.
-func TestScansOnAVX512(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	c := compiledGraph(t, scansWide(), "scanswide")
-	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-	require.NoError(t, err)
-	wide := string(files["kernels_avx512_amd64.s"])
-	for _, ps := range c.Plan.Passes {
-		if len(ps.Domain) > 0 {
-			require.Contains(t, wide, fmt.Sprintf("TEXT ·pass%dAVX512(SB)", ps.Index), "pass %d has no 16-lane variant", ps.Index)
-		}
-	}
-	if !runtime.AVX512() {
-		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
-	}
-	zooRun(t, scansWide(), "default")
-	m, err := runner.NewTestModule(c)
-	require.NoError(t, err)
-	defer m.Close()
-	out, err := m.Test("^TestAVX512MatchesAVX2$")
-	require.NoError(t, err, out)
-	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
-		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
-	}
-}
+func TestScansOnAVX512(t *testing.T) { wideRun(t, scansWide, "scanswide", "VPERMPS.Z") }
