@@ -207,22 +207,9 @@ func TestAVX512FlatBatchTail(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
-			c, err := gen.Compile(path)
-			require.NoError(t, err)
-			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-			require.NoError(t, err)
+			c, files := specFiles(t, src)
 			require.True(t, strings.Contains(string(files["dispatch_amd64.go"]), "m -= (hi - lo) % 64"), "the tail's chunk splits at a flush")
-			if !runtime.AVX512() {
-				t.Skip("the AVX-512 variants do not run here")
-			}
-			m, err := runner.NewTestModule(c)
-			require.NoError(t, err)
-			defer m.Close()
-			out, err := m.Test("^TestAVX512MatchesAVX2$")
-			require.NoError(t, err, out)
-			require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+			matchesAVX2(t, c)
 		})
 	}
 }
@@ -318,15 +305,27 @@ func TestAVX512NonTemporal(t *testing.T) {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("package: p\ndims: {B: 262152, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n"), 0o644))
-	c, err := gen.Compile(path)
-	require.NoError(t, err)
+	c, files := specFiles(t, "dims: {B: 262152, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n")
 	require.Equal(t, []string{"pass0AVX512", "fbPass0AVX512NT"}, asmgen.WidePasses(c.Plan, c.Backward))
-	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-	require.NoError(t, err)
 	require.Contains(t, string(files["kernels_avx512_amd64.s"]), "VMOVNTPS")
 	require.Contains(t, string(files["dispatch_amd64.go"]), "%64 == 0")
+	matchesAVX2(t, c)
+}
+
+// specFiles compiles package p of spec src and emits its files.
+func specFiles(t *testing.T, src string) (*gen.Compiled, map[string][]byte) {
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	return c, files
+}
+
+// matchesAVX2 runs c's package's TestAVX512MatchesAVX2, in one piece and in 3 chunks
+// (skipped where the variants do not run).
+func matchesAVX2(t *testing.T, c *gen.Compiled) {
 	if !runtime.AVX512() {
 		t.Skip("the AVX-512 variants do not run here")
 	}
