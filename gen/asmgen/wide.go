@@ -354,7 +354,7 @@ func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
 	pm := pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0)
 	p := pg.ymm()
 	pg.add(pm, lo, p)
-	pg.add(hi, p, p)
+	pg.add(p, hi, p) // hi + p: hi the first source, as the AVX2 pass adds (a NaN's payload is the first source's)
 	pg.mov(p, pm)
 }
 

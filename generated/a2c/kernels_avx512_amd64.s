@@ -265,7 +265,7 @@ inner_A_3:
 	VEXTRACTF64X4 $0x01, Z0, Y3
 	MOVQ          state+32(FP), SI
 	VADDPS        256(SI), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y0, Y3, Y0
 	VMOVUPS       Y0, 256(SI)
 
 	// finish v18
@@ -283,13 +283,13 @@ inner_A_3:
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	VADDPS        576(SI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y0, Y2, Y0
 	VMOVUPS       Y0, 576(SI)
 
 	// mean(v22) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        896(SI), Y1, Y1
-	VADDPS        Y0, Y1, Y1
+	VADDPS        Y1, Y0, Y1
 	VMOVUPS       Y1, 896(SI)
 	MOVQ          valueTarget+40(FP), R8
 	VMOVUPS       (R8)(DI*4), Z0
@@ -326,7 +326,7 @@ inner_A_3:
 	// mean(v36) over [N T]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        1216(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 1216(SI)
 	DECQ          BX
 	JNZ           noflush_4
@@ -881,7 +881,7 @@ inner_A_7:
 	VEXTRACTF64X4 $0x01, Z5, Y8
 	MOVQ          state+32(FP), SI
 	VADDPS        256(SI), Y5, Y5
-	VADDPS        Y8, Y5, Y5
+	VADDPS        Y5, Y8, Y5
 	VMOVUPS       Y5, 256(SI)
 
 	// finish v18
@@ -897,13 +897,13 @@ inner_A_7:
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z5, Y8
 	VADDPS        576(SI), Y5, Y5
-	VADDPS        Y8, Y5, Y5
+	VADDPS        Y5, Y8, Y5
 	VMOVUPS       Y5, 576(SI)
 
 	// mean(v22) over [N T]
 	VEXTRACTF64X4 $0x01, Z7, Y5
 	VADDPS        896(SI), Y7, Y7
-	VADDPS        Y5, Y7, Y7
+	VADDPS        Y7, Y5, Y7
 	VMOVUPS       Y7, 896(SI)
 	MOVQ          valueTarget+40(FP), R9
 	VMOVUPS       (R9)(R8*4), Z5
@@ -941,7 +941,7 @@ inner_A_7:
 	// mean(v36) over [N T]
 	VEXTRACTF64X4 $0x01, Z11, Y12
 	VADDPS        1216(SI), Y11, Y11
-	VADDPS        Y12, Y11, Y11
+	VADDPS        Y11, Y12, Y11
 	VMOVUPS       Y11, 1216(SI)
 	VBROADCASTSS  lgb41<>+0(SB), Z11
 

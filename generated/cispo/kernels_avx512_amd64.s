@@ -33,7 +33,7 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+16(FP), BX
 	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 256(BX)
 	MOVQ          logProb+24(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -124,14 +124,14 @@ blocks_2:
 	MOVQ          AX, DI
 	IMUL3Q        $+8, DI, R8
 	VADDPS        1024(BX)(R8*4), Y4, Y4
-	VADDPS        Y6, Y4, Y4
+	VADDPS        Y4, Y6, Y4
 	VMOVUPS       Y4, 1024(BX)(R8*4)
 
 	// sum(mask) over [L]
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	IMUL3Q        $+8, DI, R8
 	VADDPS        2048(BX)(R8*4), Y0, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 2048(BX)(R8*4)
 
 	// v33 = ne(logWeightClip, logWeight)
@@ -145,7 +145,7 @@ blocks_2:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        2624(BX), Y0, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 2624(BX)
 
 	// v38 = sub(v8, v6)
@@ -157,7 +157,7 @@ blocks_2:
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	VADDPS        2944(BX), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y0, Y2, Y0
 	VMOVUPS       Y0, 2944(BX)
 	MOVQ          entropy+48(FP), R8
 	VMOVUPS       (R8)(SI*4), Z0
@@ -168,7 +168,7 @@ blocks_2:
 	// sum(v43) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	VADDPS        3264(BX), Y0, Y3
-	VADDPS        Y2, Y3, Y3
+	VADDPS        Y3, Y2, Y3
 	VMOVUPS       Y3, 3264(BX)
 
 	// v47 = mul(-0.01, v43)
@@ -181,7 +181,7 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	IMUL3Q        $+8, DI, SI
 	VADDPS        4032(BX)(SI*4), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y0, Y2, Y0
 	VMOVUPS       Y0, 4032(BX)(SI*4)
 	VBROADCASTSS  lgb20<>+0(SB), Z0
 
@@ -205,12 +205,12 @@ blocks_2:
 	VANDPS        4608(BX), Y1, Y1
 	VMOVUPS       Y1, 4608(BX)
 	VADDPS        4736(BX), Y0, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 4736(BX)
 	VMULPS        Y0, Y0, Y0
 	VMULPS        Y2, Y2, Y1
 	VADDPS        5056(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 5056(BX)
 	DECQ          DX
 	JNZ           noflush_3
@@ -711,7 +711,7 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+24(FP), SI
 	VADDPS        1408(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 1408(SI)
 	MOVQ          logProb+32(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -802,7 +802,7 @@ blocks_8:
 	MOVQ          CX, R8
 	IMUL3Q        $+8, R8, R9
 	VADDPS        2176(SI)(R9*4), Y5, Y5
-	VADDPS        Y7, Y5, Y5
+	VADDPS        Y5, Y7, Y5
 	VMOVUPS       Y5, 2176(SI)(R9*4)
 
 	// v33 = ne(logWeightClip, logWeight)
@@ -816,7 +816,7 @@ blocks_8:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y6
 	VADDPS        2752(SI), Y5, Y5
-	VADDPS        Y6, Y5, Y5
+	VADDPS        Y5, Y6, Y5
 	VMOVUPS       Y5, 2752(SI)
 
 	// v38 = sub(sampleLogProb, logProb)
@@ -828,7 +828,7 @@ blocks_8:
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        3072(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 3072(SI)
 	MOVQ          entropy+56(FP), R9
 	VMOVUPS       (R9)(DI*4), Z1
@@ -839,7 +839,7 @@ blocks_8:
 	// sum(v43) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        3392(SI), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 3392(SI)
 
 	// v47 = mul(-0.01, entropy)
@@ -852,7 +852,7 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	IMUL3Q        $+8, R8, R8
 	VADDPS        4160(SI)(R8*4), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 4160(SI)(R8*4)
 	VBROADCASTSS  lgb20<>+0(SB), Z1
 
@@ -876,12 +876,12 @@ blocks_8:
 	VANDPS        4736(SI), Y2, Y2
 	VMOVUPS       Y2, 4736(SI)
 	VADDPS        4864(SI), Y1, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 4864(SI)
 	VMULPS        Y1, Y1, Y1
 	VMULPS        Y3, Y3, Y2
 	VADDPS        5184(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 5184(SI)
 	VMOVUPS       (AX), Z1
 

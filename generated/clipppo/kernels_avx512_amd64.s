@@ -383,13 +383,13 @@ blocks_4:
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	MOVQ          state+56(FP), BX
 	VADDPS        1664(BX), Y0, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 1664(BX)
 
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z5, Y0
 	VADDPS        1984(BX), Y5, Y4
-	VADDPS        Y0, Y4, Y4
+	VADDPS        Y4, Y0, Y4
 	VMOVUPS       Y4, 1984(BX)
 
 	// v31 = sub(sampleLogProb, logProb)
@@ -398,7 +398,7 @@ blocks_4:
 	// mean(v31) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        2304(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 2304(BX)
 	MOVQ          entropy+64(FP), DI
 	VMOVUPS       (DI)(SI*4), Z0
@@ -409,13 +409,13 @@ blocks_4:
 	// mean(entropy) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	VADDPS        2624(BX), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y0, Y2, Y0
 	VMOVUPS       Y0, 2624(BX)
 
 	// mean(v35) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        2944(BX), Y1, Y1
-	VADDPS        Y0, Y1, Y1
+	VADDPS        Y1, Y0, Y1
 	VMOVUPS       Y1, 2944(BX)
 	MOVQ          valueTarget+72(FP), DI
 	VMOVUPS       (DI)(SI*4), Z0
@@ -449,7 +449,7 @@ blocks_4:
 	// mean(v48) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y7
 	VADDPS        3264(BX), Y1, Y1
-	VADDPS        Y7, Y1, Y1
+	VADDPS        Y1, Y7, Y1
 	VMOVUPS       Y1, 3264(BX)
 
 	// v50 = add(oldStateValue, v47)
@@ -472,7 +472,7 @@ blocks_4:
 	// mean(v53) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y4
 	VADDPS        3584(BX), Y1, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y1, Y4, Y1
 	VMOVUPS       Y1, 3584(BX)
 
 	// var(diff) over [B]
@@ -534,12 +534,12 @@ blocks_4:
 	VANDPS        5824(BX), Y0, Y0
 	VMOVUPS       Y0, 5824(BX)
 	VADDPS        5952(BX), Y8, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 5952(BX)
 	VMULPS        Y8, Y8, Y0
 	VMULPS        Y1, Y1, Y1
 	VADDPS        6272(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 6272(BX)
 	DECQ          DX
 	JNZ           noflush_6
@@ -1434,13 +1434,13 @@ blocks_10:
 	VEXTRACTF64X4 $0x01, Z10, Y11
 	MOVQ          state+56(FP), BX
 	VADDPS        1664(BX), Y10, Y10
-	VADDPS        Y11, Y10, Y10
+	VADDPS        Y10, Y11, Y10
 	VMOVUPS       Y10, 1664(BX)
 
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z5, Y10
 	VADDPS        1984(BX), Y5, Y5
-	VADDPS        Y10, Y5, Y5
+	VADDPS        Y5, Y10, Y5
 	VMOVUPS       Y5, 1984(BX)
 
 	// v31 = sub(sampleLogProb, logProb)
@@ -1449,7 +1449,7 @@ blocks_10:
 	// mean(v31) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	VADDPS        2304(BX), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 2304(BX)
 	MOVQ          entropy+64(FP), DI
 	VMOVUPS       (DI)(SI*4), Z1
@@ -1460,13 +1460,13 @@ blocks_10:
 	// mean(entropy) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y5
 	VADDPS        2624(BX), Y1, Y1
-	VADDPS        Y5, Y1, Y1
+	VADDPS        Y1, Y5, Y1
 	VMOVUPS       Y1, 2624(BX)
 
 	// mean(v35) over [B]
 	VEXTRACTF64X4 $0x01, Z2, Y1
 	VADDPS        2944(BX), Y2, Y2
-	VADDPS        Y1, Y2, Y2
+	VADDPS        Y2, Y1, Y2
 	VMOVUPS       Y2, 2944(BX)
 	MOVQ          valueTarget+72(FP), DI
 	VMOVUPS       (DI)(SI*4), Z1
@@ -1500,7 +1500,7 @@ blocks_10:
 	// mean(v48) over [B]
 	VEXTRACTF64X4 $0x01, Z14, Y15
 	VADDPS        3264(BX), Y14, Y14
-	VADDPS        Y15, Y14, Y14
+	VADDPS        Y14, Y15, Y14
 	VMOVUPS       Y14, 3264(BX)
 
 	// v50 = add(oldStateValue, v47)
@@ -1524,7 +1524,7 @@ blocks_10:
 	// mean(v53) over [B]
 	VEXTRACTF64X4 $0x01, Z9, Y14
 	VADDPS        3584(BX), Y9, Y9
-	VADDPS        Y14, Y9, Y9
+	VADDPS        Y9, Y14, Y9
 	VMOVUPS       Y9, 3584(BX)
 	VMOVUPS       Z4, 128(AX)
 	VMOVUPS       Z7, 192(AX)
@@ -1591,12 +1591,12 @@ blocks_10:
 	VANDPS        5824(BX), Y0, Y0
 	VMOVUPS       Y0, 5824(BX)
 	VADDPS        5952(BX), Y8, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 5952(BX)
 	VMULPS        Y8, Y8, Y0
 	VMULPS        Y1, Y1, Y1
 	VADDPS        6272(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 6272(BX)
 
 	// v73 = eq(l2, l22)

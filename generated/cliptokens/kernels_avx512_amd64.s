@@ -31,7 +31,7 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+16(FP), BX
 	VADDPS        256(BX), Y1, Y3
-	VADDPS        Y2, Y3, Y3
+	VADDPS        Y3, Y2, Y3
 	VMOVUPS       Y3, 256(BX)
 	MOVQ          advantage+24(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -131,7 +131,7 @@ blocks_2:
 	// sum(v30) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        576(BX), Y2, Y2
-	VADDPS        Y6, Y2, Y2
+	VADDPS        Y2, Y6, Y2
 	VMOVUPS       Y2, 576(BX)
 
 	// v34 = where(mask, v17, 0)
@@ -140,7 +140,7 @@ blocks_2:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y6
 	VADDPS        896(BX), Y2, Y2
-	VADDPS        Y6, Y2, Y2
+	VADDPS        Y2, Y6, Y2
 	VMOVUPS       Y2, 896(BX)
 
 	// v37 = sub(v10, v8)
@@ -152,7 +152,7 @@ blocks_2:
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1216(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 1216(BX)
 	MOVQ          entropy+48(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -166,7 +166,7 @@ blocks_2:
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        1536(BX), Y2, Y2
-	VADDPS        Y4, Y2, Y2
+	VADDPS        Y2, Y4, Y2
 	VMOVUPS       Y2, 1536(BX)
 
 	// v47 = where(mask, v44, 0)
@@ -175,7 +175,7 @@ blocks_2:
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1856(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 1856(BX)
 
 	// v51 = where(mask, logWeight, -Inf)
@@ -931,7 +931,7 @@ blocks_11:
 	VEXTRACTF64X4 $0x01, Z2, Y14
 	MOVQ          state+48(FP), SI
 	VADDPS        704(SI), Y2, Y2
-	VADDPS        Y14, Y2, Y2
+	VADDPS        Y2, Y14, Y2
 	VMOVUPS       Y2, 704(SI)
 
 	// v34 = where(mask, v17, 0)
@@ -940,7 +940,7 @@ blocks_11:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y8
 	VADDPS        1024(SI), Y2, Y2
-	VADDPS        Y8, Y2, Y2
+	VADDPS        Y2, Y8, Y2
 	VMOVUPS       Y2, 1024(SI)
 
 	// v37 = sub(sampleLogProb, logProb)
@@ -952,7 +952,7 @@ blocks_11:
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        1344(SI), Y2, Y2
-	VADDPS        Y4, Y2, Y2
+	VADDPS        Y2, Y4, Y2
 	VMOVUPS       Y2, 1344(SI)
 	MOVQ          entropy+56(FP), R8
 	VMOVUPS       (R8)(DI*4), Z2
@@ -963,7 +963,7 @@ blocks_11:
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z4, Y6
 	VADDPS        1664(SI), Y4, Y4
-	VADDPS        Y6, Y4, Y4
+	VADDPS        Y4, Y6, Y4
 	VMOVUPS       Y4, 1664(SI)
 
 	// v46 = mul(-0.001, entropy)
@@ -975,7 +975,7 @@ blocks_11:
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y4
 	VADDPS        1984(SI), Y2, Y2
-	VADDPS        Y4, Y2, Y2
+	VADDPS        Y2, Y4, Y2
 	VMOVUPS       Y2, 1984(SI)
 
 	// v51 = where(mask, logWeight, -Inf)

@@ -31,7 +31,7 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+16(FP), BX
 	VADDPS        256(BX), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 256(BX)
 	MOVQ          logProb+24(FP), DI
 	VMOVUPS       (DI)(SI*4), Z1
@@ -131,7 +131,7 @@ blocks_2:
 	// sum(v30) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        576(BX), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 576(BX)
 
 	// v34 = where(mask, v17, 0)
@@ -140,7 +140,7 @@ blocks_2:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        896(BX), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 896(BX)
 
 	// v37 = sub(v8, v6)
@@ -152,7 +152,7 @@ blocks_2:
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	VADDPS        1216(BX), Y1, Y3
-	VADDPS        Y2, Y3, Y3
+	VADDPS        Y3, Y2, Y3
 	VMOVUPS       Y3, 1216(BX)
 	MOVQ          entropy+48(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -163,7 +163,7 @@ blocks_2:
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1536(BX), Y2, Y5
-	VADDPS        Y3, Y5, Y5
+	VADDPS        Y5, Y3, Y5
 	VMOVUPS       Y5, 1536(BX)
 
 	// v46 = mul(-0.01, v42)
@@ -175,7 +175,7 @@ blocks_2:
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1856(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 1856(BX)
 
 	// v50 = where(mask, logWeight, -Inf)
@@ -198,12 +198,12 @@ blocks_2:
 	VANDPS        2176(BX), Y2, Y2
 	VMOVUPS       Y2, 2176(BX)
 	VADDPS        2304(BX), Y3, Y2
-	VADDPS        Y4, Y2, Y2
+	VADDPS        Y2, Y4, Y2
 	VMOVUPS       Y2, 2304(BX)
 	VMULPS        Y3, Y3, Y2
 	VMULPS        Y4, Y4, Y3
 	VADDPS        2624(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2624(BX)
 
 	// k3 = expm1_minus_x(v38)
@@ -248,7 +248,7 @@ blocks_2:
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        2944(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 2944(BX)
 	DECQ          DX
 	JNZ           noflush_3
@@ -837,7 +837,7 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z5, Y13
 	MOVQ          state+48(FP), SI
 	VADDPS        704(SI), Y5, Y5
-	VADDPS        Y13, Y5, Y5
+	VADDPS        Y5, Y13, Y5
 	VMOVUPS       Y5, 704(SI)
 
 	// v34 = where(mask, v17, 0)
@@ -846,7 +846,7 @@ blocks_8:
 	// sum(v34) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y7
 	VADDPS        1024(SI), Y5, Y5
-	VADDPS        Y7, Y5, Y5
+	VADDPS        Y5, Y7, Y5
 	VMOVUPS       Y5, 1024(SI)
 
 	// v37 = sub(sampleLogProb, logProb)
@@ -858,7 +858,7 @@ blocks_8:
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        1344(SI), Y1, Y5
-	VADDPS        Y3, Y5, Y5
+	VADDPS        Y5, Y3, Y5
 	VMOVUPS       Y5, 1344(SI)
 	MOVQ          entropy+56(FP), R8
 	VMOVUPS       (R8)(DI*4), Z3
@@ -869,7 +869,7 @@ blocks_8:
 	// sum(v42) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y7
 	VADDPS        1664(SI), Y5, Y5
-	VADDPS        Y7, Y5, Y5
+	VADDPS        Y5, Y7, Y5
 	VMOVUPS       Y5, 1664(SI)
 
 	// v46 = mul(-0.01, entropy)
@@ -881,7 +881,7 @@ blocks_8:
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        1984(SI), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 1984(SI)
 
 	// v50 = where(mask, logWeight, -Inf)
@@ -904,12 +904,12 @@ blocks_8:
 	VANDPS        2304(SI), Y3, Y3
 	VMOVUPS       Y3, 2304(SI)
 	VADDPS        2432(SI), Y2, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 2432(SI)
 	VMULPS        Y2, Y2, Y2
 	VMULPS        Y5, Y5, Y3
 	VADDPS        2752(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2752(SI)
 
 	// k3 = expm1_minus_x(v38)
@@ -954,7 +954,7 @@ blocks_8:
 	// sum(v62) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        3072(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3072(SI)
 	VBROADCASTSS  lgb29<>+0(SB), Z2
 

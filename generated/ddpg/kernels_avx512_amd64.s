@@ -47,7 +47,7 @@ blocks_1:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+32(FP), DX
 	VADDPS        256(DX), Y2, Y4
-	VADDPS        Y3, Y4, Y4
+	VADDPS        Y4, Y3, Y4
 	VMOVUPS       Y4, 256(DX)
 	MOVQ          stateActionValueActor+40(FP), SI
 	VMOVUPS       (SI)(BX*4), Z3
@@ -58,7 +58,7 @@ blocks_1:
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        576(DX), Y3, Y3
-	VADDPS        Y4, Y3, Y3
+	VADDPS        Y3, Y4, Y3
 	VMOVUPS       Y3, 576(DX)
 
 	// reduce_max(v18) over [B]
@@ -278,7 +278,7 @@ blocks_3:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	MOVQ          state+32(FP), DX
 	VADDPS        256(DX), Y3, Y5
-	VADDPS        Y4, Y5, Y5
+	VADDPS        Y5, Y4, Y5
 	VMOVUPS       Y5, 256(DX)
 	MOVQ          stateActionValueActor+40(FP), SI
 	VMOVUPS       (SI)(BX*4), Z4
@@ -289,7 +289,7 @@ blocks_3:
 	// mean(v15) over [B]
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        576(DX), Y4, Y4
-	VADDPS        Y5, Y4, Y4
+	VADDPS        Y4, Y5, Y4
 	VMOVUPS       Y4, 576(DX)
 
 	// reduce_max(v18) over [B]

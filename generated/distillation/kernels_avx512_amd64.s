@@ -416,7 +416,7 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+24(FP), SI
 	VADDPS        1408(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 1408(SI)
 	MOVQ          logProb+32(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -476,7 +476,7 @@ blocks_8:
 	MOVQ          CX, R8
 	IMUL3Q        $+8, R8, R8
 	VADDPS        2176(SI)(R8*4), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2176(SI)(R8*4)
 	VBROADCASTSS  lgb19<>+0(SB), Z2
 

@@ -31,7 +31,7 @@ blocks_2:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+16(FP), BX
 	VADDPS        256(BX), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 256(BX)
 	MOVQ          logProb+24(FP), DI
 	VMOVUPS       (DI)(SI*4), Z1
@@ -70,7 +70,7 @@ blocks_2:
 	// sum(kept) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y6
 	VADDPS        576(BX), Y5, Y7
-	VADDPS        Y6, Y7, Y7
+	VADDPS        Y7, Y6, Y7
 	VMOVUPS       Y7, 576(BX)
 	VBROADCASTSS  lgb4<>+0(SB), Z6
 
@@ -155,7 +155,7 @@ blocks_2:
 	// sum(v37) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        896(BX), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 896(BX)
 
 	// v41 = where(mask, v24, 0)
@@ -164,7 +164,7 @@ blocks_2:
 	// sum(v41) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y5
 	VADDPS        1216(BX), Y3, Y3
-	VADDPS        Y5, Y3, Y3
+	VADDPS        Y3, Y5, Y3
 	VMOVUPS       Y3, 1216(BX)
 
 	// v45 = sub(v8, v6)
@@ -176,7 +176,7 @@ blocks_2:
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1536(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 1536(BX)
 	MOVQ          entropy+48(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -187,7 +187,7 @@ blocks_2:
 	// sum(v50) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1856(BX), Y2, Y5
-	VADDPS        Y3, Y5, Y5
+	VADDPS        Y5, Y3, Y5
 	VMOVUPS       Y5, 1856(BX)
 
 	// v54 = mul(-0.01, v50)
@@ -199,7 +199,7 @@ blocks_2:
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        2176(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2176(BX)
 
 	// v58 = where(kept, logWeight, -Inf)
@@ -222,12 +222,12 @@ blocks_2:
 	VANDPS        2496(BX), Y2, Y2
 	VMOVUPS       Y2, 2496(BX)
 	VADDPS        2624(BX), Y3, Y2
-	VADDPS        Y4, Y2, Y2
+	VADDPS        Y2, Y4, Y2
 	VMOVUPS       Y2, 2624(BX)
 	VMULPS        Y3, Y3, Y2
 	VMULPS        Y4, Y4, Y3
 	VADDPS        2944(BX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2944(BX)
 	MOVQ          refLogProb+56(FP), DI
 	VMOVUPS       (DI)(SI*4), Z2
@@ -283,7 +283,7 @@ blocks_2:
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        3264(BX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 3264(BX)
 	DECQ          DX
 	JNZ           noflush_3
@@ -830,7 +830,7 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+24(FP), SI
 	VADDPS        704(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 704(SI)
 	MOVQ          logProb+32(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -949,7 +949,7 @@ blocks_8:
 	// sum(v37) over [B L]
 	VEXTRACTF64X4 $0x01, Z6, Y14
 	VADDPS        1024(SI), Y6, Y6
-	VADDPS        Y14, Y6, Y6
+	VADDPS        Y6, Y14, Y6
 	VMOVUPS       Y6, 1024(SI)
 
 	// v41 = where(mask, v24, 0)
@@ -958,7 +958,7 @@ blocks_8:
 	// sum(v41) over [B L]
 	VEXTRACTF64X4 $0x01, Z6, Y8
 	VADDPS        1344(SI), Y6, Y6
-	VADDPS        Y8, Y6, Y6
+	VADDPS        Y6, Y8, Y6
 	VMOVUPS       Y6, 1344(SI)
 
 	// v45 = sub(sampleLogProb, logProb)
@@ -970,7 +970,7 @@ blocks_8:
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        1664(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 1664(SI)
 	MOVQ          entropy+56(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -981,7 +981,7 @@ blocks_8:
 	// sum(v50) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        1984(SI), Y1, Y6
-	VADDPS        Y3, Y6, Y6
+	VADDPS        Y6, Y3, Y6
 	VMOVUPS       Y6, 1984(SI)
 
 	// v54 = mul(-0.01, v50)
@@ -993,7 +993,7 @@ blocks_8:
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 2304(SI)
 
 	// v58 = where(v17, logWeight, -Inf)
@@ -1016,12 +1016,12 @@ blocks_8:
 	VANDPS        2624(SI), Y1, Y1
 	VMOVUPS       Y1, 2624(SI)
 	VADDPS        2752(SI), Y3, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y1, Y4, Y1
 	VMOVUPS       Y1, 2752(SI)
 	VMULPS        Y3, Y3, Y1
 	VMULPS        Y4, Y4, Y3
 	VADDPS        3072(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 3072(SI)
 	MOVQ          refLogProb+64(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -1077,7 +1077,7 @@ blocks_8:
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        3392(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3392(SI)
 	VBROADCASTSS  lgb30<>+0(SB), Z2
 

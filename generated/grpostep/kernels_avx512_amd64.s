@@ -55,7 +55,7 @@ blocks_3:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+40(FP), SI
 	VADDPS        2944(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2944(SI)
 	MOVQ          logProb+48(FP), R8
 	VMOVUPS       (R8)(DI*4), Z2
@@ -153,7 +153,7 @@ blocks_3:
 	// sum(v38) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y5
 	VADDPS        3264(SI), Y0, Y0
-	VADDPS        Y5, Y0, Y0
+	VADDPS        Y0, Y5, Y0
 	VMOVUPS       Y0, 3264(SI)
 
 	// v42 = where(mask, v25, 0)
@@ -162,7 +162,7 @@ blocks_3:
 	// sum(v42) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y5
 	VADDPS        3584(SI), Y0, Y0
-	VADDPS        Y5, Y0, Y0
+	VADDPS        Y0, Y5, Y0
 	VMOVUPS       Y0, 3584(SI)
 
 	// v45 = sub(v17, v15)
@@ -174,7 +174,7 @@ blocks_3:
 	// sum(v46) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y3
 	VADDPS        3904(SI), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y0, Y3, Y0
 	VMOVUPS       Y0, 3904(SI)
 
 	// v49 = where(mask, logWeight, -Inf)
@@ -197,12 +197,12 @@ blocks_3:
 	VANDPS        4224(SI), Y0, Y0
 	VMOVUPS       Y0, 4224(SI)
 	VADDPS        4352(SI), Y3, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 4352(SI)
 	VMULPS        Y3, Y3, Y0
 	VMULPS        Y4, Y4, Y3
 	VADDPS        4672(SI), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y0, Y3, Y0
 	VMOVUPS       Y0, 4672(SI)
 	MOVQ          refLogProb+64(FP), R8
 	VMOVUPS       (R8)(DI*4), Z0
@@ -258,7 +258,7 @@ blocks_3:
 	// sum(v65) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        4992(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 4992(SI)
 	DECQ          BX
 	JNZ           noflush_4
@@ -827,7 +827,7 @@ blocks_11:
 	VEXTRACTF64X4 $0x01, Z0, Y13
 	MOVQ          state+64(FP), DI
 	VADDPS        3392(DI), Y0, Y0
-	VADDPS        Y13, Y0, Y0
+	VADDPS        Y0, Y13, Y0
 	VMOVUPS       Y0, 3392(DI)
 
 	// v42 = where(mask, v25, 0)
@@ -836,7 +836,7 @@ blocks_11:
 	// sum(v42) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y7
 	VADDPS        3712(DI), Y0, Y0
-	VADDPS        Y7, Y0, Y0
+	VADDPS        Y0, Y7, Y0
 	VMOVUPS       Y0, 3712(DI)
 
 	// v45 = sub(sampleLogProb, logProb)
@@ -848,7 +848,7 @@ blocks_11:
 	// sum(v46) over [G N L]
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        4032(DI), Y0, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 4032(DI)
 
 	// v49 = where(mask, logWeight, -Inf)
@@ -871,12 +871,12 @@ blocks_11:
 	VANDPS        4352(DI), Y0, Y0
 	VMOVUPS       Y0, 4352(DI)
 	VADDPS        4480(DI), Y3, Y0
-	VADDPS        Y4, Y0, Y0
+	VADDPS        Y0, Y4, Y0
 	VMOVUPS       Y0, 4480(DI)
 	VMULPS        Y3, Y3, Y0
 	VMULPS        Y4, Y4, Y3
 	VADDPS        4800(DI), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y0, Y3, Y0
 	VMOVUPS       Y0, 4800(DI)
 	MOVQ          refLogProb+72(FP), R9
 	VMOVUPS       (R9)(R8*4), Z0
@@ -929,7 +929,7 @@ blocks_11:
 	// sum(v64) over [G N L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        5120(DI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 5120(DI)
 	VBROADCASTSS  lgb29<>+0(SB), Z2
 

@@ -312,7 +312,7 @@ blocks_5:
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	MOVQ          state+40(FP), SI
 	VADDPS        2432(SI), Y1, Y1
-	VADDPS        Y2, Y1, Y1
+	VADDPS        Y1, Y2, Y1
 	VMOVUPS       Y1, 2432(SI)
 	MOVQ          logProb+48(FP), R8
 	VMOVUPS       (R8)(DI*4), Z1
@@ -327,7 +327,7 @@ blocks_5:
 	// sum(v28) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        2752(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2752(SI)
 	VMOVUPS       64(AX), Z2
 
@@ -337,7 +337,7 @@ blocks_5:
 	// sum(v39) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        3072(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3072(SI)
 	MOVQ          refLogProb+56(FP), R8
 	VMOVUPS       (R8)(DI*4), Z2
@@ -390,7 +390,7 @@ blocks_5:
 	// sum(v47) over [B L]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        3392(SI), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 3392(SI)
 	DECQ          BX
 	JNZ           noflush_6
@@ -1039,7 +1039,7 @@ blocks_14:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+64(FP), SI
 	VADDPS        3904(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3904(SI)
 	VMOVUPS       128(AX), Z2
 
@@ -1049,7 +1049,7 @@ blocks_14:
 	// sum(v38) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        4224(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 4224(SI)
 	MOVQ          refLogProb+72(FP), R8
 	VMOVUPS       (R8)(DI*4), Z2
@@ -1102,7 +1102,7 @@ blocks_14:
 	// sum(v46) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        4544(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 4544(SI)
 	VBROADCASTSS  lgb22<>+0(SB), Z2
 

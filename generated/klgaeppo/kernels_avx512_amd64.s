@@ -150,7 +150,7 @@ blocks_2:
 	// sum(v27) over [B L]
 	VEXTRACTF64X4 $0x01, Z10, Y11
 	VADDPS        256(SI), Y11, Y11
-	VADDPS        Y10, Y11, Y11
+	VADDPS        Y11, Y10, Y11
 	VMOVUPS       Y11, 256(SI)
 
 	// v29 = where(mask, gae, 0)
@@ -249,7 +249,7 @@ blocks_2:
 	// sum(v51) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        576(SI), Y4, Y4
-	VADDPS        Y3, Y4, Y4
+	VADDPS        Y4, Y3, Y4
 	VMOVUPS       Y4, 576(SI)
 
 	// v55 = where(mask, v38, 0)
@@ -258,7 +258,7 @@ blocks_2:
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	VADDPS        896(SI), Y4, Y4
-	VADDPS        Y3, Y4, Y4
+	VADDPS        Y4, Y3, Y4
 	VMOVUPS       Y4, 896(SI)
 
 	// v58 = sub(v4, v31)
@@ -270,7 +270,7 @@ blocks_2:
 	// sum(v59) over [B L]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        1216(SI), Y3, Y3
-	VADDPS        Y2, Y3, Y3
+	VADDPS        Y3, Y2, Y3
 	VMOVUPS       Y3, 1216(SI)
 
 	// v62 = where(mask, valueTarget, 0)
@@ -308,7 +308,7 @@ blocks_2:
 	// sum(v72) over [B L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
 	VADDPS        1536(SI), Y5, Y5
-	VADDPS        Y4, Y5, Y5
+	VADDPS        Y5, Y4, Y5
 	VMOVUPS       Y5, 1536(SI)
 
 	// sum(v27) over [B]
@@ -1268,7 +1268,7 @@ blocks_12:
 	// sum(v27) over [B L]
 	VEXTRACTF64X4 $0x01, Z5, Y9
 	VADDPS        256(BX), Y9, Y9
-	VADDPS        Y5, Y9, Y9
+	VADDPS        Y9, Y5, Y9
 	VMOVUPS       Y9, 256(BX)
 
 	// v62 = where(mask, valueTarget, 0)
@@ -1545,7 +1545,7 @@ blocks_15:
 	VEXTRACTF64X4 $0x01, Z3, Y13
 	MOVQ          state+56(FP), SI
 	VADDPS        2240(SI), Y3, Y3
-	VADDPS        Y13, Y3, Y3
+	VADDPS        Y3, Y13, Y3
 	VMOVUPS       Y3, 2240(SI)
 
 	// v55 = where(mask, v38, 0)
@@ -1554,7 +1554,7 @@ blocks_15:
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z3, Y9
 	VADDPS        2560(SI), Y3, Y3
-	VADDPS        Y9, Y3, Y3
+	VADDPS        Y3, Y9, Y3
 	VMOVUPS       Y3, 2560(SI)
 
 	// v58 = sub(sampleLogProb, logProb)
@@ -1566,7 +1566,7 @@ blocks_15:
 	// sum(v59) over [B L]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        2880(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 2880(SI)
 
 	// v62 = where(mask, valueTarget, 0)
@@ -1607,7 +1607,7 @@ blocks_15:
 	// sum(v72) over [B L]
 	VEXTRACTF64X4 $0x01, Z8, Y13
 	VADDPS        3200(SI), Y8, Y8
-	VADDPS        Y13, Y8, Y8
+	VADDPS        Y8, Y13, Y8
 	VMOVUPS       Y8, 3200(SI)
 	MOVQ          s5+64(FP), R8
 	MOVQ          DX, R9
@@ -2099,13 +2099,13 @@ blocks_17:
 	VEXTRACTF64X4 $0x01, Z0, Y3
 	MOVQ          state+56(FP), DX
 	VADDPS        6016(DX), Y0, Y0
-	VADDPS        Y3, Y0, Y0
+	VADDPS        Y0, Y3, Y0
 	VMOVUPS       Y0, 6016(DX)
 
 	// sum(v104) over [L]
 	VEXTRACTF64X4 $0x01, Z2, Y0
 	VADDPS        6336(DX), Y2, Y2
-	VADDPS        Y0, Y2, Y2
+	VADDPS        Y2, Y0, Y2
 	VMOVUPS       Y2, 6336(DX)
 
 	// store explainedVariance

@@ -65,7 +65,7 @@ blocks_1:
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	MOVQ          state+40(FP), DX
 	VADDPS        256(DX), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 256(DX)
 
 	// v8 = sub(sampleLogProb, logProb)
@@ -74,7 +74,7 @@ blocks_1:
 	// mean(v8) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        576(DX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 576(DX)
 	MOVQ          moveEntropy+48(FP), SI
 	VMOVUPS       (SI)(BX*4), Z0
@@ -96,13 +96,13 @@ blocks_1:
 	// mean(v17) over [B]
 	VEXTRACTF64X4 $0x01, Z4, Y3
 	VADDPS        896(DX), Y4, Y4
-	VADDPS        Y3, Y4, Y4
+	VADDPS        Y4, Y3, Y4
 	VMOVUPS       Y4, 896(DX)
 
 	// mean(v18) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        1216(DX), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 1216(DX)
 	MOVQ          valueTarget+64(FP), SI
 	VMOVUPS       (SI)(BX*4), Z1
@@ -136,7 +136,7 @@ blocks_1:
 	// mean(smoothL1) over [B]
 	VEXTRACTF64X4 $0x01, Z5, Y4
 	VADDPS        1536(DX), Y5, Y5
-	VADDPS        Y4, Y5, Y5
+	VADDPS        Y5, Y4, Y5
 	VMOVUPS       Y5, 1536(DX)
 
 	// var(diff) over [B]
@@ -731,7 +731,7 @@ blocks_4:
 	VEXTRACTF64X4 $0x01, Z3, Y4
 	MOVQ          state+40(FP), DX
 	VADDPS        256(DX), Y3, Y3
-	VADDPS        Y4, Y3, Y3
+	VADDPS        Y3, Y4, Y3
 	VMOVUPS       Y3, 256(DX)
 
 	// v8 = sub(sampleLogProb, logProb)
@@ -740,7 +740,7 @@ blocks_4:
 	// mean(v8) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y1
 	VADDPS        576(DX), Y0, Y0
-	VADDPS        Y1, Y0, Y0
+	VADDPS        Y0, Y1, Y0
 	VMOVUPS       Y0, 576(DX)
 	MOVQ          moveEntropy+48(FP), SI
 	VMOVUPS       (SI)(BX*4), Z0
@@ -762,13 +762,13 @@ blocks_4:
 	// mean(v17) over [B]
 	VEXTRACTF64X4 $0x01, Z6, Y4
 	VADDPS        896(DX), Y6, Y6
-	VADDPS        Y4, Y6, Y6
+	VADDPS        Y6, Y4, Y6
 	VMOVUPS       Y6, 896(DX)
 
 	// mean(v18) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y4
 	VADDPS        1216(DX), Y1, Y1
-	VADDPS        Y4, Y1, Y1
+	VADDPS        Y1, Y4, Y1
 	VMOVUPS       Y1, 1216(DX)
 	MOVQ          valueTarget+64(FP), SI
 	VMOVUPS       (SI)(BX*4), Z1
@@ -803,7 +803,7 @@ blocks_4:
 	// mean(v32) over [B]
 	VEXTRACTF64X4 $0x01, Z12, Y10
 	VADDPS        1536(DX), Y12, Y11
-	VADDPS        Y10, Y11, Y11
+	VADDPS        Y11, Y10, Y11
 	VMOVUPS       Y11, 1536(DX)
 
 	// var(diff) over [B]

@@ -114,7 +114,7 @@ blocks_2:
 	// mean(v21) over [N T]
 	VEXTRACTF64X4 $0x01, Z5, Y6
 	VADDPS        256(BX), Y6, Y6
-	VADDPS        Y5, Y6, Y6
+	VADDPS        Y6, Y5, Y6
 	VMOVUPS       Y6, 256(BX)
 
 	// diff = sub(valueTarget, stateValue)
@@ -143,7 +143,7 @@ blocks_2:
 	// mean(smoothL1) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y4
 	VADDPS        576(BX), Y4, Y4
-	VADDPS        Y1, Y4, Y4
+	VADDPS        Y4, Y1, Y4
 	VMOVUPS       Y4, 576(BX)
 
 	// store advantage
@@ -466,7 +466,7 @@ blocks_5:
 	// mean(v21) over [N T]
 	VEXTRACTF64X4 $0x01, Z5, Y6
 	VADDPS        256(BX), Y6, Y6
-	VADDPS        Y5, Y6, Y6
+	VADDPS        Y6, Y5, Y6
 	VMOVUPS       Y6, 256(BX)
 
 	// diff = sub(valueTarget, stateValue)
@@ -496,7 +496,7 @@ blocks_5:
 	// mean(v30) over [N T]
 	VEXTRACTF64X4 $0x01, Z10, Y8
 	VADDPS        576(BX), Y8, Y8
-	VADDPS        Y10, Y8, Y8
+	VADDPS        Y8, Y10, Y8
 	VMOVUPS       Y8, 576(BX)
 	VBROADCASTSS  lgb17<>+0(SB), Z8
 

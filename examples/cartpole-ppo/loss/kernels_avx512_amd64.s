@@ -103,7 +103,7 @@ blocks_2:
 	// mean(advantage) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y1, Y2, Y2
+	VADDPS        Y2, Y1, Y2
 	VMOVUPS       Y2, 256(BX)
 
 	// std(advantage) over [N T]
@@ -807,13 +807,13 @@ inner_A_7:
 	VEXTRACTF64X4 $0x01, Z6, Y8
 	MOVQ          state+64(FP), SI
 	VADDPS        1664(SI), Y6, Y6
-	VADDPS        Y8, Y6, Y6
+	VADDPS        Y6, Y8, Y6
 	VMOVUPS       Y6, 1664(SI)
 
 	// mean(v44) over [N T]
 	VEXTRACTF64X4 $0x01, Z7, Y6
 	VADDPS        1984(SI), Y7, Y7
-	VADDPS        Y6, Y7, Y7
+	VADDPS        Y7, Y6, Y7
 	VMOVUPS       Y7, 1984(SI)
 
 	// v60 = sub(sampleLogProb, logSoftmax)
@@ -822,7 +822,7 @@ inner_A_7:
 	// mean(v60) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 2304(SI)
 
 	// finish v64
@@ -840,13 +840,13 @@ inner_A_7:
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z0, Y2
 	VADDPS        2624(SI), Y0, Y0
-	VADDPS        Y2, Y0, Y0
+	VADDPS        Y0, Y2, Y0
 	VMOVUPS       Y0, 2624(SI)
 
 	// mean(v68) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y0
 	VADDPS        2944(SI), Y1, Y1
-	VADDPS        Y0, Y1, Y1
+	VADDPS        Y1, Y0, Y1
 	VMOVUPS       Y1, 2944(SI)
 	VMOVUPS       256(AX), Z0
 	MOVQ          stateValue+32(FP), R8
@@ -864,7 +864,7 @@ inner_A_7:
 	// mean(v74) over [N T]
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VADDPS        3264(SI), Y2, Y2
-	VADDPS        Y3, Y2, Y2
+	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3264(SI)
 
 	// var(diff) over [N]
@@ -1582,7 +1582,7 @@ blocks_13:
 	// mean(advantage) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y2
 	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y1, Y2, Y2
+	VADDPS        Y2, Y1, Y2
 	VMOVUPS       Y2, 256(BX)
 
 	// std(advantage) over [N T]
@@ -2152,13 +2152,13 @@ inner_A_18:
 	VEXTRACTF64X4 $0x01, Z8, Y11
 	MOVQ          state+64(FP), SI
 	VADDPS        1664(SI), Y8, Y8
-	VADDPS        Y11, Y8, Y8
+	VADDPS        Y8, Y11, Y8
 	VMOVUPS       Y8, 1664(SI)
 
 	// mean(v44) over [N T]
 	VEXTRACTF64X4 $0x01, Z7, Y8
 	VADDPS        1984(SI), Y7, Y7
-	VADDPS        Y8, Y7, Y7
+	VADDPS        Y7, Y8, Y7
 	VMOVUPS       Y7, 1984(SI)
 
 	// v60 = sub(sampleLogProb, logSoftmax)
@@ -2167,7 +2167,7 @@ inner_A_18:
 	// mean(v60) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y3
 	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y3, Y1, Y1
+	VADDPS        Y1, Y3, Y1
 	VMOVUPS       Y1, 2304(SI)
 
 	// finish v64
@@ -2185,13 +2185,13 @@ inner_A_18:
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z2, Y5
 	VADDPS        2624(SI), Y2, Y2
-	VADDPS        Y5, Y2, Y2
+	VADDPS        Y2, Y5, Y2
 	VMOVUPS       Y2, 2624(SI)
 
 	// mean(v68) over [N T]
 	VEXTRACTF64X4 $0x01, Z3, Y2
 	VADDPS        2944(SI), Y3, Y3
-	VADDPS        Y2, Y3, Y3
+	VADDPS        Y3, Y2, Y3
 	VMOVUPS       Y3, 2944(SI)
 	VMOVUPS       512(AX), Z2
 	MOVQ          stateValue+32(FP), R9
@@ -2209,7 +2209,7 @@ inner_A_18:
 	// mean(v74) over [N T]
 	VEXTRACTF64X4 $0x01, Z5, Y7
 	VADDPS        3264(SI), Y5, Y5
-	VADDPS        Y7, Y5, Y5
+	VADDPS        Y5, Y7, Y5
 	VMOVUPS       Y5, 3264(SI)
 
 	// var(diff) over [N]
