@@ -228,7 +228,7 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 	a := pg.a64
 	off := pg.stateOff(r)
-	mem := func(f string) operand.Mem { return pg.stateMem(r, field{f, true}, off, 0) }
+	mem := func(f string) operand.Op { return pg.stateOp(r, field{f, true}, off, 0) }
 	p, q, fin, t := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
 	pg.mov(mem("p"), p)
 	pg.mov(mem("pm2"), q)
@@ -263,9 +263,18 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 		a.fmadd231(d, w, m2)
 		a.mov(m2, at("m2"))
 	}
-	z := pg.zero()
-	pg.mov(z, mem("p"))
-	pg.mov(z, mem("pm2"))
+	var z reg.VecVirtual
+	for _, f := range []string{"p", "pm2"} {
+		switch p, ok := pg.partRegs[stateField(r, f)]; {
+		case ok:
+			pg.mov(pg.cf(0), p)
+		case z == nil:
+			z = pg.zero()
+			fallthrough
+		default:
+			pg.mov(z, mem(f))
+		}
+	}
 	return fin
 }
 
@@ -520,8 +529,30 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 		pg.mov(pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0), p)
 		regs[r.ID] = p
 	}
+	pg.partRegs = nil
+	if pg.wide { // 32 registers: the variances' partials too, 3 each
+		for _, r := range pg.ps.Reduces {
+			if !pg.partial(r) || !r.Op.Welford() || len(regs)+len(pg.partRegs)+3 > maxWideSumRegs {
+				continue
+			}
+			if pg.partRegs == nil {
+				pg.partRegs = map[string]reg.VecVirtual{}
+			}
+			for _, f := range []string{"p", "pm2", "pc"} {
+				v := pg.ymm()
+				pg.mov(pg.stateMem(r, field{f, true}, pg.stateOff(r), 0), v)
+				pg.partRegs[stateField(r, f)] = v
+			}
+		}
+	}
 	return regs // the loop's first block starts with fresh offsets (runItems)
 }
+
+// maxWideSumRegs is how many registers a small pass's 16-lane variant holds partials in: a
+// variance's three partials otherwise go through memory twice a 16-lane block (its halves),
+// each a store forwarded to the next load — a third of flat ClipPPO's time at 64k went to the
+// normalised advantage's pass (a mean and a variance of one input).
+const maxWideSumRegs = 8
 
 // storeSumRegs stores the partial sums held in registers back into their slots, after the
 // loop over full blocks.
@@ -531,9 +562,14 @@ func (pg *passGen) storeSumRegs() {
 		if p, ok := pg.sumRegs[r.ID]; ok {
 			pg.mov(p, pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0))
 		}
+		for _, f := range []string{"p", "pm2", "pc"} {
+			if v, ok := pg.partRegs[stateField(r, f)]; ok {
+				pg.mov(v, pg.stateMem(r, field{f, true}, pg.stateOff(r), 0))
+			}
+		}
 	}
 	pg.freshOffsets()
-	pg.sumRegs = nil
+	pg.sumRegs, pg.partRegs = nil, nil
 }
 
 func (pg *passGen) hasPartials() bool {

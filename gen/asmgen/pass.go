@@ -58,16 +58,17 @@ type passGen struct {
 	chunked  bool                   // the pass runs on a chunk of its schedule's chunked dim (lo, hi arguments)
 	flat     bool                   // chunked along the vector axis: lo and hi are element indices of it
 
-	hoisted    map[int]operand.Mem    // loop-invariant values computed before the loops, by node (hoist.go)
-	invariants map[int]bool           // every node hoist computed, whose items the blocks skip
-	rowItems   []bitem                // the row invariants' program, run at the start of each row (rowHoist)
-	keptTiles  map[int]*tile          // values kept across a block's inner loops, by node (keep.go)
-	flushK     reg.GPVirtual          // in a full block of a pass with partials: the flush counter (flushEvery − the block's count since the flush)
-	sumRegs    map[int]reg.VecVirtual // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
-	halfExp    reg.VecVirtual         // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
-	half       int                    // 16-lane code: 1 while folding a block's second half (accumulateHalves)
-	slotShift  int                    // 16-lane code: 8 while folding lanes 8–15 into one state slot a lane
-	slots      *alignedSlots          // 16-lane code: the 64-byte aligned spill slots (spillSlot)
+	hoisted    map[int]operand.Mem       // loop-invariant values computed before the loops, by node (hoist.go)
+	invariants map[int]bool              // every node hoist computed, whose items the blocks skip
+	rowItems   []bitem                   // the row invariants' program, run at the start of each row (rowHoist)
+	keptTiles  map[int]*tile             // values kept across a block's inner loops, by node (keep.go)
+	flushK     reg.GPVirtual             // in a full block of a pass with partials: the flush counter (flushEvery − the block's count since the flush)
+	sumRegs    map[int]reg.VecVirtual    // in the loop over full blocks: partial sums held in registers (sumsInRegs), by node
+	partRegs   map[string]reg.VecVirtual // 16-lane code, the same loop: variances' float32 partials in registers, by stateField
+	halfExp    reg.VecVirtual            // 16-lane code: e^x of the half a logsumexp is folding (accumulateHalves)
+	half       int                       // 16-lane code: 1 while folding a block's second half (accumulateHalves)
+	slotShift  int                       // 16-lane code: 8 while folding lanes 8–15 into one state slot a lane
+	slots      *alignedSlots             // 16-lane code: the 64-byte aligned spill slots (spillSlot)
 
 	blockState
 }

@@ -464,8 +464,11 @@ func (pg *passGen) innerRegCount(r *ir.Node) int {
 }
 
 // stateOp is stateMem, or the register holding that state vector (an inner reduction's, see
-// innerInit).
+// innerInit; a variance's partial in a 16-lane loop, sumsInRegs).
 func (pg *passGen) stateOp(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Op {
+	if p, ok := pg.partRegs[stateField(r, f.name)]; ok {
+		return p
+	}
 	if hs, ok := pg.innerRegs[stateField(r, f.name)]; ok {
 		if f.elem {
 			return hs[0]

@@ -12,6 +12,9 @@ TEXT ·pass0AVX512(SB), $64-32
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
 	VMOVUPS 256(AX), Y0
+	VMOVUPS 960(AX), Y1
+	VMOVUPS 1088(AX), Y2
+	VMOVUPS 1216(AX), Y3
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_2
@@ -19,107 +22,97 @@ TEXT ·pass0AVX512(SB), $64-32
 blocks_1:
 	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z4
 
 	// mean(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y0, Y4, Y0
+	VADDPS        Y0, Y5, Y0
 
 	// std(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVQ         CX, X3
-	VPBROADCASTD  X3, Y3
-	VPCMPEQD      lgc0<>+0(SB), Y3, Y3
-	MOVQ          state+0(FP), DX
-	VMOVUPS       1216(DX), Y4
-	VBLENDVPS     Y3, Y1, Y4, Y4
-	VMOVUPS       Y4, 1216(DX)
-	VSUBPS        Y4, Y1, Y1
-	VADDPS        960(DX), Y1, Y3
-	VMOVUPS       Y3, 960(DX)
-	VMOVUPS       1088(DX), Y3
-	VFMADD231PS   Y1, Y1, Y3
-	VMOVUPS       Y3, 1088(DX)
-	VMOVUPS       1216(DX), Y1
-	VSUBPS        Y1, Y2, Y1
-	VADDPS        960(DX), Y1, Y2
-	VMOVUPS       Y2, 960(DX)
-	VMOVUPS       1088(DX), Y2
-	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, 1088(DX)
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VMOVQ         CX, X6
+	VPBROADCASTD  X6, Y6
+	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
+	VMOVUPS       Y3, Y7
+	VBLENDVPS     Y6, Y4, Y7, Y7
+	VMOVUPS       Y7, Y3
+	VSUBPS        Y7, Y4, Y4
+	VADDPS        Y1, Y4, Y1
+	VFMADD231PS   Y4, Y4, Y2
+	VMOVUPS       Y3, Y4
+	VSUBPS        Y4, Y5, Y4
+	VADDPS        Y1, Y4, Y1
+	VFMADD231PS   Y4, Y4, Y2
 	DECQ          CX
 	JNZ           noflush_3
-	VMOVUPD       lgc1<>+0(SB), Y1
+	VMOVUPD       lgc1<>+0(SB), Y4
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc2<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
+	VANDPS        lgc2<>+0(SB), Y0, Y5
+	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
+	VCVTPS2PD     X0, Y6
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        64(CX), Y3, Y3
-	VMOVUPD       Y3, 64(CX)
+	VADDPD        64(CX), Y6, Y6
+	VMOVUPD       Y6, 64(CX)
 	VADDPD        96(CX), Y0, Y0
 	VMOVUPD       Y0, 96(CX)
 	VMOVUPS       lgc4<>+0(SB), Y0
-	VMOVUPS       960(CX), Y3
-	VMOVUPS       1088(CX), Y4
-	VANDPS        lgc2<>+0(SB), Y3, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS        lgc2<>+0(SB), Y4, Y6
+	VANDPS        lgc2<>+0(SB), Y1, Y6
 	VCMPPS        $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS        Y6, Y5, Y5
-	VMOVUPS       1216(CX), Y6
-	VCVTPS2PD     X3, Y7
-	VEXTRACTF128  $0x01, Y3, X3
-	VCVTPS2PD     X3, Y3
-	VCVTPS2PD     X4, Y8
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VCVTPS2PD     X6, Y9
-	VEXTRACTF128  $0x01, Y6, X6
-	VCVTPS2PD     X6, Y6
-	VMAXPD        lgc5<>+0(SB), Y1, Y10
-	VDIVPD        Y10, Y7, Y11
-	VFNMADD231PD  Y7, Y11, Y8
-	VADDPD        Y9, Y11, Y11
-	VMOVUPD       384(CX), Y7
-	VADDPD        Y1, Y7, Y9
-	VMOVUPD       Y9, 384(CX)
-	VMAXPD        lgc5<>+0(SB), Y9, Y9
-	VDIVPD        Y9, Y1, Y9
-	VMOVUPD       576(CX), Y12
-	VSUBPD        Y12, Y11, Y11
-	VFMADD231PD   Y11, Y9, Y12
-	VMOVUPD       Y12, 576(CX)
-	VMULPD        Y9, Y7, Y9
-	VMULPD        Y11, Y9, Y9
-	VADDPD        768(CX), Y8, Y7
-	VFMADD231PD   Y11, Y9, Y7
-	VMOVUPD       Y7, 768(CX)
-	VDIVPD        Y10, Y3, Y7
-	VFNMADD231PD  Y3, Y7, Y4
-	VADDPD        Y6, Y7, Y7
-	VMOVUPD       416(CX), Y3
-	VADDPD        Y1, Y3, Y6
-	VMOVUPD       Y6, 416(CX)
-	VMAXPD        lgc5<>+0(SB), Y6, Y6
-	VDIVPD        Y6, Y1, Y1
-	VMOVUPD       608(CX), Y6
-	VSUBPD        Y6, Y7, Y7
-	VFMADD231PD   Y7, Y1, Y6
-	VMOVUPD       Y6, 608(CX)
-	VMULPD        Y1, Y3, Y1
-	VMULPD        Y7, Y1, Y1
-	VADDPD        800(CX), Y4, Y3
-	VFMADD231PD   Y7, Y1, Y3
-	VMOVUPD       Y3, 800(CX)
+	VANDPS        lgc2<>+0(SB), Y2, Y7
+	VCMPPS        $0x12, lgc3<>+0(SB), Y7, Y7
+	VANDPS        Y7, Y6, Y6
+	VMOVUPS       Y3, Y7
+	VCVTPS2PD     X1, Y8
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VCVTPS2PD     X2, Y9
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VCVTPS2PD     X7, Y10
+	VEXTRACTF128  $0x01, Y7, X7
+	VCVTPS2PD     X7, Y7
+	VMAXPD        lgc5<>+0(SB), Y4, Y11
+	VDIVPD        Y11, Y8, Y12
+	VFNMADD231PD  Y8, Y12, Y9
+	VADDPD        Y10, Y12, Y12
+	VMOVUPD       384(CX), Y8
+	VADDPD        Y4, Y8, Y10
+	VMOVUPD       Y10, 384(CX)
+	VMAXPD        lgc5<>+0(SB), Y10, Y10
+	VDIVPD        Y10, Y4, Y10
+	VMOVUPD       576(CX), Y13
+	VSUBPD        Y13, Y12, Y12
+	VFMADD231PD   Y12, Y10, Y13
+	VMOVUPD       Y13, 576(CX)
+	VMULPD        Y10, Y8, Y10
+	VMULPD        Y12, Y10, Y10
+	VADDPD        768(CX), Y9, Y8
+	VFMADD231PD   Y12, Y10, Y8
+	VMOVUPD       Y8, 768(CX)
+	VDIVPD        Y11, Y1, Y8
+	VFNMADD231PD  Y1, Y8, Y2
+	VADDPD        Y7, Y8, Y8
+	VMOVUPD       416(CX), Y1
+	VADDPD        Y4, Y1, Y7
+	VMOVUPD       Y7, 416(CX)
+	VMAXPD        lgc5<>+0(SB), Y7, Y7
+	VDIVPD        Y7, Y4, Y4
+	VMOVUPD       608(CX), Y7
+	VSUBPD        Y7, Y8, Y8
+	VFMADD231PD   Y8, Y4, Y7
+	VMOVUPD       Y7, 608(CX)
+	VMULPD        Y4, Y1, Y4
+	VMULPD        Y8, Y4, Y4
+	VADDPD        800(CX), Y2, Y1
+	VFMADD231PD   Y8, Y4, Y1
+	VMOVUPD       Y1, 800(CX)
 	VMOVUPS       lgc4<>+0(SB), Y1
-	VMOVUPS       Y1, 960(CX)
-	VMOVUPS       Y1, 1088(CX)
-	VANDPS        Y5, Y2, Y2
-	VANDPS        1344(CX), Y2, Y2
-	VMOVUPS       Y2, 1344(CX)
+	VMOVUPS       lgc4<>+0(SB), Y2
+	VANDPS        Y6, Y5, Y5
+	VANDPS        1344(CX), Y5, Y5
+	VMOVUPS       Y5, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_3:
@@ -132,6 +125,9 @@ noflush_3:
 chunkdone_2:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      Y2, 1088(AX)
+	VMOVUPS      Y3, 1216(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -1114,6 +1110,9 @@ TEXT ·fbPass0AVX512(SB), $64-32
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
 	VMOVUPS 256(AX), Y0
+	VMOVUPS 960(AX), Y1
+	VMOVUPS 1088(AX), Y2
+	VMOVUPS 1216(AX), Y3
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_8
@@ -1121,107 +1120,97 @@ TEXT ·fbPass0AVX512(SB), $64-32
 blocks_7:
 	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z4
 
 	// mean(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y0, Y4, Y0
+	VADDPS        Y0, Y5, Y0
 
 	// std(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVQ         CX, X3
-	VPBROADCASTD  X3, Y3
-	VPCMPEQD      lgc0<>+0(SB), Y3, Y3
-	MOVQ          state+0(FP), DX
-	VMOVUPS       1216(DX), Y4
-	VBLENDVPS     Y3, Y1, Y4, Y4
-	VMOVUPS       Y4, 1216(DX)
-	VSUBPS        Y4, Y1, Y1
-	VADDPS        960(DX), Y1, Y3
-	VMOVUPS       Y3, 960(DX)
-	VMOVUPS       1088(DX), Y3
-	VFMADD231PS   Y1, Y1, Y3
-	VMOVUPS       Y3, 1088(DX)
-	VMOVUPS       1216(DX), Y1
-	VSUBPS        Y1, Y2, Y1
-	VADDPS        960(DX), Y1, Y2
-	VMOVUPS       Y2, 960(DX)
-	VMOVUPS       1088(DX), Y2
-	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, 1088(DX)
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VMOVQ         CX, X6
+	VPBROADCASTD  X6, Y6
+	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
+	VMOVUPS       Y3, Y7
+	VBLENDVPS     Y6, Y4, Y7, Y7
+	VMOVUPS       Y7, Y3
+	VSUBPS        Y7, Y4, Y4
+	VADDPS        Y1, Y4, Y1
+	VFMADD231PS   Y4, Y4, Y2
+	VMOVUPS       Y3, Y4
+	VSUBPS        Y4, Y5, Y4
+	VADDPS        Y1, Y4, Y1
+	VFMADD231PS   Y4, Y4, Y2
 	DECQ          CX
 	JNZ           noflush_9
-	VMOVUPD       lgc1<>+0(SB), Y1
+	VMOVUPD       lgc1<>+0(SB), Y4
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc2<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
+	VANDPS        lgc2<>+0(SB), Y0, Y5
+	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
+	VCVTPS2PD     X0, Y6
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        64(CX), Y3, Y3
-	VMOVUPD       Y3, 64(CX)
+	VADDPD        64(CX), Y6, Y6
+	VMOVUPD       Y6, 64(CX)
 	VADDPD        96(CX), Y0, Y0
 	VMOVUPD       Y0, 96(CX)
 	VMOVUPS       lgc4<>+0(SB), Y0
-	VMOVUPS       960(CX), Y3
-	VMOVUPS       1088(CX), Y4
-	VANDPS        lgc2<>+0(SB), Y3, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS        lgc2<>+0(SB), Y4, Y6
+	VANDPS        lgc2<>+0(SB), Y1, Y6
 	VCMPPS        $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS        Y6, Y5, Y5
-	VMOVUPS       1216(CX), Y6
-	VCVTPS2PD     X3, Y7
-	VEXTRACTF128  $0x01, Y3, X3
-	VCVTPS2PD     X3, Y3
-	VCVTPS2PD     X4, Y8
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VCVTPS2PD     X6, Y9
-	VEXTRACTF128  $0x01, Y6, X6
-	VCVTPS2PD     X6, Y6
-	VMAXPD        lgc5<>+0(SB), Y1, Y10
-	VDIVPD        Y10, Y7, Y11
-	VFNMADD231PD  Y7, Y11, Y8
-	VADDPD        Y9, Y11, Y11
-	VMOVUPD       384(CX), Y7
-	VADDPD        Y1, Y7, Y9
-	VMOVUPD       Y9, 384(CX)
-	VMAXPD        lgc5<>+0(SB), Y9, Y9
-	VDIVPD        Y9, Y1, Y9
-	VMOVUPD       576(CX), Y12
-	VSUBPD        Y12, Y11, Y11
-	VFMADD231PD   Y11, Y9, Y12
-	VMOVUPD       Y12, 576(CX)
-	VMULPD        Y9, Y7, Y9
-	VMULPD        Y11, Y9, Y9
-	VADDPD        768(CX), Y8, Y7
-	VFMADD231PD   Y11, Y9, Y7
-	VMOVUPD       Y7, 768(CX)
-	VDIVPD        Y10, Y3, Y7
-	VFNMADD231PD  Y3, Y7, Y4
-	VADDPD        Y6, Y7, Y7
-	VMOVUPD       416(CX), Y3
-	VADDPD        Y1, Y3, Y6
-	VMOVUPD       Y6, 416(CX)
-	VMAXPD        lgc5<>+0(SB), Y6, Y6
-	VDIVPD        Y6, Y1, Y1
-	VMOVUPD       608(CX), Y6
-	VSUBPD        Y6, Y7, Y7
-	VFMADD231PD   Y7, Y1, Y6
-	VMOVUPD       Y6, 608(CX)
-	VMULPD        Y1, Y3, Y1
-	VMULPD        Y7, Y1, Y1
-	VADDPD        800(CX), Y4, Y3
-	VFMADD231PD   Y7, Y1, Y3
-	VMOVUPD       Y3, 800(CX)
+	VANDPS        lgc2<>+0(SB), Y2, Y7
+	VCMPPS        $0x12, lgc3<>+0(SB), Y7, Y7
+	VANDPS        Y7, Y6, Y6
+	VMOVUPS       Y3, Y7
+	VCVTPS2PD     X1, Y8
+	VEXTRACTF128  $0x01, Y1, X1
+	VCVTPS2PD     X1, Y1
+	VCVTPS2PD     X2, Y9
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VCVTPS2PD     X7, Y10
+	VEXTRACTF128  $0x01, Y7, X7
+	VCVTPS2PD     X7, Y7
+	VMAXPD        lgc5<>+0(SB), Y4, Y11
+	VDIVPD        Y11, Y8, Y12
+	VFNMADD231PD  Y8, Y12, Y9
+	VADDPD        Y10, Y12, Y12
+	VMOVUPD       384(CX), Y8
+	VADDPD        Y4, Y8, Y10
+	VMOVUPD       Y10, 384(CX)
+	VMAXPD        lgc5<>+0(SB), Y10, Y10
+	VDIVPD        Y10, Y4, Y10
+	VMOVUPD       576(CX), Y13
+	VSUBPD        Y13, Y12, Y12
+	VFMADD231PD   Y12, Y10, Y13
+	VMOVUPD       Y13, 576(CX)
+	VMULPD        Y10, Y8, Y10
+	VMULPD        Y12, Y10, Y10
+	VADDPD        768(CX), Y9, Y8
+	VFMADD231PD   Y12, Y10, Y8
+	VMOVUPD       Y8, 768(CX)
+	VDIVPD        Y11, Y1, Y8
+	VFNMADD231PD  Y1, Y8, Y2
+	VADDPD        Y7, Y8, Y8
+	VMOVUPD       416(CX), Y1
+	VADDPD        Y4, Y1, Y7
+	VMOVUPD       Y7, 416(CX)
+	VMAXPD        lgc5<>+0(SB), Y7, Y7
+	VDIVPD        Y7, Y4, Y4
+	VMOVUPD       608(CX), Y7
+	VSUBPD        Y7, Y8, Y8
+	VFMADD231PD   Y8, Y4, Y7
+	VMOVUPD       Y7, 608(CX)
+	VMULPD        Y4, Y1, Y4
+	VMULPD        Y8, Y4, Y4
+	VADDPD        800(CX), Y2, Y1
+	VFMADD231PD   Y8, Y4, Y1
+	VMOVUPD       Y1, 800(CX)
 	VMOVUPS       lgc4<>+0(SB), Y1
-	VMOVUPS       Y1, 960(CX)
-	VMOVUPS       Y1, 1088(CX)
-	VANDPS        Y5, Y2, Y2
-	VANDPS        1344(CX), Y2, Y2
-	VMOVUPS       Y2, 1344(CX)
+	VMOVUPS       lgc4<>+0(SB), Y2
+	VANDPS        Y6, Y5, Y5
+	VANDPS        1344(CX), Y5, Y5
+	VMOVUPS       Y5, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_9:
@@ -1234,6 +1223,9 @@ noflush_9:
 chunkdone_8:
 	MOVQ         state+0(FP), AX
 	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      Y2, 1088(AX)
+	VMOVUPS      Y3, 1216(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
