@@ -145,12 +145,40 @@ func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 		}
 	}
 	pg.inNarrow(func() {
+		held := pg.holdWelford(r)
 		for h, xh := range []reg.VecVirtual{first, second} {
 			pg.halfExp, pg.half, pg.slotShift = es[h], h, shift[h]
 			pg.accumulate(r, xh)
 		}
 		pg.halfExp, pg.half, pg.slotShift = nil, 0, 0
+		held()
 	})
+}
+
+// holdWelford loads a variance's float32 partials (p, pm2, the centre pc) into registers
+// for the two halves of a 16-lane block, when they are in memory, and returns what stores
+// them back: one load and one store a block, not one per half, and the second half's chain
+// does not wait on a store forwarded to a load (addPair does the same for sums).
+func (pg *passGen) holdWelford(r *ir.Node) func() {
+	if !r.Op.Welford() || !pg.partial(r) || pg.partRegs[stateField(r, "p")] != nil {
+		return func() {}
+	}
+	if pg.partRegs == nil {
+		pg.partRegs = map[string]reg.VecVirtual{}
+	}
+	off := pg.stateOff(r)
+	fs := []string{"p", "pm2", "pc"}
+	for _, f := range fs {
+		v := pg.ymm()
+		pg.mov(pg.stateMem(r, field{f, true}, off, 0), v)
+		pg.partRegs[stateField(r, f)] = v
+	}
+	return func() {
+		for _, f := range fs {
+			pg.mov(pg.partRegs[stateField(r, f)], pg.stateMem(r, field{f, true}, off, 0))
+			delete(pg.partRegs, stateField(r, f))
+		}
+	}
 }
 
 // foldAnd is the and of a 16-lane mask's two halves, an 8-lane mask.

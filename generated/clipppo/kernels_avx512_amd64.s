@@ -473,47 +473,53 @@ blocks_4:
 
 	// var(diff) over [B]
 	VEXTRACTF64X4 $0x01, Z2, Y1
-	VMOVQ         DX, X4
-	VPBROADCASTD  X4, Y4
-	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
-	VMOVUPS       4544(BX), Y5
-	VBLENDVPS     Y4, Y2, Y5, Y5
-	VMOVUPS       Y5, 4544(BX)
-	VSUBPS        Y5, Y2, Y2
-	VADDPS        4288(BX), Y2, Y4
-	VMOVUPS       Y4, 4288(BX)
-	VMOVUPS       4416(BX), Y4
-	VFMADD231PS   Y2, Y2, Y4
-	VMOVUPS       Y4, 4416(BX)
-	VMOVUPS       4544(BX), Y2
+	VMOVUPS       4288(BX), Y4
+	VMOVUPS       4416(BX), Y5
+	VMOVUPS       4544(BX), Y6
+	VMOVQ         DX, X7
+	VPBROADCASTD  X7, Y7
+	VPCMPEQD      lgc0<>+0(SB), Y7, Y7
+	VMOVUPS       Y6, Y9
+	VBLENDVPS     Y7, Y2, Y9, Y9
+	VMOVUPS       Y9, Y6
+	VSUBPS        Y9, Y2, Y2
+	VADDPS        Y4, Y2, Y4
+	VFMADD231PS   Y2, Y2, Y5
+	VMOVUPS       Y6, Y2
 	VSUBPS        Y2, Y1, Y1
-	VADDPS        4288(BX), Y1, Y2
-	VMOVUPS       Y2, 4288(BX)
-	VMOVUPS       4416(BX), Y2
+	VADDPS        Y4, Y1, Y2
+	VMOVUPS       Y2, Y4
+	VMOVUPS       Y5, Y2
 	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, 4416(BX)
+	VMOVUPS       Y2, Y5
+	VMOVUPS       Y4, 4288(BX)
+	VMOVUPS       Y5, 4416(BX)
+	VMOVUPS       Y6, 4544(BX)
 
 	// var(valueTarget) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VMOVQ         DX, X2
-	VPBROADCASTD  X2, Y2
-	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
-	VMOVUPS       5504(BX), Y4
-	VBLENDVPS     Y2, Y0, Y4, Y4
-	VMOVUPS       Y4, 5504(BX)
-	VSUBPS        Y4, Y0, Y0
-	VADDPS        5248(BX), Y0, Y2
-	VMOVUPS       Y2, 5248(BX)
-	VMOVUPS       5376(BX), Y2
-	VFMADD231PS   Y0, Y0, Y2
-	VMOVUPS       Y2, 5376(BX)
-	VMOVUPS       5504(BX), Y0
+	VMOVUPS       5248(BX), Y2
+	VMOVUPS       5376(BX), Y4
+	VMOVUPS       5504(BX), Y5
+	VMOVQ         DX, X6
+	VPBROADCASTD  X6, Y6
+	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
+	VMOVUPS       Y5, Y7
+	VBLENDVPS     Y6, Y0, Y7, Y7
+	VMOVUPS       Y7, Y5
+	VSUBPS        Y7, Y0, Y0
+	VADDPS        Y2, Y0, Y2
+	VFMADD231PS   Y0, Y0, Y4
+	VMOVUPS       Y5, Y0
 	VSUBPS        Y0, Y1, Y0
-	VADDPS        5248(BX), Y0, Y1
-	VMOVUPS       Y1, 5248(BX)
-	VMOVUPS       5376(BX), Y1
+	VADDPS        Y2, Y0, Y1
+	VMOVUPS       Y1, Y2
+	VMOVUPS       Y4, Y1
 	VFMADD231PS   Y0, Y0, Y1
-	VMOVUPS       Y1, 5376(BX)
+	VMOVUPS       Y1, Y4
+	VMOVUPS       Y2, 5248(BX)
+	VMOVUPS       Y4, 5376(BX)
+	VMOVUPS       Y5, 5504(BX)
 
 	// logsumexp(logWeight) over [B]
 	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z3, K1
@@ -1524,47 +1530,50 @@ blocks_10:
 
 	// var(diff) over [B]
 	VEXTRACTF64X4 $0x01, Z5, Y0
-	VMOVQ         DX, X4
-	VPBROADCASTD  X4, Y4
-	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
-	VMOVUPS       4544(BX), Y7
-	VBLENDVPS     Y4, Y5, Y7, Y7
-	VMOVUPS       Y7, 4544(BX)
-	VSUBPS        Y7, Y5, Y4
-	VADDPS        4288(BX), Y4, Y7
-	VMOVUPS       Y7, 4288(BX)
+	VMOVUPS       4288(BX), Y4
 	VMOVUPS       4416(BX), Y7
-	VFMADD231PS   Y4, Y4, Y7
-	VMOVUPS       Y7, 4416(BX)
-	VMOVUPS       4544(BX), Y4
-	VSUBPS        Y4, Y0, Y0
-	VADDPS        4288(BX), Y0, Y4
+	VMOVUPS       4544(BX), Y9
+	VMOVQ         DX, X14
+	VPBROADCASTD  X14, Y14
+	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
+	VMOVUPS       Y9, Y15
+	VBLENDVPS     Y14, Y5, Y15, Y15
+	VMOVUPS       Y15, Y9
+	VSUBPS        Y15, Y5, Y14
+	VADDPS        Y4, Y14, Y4
+	VFMADD231PS   Y14, Y14, Y7
+	VMOVUPS       Y9, Y14
+	VSUBPS        Y14, Y0, Y0
+	VADDPS        Y4, Y0, Y4
+	VFMADD231PS   Y0, Y0, Y7
 	VMOVUPS       Y4, 4288(BX)
-	VMOVUPS       4416(BX), Y4
-	VFMADD231PS   Y0, Y0, Y4
-	VMOVUPS       Y4, 4416(BX)
+	VMOVUPS       Y7, 4416(BX)
+	VMOVUPS       Y9, 4544(BX)
 
 	// var(valueTarget) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y0
-	VMOVQ         DX, X4
-	VPBROADCASTD  X4, Y4
-	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
-	VMOVUPS       5504(BX), Y7
-	VBLENDVPS     Y4, Y1, Y7, Y7
-	VMOVUPS       Y7, 5504(BX)
-	VSUBPS        Y7, Y1, Y1
-	VADDPS        5248(BX), Y1, Y4
-	VMOVUPS       Y4, 5248(BX)
-	VMOVUPS       5376(BX), Y4
-	VFMADD231PS   Y1, Y1, Y4
-	VMOVUPS       Y4, 5376(BX)
-	VMOVUPS       5504(BX), Y1
+	VMOVUPS       5248(BX), Y4
+	VMOVUPS       5376(BX), Y7
+	VMOVUPS       5504(BX), Y9
+	VMOVQ         DX, X14
+	VPBROADCASTD  X14, Y14
+	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
+	VMOVUPS       Y9, Y15
+	VBLENDVPS     Y14, Y1, Y15, Y15
+	VMOVUPS       Y15, Y9
+	VSUBPS        Y15, Y1, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y7
+	VMOVUPS       Y9, Y1
 	VSUBPS        Y1, Y0, Y0
-	VADDPS        5248(BX), Y0, Y1
-	VMOVUPS       Y1, 5248(BX)
-	VMOVUPS       5376(BX), Y1
+	VADDPS        Y4, Y0, Y1
+	VMOVUPS       Y1, Y4
+	VMOVUPS       Y7, Y1
 	VFMADD231PS   Y0, Y0, Y1
-	VMOVUPS       Y1, 5376(BX)
+	VMOVUPS       Y1, Y7
+	VMOVUPS       Y4, 5248(BX)
+	VMOVUPS       Y7, 5376(BX)
+	VMOVUPS       Y9, 5504(BX)
 	VMOVUPS       Z5, 320(AX)
 	VMOVUPS       Z2, 384(AX)
 

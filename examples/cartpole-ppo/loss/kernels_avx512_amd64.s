@@ -108,25 +108,25 @@ blocks_2:
 
 	// std(advantage) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVQ         DX, X3
-	VPBROADCASTD  X3, Y3
-	VPCMPEQD      lgc11<>+0(SB), Y3, Y3
-	VMOVUPS       1216(BX), Y4
-	VBLENDVPS     Y3, Y2, Y4, Y4
-	VMOVUPS       Y4, 1216(BX)
-	VSUBPS        Y4, Y2, Y2
-	VADDPS        960(BX), Y2, Y3
-	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       1088(BX), Y3
-	VFMADD231PS   Y2, Y2, Y3
-	VMOVUPS       Y3, 1088(BX)
-	VMOVUPS       1216(BX), Y2
+	VMOVUPS       960(BX), Y3
+	VMOVUPS       1088(BX), Y4
+	VMOVUPS       1216(BX), Y5
+	VMOVQ         DX, X6
+	VPBROADCASTD  X6, Y6
+	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
+	VMOVUPS       Y5, Y7
+	VBLENDVPS     Y6, Y2, Y7, Y7
+	VMOVUPS       Y7, Y5
+	VSUBPS        Y7, Y2, Y2
+	VADDPS        Y3, Y2, Y3
+	VFMADD231PS   Y2, Y2, Y4
+	VMOVUPS       Y5, Y2
 	VSUBPS        Y2, Y1, Y2
-	VADDPS        960(BX), Y2, Y3
+	VADDPS        Y3, Y2, Y3
+	VFMADD231PS   Y2, Y2, Y4
 	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       1088(BX), Y3
-	VFMADD231PS   Y2, Y2, Y3
-	VMOVUPS       Y3, 1088(BX)
+	VMOVUPS       Y4, 1088(BX)
+	VMOVUPS       Y5, 1216(BX)
 
 	// store gae
 	MOVQ         s0+56(FP), BX
@@ -1587,25 +1587,25 @@ blocks_13:
 
 	// std(advantage) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVQ         DX, X3
-	VPBROADCASTD  X3, Y3
-	VPCMPEQD      lgc11<>+0(SB), Y3, Y3
-	VMOVUPS       1216(BX), Y4
-	VBLENDVPS     Y3, Y2, Y4, Y4
-	VMOVUPS       Y4, 1216(BX)
-	VSUBPS        Y4, Y2, Y2
-	VADDPS        960(BX), Y2, Y3
-	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       1088(BX), Y3
-	VFMADD231PS   Y2, Y2, Y3
-	VMOVUPS       Y3, 1088(BX)
-	VMOVUPS       1216(BX), Y2
+	VMOVUPS       960(BX), Y3
+	VMOVUPS       1088(BX), Y4
+	VMOVUPS       1216(BX), Y5
+	VMOVQ         DX, X6
+	VPBROADCASTD  X6, Y6
+	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
+	VMOVUPS       Y5, Y7
+	VBLENDVPS     Y6, Y2, Y7, Y7
+	VMOVUPS       Y7, Y5
+	VSUBPS        Y7, Y2, Y2
+	VADDPS        Y3, Y2, Y3
+	VFMADD231PS   Y2, Y2, Y4
+	VMOVUPS       Y5, Y2
 	VSUBPS        Y2, Y1, Y2
-	VADDPS        960(BX), Y2, Y3
+	VADDPS        Y3, Y2, Y3
+	VFMADD231PS   Y2, Y2, Y4
 	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       1088(BX), Y3
-	VFMADD231PS   Y2, Y2, Y3
-	VMOVUPS       Y3, 1088(BX)
+	VMOVUPS       Y4, 1088(BX)
+	VMOVUPS       Y5, 1216(BX)
 
 	// store gae
 	MOVQ         s0+56(FP), BX
