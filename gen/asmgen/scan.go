@@ -244,18 +244,23 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	if pg.zmm {
 		return pg.scanHalves(n, C, B)
 	}
-	carry := pg.carries[n.ID]
+	pg.applyCarry(n, C, B, pg.carries[n.ID])
+	return B
+}
+
+// applyCarry ends a block's scan: B = B + C·carry (the composed maps applied to the carry, cut
+// where C is 0), and the carry becomes the lane computed last: 0 backwards, L−1 forwards.
+func (pg *passGen) applyCarry(n *ir.Node, C, B, carry reg.VecVirtual) {
 	in := carry
 	if pg.mayCut(n) {
 		in = pg.ymm()
 		pg.mov(carry, in)
 		pg.cut(n, C, in)
 	}
-	pg.fmadd231(C, in, B) // y = B + C·carry
-	// The next block continues from the lane computed last: 0 backwards, L−1 forwards.
+	pg.fmadd231(C, in, B)
 	last := 0
 	if !n.Reverse {
-		last = L - 1
+		last = pg.lanes() - 1
 	}
 	if pg.f64 {
 		pg.c.VPERMPD(operand.Imm(uint64(last*0x55)), B, carry)
@@ -264,7 +269,6 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		pg.mov(pg.perm32([8]int{last, last, last, last, last, last, last, last}), ix)
 		pg.c.VPERMPS(B, ix, carry)
 	}
-	return B
 }
 
 // shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1. x is read from memory (the

@@ -14,8 +14,8 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// The AVX-512 variants. On a CPU with AVX-512 (F, DQ, VL: runtime.AVX512), a pass that
-// only streams contiguous float32 rows runs a variant of its AVX2 function on 16 lanes:
+// The AVX-512 variants. On a CPU with AVX-512 (F, DQ, VL: runtime.AVX512), a float32 pass
+// of the forms wideEligible lists runs a variant of its AVX2 function on 16 lanes:
 // blocks of 16 elements in ZMM registers, compares into mask registers (VPMOVM2D spreads
 // them back into lanes, so a where is still an and, or a bitwise select: selectBits),
 // VRNDSCALEPS for VROUNDPS, constants read by embedded broadcast (broadcastConsts), spill
@@ -196,11 +196,12 @@ func (pg *passGen) foldAnd(m reg.VecVirtual) reg.VecVirtual {
 func flatChunks(ps *plan.Pass) bool { return ps.Schedule.Chunks != nil && len(ps.Domain) == 1 }
 
 // wideEligible reports whether pass ps of the kernel gets a 16-lane variant: a float32 pass
-// over a vector axis of whole 16-element blocks (no tail; or a flat batch's chunks:
-// flatChunks) and no scan. A pass the plan stores non-temporally gets that variant only
+// over a vector axis of whole 16-element blocks (no tail; or, without a scan, a flat batch's
+// chunks: flatChunks). A pass the plan stores non-temporally gets that variant only
 // (pass%dAVX512NT), for buffers aligned to 64 bytes: with misaligned ones it runs its AVX2
-// function, so no 16-lane code runs only on a user's misaligned sub-slices, unseen by tests. Floats may be read and written at any lane
-// stride (contiguous, broadcast, or rows of inner dims: tiles, gathers, scatters), bools and
+// function, so no 16-lane code runs only on a user's misaligned sub-slices, unseen by tests.
+// A scan runs along the vector axis or an outer dim, not a shift. Floats may be read and
+// written at any lane stride (contiguous, broadcast, or rows of inner dims: tiles, gathers, scatters), bools and
 // int64 indices contiguously or broadcast; a gather reads floats only; an iota runs along
 // inner dims (its lanes all equal); an inner reduction (over inner dims, inside each block)
 // keeps one float32 state per lane (max, min, a short sum of one sign: innerF32); and a
@@ -375,9 +376,9 @@ func (s *alignedSlots) place(c *build.Context) {
 	s.lea.Operands[0] = operand.NewStackAddr(area.Disp + 63)
 }
 
-// addPair adds lo, then hi (the halves in their order), to r's float32 partial in memory, as two 8-lane blocks would, with
-// one load and one store: the partial's chain from one block to the next goes through memory
-// (a store forwarded to the next load) once per 16 lanes.
+// addPair adds lo, then hi (the halves in their order), to r's float32 partial in memory, as
+// two 8-lane blocks would, with one load and one store: the partial's chain from one block to
+// the next goes through memory (a store forwarded to the next load) once per 16 lanes.
 func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
 	pm := pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0)
 	p := pg.ymm()
@@ -407,9 +408,12 @@ func (pg *passGen) logSumExpWide(r *ir.Node, x reg.VecVirtual) {
 }
 
 // firstLanesK is a mask register with lanes 0 to w−1 set: a 16-lane tile's masked row end.
-func (pg *passGen) firstLanesK(w int) reg.Register {
+func (pg *passGen) firstLanesK(w int) reg.Register { return pg.laneK(1<<w - 1) }
+
+// laneK is a mask register with the lanes of bits set.
+func (pg *passGen) laneK(bits uint16) reg.Register {
 	t := pg.c.GP32()
-	pg.c.MOVL(operand.U32(1<<w-1), t)
+	pg.c.MOVL(operand.U32(uint32(bits)), t)
 	k := pg.c.K()
 	pg.c.KMOVW(t, k)
 	return k
@@ -497,10 +501,7 @@ func (pg *passGen) composeWide(idx [16]int, edge int, C, B, Cs, Bs reg.VecVirtua
 	}
 	ix := pg.ymm()
 	pg.mov(pg.data(fmt.Sprint("zperm", idx), vals), ix)
-	t := c.GP32()
-	c.MOVL(operand.U32(uint32(^edge&0xffff)), t)
-	k := c.K()
-	c.KMOVW(t, k)
+	k := pg.laneK(^uint16(edge))
 	pg.mov(pg.cf(1), Cs)
 	c.VPERMPS(C, ix, k, Cs)
 	c.VPERMPS_Z(B, ix, k, Bs)
@@ -511,30 +512,19 @@ func (pg *passGen) composeWide(idx [16]int, edge int, C, B, Cs, Bs reg.VecVirtua
 // backwards), the carry passing from one to the other through the same lane; the same
 // operations on the same values as the two AVX2 blocks, so the same bits.
 func (pg *passGen) scanHalves(n *ir.Node, C, B reg.VecVirtual) reg.VecVirtual {
-	c := pg.c
 	Clo, Chi := pg.halvesOf(C)
 	Blo, Bhi := pg.halvesOf(B)
 	carry := pg.carries[n.ID].AsY().(reg.VecVirtual)
 	cs, bs := []reg.VecVirtual{Clo, Chi}, []reg.VecVirtual{Blo, Bhi}
-	last := 7
 	if n.Reverse {
-		cs, bs, last = []reg.VecVirtual{Chi, Clo}, []reg.VecVirtual{Bhi, Blo}, 0
+		cs, bs = []reg.VecVirtual{Chi, Clo}, []reg.VecVirtual{Bhi, Blo}
 	}
 	pg.inNarrow(func() {
 		for h := range 2 {
-			in := carry
-			if pg.mayCut(n) {
-				in = pg.ymm()
-				pg.mov(carry, in)
-				pg.cut(n, cs[h], in)
-			}
-			pg.fmadd231(cs[h], in, bs[h])
-			ix := pg.ymm()
-			pg.mov(pg.perm32([8]int{last, last, last, last, last, last, last, last}), ix)
-			c.VPERMPS(bs[h], ix, carry)
+			pg.applyCarry(n, cs[h], bs[h], carry)
 		}
 	})
 	y := pg.ymm()
-	c.VINSERTF32X8(operand.Imm(1), Bhi, B, y) // B's lanes 0–7 are Blo's (its upper half zeroed)
+	pg.c.VINSERTF32X8(operand.Imm(1), Bhi, B, y) // B's lanes 0–7 are Blo's (its upper half zeroed)
 	return y
 }
