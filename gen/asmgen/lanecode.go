@@ -265,15 +265,14 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 	}
 	var z reg.VecVirtual
 	for _, f := range []string{"p", "pm2"} {
-		switch p, ok := pg.partRegs[stateField(r, f)]; {
-		case ok:
+		if p, ok := pg.partRegs[stateField(r, f)]; ok {
 			pg.mov(pg.cf(0), p)
-		case z == nil:
-			z = pg.zero()
-			fallthrough
-		default:
-			pg.mov(z, mem(f))
+			continue
 		}
+		if z == nil {
+			z = pg.zero()
+		}
+		pg.mov(z, mem(f))
 	}
 	return fin
 }
@@ -532,16 +531,8 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 	pg.partRegs = nil
 	if pg.wide { // 32 registers: the variances' partials too, 3 each
 		for _, r := range pg.ps.Reduces {
-			if !pg.partial(r) || !r.Op.Welford() || len(regs)+len(pg.partRegs)+3 > maxWideSumRegs {
-				continue
-			}
-			if pg.partRegs == nil {
-				pg.partRegs = map[string]reg.VecVirtual{}
-			}
-			for _, f := range []string{"p", "pm2", "pc"} {
-				v := pg.ymm()
-				pg.mov(pg.stateMem(r, field{f, true}, pg.stateOff(r), 0), v)
-				pg.partRegs[stateField(r, f)] = v
+			if pg.partial(r) && r.Op.Welford() && len(regs)+len(pg.partRegs)+len(welfordPartials) <= maxWideSumRegs {
+				pg.holdPartials(r, pg.stateOff(r))
 			}
 		}
 	}
@@ -562,10 +553,8 @@ func (pg *passGen) storeSumRegs() {
 		if p, ok := pg.sumRegs[r.ID]; ok {
 			pg.mov(p, pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0))
 		}
-		for _, f := range []string{"p", "pm2", "pc"} {
-			if v, ok := pg.partRegs[stateField(r, f)]; ok {
-				pg.mov(v, pg.stateMem(r, field{f, true}, pg.stateOff(r), 0))
-			}
+		if pg.partRegs[stateField(r, "p")] != nil {
+			pg.releasePartials(r, pg.stateOff(r))
 		}
 	}
 	pg.freshOffsets()

@@ -163,21 +163,32 @@ func (pg *passGen) holdWelford(r *ir.Node) func() {
 	if !r.Op.Welford() || !pg.partial(r) || pg.partRegs[stateField(r, "p")] != nil {
 		return func() {}
 	}
+	off := pg.stateOff(r)
+	pg.holdPartials(r, off)
+	return func() { pg.releasePartials(r, off) }
+}
+
+// welfordPartials are a variance's float32 partial fields (fields).
+var welfordPartials = []string{"p", "pm2", "pc"}
+
+// holdPartials loads variance r's partials at state offset off into registers (partRegs),
+// where stateOp finds them.
+func (pg *passGen) holdPartials(r *ir.Node, off reg.GPVirtual) {
 	if pg.partRegs == nil {
 		pg.partRegs = map[string]reg.VecVirtual{}
 	}
-	off := pg.stateOff(r)
-	fs := []string{"p", "pm2", "pc"}
-	for _, f := range fs {
+	for _, f := range welfordPartials {
 		v := pg.ymm()
 		pg.mov(pg.stateMem(r, field{f, true}, off, 0), v)
 		pg.partRegs[stateField(r, f)] = v
 	}
-	return func() {
-		for _, f := range fs {
-			pg.mov(pg.partRegs[stateField(r, f)], pg.stateMem(r, field{f, true}, off, 0))
-			delete(pg.partRegs, stateField(r, f))
-		}
+}
+
+// releasePartials stores the registers holdPartials loaded back and forgets them.
+func (pg *passGen) releasePartials(r *ir.Node, off reg.GPVirtual) {
+	for _, f := range welfordPartials {
+		pg.mov(pg.partRegs[stateField(r, f)], pg.stateMem(r, field{f, true}, off, 0))
+		delete(pg.partRegs, stateField(r, f))
 	}
 }
 
