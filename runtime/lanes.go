@@ -5,6 +5,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -171,15 +172,19 @@ func FinishArgMax[T Float](dst []float64, best []T, idx []float64, lps int) {
 
 var pureGo = sync.OnceValue(func() bool { return envOn(os.Getenv("LOSSGEN_PUREGO")) })
 
-// envOn reports whether an environment switch's value turns it on: any value but empty and
-// the false ones strconv.ParseBool reads (0, f, false, ...).
+// envOn reports whether an environment switch's value turns it on: any value but empty, the
+// false ones strconv.ParseBool reads (0, f, false, ...) and off or no in any case (what a
+// user types to turn a switch off, though ParseBool does not read them).
 func envOn(v string) bool {
+	if v == "" || strings.EqualFold(v, "off") || strings.EqualFold(v, "no") {
+		return false
+	}
 	on, err := strconv.ParseBool(v)
-	return v != "" && (err != nil || on)
+	return err != nil || on
 }
 
-// PureGo reports whether LOSSGEN_PUREGO is set to anything but a false value (0, false, as
-// strconv.ParseBool reads them): generated packages then keep their pure-Go kernels even
+// PureGo reports whether LOSSGEN_PUREGO is set to anything but a false value (0, false, off,
+// no: envOn): generated packages then keep their pure-Go kernels even
 // where an assembly backend could run (the purego build tag does the same at build time).
 func PureGo() bool { return pureGo() }
 
