@@ -197,21 +197,43 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 // pass's guard (the Go kernel reruns the pass in float64).
 func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 	pg := l.pg
-	first, c, d, s := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
-	if pg.half == 1 { // a 16-lane block's second half never starts a flush's blocks
-		pg.mov(l.atE("pc"), c)
-	} else {
+	// Partials held in registers (holdPartials) update in place; others through a register.
+	held := func(f string) (reg.VecVirtual, bool) {
+		v, ok := pg.partRegs[stateField(l.r, f)]
+		return v, ok
+	}
+	var first reg.VecVirtual
+	if pg.half != 1 { // a 16-lane block's second half never starts a flush's blocks
 		// The first block after a flush has k = partialBlocks (16-lane blocks: flushEvery).
+		first = pg.ymm()
 		pg.c.VMOVQ(pg.flushK, first.AsX())
 		pg.c.VPBROADCASTD(first.AsX(), first)
 		pg.c.VPCMPEQD(pg.cd(int32(pg.flushEvery())), first, first)
-		pg.mov(l.atE("pc"), c)
-		pg.blend(first, x, c, c)
-		pg.mov(c, l.atE("pc"))
 	}
+	c, inReg := held("pc")
+	if !inReg {
+		c = pg.ymm()
+		pg.mov(l.atE("pc"), c)
+	}
+	if first != nil {
+		pg.blend(first, x, c, c)
+		if !inReg {
+			pg.mov(c, l.atE("pc"))
+		}
+	}
+	d := pg.ymm()
 	pg.sub(c, x, d)
-	pg.add(l.atE("p"), d, s)
-	pg.mov(s, l.atE("p"))
+	if p, ok := held("p"); ok {
+		pg.add(p, d, p)
+	} else {
+		s := pg.ymm()
+		pg.add(l.atE("p"), d, s)
+		pg.mov(s, l.atE("p"))
+	}
+	if q, ok := held("pm2"); ok {
+		pg.fmadd231(d, d, q)
+		return
+	}
 	q := pg.ymm()
 	pg.mov(l.atE("pm2"), q)
 	pg.fmadd231(d, d, q)

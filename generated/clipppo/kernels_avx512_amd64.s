@@ -34,14 +34,11 @@ blocks_1:
 	VMOVQ         CX, X6
 	VPBROADCASTD  X6, Y6
 	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPS       Y3, Y7
-	VBLENDVPS     Y6, Y4, Y7, Y7
-	VMOVUPS       Y7, Y3
-	VSUBPS        Y7, Y4, Y4
+	VBLENDVPS     Y6, Y4, Y3, Y3
+	VSUBPS        Y3, Y4, Y4
 	VADDPS        Y1, Y4, Y1
 	VFMADD231PS   Y4, Y4, Y2
-	VMOVUPS       Y3, Y4
-	VSUBPS        Y4, Y5, Y4
+	VSUBPS        Y3, Y5, Y4
 	VADDPS        Y1, Y4, Y1
 	VFMADD231PS   Y4, Y4, Y2
 	DECQ          CX
@@ -479,19 +476,13 @@ blocks_4:
 	VMOVQ         DX, X7
 	VPBROADCASTD  X7, Y7
 	VPCMPEQD      lgc0<>+0(SB), Y7, Y7
-	VMOVUPS       Y6, Y9
-	VBLENDVPS     Y7, Y2, Y9, Y9
-	VMOVUPS       Y9, Y6
-	VSUBPS        Y9, Y2, Y2
+	VBLENDVPS     Y7, Y2, Y6, Y6
+	VSUBPS        Y6, Y2, Y2
 	VADDPS        Y4, Y2, Y4
 	VFMADD231PS   Y2, Y2, Y5
-	VMOVUPS       Y6, Y2
-	VSUBPS        Y2, Y1, Y1
-	VADDPS        Y4, Y1, Y2
-	VMOVUPS       Y2, Y4
-	VMOVUPS       Y5, Y2
-	VFMADD231PS   Y1, Y1, Y2
-	VMOVUPS       Y2, Y5
+	VSUBPS        Y6, Y1, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y5
 	VMOVUPS       Y4, 4288(BX)
 	VMOVUPS       Y5, 4416(BX)
 	VMOVUPS       Y6, 4544(BX)
@@ -504,19 +495,13 @@ blocks_4:
 	VMOVQ         DX, X6
 	VPBROADCASTD  X6, Y6
 	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPS       Y5, Y7
-	VBLENDVPS     Y6, Y0, Y7, Y7
-	VMOVUPS       Y7, Y5
-	VSUBPS        Y7, Y0, Y0
+	VBLENDVPS     Y6, Y0, Y5, Y5
+	VSUBPS        Y5, Y0, Y0
 	VADDPS        Y2, Y0, Y2
 	VFMADD231PS   Y0, Y0, Y4
-	VMOVUPS       Y5, Y0
-	VSUBPS        Y0, Y1, Y0
-	VADDPS        Y2, Y0, Y1
-	VMOVUPS       Y1, Y2
-	VMOVUPS       Y4, Y1
-	VFMADD231PS   Y0, Y0, Y1
-	VMOVUPS       Y1, Y4
+	VSUBPS        Y5, Y1, Y0
+	VADDPS        Y2, Y0, Y2
+	VFMADD231PS   Y0, Y0, Y4
 	VMOVUPS       Y2, 5248(BX)
 	VMOVUPS       Y4, 5376(BX)
 	VMOVUPS       Y5, 5504(BX)
@@ -1138,14 +1123,11 @@ blocks_7:
 	VMOVQ         CX, X6
 	VPBROADCASTD  X6, Y6
 	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPS       Y3, Y7
-	VBLENDVPS     Y6, Y4, Y7, Y7
-	VMOVUPS       Y7, Y3
-	VSUBPS        Y7, Y4, Y4
+	VBLENDVPS     Y6, Y4, Y3, Y3
+	VSUBPS        Y3, Y4, Y4
 	VADDPS        Y1, Y4, Y1
 	VFMADD231PS   Y4, Y4, Y2
-	VMOVUPS       Y3, Y4
-	VSUBPS        Y4, Y5, Y4
+	VSUBPS        Y3, Y5, Y4
 	VADDPS        Y1, Y4, Y1
 	VFMADD231PS   Y4, Y4, Y2
 	DECQ          CX
@@ -1536,14 +1518,11 @@ blocks_10:
 	VMOVQ         DX, X14
 	VPBROADCASTD  X14, Y14
 	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
-	VMOVUPS       Y9, Y15
-	VBLENDVPS     Y14, Y5, Y15, Y15
-	VMOVUPS       Y15, Y9
-	VSUBPS        Y15, Y5, Y14
+	VBLENDVPS     Y14, Y5, Y9, Y9
+	VSUBPS        Y9, Y5, Y14
 	VADDPS        Y4, Y14, Y4
 	VFMADD231PS   Y14, Y14, Y7
-	VMOVUPS       Y9, Y14
-	VSUBPS        Y14, Y0, Y0
+	VSUBPS        Y9, Y0, Y0
 	VADDPS        Y4, Y0, Y4
 	VFMADD231PS   Y0, Y0, Y7
 	VMOVUPS       Y4, 4288(BX)
@@ -1558,19 +1537,13 @@ blocks_10:
 	VMOVQ         DX, X14
 	VPBROADCASTD  X14, Y14
 	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
-	VMOVUPS       Y9, Y15
-	VBLENDVPS     Y14, Y1, Y15, Y15
-	VMOVUPS       Y15, Y9
-	VSUBPS        Y15, Y1, Y1
+	VBLENDVPS     Y14, Y1, Y9, Y9
+	VSUBPS        Y9, Y1, Y1
 	VADDPS        Y4, Y1, Y4
 	VFMADD231PS   Y1, Y1, Y7
-	VMOVUPS       Y9, Y1
-	VSUBPS        Y1, Y0, Y0
-	VADDPS        Y4, Y0, Y1
-	VMOVUPS       Y1, Y4
-	VMOVUPS       Y7, Y1
-	VFMADD231PS   Y0, Y0, Y1
-	VMOVUPS       Y1, Y7
+	VSUBPS        Y9, Y0, Y0
+	VADDPS        Y4, Y0, Y4
+	VFMADD231PS   Y0, Y0, Y7
 	VMOVUPS       Y4, 5248(BX)
 	VMOVUPS       Y7, 5376(BX)
 	VMOVUPS       Y9, 5504(BX)

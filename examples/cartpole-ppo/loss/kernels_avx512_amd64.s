@@ -114,14 +114,11 @@ blocks_2:
 	VMOVQ         DX, X6
 	VPBROADCASTD  X6, Y6
 	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
-	VMOVUPS       Y5, Y7
-	VBLENDVPS     Y6, Y2, Y7, Y7
-	VMOVUPS       Y7, Y5
-	VSUBPS        Y7, Y2, Y2
+	VBLENDVPS     Y6, Y2, Y5, Y5
+	VSUBPS        Y5, Y2, Y2
 	VADDPS        Y3, Y2, Y3
 	VFMADD231PS   Y2, Y2, Y4
-	VMOVUPS       Y5, Y2
-	VSUBPS        Y2, Y1, Y2
+	VSUBPS        Y5, Y1, Y2
 	VADDPS        Y3, Y2, Y3
 	VFMADD231PS   Y2, Y2, Y4
 	VMOVUPS       Y3, 960(BX)
@@ -1593,14 +1590,11 @@ blocks_13:
 	VMOVQ         DX, X6
 	VPBROADCASTD  X6, Y6
 	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
-	VMOVUPS       Y5, Y7
-	VBLENDVPS     Y6, Y2, Y7, Y7
-	VMOVUPS       Y7, Y5
-	VSUBPS        Y7, Y2, Y2
+	VBLENDVPS     Y6, Y2, Y5, Y5
+	VSUBPS        Y5, Y2, Y2
 	VADDPS        Y3, Y2, Y3
 	VFMADD231PS   Y2, Y2, Y4
-	VMOVUPS       Y5, Y2
-	VSUBPS        Y2, Y1, Y2
+	VSUBPS        Y5, Y1, Y2
 	VADDPS        Y3, Y2, Y3
 	VFMADD231PS   Y2, Y2, Y4
 	VMOVUPS       Y3, 960(BX)
