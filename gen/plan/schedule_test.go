@@ -127,9 +127,11 @@ func TestUnmappedReductionMovesToItsOwnPass(t *testing.T) {
 
 // The store policy (see storePolicy's measurements): ClipPPO+GAE's ForwardBackward on
 // [4096, 4096] stores half the bytes of its pass after the scan (advantage, value_target and
-// three gradients; the scan pass stores only its result) and goes non-temporal there; its
-// Forward and a flat 16M ClipPPO's ForwardBackward (27%) stay regular; so does everything
-// small.
+// three gradients) and goes non-temporal there, and so does the scan pass before it (22%),
+// in Forward too, where the pass after the scan stores 29%; a flat 16M ClipPPO's ForwardBackward (30%) goes non-temporal, its Forward
+// stores nothing large; GSPO's gradient
+// pass at B = 512, L = 4096 (26 MiB alone, 34 MiB with its row-local first sweep) goes
+// non-temporal, at L = 1024 (8.5 MiB for both sweeps) it stays regular; so does everything small.
 func TestStorePolicy(t *testing.T) {
 	fwdBwd := func(src string) (*plan.Plan, *plan.Plan) {
 		f := buildSrc(t, src)
@@ -150,10 +152,19 @@ func TestStorePolicy(t *testing.T) {
 		return out
 	}
 	f, fb := fwdBwd("dims: {N: 4096, T: 4096}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n")
-	require.Empty(t, nt(f))
-	require.Equal(t, []int{1}, nt(fb))
+	require.Equal(t, []int{0, 1}, nt(f))
+	require.Equal(t, []int{0, 1}, nt(fb))
 	require.True(t, fb.Passes[1].Schedule.NonTemporal())
 	f, fb = fwdBwd("dims: {B: 16777216}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: true}\n")
+	require.Empty(t, nt(f))
+	require.Equal(t, []int{1}, nt(fb))
+	gspo := "dtype: float32\nbatch: [B, L]\nloss: {type: gspo}\nkeys: {mask: mask}\ndims: {B: 512, L: "
+	f, fb = fwdBwd(gspo + "4096}\n")
+	require.Empty(t, nt(f))
+	require.NotNil(t, fb.Passes[2].Row)
+	require.Less(t, fb.PassBytes(fb.Passes[2]), plan.LargePass)
+	require.Equal(t, []int{2}, nt(fb))
+	f, fb = fwdBwd(gspo + "1024}\n")
 	require.Empty(t, nt(f))
 	require.Empty(t, nt(fb))
 	f, fb = fwdBwd("dims: {N: 64, T: 421}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo}\n")
