@@ -231,9 +231,10 @@ func TestWidePasses(t *testing.T) {
 		{"td_lambda (a shift)", "dims: {N: 4, T: 64}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.99, lmbda: 0.95}\n", nil},
 		{"dqn (an argmax over the actions)", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: dqn}\n", nil},
 		{"categorical clip_ppo", "dims: {B: 64, A: 16}\nbatch: [B]\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.01}\n", []string{"pass0AVX512", "fbPass0AVX512"}},
-		// ForwardBackward's token pass stores non-temporally at this size: its variant does
-		// too (and runs on 64-byte aligned buffers only).
-		{"grpo stored non-temporally", "dims: {B: 64, L: 32768}\nbatch: [B, L]\nloss: {type: grpo, aggregation: none}\nkeys: {mask: mask}\n", []string{"pass0AVX512", "fbPass0AVX512NT"}},
+		// The token pass stores non-temporally at this size (Forward's per-token losses, and
+		// ForwardBackward's gradients with them): their variants do too (and run on 64-byte
+		// aligned buffers only).
+		{"grpo stored non-temporally", "dims: {B: 64, L: 32768}\nbatch: [B, L]\nloss: {type: grpo, aggregation: none}\nkeys: {mask: mask}\n", []string{"pass0AVX512NT", "fbPass0AVX512NT"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.yaml")

@@ -42,6 +42,15 @@ func (a *asm) as64() *asm {
 	return n
 }
 
+// as64x8 is as64 on ZMM registers, 8 float64 lanes: the two YMM halves of as64 side by side,
+// for the float64 states of a 16-lane variant's flushes (flushHalves). Its arithmetic and
+// moves take ZMM operands; its compares, selects and lanes are not for it.
+func (a *asm) as64x8() *asm {
+	n := a.as64()
+	n.zmm = true
+	return n
+}
+
 // narrow is a view of the same context that emits YMM instructions of a's element type: for
 // the parts of a 16-lane block that work on 8-lane states (wide.go).
 func (a *asm) narrow() *asm {
@@ -51,6 +60,8 @@ func (a *asm) narrow() *asm {
 // lanes is the number of elements in a vector register (YMM, or ZMM for 16-lane code).
 func (a *asm) lanes() int {
 	switch {
+	case a.zmm && a.f64:
+		return 8
 	case a.zmm:
 		return 16
 	case a.f64:

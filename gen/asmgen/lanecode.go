@@ -248,7 +248,6 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 // merge (nb = 0, p = pm2 = 0) a no-op. It zeroes the sums and returns the lanes whose sums
 // are finite (a centre that is not is in sums that are not).
 func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
-	a := pg.a64
 	off := pg.stateOff(r)
 	mem := func(f string) operand.Op { return pg.stateOp(r, field{f, true}, off, 0) }
 	p, q, fin, t := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
@@ -259,9 +258,18 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 	pg.and(t, fin, fin)
 	c := pg.ymm()
 	pg.mov(mem("pc"), c)
-	ph, qh, ch := pg.halves(p), pg.halves(q), pg.halves(c)
+	ph, a := pg.flushHalves(p)
+	qh, _ := pg.flushHalves(q)
+	ch, _ := pg.flushHalves(c)
+	one := operand.Op(pg.a64.cf64(1)) // 32 bytes: as64x8 reads it broadcast
+	if a.zmm { // 8 lanes: the count and 1 broadcast from the first
+		o, n := a.ymm(), a.ymm()
+		a.c.VBROADCASTSD(one, o)
+		a.c.VBROADCASTSD(nb.AsX(), n)
+		one, nb = o, n
+	}
 	k := a.ymm() // the partial's count, 1 where it is 0
-	a.c.VMAXPD(a.cf64(1), nb, k)
+	a.c.VMAXPD(one, nb, k)
 	for h := range ph {
 		at := func(f string) operand.Mem { return pg.stateMem(r, field{f, false}, off, 4*h) }
 		pm, pq := a.ymm(), a.ymm() // the partial's mean and m2
@@ -273,7 +281,7 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 		a.mov(at("n"), n)
 		a.add(nb, n, nn)
 		a.mov(nn, at("n"))
-		a.c.VMAXPD(a.cf64(1), nn, nn)
+		a.c.VMAXPD(one, nn, nn)
 		a.div(nn, nb, w)
 		a.mov(at("mean"), mean)
 		a.sub(mean, pm, d)
@@ -488,7 +496,6 @@ func (pg *passGen) flushPartials(nb reg.VecVirtual) {
 // flushSum adds r's float32 partial sum (in memory, or its register in the loop over full
 // blocks) into its float64 sum and zeroes it; it returns the lanes whose partial is finite.
 func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
-	a := pg.a64
 	off := pg.stateOff(r)
 	pm := pg.stateMem(r, field{"p", true}, off, 0)
 	fin := pg.ymm()
@@ -498,7 +505,8 @@ func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
 		pg.mov(pm, p)
 	}
 	pg.within(p, math.MaxFloat32, fin)
-	for h, ph := range pg.halves(p) {
+	hs, a := pg.flushHalves(p)
+	for h, ph := range hs {
 		s := a.ymm()
 		sm := pg.stateMem(r, field{"s", false}, off, 4*h)
 		a.add(sm, ph, s)

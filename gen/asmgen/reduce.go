@@ -167,6 +167,19 @@ func (pg *passGen) halves(x reg.VecVirtual) []reg.VecVirtual {
 	return []reg.VecVirtual{lo, hi}
 }
 
+// flushHalves widens a float32 partial for its flush into float64 and returns the asm of the
+// flush's float64 operations: the two YMM halves of halves with as64, or in a 16-lane
+// function one ZMM of all 8 lanes with as64x8 (AVX-512 F), on which each operation is the
+// AVX2 flush's, operands in the same order, on both halves at once: the same bits.
+func (pg *passGen) flushHalves(x reg.VecVirtual) ([]reg.VecVirtual, *asm) {
+	if !pg.wide {
+		return pg.halves(x), pg.a64
+	}
+	z := pg.c.ZMM()
+	pg.c.VCVTPS2PD(x, z)
+	return []reg.VecVirtual{z}, pg.a64.as64x8()
+}
+
 // maskHalves widens a dword mask to qword masks the same way.
 func (pg *passGen) maskHalves(m reg.VecVirtual) []reg.VecVirtual {
 	if pg.f64 {

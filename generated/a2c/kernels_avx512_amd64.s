@@ -335,51 +335,35 @@ inner_A_3:
 	VMOVUPS       256(BX), Y1
 	VANDPS        lgc38<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        64(BX), Y2, Y2
-	VMOVUPD       Y2, 64(BX)
-	VADDPD        96(BX), Y1, Y1
-	VMOVUPD       Y1, 96(BX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(BX), Z1, Z1
+	VMOVUPD       Z1, 64(BX)
 	VMOVUPS       lgc40<>+0(SB), Y1
 	VMOVUPS       Y1, 256(BX)
 	VMOVUPS       576(BX), Y2
 	VANDPS        lgc38<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        384(BX), Y3, Y3
-	VMOVUPD       Y3, 384(BX)
-	VADDPD        416(BX), Y2, Y2
-	VMOVUPD       Y2, 416(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(BX), Z2, Z2
+	VMOVUPD       Z2, 384(BX)
 	VMOVUPS       lgc40<>+0(SB), Y2
 	VMOVUPS       Y2, 576(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       896(BX), Y2
 	VANDPS        lgc38<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        704(BX), Y3, Y3
-	VMOVUPD       Y3, 704(BX)
-	VADDPD        736(BX), Y2, Y2
-	VMOVUPD       Y2, 736(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        704(BX), Z2, Z2
+	VMOVUPD       Z2, 704(BX)
 	VMOVUPS       lgc40<>+0(SB), Y2
 	VMOVUPS       Y2, 896(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1216(BX), Y2
 	VANDPS        lgc38<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1024(BX), Y3, Y3
-	VMOVUPD       Y3, 1024(BX)
-	VADDPD        1056(BX), Y2, Y2
-	VMOVUPD       Y2, 1056(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1024(BX), Z2, Z2
+	VMOVUPD       Z2, 1024(BX)
 	VMOVUPS       lgc40<>+0(SB), Y2
 	VMOVUPS       Y2, 1216(BX)
 	VANDPS        Y1, Y0, Y0
@@ -401,51 +385,35 @@ noflush_4:
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc38<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
 	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(DX), Z2, Z2
+	VMOVUPD      Z2, 384(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(DX), Z2, Z2
+	VMOVUPD      Z2, 704(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(DX), Z2, Z2
+	VMOVUPD      Z2, 1024(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
@@ -1212,51 +1180,35 @@ inner_A_8:
 	VMOVUPS      256(BX), Y1
 	VANDPS       lgc38<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(BX), Y2, Y2
-	VMOVUPD      Y2, 64(BX)
-	VADDPD       96(BX), Y1, Y1
-	VMOVUPD      Y1, 96(BX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(BX), Z1, Z1
+	VMOVUPD      Z1, 64(BX)
 	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 256(BX)
 	VMOVUPS      576(BX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(BX), Y3, Y3
-	VMOVUPD      Y3, 384(BX)
-	VADDPD       416(BX), Y2, Y2
-	VMOVUPD      Y2, 416(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(BX), Z2, Z2
+	VMOVUPD      Z2, 384(BX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 576(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(BX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(BX), Y3, Y3
-	VMOVUPD      Y3, 704(BX)
-	VADDPD       736(BX), Y2, Y2
-	VMOVUPD      Y2, 736(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(BX), Z2, Z2
+	VMOVUPD      Z2, 704(BX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 896(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(BX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(BX), Y3, Y3
-	VMOVUPD      Y3, 1024(BX)
-	VADDPD       1056(BX), Y2, Y2
-	VMOVUPD      Y2, 1056(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(BX), Z2, Z2
+	VMOVUPD      Z2, 1024(BX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(BX)
 	VANDPS       Y1, Y0, Y0
@@ -1278,51 +1230,35 @@ noflush_9:
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc38<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
 	VMOVUPS      lgc40<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(DX), Z2, Z2
+	VMOVUPD      Z2, 384(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(DX), Z2, Z2
+	VMOVUPD      Z2, 704(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
 	VANDPS       lgc38<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(DX), Z2, Z2
+	VMOVUPD      Z2, 1024(DX)
 	VMOVUPS      lgc40<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0

@@ -219,13 +219,9 @@ blocks_2:
 	VMOVUPS       256(DX), Y1
 	VANDPS        lgc24<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
 	VMOVUPS       lgc26<>+0(SB), Y1
 	VMOVUPS       Y1, 256(DX)
 	MOVQ          AX, BX
@@ -233,13 +229,9 @@ blocks_2:
 	VMOVUPS       1024(DX)(SI*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX)(SI*8), Y3, Y3
-	VMOVUPD       Y3, 384(DX)(SI*8)
-	VADDPD        416(DX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 416(DX)(SI*8)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX)(SI*8), Z2, Z2
+	VMOVUPD       Z2, 384(DX)(SI*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 1024(DX)(SI*4)
 	VANDPS        Y1, Y0, Y0
@@ -247,52 +239,36 @@ blocks_2:
 	VMOVUPS       2048(DX)(SI*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1408(DX)(SI*8), Y3, Y3
-	VMOVUPD       Y3, 1408(DX)(SI*8)
-	VADDPD        1440(DX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 1440(DX)(SI*8)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1408(DX)(SI*8), Z2, Z2
+	VMOVUPD       Z2, 1408(DX)(SI*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 2048(DX)(SI*4)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       2624(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2432(DX), Y3, Y3
-	VMOVUPD       Y3, 2432(DX)
-	VADDPD        2464(DX), Y2, Y2
-	VMOVUPD       Y2, 2464(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2432(DX), Z2, Z2
+	VMOVUPD       Z2, 2432(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 2624(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       2944(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2752(DX), Y3, Y3
-	VMOVUPD       Y3, 2752(DX)
-	VADDPD        2784(DX), Y2, Y2
-	VMOVUPD       Y2, 2784(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2752(DX), Z2, Z2
+	VMOVUPD       Z2, 2752(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 2944(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3264(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3072(DX), Y3, Y3
-	VMOVUPD       Y3, 3072(DX)
-	VADDPD        3104(DX), Y2, Y2
-	VMOVUPD       Y2, 3104(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3072(DX), Z2, Z2
+	VMOVUPD       Z2, 3072(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 3264(DX)
 	VANDPS        Y1, Y0, Y0
@@ -300,39 +276,27 @@ blocks_2:
 	VMOVUPS       4032(DX)(BX*4), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3392(DX)(BX*8), Y3, Y3
-	VMOVUPD       Y3, 3392(DX)(BX*8)
-	VADDPD        3424(DX)(BX*8), Y2, Y2
-	VMOVUPD       Y2, 3424(DX)(BX*8)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3392(DX)(BX*8), Z2, Z2
+	VMOVUPD       Z2, 3392(DX)(BX*8)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 4032(DX)(BX*4)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       4736(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4416(DX), Y3, Y3
-	VMOVUPD       Y3, 4416(DX)
-	VADDPD        4448(DX), Y2, Y2
-	VMOVUPD       Y2, 4448(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4416(DX), Z2, Z2
+	VMOVUPD       Z2, 4416(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 4736(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       5056(DX), Y2
 	VANDPS        lgc24<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4864(DX), Y3, Y3
-	VMOVUPD       Y3, 4864(DX)
-	VADDPD        4896(DX), Y2, Y2
-	VMOVUPD       Y2, 4896(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4864(DX), Z2, Z2
+	VMOVUPD       Z2, 4864(DX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VMOVUPS       Y2, 5056(DX)
 	VANDPS        Y1, Y0, Y0
@@ -354,13 +318,9 @@ noflush_3:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc24<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc26<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
@@ -368,13 +328,9 @@ noflush_3:
 	VMOVUPS      1024(CX)(BX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 384(CX)(BX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
@@ -382,52 +338,36 @@ noflush_3:
 	VMOVUPS      2048(CX)(BX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(BX*8)
-	VADDPD       1440(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1408(CX)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 1408(CX)(BX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2048(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2432(CX), Z2, Z2
+	VMOVUPD      Z2, 2432(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2752(CX), Z2, Z2
+	VMOVUPD      Z2, 2752(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3072(CX), Z2, Z2
+	VMOVUPD      Z2, 3072(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 3264(CX)
 	VANDPS       Y1, Y0, Y0
@@ -435,39 +375,27 @@ noflush_3:
 	VMOVUPS      4032(CX)(DX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 3392(CX)(DX*8)
-	VADDPD       3424(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3424(CX)(DX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3392(CX)(DX*8), Z2, Z2
+	VMOVUPD      Z2, 3392(CX)(DX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4032(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4736(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4416(CX), Y3, Y3
-	VMOVUPD      Y3, 4416(CX)
-	VADDPD       4448(CX), Y2, Y2
-	VMOVUPD      Y2, 4448(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4416(CX), Z2, Z2
+	VMOVUPD      Z2, 4416(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4736(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5056(CX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4864(CX), Y3, Y3
-	VMOVUPD      Y3, 4864(CX)
-	VADDPD       4896(CX), Y2, Y2
-	VMOVUPD      Y2, 4896(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4864(CX), Z2, Z2
+	VMOVUPD      Z2, 4864(CX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 5056(CX)
 	VANDPS       Y1, Y0, Y0
@@ -618,13 +546,9 @@ blocks_5:
 	MOVQ          state+8(FP), BX
 	VANDPS        lgc24<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(BX)(DX*8), Y2, Y2
-	VMOVUPD       Y2, 64(BX)(DX*8)
-	VADDPD        96(BX)(DX*8), Y0, Y0
-	VMOVUPD       Y0, 96(BX)(DX*8)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(BX)(DX*8), Z0, Z0
+	VMOVUPD       Z0, 64(BX)(DX*8)
 	VMOVUPS       lgc26<>+0(SB), Y0
 	VANDPS        1088(BX), Y1, Y1
 	VMOVUPS       Y1, 1088(BX)
@@ -650,13 +574,9 @@ noflush_6:
 	VMOVUPS      704(DX)(CX*4), Y1
 	VANDPS       lgc24<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, 96(DX)(CX*8)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX)(CX*8), Z1, Z1
+	VMOVUPD      Z1, 64(DX)(CX*8)
 	VMOVUPS      lgc26<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)(CX*4)
 	VANDPS       1088(DX), Y0, Y0
@@ -914,121 +834,89 @@ blocks_8:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+72(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_9
-	VMOVUPD      lgc23<>+0(SB), Y0
-	MOVQ         state+24(FP), BX
-	VMOVUPS      1408(BX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(BX), Y2, Y2
-	VMOVUPD      Y2, 1216(BX)
-	VADDPD       1248(BX), Y1, Y1
-	VMOVUPD      Y1, 1248(BX)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(BX)
-	MOVQ         CX, SI
-	IMUL3Q       $+8, SI, DI
-	VMOVUPS      2176(BX)(DI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 1536(BX)(DI*8)
-	VADDPD       1568(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 1568(BX)(DI*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(BX)(DI*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(BX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(BX), Y3, Y3
-	VMOVUPD      Y3, 2560(BX)
-	VADDPD       2592(BX), Y2, Y2
-	VMOVUPD      Y2, 2592(BX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(BX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(BX), Y3, Y3
-	VMOVUPD      Y3, 2880(BX)
-	VADDPD       2912(BX), Y2, Y2
-	VMOVUPD      Y2, 2912(BX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(BX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(BX), Y3, Y3
-	VMOVUPD      Y3, 3200(BX)
-	VADDPD       3232(BX), Y2, Y2
-	VMOVUPD      Y2, 3232(BX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(BX)
-	VANDPS       Y1, Y0, Y0
-	IMUL3Q       $+8, SI, SI
-	VMOVUPS      4160(BX)(SI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(BX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 3520(BX)(SI*8)
-	VADDPD       3552(BX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 3552(BX)(SI*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4160(BX)(SI*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4864(BX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(BX), Y3, Y3
-	VMOVUPD      Y3, 4544(BX)
-	VADDPD       4576(BX), Y2, Y2
-	VMOVUPD      Y2, 4576(BX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4864(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5184(BX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(BX), Y3, Y3
-	VMOVUPD      Y3, 4992(BX)
-	VADDPD       5024(BX), Y2, Y2
-	VMOVUPD      Y2, 5024(BX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(BX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       5312(BX), Y0, Y0
-	VMOVUPS      Y0, 5312(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+72(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_9
+	VMOVUPD   lgc23<>+0(SB), Y0
+	MOVQ      state+24(FP), BX
+	VMOVUPS   1408(BX), Y1
+	VANDPS    lgc24<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc25<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    1216(BX), Z1, Z1
+	VMOVUPD   Z1, 1216(BX)
+	VMOVUPS   lgc26<>+0(SB), Y1
+	VMOVUPS   Y1, 1408(BX)
+	MOVQ      CX, SI
+	IMUL3Q    $+8, SI, DI
+	VMOVUPS   2176(BX)(DI*4), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1536(BX)(DI*8), Z2, Z2
+	VMOVUPD   Z2, 1536(BX)(DI*8)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 2176(BX)(DI*4)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   2752(BX), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2560(BX), Z2, Z2
+	VMOVUPD   Z2, 2560(BX)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 2752(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   3072(BX), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2880(BX), Z2, Z2
+	VMOVUPD   Z2, 2880(BX)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 3072(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   3392(BX), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3200(BX), Z2, Z2
+	VMOVUPD   Z2, 3200(BX)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 3392(BX)
+	VANDPS    Y1, Y0, Y0
+	IMUL3Q    $+8, SI, SI
+	VMOVUPS   4160(BX)(SI*4), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3520(BX)(SI*8), Z2, Z2
+	VMOVUPD   Z2, 3520(BX)(SI*8)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 4160(BX)(SI*4)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   4864(BX), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4544(BX), Z2, Z2
+	VMOVUPD   Z2, 4544(BX)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 4864(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   5184(BX), Y2
+	VANDPS    lgc24<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4992(BX), Z2, Z2
+	VMOVUPD   Z2, 4992(BX)
+	VMOVUPS   lgc26<>+0(SB), Y2
+	VMOVUPS   Y2, 5184(BX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    5312(BX), Y0, Y0
+	VMOVUPS   Y0, 5312(BX)
+	MOVQ      $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -1044,13 +932,9 @@ noflush_9:
 	VMOVUPS      1408(DX), Y1
 	VANDPS       lgc24<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(DX), Y2, Y2
-	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y1, Y1
-	VMOVUPD      Y1, 1248(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1216(DX), Z1, Z1
+	VMOVUPD      Z1, 1216(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
 	VMOVUPS      Y1, 1408(DX)
 	MOVQ         CX, BX
@@ -1058,52 +942,36 @@ noflush_9:
 	VMOVUPS      2176(DX)(SI*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 1536(DX)(SI*8)
-	VADDPD       1568(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1568(DX)(SI*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1536(DX)(SI*8), Z2, Z2
+	VMOVUPD      Z2, 1536(DX)(SI*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(DX)(SI*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(DX), Y3, Y3
-	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y2, Y2
-	VMOVUPD      Y2, 2592(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2560(DX), Z2, Z2
+	VMOVUPD      Z2, 2560(DX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2880(DX), Z2, Z2
+	VMOVUPD      Z2, 2880(DX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(DX), Y3, Y3
-	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y2, Y2
-	VMOVUPD      Y2, 3232(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3200(DX), Z2, Z2
+	VMOVUPD      Z2, 3200(DX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0
@@ -1111,39 +979,27 @@ noflush_9:
 	VMOVUPS      4160(DX)(BX*4), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 3520(DX)(BX*8)
-	VADDPD       3552(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3552(DX)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3520(DX)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 3520(DX)(BX*8)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4160(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4864(DX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(DX), Y3, Y3
-	VMOVUPD      Y3, 4544(DX)
-	VADDPD       4576(DX), Y2, Y2
-	VMOVUPD      Y2, 4576(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4544(DX), Z2, Z2
+	VMOVUPD      Z2, 4544(DX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 4864(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5184(DX), Y2
 	VANDPS       lgc24<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(DX), Y3, Y3
-	VMOVUPD      Y3, 4992(DX)
-	VADDPD       5024(DX), Y2, Y2
-	VMOVUPD      Y2, 5024(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4992(DX), Z2, Z2
+	VMOVUPD      Z2, 4992(DX)
 	VMOVUPS      lgc26<>+0(SB), Y2
 	VMOVUPS      Y2, 5184(DX)
 	VANDPS       Y1, Y0, Y0

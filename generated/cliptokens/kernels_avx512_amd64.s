@@ -251,77 +251,53 @@ blocks_2:
 	VMOVUPS       256(DX), Y1
 	VANDPS        lgc26<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
 	VMOVUPS       lgc28<>+0(SB), Y1
 	VMOVUPS       Y1, 256(DX)
 	VMOVUPS       576(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX), Y3, Y3
-	VMOVUPD       Y3, 384(DX)
-	VADDPD        416(DX), Y2, Y2
-	VMOVUPD       Y2, 416(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX), Z2, Z2
+	VMOVUPD       Z2, 384(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 576(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       896(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        704(DX), Y3, Y3
-	VMOVUPD       Y3, 704(DX)
-	VADDPD        736(DX), Y2, Y2
-	VMOVUPD       Y2, 736(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        704(DX), Z2, Z2
+	VMOVUPD       Z2, 704(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 896(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1216(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1024(DX), Y3, Y3
-	VMOVUPD       Y3, 1024(DX)
-	VADDPD        1056(DX), Y2, Y2
-	VMOVUPD       Y2, 1056(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1024(DX), Z2, Z2
+	VMOVUPD       Z2, 1024(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1216(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1536(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1344(DX), Y3, Y3
-	VMOVUPD       Y3, 1344(DX)
-	VADDPD        1376(DX), Y2, Y2
-	VMOVUPD       Y2, 1376(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1344(DX), Z2, Z2
+	VMOVUPD       Z2, 1344(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1536(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1856(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1664(DX), Y3, Y3
-	VMOVUPD       Y3, 1664(DX)
-	VADDPD        1696(DX), Y2, Y2
-	VMOVUPD       Y2, 1696(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1664(DX), Z2, Z2
+	VMOVUPD       Z2, 1664(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1856(DX)
 	VANDPS        Y1, Y0, Y0
@@ -343,77 +319,53 @@ noflush_3:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX), Z2, Z2
+	VMOVUPD      Z2, 384(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(CX), Z2, Z2
+	VMOVUPD      Z2, 704(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(CX), Z2, Z2
+	VMOVUPD      Z2, 1024(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1344(CX), Z2, Z2
+	VMOVUPD      Z2, 1344(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1664(CX), Z2, Z2
+	VMOVUPD      Z2, 1664(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
@@ -638,23 +590,15 @@ blocks_4:
 	MOVQ          state+0(FP), CX
 	VANDPS        lgc26<>+0(SB), Y0, Y2
 	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        9792(CX), Y3, Y3
-	VMOVUPD       Y3, 9792(CX)
-	VADDPD        9824(CX), Y0, Y0
-	VMOVUPD       Y0, 9824(CX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        9792(CX), Z0, Z0
+	VMOVUPD       Z0, 9792(CX)
 	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        lgc26<>+0(SB), Y1, Y3
 	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
-	VCVTPS2PD     X1, Y4
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        10112(CX), Y4, Y4
-	VMOVUPD       Y4, 10112(CX)
-	VADDPD        10144(CX), Y1, Y1
-	VMOVUPD       Y1, 10144(CX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        10112(CX), Z1, Z1
+	VMOVUPD       Z1, 10112(CX)
 	VMOVUPS       lgc28<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        10432(CX), Y2, Y2
@@ -682,25 +626,17 @@ chunkdone_5:
 	VMOVUPS      9984(AX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       9792(AX), Y2, Y2
-	VMOVUPD      Y2, 9792(AX)
-	VADDPD       9824(AX), Y1, Y1
-	VMOVUPD      Y1, 9824(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       9792(AX), Z1, Z1
+	VMOVUPD      Z1, 9792(AX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 9984(AX)
 	VMOVUPS      10304(AX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       10112(AX), Y3, Y3
-	VMOVUPD      Y3, 10112(AX)
-	VADDPD       10144(AX), Y2, Y2
-	VMOVUPD      Y2, 10144(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       10112(AX), Z2, Z2
+	VMOVUPD      Z2, 10112(AX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 10304(AX)
 	VANDPS       Y1, Y0, Y0
@@ -747,13 +683,9 @@ blocks_8:
 	MOVQ          state+8(FP), DX
 	VANDPS        lgc26<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y0, Y0
-	VMOVUPD       Y0, 96(DX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
 	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
@@ -775,13 +707,9 @@ noflush_9:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
@@ -1110,79 +1038,59 @@ blocks_11:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+72(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_12
-	VMOVUPD      lgc25<>+0(SB), Y0
-	MOVQ         state+48(FP), BX
-	VMOVUPS      704(BX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(BX), Y2, Y2
-	VMOVUPD      Y2, 512(BX)
-	VADDPD       544(BX), Y1, Y1
-	VMOVUPD      Y1, 544(BX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 704(BX)
-	VMOVUPS      1024(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(BX), Y3, Y3
-	VMOVUPD      Y3, 832(BX)
-	VADDPD       864(BX), Y2, Y2
-	VMOVUPD      Y2, 864(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(BX), Y3, Y3
-	VMOVUPD      Y3, 1152(BX)
-	VADDPD       1184(BX), Y2, Y2
-	VMOVUPD      Y2, 1184(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(BX), Y3, Y3
-	VMOVUPD      Y3, 1472(BX)
-	VADDPD       1504(BX), Y2, Y2
-	VMOVUPD      Y2, 1504(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(BX), Y3, Y3
-	VMOVUPD      Y3, 1792(BX)
-	VADDPD       1824(BX), Y2, Y2
-	VMOVUPD      Y2, 1824(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(BX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       9792(BX), Y0, Y0
-	VMOVUPS      Y0, 9792(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+72(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_12
+	VMOVUPD   lgc25<>+0(SB), Y0
+	MOVQ      state+48(FP), BX
+	VMOVUPS   704(BX), Y1
+	VANDPS    lgc26<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    512(BX), Z1, Z1
+	VMOVUPD   Z1, 512(BX)
+	VMOVUPS   lgc28<>+0(SB), Y1
+	VMOVUPS   Y1, 704(BX)
+	VMOVUPS   1024(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    832(BX), Z2, Z2
+	VMOVUPD   Z2, 832(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1024(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1344(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1152(BX), Z2, Z2
+	VMOVUPD   Z2, 1152(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1344(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1664(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1472(BX), Z2, Z2
+	VMOVUPD   Z2, 1472(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1664(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1984(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1792(BX), Z2, Z2
+	VMOVUPD   Z2, 1792(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1984(BX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    9792(BX), Y0, Y0
+	VMOVUPS   Y0, 9792(BX)
+	MOVQ      $+4, BX
 
 noflush_12:
 	ADDQ         $+16, DX
@@ -1198,64 +1106,44 @@ noflush_12:
 	VMOVUPS      704(DX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(DX), Y2, Y2
-	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y1, Y1
-	VMOVUPD      Y1, 544(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(DX), Z1, Z1
+	VMOVUPD      Z1, 512(DX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(DX), Y3, Y3
-	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y2, Y2
-	VMOVUPD      Y2, 864(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       832(DX), Z2, Z2
+	VMOVUPD      Z2, 832(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(DX), Y3, Y3
-	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y2, Y2
-	VMOVUPD      Y2, 1184(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1152(DX), Z2, Z2
+	VMOVUPD      Z2, 1152(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(DX), Y3, Y3
-	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y2, Y2
-	VMOVUPD      Y2, 1504(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1472(DX), Z2, Z2
+	VMOVUPD      Z2, 1472(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1792(DX), Z2, Z2
+	VMOVUPD      Z2, 1792(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
@@ -1348,23 +1236,15 @@ blocks_13:
 	MOVQ          state+0(FP), CX
 	VANDPS        lgc26<>+0(SB), Y0, Y2
 	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        9920(CX), Y3, Y3
-	VMOVUPD       Y3, 9920(CX)
-	VADDPD        9952(CX), Y0, Y0
-	VMOVUPD       Y0, 9952(CX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        9920(CX), Z0, Z0
+	VMOVUPD       Z0, 9920(CX)
 	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        lgc26<>+0(SB), Y1, Y3
 	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
-	VCVTPS2PD     X1, Y4
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        10240(CX), Y4, Y4
-	VMOVUPD       Y4, 10240(CX)
-	VADDPD        10272(CX), Y1, Y1
-	VMOVUPD       Y1, 10272(CX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        10240(CX), Z1, Z1
+	VMOVUPD       Z1, 10240(CX)
 	VMOVUPS       lgc28<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        10560(CX), Y2, Y2
@@ -1392,25 +1272,17 @@ chunkdone_14:
 	VMOVUPS      10112(AX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       9920(AX), Y2, Y2
-	VMOVUPD      Y2, 9920(AX)
-	VADDPD       9952(AX), Y1, Y1
-	VMOVUPD      Y1, 9952(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       9920(AX), Z1, Z1
+	VMOVUPD      Z1, 9920(AX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 10112(AX)
 	VMOVUPS      10432(AX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       10240(AX), Y3, Y3
-	VMOVUPD      Y3, 10240(AX)
-	VADDPD       10272(AX), Y2, Y2
-	VMOVUPD      Y2, 10272(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       10240(AX), Z2, Z2
+	VMOVUPD      Z2, 10240(AX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 10432(AX)
 	VANDPS       Y1, Y0, Y0

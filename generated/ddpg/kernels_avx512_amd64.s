@@ -104,40 +104,32 @@ blocks_1:
 	VMOVUPS Z0, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+56(FP), DX
-	VMOVUPS      Z2, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_2
-	VMOVUPD      lgc4<>+0(SB), Y0
-	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc7<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc5<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc7<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       960(CX), Y0, Y0
-	VMOVUPS      Y0, 960(CX)
-	MOVQ         $+4, CX
+	MOVQ      tDError+56(FP), DX
+	VMOVUPS   Z2, (DX)(BX*4)
+	DECQ      CX
+	JNZ       noflush_2
+	VMOVUPD   lgc4<>+0(SB), Y0
+	MOVQ      state+32(FP), CX
+	VMOVUPS   256(CX), Y1
+	VANDPS    lgc5<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc6<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    64(CX), Z1, Z1
+	VMOVUPD   Z1, 64(CX)
+	VMOVUPS   lgc7<>+0(SB), Y1
+	VMOVUPS   Y1, 256(CX)
+	VMOVUPS   576(CX), Y2
+	VANDPS    lgc5<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc6<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    384(CX), Z2, Z2
+	VMOVUPD   Z2, 384(CX)
+	VMOVUPS   lgc7<>+0(SB), Y2
+	VMOVUPS   Y2, 576(CX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    960(CX), Y0, Y0
+	VMOVUPS   Y0, 960(CX)
+	MOVQ      $+4, CX
 
 noflush_2:
 	ADDQ         $+16, AX
@@ -153,25 +145,17 @@ noflush_2:
 	VMOVUPS      256(AX), Y1
 	VANDPS       lgc5<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
 	VMOVUPS      lgc7<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc5<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(AX), Z2, Z2
+	VMOVUPD      Z2, 384(AX)
 	VMOVUPS      lgc7<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0
@@ -350,40 +334,32 @@ blocks_3:
 	VMOVUPS Z1, (DX)(BX*4)
 
 	// store gradStateActionValueActor
-	MOVQ         gradStateActionValueActor+72(FP), DX
-	VMOVUPS      Z2, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_4
-	VMOVUPD      lgc4<>+0(SB), Y0
-	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc7<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc5<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc7<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       960(CX), Y0, Y0
-	VMOVUPS      Y0, 960(CX)
-	MOVQ         $+4, CX
+	MOVQ      gradStateActionValueActor+72(FP), DX
+	VMOVUPS   Z2, (DX)(BX*4)
+	DECQ      CX
+	JNZ       noflush_4
+	VMOVUPD   lgc4<>+0(SB), Y0
+	MOVQ      state+32(FP), CX
+	VMOVUPS   256(CX), Y1
+	VANDPS    lgc5<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc6<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    64(CX), Z1, Z1
+	VMOVUPD   Z1, 64(CX)
+	VMOVUPS   lgc7<>+0(SB), Y1
+	VMOVUPS   Y1, 256(CX)
+	VMOVUPS   576(CX), Y2
+	VANDPS    lgc5<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc6<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    384(CX), Z2, Z2
+	VMOVUPD   Z2, 384(CX)
+	VMOVUPS   lgc7<>+0(SB), Y2
+	VMOVUPS   Y2, 576(CX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    960(CX), Y0, Y0
+	VMOVUPS   Y0, 960(CX)
+	MOVQ      $+4, CX
 
 noflush_4:
 	ADDQ         $+16, AX
@@ -399,25 +375,17 @@ noflush_4:
 	VMOVUPS      256(AX), Y1
 	VANDPS       lgc5<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(AX), Y2, Y2
-	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
 	VMOVUPS      lgc7<>+0(SB), Y1
 	VMOVUPS      Y1, 256(AX)
 	VMOVUPS      576(AX), Y2
 	VANDPS       lgc5<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(AX), Z2, Z2
+	VMOVUPD      Z2, 384(AX)
 	VMOVUPS      lgc7<>+0(SB), Y2
 	VMOVUPS      Y2, 576(AX)
 	VANDPS       Y1, Y0, Y0

@@ -106,37 +106,25 @@ blocks_2:
 	MOVQ          state+8(FP), DX
 	VANDPS        lgc15<>+0(SB), Y0, Y3
 	VCMPPS        $0x12, lgc16<>+0(SB), Y3, Y3
-	VCVTPS2PD     X0, Y4
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(DX), Y4, Y4
-	VMOVUPD       Y4, 64(DX)
-	VADDPD        96(DX), Y0, Y0
-	VMOVUPD       Y0, 96(DX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
 	VMOVUPS       lgc17<>+0(SB), Y0
 	MOVQ          AX, BX
 	IMUL3Q        $+8, BX, SI
 	VANDPS        lgc15<>+0(SB), Y1, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        384(DX)(SI*8), Y5, Y5
-	VMOVUPD       Y5, 384(DX)(SI*8)
-	VADDPD        416(DX)(SI*8), Y1, Y1
-	VMOVUPD       Y1, 416(DX)(SI*8)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        384(DX)(SI*8), Z1, Z1
+	VMOVUPD       Z1, 384(DX)(SI*8)
 	VMOVUPS       lgc17<>+0(SB), Y1
 	VANDPS        Y4, Y3, Y3
 	IMUL3Q        $+8, BX, BX
 	VANDPS        lgc15<>+0(SB), Y2, Y4
 	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
-	VCVTPS2PD     X2, Y5
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1408(DX)(BX*8), Y5, Y5
-	VMOVUPD       Y5, 1408(DX)(BX*8)
-	VADDPD        1440(DX)(BX*8), Y2, Y2
-	VMOVUPD       Y2, 1440(DX)(BX*8)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1408(DX)(BX*8), Z2, Z2
+	VMOVUPD       Z2, 1408(DX)(BX*8)
 	VMOVUPS       lgc17<>+0(SB), Y2
 	VANDPS        Y4, Y3, Y3
 	VANDPS        2432(DX), Y3, Y3
@@ -164,13 +152,9 @@ noflush_3:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
@@ -178,13 +162,9 @@ noflush_3:
 	VMOVUPS      1024(CX)(BX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 384(CX)(BX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(CX)(BX*4)
 	VANDPS       Y1, Y0, Y0
@@ -192,13 +172,9 @@ noflush_3:
 	VMOVUPS      2048(CX)(DX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(DX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1408(CX)(DX*8), Z2, Z2
+	VMOVUPD      Z2, 1408(CX)(DX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 2048(CX)(DX*4)
 	VANDPS       Y1, Y0, Y0
@@ -327,13 +303,9 @@ blocks_5:
 	MOVQ          state+8(FP), BX
 	VANDPS        lgc15<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(BX)(DX*8), Y2, Y2
-	VMOVUPD       Y2, 64(BX)(DX*8)
-	VADDPD        96(BX)(DX*8), Y0, Y0
-	VMOVUPD       Y0, 96(BX)(DX*8)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(BX)(DX*8), Z0, Z0
+	VMOVUPD       Z0, 64(BX)(DX*8)
 	VMOVUPS       lgc17<>+0(SB), Y0
 	VANDPS        1088(BX), Y1, Y1
 	VMOVUPS       Y1, 1088(BX)
@@ -359,13 +331,9 @@ noflush_6:
 	VMOVUPS      704(DX)(CX*4), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, 96(DX)(CX*8)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX)(CX*8), Z1, Z1
+	VMOVUPD      Z1, 64(DX)(CX*8)
 	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)(CX*4)
 	VANDPS       1088(DX), Y0, Y0
@@ -502,42 +470,34 @@ blocks_8:
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+48(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_9
-	VMOVUPD      lgc14<>+0(SB), Y0
-	MOVQ         state+24(FP), BX
-	VMOVUPS      1408(BX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(BX), Y2, Y2
-	VMOVUPD      Y2, 1216(BX)
-	VADDPD       1248(BX), Y1, Y1
-	VMOVUPD      Y1, 1248(BX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(BX)
-	MOVQ         CX, SI
-	IMUL3Q       $+8, SI, SI
-	VMOVUPS      2176(BX)(SI*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(BX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 1536(BX)(SI*8)
-	VADDPD       1568(BX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1568(BX)(SI*8)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(BX)(SI*4)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       2560(BX), Y0, Y0
-	VMOVUPS      Y0, 2560(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+48(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_9
+	VMOVUPD   lgc14<>+0(SB), Y0
+	MOVQ      state+24(FP), BX
+	VMOVUPS   1408(BX), Y1
+	VANDPS    lgc15<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc16<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    1216(BX), Z1, Z1
+	VMOVUPD   Z1, 1216(BX)
+	VMOVUPS   lgc17<>+0(SB), Y1
+	VMOVUPS   Y1, 1408(BX)
+	MOVQ      CX, SI
+	IMUL3Q    $+8, SI, SI
+	VMOVUPS   2176(BX)(SI*4), Y2
+	VANDPS    lgc15<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc16<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1536(BX)(SI*8), Z2, Z2
+	VMOVUPD   Z2, 1536(BX)(SI*8)
+	VMOVUPS   lgc17<>+0(SB), Y2
+	VMOVUPS   Y2, 2176(BX)(SI*4)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    2560(BX), Y0, Y0
+	VMOVUPS   Y0, 2560(BX)
+	MOVQ      $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -553,13 +513,9 @@ noflush_9:
 	VMOVUPS      1408(DX), Y1
 	VANDPS       lgc15<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1216(DX), Y2, Y2
-	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y1, Y1
-	VMOVUPD      Y1, 1248(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1216(DX), Z1, Z1
+	VMOVUPD      Z1, 1216(DX)
 	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 1408(DX)
 	MOVQ         CX, BX
@@ -567,13 +523,9 @@ noflush_9:
 	VMOVUPS      2176(DX)(BX*4), Y2
 	VANDPS       lgc15<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(DX)(BX*8)
-	VADDPD       1568(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(DX)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1536(DX)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 1536(DX)(BX*8)
 	VMOVUPS      lgc17<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(DX)(BX*4)
 	VANDPS       Y1, Y0, Y0

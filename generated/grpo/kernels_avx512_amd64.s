@@ -292,129 +292,89 @@ blocks_2:
 	VMOVUPS       256(DX), Y1
 	VANDPS        lgc26<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y1, Y1
-	VMOVUPD       Y1, 96(DX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
 	VMOVUPS       lgc28<>+0(SB), Y1
 	VMOVUPS       Y1, 256(DX)
 	VMOVUPS       576(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        384(DX), Y3, Y3
-	VMOVUPD       Y3, 384(DX)
-	VADDPD        416(DX), Y2, Y2
-	VMOVUPD       Y2, 416(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX), Z2, Z2
+	VMOVUPD       Z2, 384(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 576(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       896(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        704(DX), Y3, Y3
-	VMOVUPD       Y3, 704(DX)
-	VADDPD        736(DX), Y2, Y2
-	VMOVUPD       Y2, 736(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        704(DX), Z2, Z2
+	VMOVUPD       Z2, 704(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 896(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1216(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1024(DX), Y3, Y3
-	VMOVUPD       Y3, 1024(DX)
-	VADDPD        1056(DX), Y2, Y2
-	VMOVUPD       Y2, 1056(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1024(DX), Z2, Z2
+	VMOVUPD       Z2, 1024(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1216(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1536(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1344(DX), Y3, Y3
-	VMOVUPD       Y3, 1344(DX)
-	VADDPD        1376(DX), Y2, Y2
-	VMOVUPD       Y2, 1376(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1344(DX), Z2, Z2
+	VMOVUPD       Z2, 1344(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1536(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       1856(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1664(DX), Y3, Y3
-	VMOVUPD       Y3, 1664(DX)
-	VADDPD        1696(DX), Y2, Y2
-	VMOVUPD       Y2, 1696(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1664(DX), Z2, Z2
+	VMOVUPD       Z2, 1664(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 1856(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       2176(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        1984(DX), Y3, Y3
-	VMOVUPD       Y3, 1984(DX)
-	VADDPD        2016(DX), Y2, Y2
-	VMOVUPD       Y2, 2016(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1984(DX), Z2, Z2
+	VMOVUPD       Z2, 1984(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 2176(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       2624(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2304(DX), Y3, Y3
-	VMOVUPD       Y3, 2304(DX)
-	VADDPD        2336(DX), Y2, Y2
-	VMOVUPD       Y2, 2336(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2304(DX), Z2, Z2
+	VMOVUPD       Z2, 2304(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 2624(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       2944(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2752(DX), Y3, Y3
-	VMOVUPD       Y3, 2752(DX)
-	VADDPD        2784(DX), Y2, Y2
-	VMOVUPD       Y2, 2784(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2752(DX), Z2, Z2
+	VMOVUPD       Z2, 2752(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 2944(DX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3264(DX), Y2
 	VANDPS        lgc26<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3072(DX), Y3, Y3
-	VMOVUPD       Y3, 3072(DX)
-	VADDPD        3104(DX), Y2, Y2
-	VMOVUPD       Y2, 3104(DX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3072(DX), Z2, Z2
+	VMOVUPD       Z2, 3072(DX)
 	VMOVUPS       lgc28<>+0(SB), Y2
 	VMOVUPS       Y2, 3264(DX)
 	VANDPS        Y1, Y0, Y0
@@ -436,129 +396,89 @@ noflush_3:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX), Z2, Z2
+	VMOVUPD      Z2, 384(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(CX), Z2, Z2
+	VMOVUPD      Z2, 704(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 896(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(CX), Z2, Z2
+	VMOVUPD      Z2, 1024(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1344(CX), Z2, Z2
+	VMOVUPD      Z2, 1344(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1856(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1664(CX), Z2, Z2
+	VMOVUPD      Z2, 1664(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1856(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2176(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(CX), Y3, Y3
-	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y2, Y2
-	VMOVUPD      Y2, 2016(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1984(CX), Z2, Z2
+	VMOVUPD      Z2, 1984(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2624(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2304(CX), Y3, Y3
-	VMOVUPD      Y3, 2304(CX)
-	VADDPD       2336(CX), Y2, Y2
-	VMOVUPD      Y2, 2336(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2304(CX), Z2, Z2
+	VMOVUPD      Z2, 2304(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2624(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2944(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2752(CX), Z2, Z2
+	VMOVUPD      Z2, 2752(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2944(CX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3264(CX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3072(CX), Z2, Z2
+	VMOVUPD      Z2, 3072(CX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 3264(CX)
 	VANDPS       Y1, Y0, Y0
@@ -740,13 +660,9 @@ blocks_5:
 	MOVQ          state+8(FP), DX
 	VANDPS        lgc26<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y0, Y0
-	VMOVUPD       Y0, 96(DX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
 	VMOVUPS       lgc28<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
@@ -768,13 +684,9 @@ noflush_6:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
@@ -1172,131 +1084,95 @@ blocks_8:
 	VMOVUPS Z3, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_9
-	VMOVUPD      lgc25<>+0(SB), Y0
-	MOVQ         state+24(FP), BX
-	VMOVUPS      704(BX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(BX), Y2, Y2
-	VMOVUPD      Y2, 512(BX)
-	VADDPD       544(BX), Y1, Y1
-	VMOVUPD      Y1, 544(BX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 704(BX)
-	VMOVUPS      1024(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(BX), Y3, Y3
-	VMOVUPD      Y3, 832(BX)
-	VADDPD       864(BX), Y2, Y2
-	VMOVUPD      Y2, 864(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(BX), Y3, Y3
-	VMOVUPD      Y3, 1152(BX)
-	VADDPD       1184(BX), Y2, Y2
-	VMOVUPD      Y2, 1184(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(BX), Y3, Y3
-	VMOVUPD      Y3, 1472(BX)
-	VADDPD       1504(BX), Y2, Y2
-	VMOVUPD      Y2, 1504(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(BX), Y3, Y3
-	VMOVUPD      Y3, 1792(BX)
-	VADDPD       1824(BX), Y2, Y2
-	VMOVUPD      Y2, 1824(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(BX), Y3, Y3
-	VMOVUPD      Y3, 2112(BX)
-	VADDPD       2144(BX), Y2, Y2
-	VMOVUPD      Y2, 2144(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(BX), Y3, Y3
-	VMOVUPD      Y3, 2432(BX)
-	VADDPD       2464(BX), Y2, Y2
-	VMOVUPD      Y2, 2464(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(BX), Y3, Y3
-	VMOVUPD      Y3, 2880(BX)
-	VADDPD       2912(BX), Y2, Y2
-	VMOVUPD      Y2, 2912(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(BX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(BX), Y3, Y3
-	VMOVUPD      Y3, 3200(BX)
-	VADDPD       3232(BX), Y2, Y2
-	VMOVUPD      Y2, 3232(BX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(BX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       3520(BX), Y0, Y0
-	VMOVUPS      Y0, 3520(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+80(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_9
+	VMOVUPD   lgc25<>+0(SB), Y0
+	MOVQ      state+24(FP), BX
+	VMOVUPS   704(BX), Y1
+	VANDPS    lgc26<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc27<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    512(BX), Z1, Z1
+	VMOVUPD   Z1, 512(BX)
+	VMOVUPS   lgc28<>+0(SB), Y1
+	VMOVUPS   Y1, 704(BX)
+	VMOVUPS   1024(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    832(BX), Z2, Z2
+	VMOVUPD   Z2, 832(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1024(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1344(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1152(BX), Z2, Z2
+	VMOVUPD   Z2, 1152(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1344(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1664(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1472(BX), Z2, Z2
+	VMOVUPD   Z2, 1472(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1664(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   1984(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    1792(BX), Z2, Z2
+	VMOVUPD   Z2, 1792(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 1984(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   2304(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2112(BX), Z2, Z2
+	VMOVUPD   Z2, 2112(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 2304(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   2752(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2432(BX), Z2, Z2
+	VMOVUPD   Z2, 2432(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 2752(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   3072(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2880(BX), Z2, Z2
+	VMOVUPD   Z2, 2880(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 3072(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   3392(BX), Y2
+	VANDPS    lgc26<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3200(BX), Z2, Z2
+	VMOVUPD   Z2, 3200(BX)
+	VMOVUPS   lgc28<>+0(SB), Y2
+	VMOVUPS   Y2, 3392(BX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    3520(BX), Y0, Y0
+	VMOVUPS   Y0, 3520(BX)
+	MOVQ      $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -1312,116 +1188,80 @@ noflush_9:
 	VMOVUPS      704(DX), Y1
 	VANDPS       lgc26<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(DX), Y2, Y2
-	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y1, Y1
-	VMOVUPD      Y1, 544(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(DX), Z1, Z1
+	VMOVUPD      Z1, 512(DX)
 	VMOVUPS      lgc28<>+0(SB), Y1
 	VMOVUPS      Y1, 704(DX)
 	VMOVUPS      1024(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(DX), Y3, Y3
-	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y2, Y2
-	VMOVUPD      Y2, 864(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       832(DX), Z2, Z2
+	VMOVUPD      Z2, 832(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1024(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1344(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(DX), Y3, Y3
-	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y2, Y2
-	VMOVUPD      Y2, 1184(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1152(DX), Z2, Z2
+	VMOVUPD      Z2, 1152(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1344(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1664(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(DX), Y3, Y3
-	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y2, Y2
-	VMOVUPD      Y2, 1504(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1472(DX), Z2, Z2
+	VMOVUPD      Z2, 1472(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1664(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1984(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1792(DX), Z2, Z2
+	VMOVUPD      Z2, 1792(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 1984(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2304(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(DX), Y3, Y3
-	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y2, Y2
-	VMOVUPD      Y2, 2144(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2112(DX), Z2, Z2
+	VMOVUPD      Z2, 2112(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2304(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2752(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2432(DX), Z2, Z2
+	VMOVUPD      Z2, 2432(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2880(DX), Z2, Z2
+	VMOVUPD      Z2, 2880(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
 	VANDPS       lgc26<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(DX), Y3, Y3
-	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y2, Y2
-	VMOVUPD      Y2, 3232(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3200(DX), Z2, Z2
+	VMOVUPD      Z2, 3200(DX)
 	VMOVUPS      lgc28<>+0(SB), Y2
 	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0

@@ -267,90 +267,62 @@ blocks_3:
 	VMOVUPS       2944(BX), Y1
 	VANDPS        lgc25<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        2752(BX), Y2, Y2
-	VMOVUPD       Y2, 2752(BX)
-	VADDPD        2784(BX), Y1, Y1
-	VMOVUPD       Y1, 2784(BX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2752(BX), Z1, Z1
+	VMOVUPD       Z1, 2752(BX)
 	VMOVUPS       lgc27<>+0(SB), Y1
 	VMOVUPS       Y1, 2944(BX)
 	VMOVUPS       3264(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3072(BX), Y3, Y3
-	VMOVUPD       Y3, 3072(BX)
-	VADDPD        3104(BX), Y2, Y2
-	VMOVUPD       Y2, 3104(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3072(BX), Z2, Z2
+	VMOVUPD       Z2, 3072(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 3264(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3584(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3392(BX), Y3, Y3
-	VMOVUPD       Y3, 3392(BX)
-	VADDPD        3424(BX), Y2, Y2
-	VMOVUPD       Y2, 3424(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3392(BX), Z2, Z2
+	VMOVUPD       Z2, 3392(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 3584(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3904(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3712(BX), Y3, Y3
-	VMOVUPD       Y3, 3712(BX)
-	VADDPD        3744(BX), Y2, Y2
-	VMOVUPD       Y2, 3744(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3712(BX), Z2, Z2
+	VMOVUPD       Z2, 3712(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 3904(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       4352(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4032(BX), Y3, Y3
-	VMOVUPD       Y3, 4032(BX)
-	VADDPD        4064(BX), Y2, Y2
-	VMOVUPD       Y2, 4064(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4032(BX), Z2, Z2
+	VMOVUPD       Z2, 4032(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 4352(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       4672(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4480(BX), Y3, Y3
-	VMOVUPD       Y3, 4480(BX)
-	VADDPD        4512(BX), Y2, Y2
-	VMOVUPD       Y2, 4512(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4480(BX), Z2, Z2
+	VMOVUPD       Z2, 4480(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 4672(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       4992(BX), Y2
 	VANDPS        lgc25<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4800(BX), Y3, Y3
-	VMOVUPD       Y3, 4800(BX)
-	VADDPD        4832(BX), Y2, Y2
-	VMOVUPD       Y2, 4832(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4800(BX), Z2, Z2
+	VMOVUPD       Z2, 4800(BX)
 	VMOVUPS       lgc27<>+0(SB), Y2
 	VMOVUPS       Y2, 4992(BX)
 	VANDPS        Y1, Y0, Y0
@@ -372,90 +344,62 @@ noflush_4:
 	VMOVUPS      2944(DX), Y1
 	VANDPS       lgc25<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2752(DX), Y2, Y2
-	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y1, Y1
-	VMOVUPD      Y1, 2784(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
 	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 2944(DX)
 	VMOVUPS      3264(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3072(DX), Z2, Z2
+	VMOVUPD      Z2, 3072(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3264(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3584(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(DX), Y3, Y3
-	VMOVUPD      Y3, 3392(DX)
-	VADDPD       3424(DX), Y2, Y2
-	VMOVUPD      Y2, 3424(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3392(DX), Z2, Z2
+	VMOVUPD      Z2, 3392(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3584(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3904(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3712(DX), Y3, Y3
-	VMOVUPD      Y3, 3712(DX)
-	VADDPD       3744(DX), Y2, Y2
-	VMOVUPD      Y2, 3744(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3712(DX), Z2, Z2
+	VMOVUPD      Z2, 3712(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3904(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4352(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y3, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y2, Y2
-	VMOVUPD      Y2, 4064(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4032(DX), Z2, Z2
+	VMOVUPD      Z2, 4032(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4352(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4672(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4480(DX), Y3, Y3
-	VMOVUPD      Y3, 4480(DX)
-	VADDPD       4512(DX), Y2, Y2
-	VMOVUPD      Y2, 4512(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4480(DX), Z2, Z2
+	VMOVUPD      Z2, 4480(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4672(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4992(DX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4800(DX), Y3, Y3
-	VMOVUPD      Y3, 4800(DX)
-	VADDPD       4832(DX), Y2, Y2
-	VMOVUPD      Y2, 4832(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4800(DX), Z2, Z2
+	VMOVUPD      Z2, 4800(DX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4992(DX)
 	VANDPS       Y1, Y0, Y0
@@ -618,13 +562,9 @@ blocks_7:
 	MOVQ          state+8(FP), BX
 	VANDPS        lgc25<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(BX), Y2, Y2
-	VMOVUPD       Y2, 64(BX)
-	VADDPD        96(BX), Y0, Y0
-	VMOVUPD       Y0, 96(BX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(BX), Z0, Z0
+	VMOVUPD       Z0, 64(BX)
 	VMOVUPS       lgc27<>+0(SB), Y0
 	VANDPS        384(BX), Y1, Y1
 	VMOVUPS       Y1, 384(BX)
@@ -646,13 +586,9 @@ noflush_8:
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc25<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
 	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VANDPS       384(DX), Y0, Y0
@@ -1018,92 +954,68 @@ blocks_11:
 	VANDPS Z0, Z1, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), DI
-	VMOVUPS      Z0, (DI)(R8*4)
-	DECQ         SI
-	JNZ          noflush_12
-	VMOVUPD      lgc24<>+0(SB), Y0
-	MOVQ         state+64(FP), SI
-	VMOVUPS      3392(SI), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3200(SI), Y2, Y2
-	VMOVUPD      Y2, 3200(SI)
-	VADDPD       3232(SI), Y1, Y1
-	VMOVUPD      Y1, 3232(SI)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 3392(SI)
-	VMOVUPS      3712(SI), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(SI), Y3, Y3
-	VMOVUPD      Y3, 3520(SI)
-	VADDPD       3552(SI), Y2, Y2
-	VMOVUPD      Y2, 3552(SI)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3712(SI)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4032(SI), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(SI), Y3, Y3
-	VMOVUPD      Y3, 3840(SI)
-	VADDPD       3872(SI), Y2, Y2
-	VMOVUPD      Y2, 3872(SI)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(SI)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4480(SI), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4160(SI), Y3, Y3
-	VMOVUPD      Y3, 4160(SI)
-	VADDPD       4192(SI), Y2, Y2
-	VMOVUPD      Y2, 4192(SI)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4480(SI)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4800(SI), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4608(SI), Y3, Y3
-	VMOVUPD      Y3, 4608(SI)
-	VADDPD       4640(SI), Y2, Y2
-	VMOVUPD      Y2, 4640(SI)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4800(SI)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5120(SI), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4928(SI), Y3, Y3
-	VMOVUPD      Y3, 4928(SI)
-	VADDPD       4960(SI), Y2, Y2
-	VMOVUPD      Y2, 4960(SI)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 5120(SI)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       5248(SI), Y0, Y0
-	VMOVUPS      Y0, 5248(SI)
-	MOVQ         $+4, SI
+	MOVQ      gradLogProb+80(FP), DI
+	VMOVUPS   Z0, (DI)(R8*4)
+	DECQ      SI
+	JNZ       noflush_12
+	VMOVUPD   lgc24<>+0(SB), Y0
+	MOVQ      state+64(FP), SI
+	VMOVUPS   3392(SI), Y1
+	VANDPS    lgc25<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc26<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    3200(SI), Z1, Z1
+	VMOVUPD   Z1, 3200(SI)
+	VMOVUPS   lgc27<>+0(SB), Y1
+	VMOVUPS   Y1, 3392(SI)
+	VMOVUPS   3712(SI), Y2
+	VANDPS    lgc25<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3520(SI), Z2, Z2
+	VMOVUPD   Z2, 3520(SI)
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   Y2, 3712(SI)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   4032(SI), Y2
+	VANDPS    lgc25<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3840(SI), Z2, Z2
+	VMOVUPD   Z2, 3840(SI)
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   Y2, 4032(SI)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   4480(SI), Y2
+	VANDPS    lgc25<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4160(SI), Z2, Z2
+	VMOVUPD   Z2, 4160(SI)
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   Y2, 4480(SI)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   4800(SI), Y2
+	VANDPS    lgc25<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4608(SI), Z2, Z2
+	VMOVUPD   Z2, 4608(SI)
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   Y2, 4800(SI)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   5120(SI), Y2
+	VANDPS    lgc25<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4928(SI), Z2, Z2
+	VMOVUPD   Z2, 4928(SI)
+	VMOVUPS   lgc27<>+0(SB), Y2
+	VMOVUPS   Y2, 5120(SI)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    5248(SI), Y0, Y0
+	VMOVUPS   Y0, 5248(SI)
+	MOVQ      $+4, SI
 
 noflush_12:
 	ADDQ         $+16, BX
@@ -1119,77 +1031,53 @@ noflush_12:
 	VMOVUPS      3392(BX), Y1
 	VANDPS       lgc25<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3200(BX), Y2, Y2
-	VMOVUPD      Y2, 3200(BX)
-	VADDPD       3232(BX), Y1, Y1
-	VMOVUPD      Y1, 3232(BX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3200(BX), Z1, Z1
+	VMOVUPD      Z1, 3200(BX)
 	VMOVUPS      lgc27<>+0(SB), Y1
 	VMOVUPS      Y1, 3392(BX)
 	VMOVUPS      3712(BX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(BX), Y3, Y3
-	VMOVUPD      Y3, 3520(BX)
-	VADDPD       3552(BX), Y2, Y2
-	VMOVUPD      Y2, 3552(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3520(BX), Z2, Z2
+	VMOVUPD      Z2, 3520(BX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 3712(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4032(BX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(BX), Y3, Y3
-	VMOVUPD      Y3, 3840(BX)
-	VADDPD       3872(BX), Y2, Y2
-	VMOVUPD      Y2, 3872(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3840(BX), Z2, Z2
+	VMOVUPD      Z2, 3840(BX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4032(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4480(BX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4160(BX), Y3, Y3
-	VMOVUPD      Y3, 4160(BX)
-	VADDPD       4192(BX), Y2, Y2
-	VMOVUPD      Y2, 4192(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4160(BX), Z2, Z2
+	VMOVUPD      Z2, 4160(BX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4480(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4800(BX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4608(BX), Y3, Y3
-	VMOVUPD      Y3, 4608(BX)
-	VADDPD       4640(BX), Y2, Y2
-	VMOVUPD      Y2, 4640(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4608(BX), Z2, Z2
+	VMOVUPD      Z2, 4608(BX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 4800(BX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      5120(BX), Y2
 	VANDPS       lgc25<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4928(BX), Y3, Y3
-	VMOVUPD      Y3, 4928(BX)
-	VADDPD       4960(BX), Y2, Y2
-	VMOVUPD      Y2, 4960(BX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4928(BX), Z2, Z2
+	VMOVUPD      Z2, 4928(BX)
 	VMOVUPS      lgc27<>+0(SB), Y2
 	VMOVUPS      Y2, 5120(BX)
 	VANDPS       Y1, Y0, Y0

@@ -66,24 +66,16 @@ blocks_2:
 	MOVQ          state+8(FP), SI
 	VANDPS        lgc3<>+0(SB), Y0, Y2
 	VCMPPS        $0x12, lgc4<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(SI)(BX*8), Y3, Y3
-	VMOVUPD       Y3, 64(SI)(BX*8)
-	VADDPD        96(SI)(BX*8), Y0, Y0
-	VMOVUPD       Y0, 96(SI)(BX*8)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(SI)(BX*8), Z0, Z0
+	VMOVUPD       Z0, 64(SI)(BX*8)
 	VMOVUPS       lgc5<>+0(SB), Y0
 	IMUL3Q        $+8, DX, DX
 	VANDPS        lgc3<>+0(SB), Y1, Y3
 	VCMPPS        $0x12, lgc4<>+0(SB), Y3, Y3
-	VCVTPS2PD     X1, Y4
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        1088(SI)(DX*8), Y4, Y4
-	VMOVUPD       Y4, 1088(SI)(DX*8)
-	VADDPD        1120(SI)(DX*8), Y1, Y1
-	VMOVUPD       Y1, 1120(SI)(DX*8)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        1088(SI)(DX*8), Z1, Z1
+	VMOVUPD       Z1, 1088(SI)(DX*8)
 	VMOVUPS       lgc5<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        2112(SI), Y2, Y2
@@ -112,26 +104,18 @@ noflush_3:
 	VMOVUPS      704(BX)(DX*4), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 96(BX)(DX*8)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(BX)(DX*8), Z1, Z1
+	VMOVUPD      Z1, 64(BX)(DX*8)
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMOVUPS      Y1, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	VMOVUPS      1728(BX)(CX*4), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1088(BX)(CX*8), Y3, Y3
-	VMOVUPD      Y3, 1088(BX)(CX*8)
-	VADDPD       1120(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 1120(BX)(CX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1088(BX)(CX*8), Z2, Z2
+	VMOVUPD      Z2, 1088(BX)(CX*8)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 1728(BX)(CX*4)
 	VANDPS       Y1, Y0, Y0
@@ -399,51 +383,35 @@ blocks_5:
 	VMOVUPS       2432(BX), Y1
 	VANDPS        lgc3<>+0(SB), Y1, Y0
 	VCMPPS        $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        2240(BX), Y2, Y2
-	VMOVUPD       Y2, 2240(BX)
-	VADDPD        2272(BX), Y1, Y1
-	VMOVUPD       Y1, 2272(BX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2240(BX), Z1, Z1
+	VMOVUPD       Z1, 2240(BX)
 	VMOVUPS       lgc5<>+0(SB), Y1
 	VMOVUPS       Y1, 2432(BX)
 	VMOVUPS       2752(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2560(BX), Y3, Y3
-	VMOVUPD       Y3, 2560(BX)
-	VADDPD        2592(BX), Y2, Y2
-	VMOVUPD       Y2, 2592(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2560(BX), Z2, Z2
+	VMOVUPD       Z2, 2560(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
 	VMOVUPS       Y2, 2752(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3072(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2880(BX), Y3, Y3
-	VMOVUPD       Y3, 2880(BX)
-	VADDPD        2912(BX), Y2, Y2
-	VMOVUPD       Y2, 2912(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2880(BX), Z2, Z2
+	VMOVUPD       Z2, 2880(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
 	VMOVUPS       Y2, 3072(BX)
 	VANDPS        Y1, Y0, Y0
 	VMOVUPS       3392(BX), Y2
 	VANDPS        lgc3<>+0(SB), Y2, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        3200(BX), Y3, Y3
-	VMOVUPD       Y3, 3200(BX)
-	VADDPD        3232(BX), Y2, Y2
-	VMOVUPD       Y2, 3232(BX)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3200(BX), Z2, Z2
+	VMOVUPD       Z2, 3200(BX)
 	VMOVUPS       lgc5<>+0(SB), Y2
 	VMOVUPS       Y2, 3392(BX)
 	VANDPS        Y1, Y0, Y0
@@ -465,51 +433,35 @@ noflush_6:
 	VMOVUPS      2432(DX), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2240(DX), Y2, Y2
-	VMOVUPD      Y2, 2240(DX)
-	VADDPD       2272(DX), Y1, Y1
-	VMOVUPD      Y1, 2272(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2240(DX), Z1, Z1
+	VMOVUPD      Z1, 2240(DX)
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMOVUPS      Y1, 2432(DX)
 	VMOVUPS      2752(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(DX), Y3, Y3
-	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y2, Y2
-	VMOVUPD      Y2, 2592(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2560(DX), Z2, Z2
+	VMOVUPD      Z2, 2560(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 2752(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3072(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2880(DX), Z2, Z2
+	VMOVUPD      Z2, 2880(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 3072(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3392(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(DX), Y3, Y3
-	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y2, Y2
-	VMOVUPD      Y2, 3232(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3200(DX), Z2, Z2
+	VMOVUPD      Z2, 3200(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 3392(DX)
 	VANDPS       Y1, Y0, Y0
@@ -601,13 +553,9 @@ blocks_8:
 	MOVQ          state+8(FP), DX
 	VANDPS        lgc3<>+0(SB), Y0, Y1
 	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     X0, Y2
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        64(DX), Y2, Y2
-	VMOVUPD       Y2, 64(DX)
-	VADDPD        96(DX), Y0, Y0
-	VMOVUPD       Y0, 96(DX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
 	VMOVUPS       lgc5<>+0(SB), Y0
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
@@ -629,13 +577,9 @@ noflush_9:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       384(CX), Y0, Y0
@@ -726,36 +670,24 @@ blocks_11:
 	MOVQ          state+16(FP), DI
 	VANDPS        lgc3<>+0(SB), Y0, Y3
 	VCMPPS        $0x12, lgc4<>+0(SB), Y3, Y3
-	VCVTPS2PD     X0, Y4
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        512(DI)(SI*8), Y4, Y4
-	VMOVUPD       Y4, 512(DI)(SI*8)
-	VADDPD        544(DI)(SI*8), Y0, Y0
-	VMOVUPD       Y0, 544(DI)(SI*8)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        512(DI)(SI*8), Z0, Z0
+	VMOVUPD       Z0, 512(DI)(SI*8)
 	VMOVUPS       lgc5<>+0(SB), Y0
 	IMUL3Q        $+8, BX, SI
 	VANDPS        lgc3<>+0(SB), Y1, Y4
 	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        1536(DI)(SI*8), Y5, Y5
-	VMOVUPD       Y5, 1536(DI)(SI*8)
-	VADDPD        1568(DI)(SI*8), Y1, Y1
-	VMOVUPD       Y1, 1568(DI)(SI*8)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        1536(DI)(SI*8), Z1, Z1
+	VMOVUPD       Z1, 1536(DI)(SI*8)
 	VMOVUPS       lgc5<>+0(SB), Y1
 	VANDPS        Y4, Y3, Y3
 	IMUL3Q        $+8, BX, BX
 	VANDPS        lgc3<>+0(SB), Y2, Y4
 	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
-	VCVTPS2PD     X2, Y5
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2560(DI)(BX*8), Y5, Y5
-	VMOVUPD       Y5, 2560(DI)(BX*8)
-	VADDPD        2592(DI)(BX*8), Y2, Y2
-	VMOVUPD       Y2, 2592(DI)(BX*8)
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2560(DI)(BX*8), Z2, Z2
+	VMOVUPD       Z2, 2560(DI)(BX*8)
 	VMOVUPS       lgc5<>+0(SB), Y2
 	VANDPS        Y4, Y3, Y3
 	VANDPS        3584(DI), Y3, Y3
@@ -786,26 +718,18 @@ noflush_12:
 	VMOVUPS      1152(SI)(BX*4), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       512(SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 512(SI)(BX*8)
-	VADDPD       544(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 544(SI)(BX*8)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(SI)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 512(SI)(BX*8)
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMOVUPS      Y1, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      2176(SI)(BX*4), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(SI)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(SI)(BX*8)
-	VADDPD       1568(SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(SI)(BX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1536(SI)(BX*8), Z2, Z2
+	VMOVUPD      Z2, 1536(SI)(BX*8)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 2176(SI)(BX*4)
 	VANDPS       Y1, Y0, Y0
@@ -813,13 +737,9 @@ noflush_12:
 	VMOVUPS      3200(SI)(DX*4), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(SI)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 2560(SI)(DX*8)
-	VADDPD       2592(SI)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 2592(SI)(DX*8)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2560(SI)(DX*8), Z2, Z2
+	VMOVUPD      Z2, 2560(SI)(DX*8)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 3200(SI)(DX*4)
 	VANDPS       Y1, Y0, Y0
@@ -1132,53 +1052,41 @@ blocks_14:
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+80(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_15
-	VMOVUPD      lgc2<>+0(SB), Y0
-	MOVQ         state+64(FP), BX
-	VMOVUPS      3904(BX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3712(BX), Y2, Y2
-	VMOVUPD      Y2, 3712(BX)
-	VADDPD       3744(BX), Y1, Y1
-	VMOVUPD      Y1, 3744(BX)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 3904(BX)
-	VMOVUPS      4224(BX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(BX), Y3, Y3
-	VMOVUPD      Y3, 4032(BX)
-	VADDPD       4064(BX), Y2, Y2
-	VMOVUPD      Y2, 4064(BX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4224(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4544(BX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4352(BX), Y3, Y3
-	VMOVUPD      Y3, 4352(BX)
-	VADDPD       4384(BX), Y2, Y2
-	VMOVUPD      Y2, 4384(BX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4544(BX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       4672(BX), Y0, Y0
-	VMOVUPS      Y0, 4672(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+80(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_15
+	VMOVUPD   lgc2<>+0(SB), Y0
+	MOVQ      state+64(FP), BX
+	VMOVUPS   3904(BX), Y1
+	VANDPS    lgc3<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc4<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    3712(BX), Z1, Z1
+	VMOVUPD   Z1, 3712(BX)
+	VMOVUPS   lgc5<>+0(SB), Y1
+	VMOVUPS   Y1, 3904(BX)
+	VMOVUPS   4224(BX), Y2
+	VANDPS    lgc3<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4032(BX), Z2, Z2
+	VMOVUPD   Z2, 4032(BX)
+	VMOVUPS   lgc5<>+0(SB), Y2
+	VMOVUPS   Y2, 4224(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   4544(BX), Y2
+	VANDPS    lgc3<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc4<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    4352(BX), Z2, Z2
+	VMOVUPD   Z2, 4352(BX)
+	VMOVUPS   lgc5<>+0(SB), Y2
+	VMOVUPS   Y2, 4544(BX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    4672(BX), Y0, Y0
+	VMOVUPS   Y0, 4672(BX)
+	MOVQ      $+4, BX
 
 noflush_15:
 	ADDQ         $+16, DX
@@ -1194,38 +1102,26 @@ noflush_15:
 	VMOVUPS      3904(DX), Y1
 	VANDPS       lgc3<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       3712(DX), Y2, Y2
-	VMOVUPD      Y2, 3712(DX)
-	VADDPD       3744(DX), Y1, Y1
-	VMOVUPD      Y1, 3744(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3712(DX), Z1, Z1
+	VMOVUPD      Z1, 3712(DX)
 	VMOVUPS      lgc5<>+0(SB), Y1
 	VMOVUPS      Y1, 3904(DX)
 	VMOVUPS      4224(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y3, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y2, Y2
-	VMOVUPD      Y2, 4064(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4032(DX), Z2, Z2
+	VMOVUPD      Z2, 4032(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 4224(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      4544(DX), Y2
 	VANDPS       lgc3<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4352(DX), Y3, Y3
-	VMOVUPD      Y3, 4352(DX)
-	VADDPD       4384(DX), Y2, Y2
-	VMOVUPD      Y2, 4384(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4352(DX), Z2, Z2
+	VMOVUPD      Z2, 4352(DX)
 	VMOVUPS      lgc5<>+0(SB), Y2
 	VMOVUPS      Y2, 4544(DX)
 	VANDPS       Y1, Y0, Y0

@@ -441,79 +441,59 @@ blocks_2:
 	VMOVUPS Z1, (SI)(DI*4)
 
 	// store valueTarget2
-	MOVQ         valueTarget+128(FP), SI
-	VMOVUPS      Z8, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_3
-	VMOVUPD      lgc33<>+0(SB), Y1
-	MOVQ         state+72(FP), BX
-	VMOVUPS      256(BX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(BX), Y3, Y3
-	VMOVUPD      Y3, 64(BX)
-	VADDPD       96(BX), Y2, Y2
-	VMOVUPD      Y2, 96(BX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 256(BX)
-	VMOVUPS      576(BX), Y3
-	VANDPS       lgc34<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(BX), Y4, Y4
-	VMOVUPD      Y4, 384(BX)
-	VADDPD       416(BX), Y3, Y3
-	VMOVUPD      Y3, 416(BX)
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VMOVUPS      Y3, 576(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(BX), Y3
-	VANDPS       lgc34<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(BX), Y4, Y4
-	VMOVUPD      Y4, 704(BX)
-	VADDPD       736(BX), Y3, Y3
-	VMOVUPD      Y3, 736(BX)
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VMOVUPS      Y3, 896(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(BX), Y3
-	VANDPS       lgc34<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(BX), Y4, Y4
-	VMOVUPD      Y4, 1024(BX)
-	VADDPD       1056(BX), Y3, Y3
-	VMOVUPD      Y3, 1056(BX)
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(BX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(BX), Y3
-	VANDPS       lgc34<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(BX), Y4, Y4
-	VMOVUPD      Y4, 1344(BX)
-	VADDPD       1376(BX), Y3, Y3
-	VMOVUPD      Y3, 1376(BX)
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(BX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       4544(BX), Y1, Y1
-	VMOVUPS      Y1, 4544(BX)
-	MOVQ         $+4, BX
+	MOVQ      valueTarget+128(FP), SI
+	VMOVUPS   Z8, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_3
+	VMOVUPD   lgc33<>+0(SB), Y1
+	MOVQ      state+72(FP), BX
+	VMOVUPS   256(BX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    64(BX), Z2, Z2
+	VMOVUPD   Z2, 64(BX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 256(BX)
+	VMOVUPS   576(BX), Y3
+	VANDPS    lgc34<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    384(BX), Z3, Z3
+	VMOVUPD   Z3, 384(BX)
+	VMOVUPS   lgc10<>+0(SB), Y3
+	VMOVUPS   Y3, 576(BX)
+	VANDPS    Y2, Y1, Y1
+	VMOVUPS   896(BX), Y3
+	VANDPS    lgc34<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    704(BX), Z3, Z3
+	VMOVUPD   Z3, 704(BX)
+	VMOVUPS   lgc10<>+0(SB), Y3
+	VMOVUPS   Y3, 896(BX)
+	VANDPS    Y2, Y1, Y1
+	VMOVUPS   1216(BX), Y3
+	VANDPS    lgc34<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    1024(BX), Z3, Z3
+	VMOVUPD   Z3, 1024(BX)
+	VMOVUPS   lgc10<>+0(SB), Y3
+	VMOVUPS   Y3, 1216(BX)
+	VANDPS    Y2, Y1, Y1
+	VMOVUPS   1536(BX), Y3
+	VANDPS    lgc34<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    1344(BX), Z3, Z3
+	VMOVUPD   Z3, 1344(BX)
+	VMOVUPS   lgc10<>+0(SB), Y3
+	VMOVUPS   Y3, 1536(BX)
+	VANDPS    Y2, Y1, Y1
+	VANDPS    4544(BX), Y1, Y1
+	VMOVUPS   Y1, 4544(BX)
+	MOVQ      $+4, BX
 
 noflush_3:
 	SUBQ         $+16, DX
@@ -528,64 +508,44 @@ noflush_3:
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc34<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
 	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(DX), Z2, Z2
+	VMOVUPD      Z2, 384(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 576(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      896(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(DX), Z2, Z2
+	VMOVUPD      Z2, 704(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 896(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1216(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(DX), Z2, Z2
+	VMOVUPD      Z2, 1024(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 1216(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      1536(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y2, Y2
-	VMOVUPD      Y2, 1376(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1344(DX), Z2, Z2
+	VMOVUPD      Z2, 1344(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 1536(DX)
 	VANDPS       Y1, Y0, Y0
@@ -883,23 +843,15 @@ blocks_4:
 	MOVQ          state+0(FP), CX
 	VANDPS        lgc34<>+0(SB), Y0, Y2
 	VCMPPS        $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD     X0, Y3
-	VEXTRACTF128  $0x01, Y0, X0
-	VCVTPS2PD     X0, Y0
-	VADDPD        4672(CX), Y3, Y3
-	VMOVUPD       Y3, 4672(CX)
-	VADDPD        4704(CX), Y0, Y0
-	VMOVUPD       Y0, 4704(CX)
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4672(CX), Z0, Z0
+	VMOVUPD       Z0, 4672(CX)
 	VMOVUPS       lgc10<>+0(SB), Y0
 	VANDPS        lgc34<>+0(SB), Y1, Y3
 	VCMPPS        $0x12, lgc35<>+0(SB), Y3, Y3
-	VCVTPS2PD     X1, Y4
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        4992(CX), Y4, Y4
-	VMOVUPD       Y4, 4992(CX)
-	VADDPD        5024(CX), Y1, Y1
-	VMOVUPD       Y1, 5024(CX)
+	VCVTPS2PD     Y1, Z1
+	VADDPD        4992(CX), Z1, Z1
+	VMOVUPD       Z1, 4992(CX)
 	VMOVUPS       lgc10<>+0(SB), Y1
 	VANDPS        Y3, Y2, Y2
 	VANDPS        5312(CX), Y2, Y2
@@ -927,25 +879,17 @@ chunkdone_5:
 	VMOVUPS      4864(AX), Y1
 	VANDPS       lgc34<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4672(AX), Y2, Y2
-	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y1, Y1
-	VMOVUPD      Y1, 4704(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4672(AX), Z1, Z1
+	VMOVUPD      Z1, 4672(AX)
 	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 4864(AX)
 	VMOVUPS      5184(AX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(AX), Y3, Y3
-	VMOVUPD      Y3, 4992(AX)
-	VADDPD       5024(AX), Y2, Y2
-	VMOVUPD      Y2, 5024(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       4992(AX), Z2, Z2
+	VMOVUPD      Z2, 4992(AX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 5184(AX)
 	VANDPS       Y1, Y0, Y0
@@ -1356,27 +1300,23 @@ blocks_12:
 	VMOVUPS Z6, (BX)(SI*4)
 
 	// store valueTarget2
-	MOVQ         valueTarget+120(FP), BX
-	VMOVUPS      Z7, (BX)(SI*4)
-	DECQ         DX
-	JNZ          noflush_13
-	VMOVUPD      lgc33<>+0(SB), Y1
-	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VANDPS       1920(DX), Y1, Y1
-	VMOVUPS      Y1, 1920(DX)
-	MOVQ         $+4, DX
+	MOVQ      valueTarget+120(FP), BX
+	VMOVUPS   Z7, (BX)(SI*4)
+	DECQ      DX
+	JNZ       noflush_13
+	VMOVUPD   lgc33<>+0(SB), Y1
+	MOVQ      state+72(FP), DX
+	VMOVUPS   256(DX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    64(DX), Z2, Z2
+	VMOVUPD   Z2, 64(DX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 256(DX)
+	VANDPS    1920(DX), Y1, Y1
+	VMOVUPS   Y1, 1920(DX)
+	MOVQ      $+4, DX
 
 noflush_13:
 	SUBQ         $+16, CX
@@ -1391,13 +1331,9 @@ noflush_13:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc34<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VANDPS       1920(CX), Y0, Y0
@@ -1875,66 +1811,50 @@ blocks_15:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+96(FP), SI
-	VMOVUPS      Z0, (SI)(DI*4)
-	DECQ         BX
-	JNZ          noflush_16
-	VMOVUPD      lgc33<>+0(SB), Y0
-	MOVQ         state+56(FP), BX
-	VMOVUPS      2240(BX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2048(BX), Y2, Y2
-	VMOVUPD      Y2, 2048(BX)
-	VADDPD       2080(BX), Y1, Y1
-	VMOVUPD      Y1, 2080(BX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(BX)
-	VMOVUPS      2560(BX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2368(BX), Y3, Y3
-	VMOVUPD      Y3, 2368(BX)
-	VADDPD       2400(BX), Y2, Y2
-	VMOVUPD      Y2, 2400(BX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 2560(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2880(BX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2688(BX), Y3, Y3
-	VMOVUPD      Y3, 2688(BX)
-	VADDPD       2720(BX), Y2, Y2
-	VMOVUPD      Y2, 2720(BX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 2880(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3200(BX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3008(BX), Y3, Y3
-	VMOVUPD      Y3, 3008(BX)
-	VADDPD       3040(BX), Y2, Y2
-	VMOVUPD      Y2, 3040(BX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(BX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       5696(BX), Y0, Y0
-	VMOVUPS      Y0, 5696(BX)
-	MOVQ         $+4, BX
+	MOVQ      gradLogProb+96(FP), SI
+	VMOVUPS   Z0, (SI)(DI*4)
+	DECQ      BX
+	JNZ       noflush_16
+	VMOVUPD   lgc33<>+0(SB), Y0
+	MOVQ      state+56(FP), BX
+	VMOVUPS   2240(BX), Y1
+	VANDPS    lgc34<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    2048(BX), Z1, Z1
+	VMOVUPD   Z1, 2048(BX)
+	VMOVUPS   lgc10<>+0(SB), Y1
+	VMOVUPS   Y1, 2240(BX)
+	VMOVUPS   2560(BX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2368(BX), Z2, Z2
+	VMOVUPD   Z2, 2368(BX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 2560(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   2880(BX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    2688(BX), Z2, Z2
+	VMOVUPD   Z2, 2688(BX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 2880(BX)
+	VANDPS    Y1, Y0, Y0
+	VMOVUPS   3200(BX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    3008(BX), Z2, Z2
+	VMOVUPD   Z2, 3008(BX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 3200(BX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    5696(BX), Y0, Y0
+	VMOVUPS   Y0, 5696(BX)
+	MOVQ      $+4, BX
 
 noflush_16:
 	ADDQ         $+16, DX
@@ -1950,51 +1870,35 @@ noflush_16:
 	VMOVUPS      2240(DX), Y1
 	VANDPS       lgc34<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2048(DX), Y2, Y2
-	VMOVUPD      Y2, 2048(DX)
-	VADDPD       2080(DX), Y1, Y1
-	VMOVUPD      Y1, 2080(DX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2048(DX), Z1, Z1
+	VMOVUPD      Z1, 2048(DX)
 	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 2240(DX)
 	VMOVUPS      2560(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2368(DX), Y3, Y3
-	VMOVUPD      Y3, 2368(DX)
-	VADDPD       2400(DX), Y2, Y2
-	VMOVUPD      Y2, 2400(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2368(DX), Z2, Z2
+	VMOVUPD      Z2, 2368(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 2560(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      2880(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2688(DX), Y3, Y3
-	VMOVUPD      Y3, 2688(DX)
-	VADDPD       2720(DX), Y2, Y2
-	VMOVUPD      Y2, 2720(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2688(DX), Z2, Z2
+	VMOVUPD      Z2, 2688(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 2880(DX)
 	VANDPS       Y1, Y0, Y0
 	VMOVUPS      3200(DX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3008(DX), Y3, Y3
-	VMOVUPD      Y3, 3008(DX)
-	VADDPD       3040(DX), Y2, Y2
-	VMOVUPD      Y2, 3040(DX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3008(DX), Z2, Z2
+	VMOVUPD      Z2, 3008(DX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 3200(DX)
 	VANDPS       Y1, Y0, Y0
@@ -2109,40 +2013,32 @@ blocks_17:
 	VMOVUPS       Y2, 6336(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+64(FP), DX
-	VMOVUPS      Z1, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_19
-	VMOVUPD      lgc33<>+0(SB), Y0
-	MOVQ         state+56(FP), CX
-	VMOVUPS      6016(CX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       5824(CX), Y2, Y2
-	VMOVUPD      Y2, 5824(CX)
-	VADDPD       5856(CX), Y1, Y1
-	VMOVUPD      Y1, 5856(CX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 6016(CX)
-	VMOVUPS      6336(CX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6144(CX), Y3, Y3
-	VMOVUPD      Y3, 6144(CX)
-	VADDPD       6176(CX), Y2, Y2
-	VMOVUPD      Y2, 6176(CX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 6336(CX)
-	VANDPS       Y1, Y0, Y0
-	VANDPS       6464(CX), Y0, Y0
-	VMOVUPS      Y0, 6464(CX)
-	MOVQ         $+4, CX
+	MOVQ      explainedVariance+64(FP), DX
+	VMOVUPS   Z1, (DX)(BX*4)
+	DECQ      CX
+	JNZ       noflush_19
+	VMOVUPD   lgc33<>+0(SB), Y0
+	MOVQ      state+56(FP), CX
+	VMOVUPS   6016(CX), Y1
+	VANDPS    lgc34<>+0(SB), Y1, Y0
+	VCMPPS    $0x12, lgc35<>+0(SB), Y0, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    5824(CX), Z1, Z1
+	VMOVUPD   Z1, 5824(CX)
+	VMOVUPS   lgc10<>+0(SB), Y1
+	VMOVUPS   Y1, 6016(CX)
+	VMOVUPS   6336(CX), Y2
+	VANDPS    lgc34<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    6144(CX), Z2, Z2
+	VMOVUPD   Z2, 6144(CX)
+	VMOVUPS   lgc10<>+0(SB), Y2
+	VMOVUPS   Y2, 6336(CX)
+	VANDPS    Y1, Y0, Y0
+	VANDPS    6464(CX), Y0, Y0
+	VMOVUPS   Y0, 6464(CX)
+	MOVQ      $+4, CX
 
 noflush_19:
 	ADDQ $+16, AX
@@ -2162,25 +2058,17 @@ chunkdone_18:
 	VMOVUPS      6016(AX), Y1
 	VANDPS       lgc34<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       5824(AX), Y2, Y2
-	VMOVUPD      Y2, 5824(AX)
-	VADDPD       5856(AX), Y1, Y1
-	VMOVUPD      Y1, 5856(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       5824(AX), Z1, Z1
+	VMOVUPD      Z1, 5824(AX)
 	VMOVUPS      lgc10<>+0(SB), Y1
 	VMOVUPS      Y1, 6016(AX)
 	VMOVUPS      6336(AX), Y2
 	VANDPS       lgc34<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6144(AX), Y3, Y3
-	VMOVUPD      Y3, 6144(AX)
-	VADDPD       6176(AX), Y2, Y2
-	VMOVUPD      Y2, 6176(AX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       6144(AX), Z2, Z2
+	VMOVUPD      Z2, 6144(AX)
 	VMOVUPS      lgc10<>+0(SB), Y2
 	VMOVUPS      Y2, 6336(AX)
 	VANDPS       Y1, Y0, Y0

@@ -151,40 +151,32 @@ blocks_2:
 	VMOVUPS Z2, (BX)(SI*4)
 
 	// store valueTarget2
-	MOVQ         valueTarget+72(FP), BX
-	VMOVUPS      Z3, (BX)(SI*4)
-	DECQ         DX
-	JNZ          noflush_3
-	VMOVUPD      lgc13<>+0(SB), Y1
-	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc14<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc14<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc15<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc16<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(DX), Y1, Y1
-	VMOVUPS      Y1, 704(DX)
-	MOVQ         $+4, DX
+	MOVQ      valueTarget+72(FP), BX
+	VMOVUPS   Z3, (BX)(SI*4)
+	DECQ      DX
+	JNZ       noflush_3
+	VMOVUPD   lgc13<>+0(SB), Y1
+	MOVQ      state+48(FP), DX
+	VMOVUPS   256(DX), Y2
+	VANDPS    lgc14<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc15<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    64(DX), Z2, Z2
+	VMOVUPD   Z2, 64(DX)
+	VMOVUPS   lgc16<>+0(SB), Y2
+	VMOVUPS   Y2, 256(DX)
+	VMOVUPS   576(DX), Y3
+	VANDPS    lgc14<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc15<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    384(DX), Z3, Z3
+	VMOVUPD   Z3, 384(DX)
+	VMOVUPS   lgc16<>+0(SB), Y3
+	VMOVUPS   Y3, 576(DX)
+	VANDPS    Y2, Y1, Y1
+	VANDPS    704(DX), Y1, Y1
+	VMOVUPS   Y1, 704(DX)
+	MOVQ      $+4, DX
 
 noflush_3:
 	SUBQ         $+16, CX
@@ -199,25 +191,17 @@ noflush_3:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc14<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc15<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc14<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX), Z2, Z2
+	VMOVUPD      Z2, 384(CX)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0
@@ -573,40 +557,32 @@ blocks_5:
 	VMOVUPS Z1, (BX)(SI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+88(FP), BX
-	VMOVUPS      Z4, (BX)(SI*4)
-	DECQ         DX
-	JNZ          noflush_6
-	VMOVUPD      lgc13<>+0(SB), Y1
-	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc14<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(DX), Y3, Y3
-	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc14<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc15<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc16<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VANDPS       704(DX), Y1, Y1
-	VMOVUPS      Y1, 704(DX)
-	MOVQ         $+4, DX
+	MOVQ      gradLogProb+88(FP), BX
+	VMOVUPS   Z4, (BX)(SI*4)
+	DECQ      DX
+	JNZ       noflush_6
+	VMOVUPD   lgc13<>+0(SB), Y1
+	MOVQ      state+48(FP), DX
+	VMOVUPS   256(DX), Y2
+	VANDPS    lgc14<>+0(SB), Y2, Y1
+	VCMPPS    $0x12, lgc15<>+0(SB), Y1, Y1
+	VCVTPS2PD Y2, Z2
+	VADDPD    64(DX), Z2, Z2
+	VMOVUPD   Z2, 64(DX)
+	VMOVUPS   lgc16<>+0(SB), Y2
+	VMOVUPS   Y2, 256(DX)
+	VMOVUPS   576(DX), Y3
+	VANDPS    lgc14<>+0(SB), Y3, Y2
+	VCMPPS    $0x12, lgc15<>+0(SB), Y2, Y2
+	VCVTPS2PD Y3, Z3
+	VADDPD    384(DX), Z3, Z3
+	VMOVUPD   Z3, 384(DX)
+	VMOVUPS   lgc16<>+0(SB), Y3
+	VMOVUPS   Y3, 576(DX)
+	VANDPS    Y2, Y1, Y1
+	VANDPS    704(DX), Y1, Y1
+	VMOVUPS   Y1, 704(DX)
+	MOVQ      $+4, DX
 
 noflush_6:
 	SUBQ         $+16, CX
@@ -621,25 +597,17 @@ noflush_6:
 	VMOVUPS      256(CX), Y1
 	VANDPS       lgc14<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc15<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
 	VMOVUPS      lgc16<>+0(SB), Y1
 	VMOVUPS      Y1, 256(CX)
 	VMOVUPS      576(CX), Y2
 	VANDPS       lgc14<>+0(SB), Y2, Y1
 	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(CX), Z2, Z2
+	VMOVUPD      Z2, 384(CX)
 	VMOVUPS      lgc16<>+0(SB), Y2
 	VMOVUPS      Y2, 576(CX)
 	VANDPS       Y1, Y0, Y0

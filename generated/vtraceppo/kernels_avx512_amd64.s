@@ -80,25 +80,21 @@ blocks_1:
 	VADDPS        Y0, Y2, Y0
 
 	// store explainedVariance
-	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Z1, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_3
-	VMOVUPD      lgc15<>+0(SB), Y1
-	MOVQ         state+0(FP), CX
-	VANDPS       lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       31744(CX), Y2, Y2
-	VMOVUPD      Y2, 31744(CX)
-	VADDPD       31776(CX), Y0, Y0
-	VMOVUPD      Y0, 31776(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VANDPS       32064(CX), Y1, Y1
-	VMOVUPS      Y1, 32064(CX)
-	MOVQ         $+4, CX
+	MOVQ      explainedVariance+56(FP), DX
+	VMOVUPS   Z1, (DX)(BX*4)
+	DECQ      CX
+	JNZ       noflush_3
+	VMOVUPD   lgc15<>+0(SB), Y1
+	MOVQ      state+0(FP), CX
+	VANDPS    lgc16<>+0(SB), Y0, Y1
+	VCMPPS    $0x12, lgc17<>+0(SB), Y1, Y1
+	VCVTPS2PD Y0, Z0
+	VADDPD    31744(CX), Z0, Z0
+	VMOVUPD   Z0, 31744(CX)
+	VMOVUPS   lgc18<>+0(SB), Y0
+	VANDPS    32064(CX), Y1, Y1
+	VMOVUPS   Y1, 32064(CX)
+	MOVQ      $+4, CX
 
 noflush_3:
 	ADDQ $+16, AX
@@ -120,13 +116,9 @@ chunkdone_2:
 	VMOVUPS      31936(AX), Y1
 	VANDPS       lgc16<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       31744(AX), Y2, Y2
-	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y1, Y1
-	VMOVUPD      Y1, 31776(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       31744(AX), Z1, Z1
+	VMOVUPD      Z1, 31744(AX)
 	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 31936(AX)
 	VANDPS       32064(AX), Y0, Y0
@@ -291,25 +283,21 @@ blocks_4:
 	VADDPS        Y0, Y2, Y0
 
 	// store explainedVariance
-	MOVQ         explainedVariance+56(FP), DX
-	VMOVUPS      Z1, (DX)(BX*4)
-	DECQ         CX
-	JNZ          noflush_6
-	VMOVUPD      lgc15<>+0(SB), Y1
-	MOVQ         state+0(FP), CX
-	VANDPS       lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc17<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       31744(CX), Y2, Y2
-	VMOVUPD      Y2, 31744(CX)
-	VADDPD       31776(CX), Y0, Y0
-	VMOVUPD      Y0, 31776(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VANDPS       32064(CX), Y1, Y1
-	VMOVUPS      Y1, 32064(CX)
-	MOVQ         $+4, CX
+	MOVQ      explainedVariance+56(FP), DX
+	VMOVUPS   Z1, (DX)(BX*4)
+	DECQ      CX
+	JNZ       noflush_6
+	VMOVUPD   lgc15<>+0(SB), Y1
+	MOVQ      state+0(FP), CX
+	VANDPS    lgc16<>+0(SB), Y0, Y1
+	VCMPPS    $0x12, lgc17<>+0(SB), Y1, Y1
+	VCVTPS2PD Y0, Z0
+	VADDPD    31744(CX), Z0, Z0
+	VMOVUPD   Z0, 31744(CX)
+	VMOVUPS   lgc18<>+0(SB), Y0
+	VANDPS    32064(CX), Y1, Y1
+	VMOVUPS   Y1, 32064(CX)
+	MOVQ      $+4, CX
 
 noflush_6:
 	ADDQ $+16, AX
@@ -331,13 +319,9 @@ chunkdone_5:
 	VMOVUPS      31936(AX), Y1
 	VANDPS       lgc16<>+0(SB), Y1, Y0
 	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       31744(AX), Y2, Y2
-	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y1, Y1
-	VMOVUPD      Y1, 31776(AX)
+	VCVTPS2PD    Y1, Z1
+	VADDPD       31744(AX), Z1, Z1
+	VMOVUPD      Z1, 31744(AX)
 	VMOVUPS      lgc18<>+0(SB), Y1
 	VMOVUPS      Y1, 31936(AX)
 	VANDPS       32064(AX), Y0, Y0
