@@ -262,7 +262,7 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 	qh, _ := pg.flushHalves(q)
 	ch, _ := pg.flushHalves(c)
 	one := operand.Op(pg.a64.cf64(1)) // 32 bytes: as64x8 reads it broadcast
-	if a.zmm { // 8 lanes: the count and 1 broadcast from the first
+	if a.zmm {                        // 8 lanes: the count and 1 broadcast from the first
 		o, n := a.ymm(), a.ymm()
 		a.c.VBROADCASTSD(one, o)
 		a.c.VBROADCASTSD(nb.AsX(), n)
