@@ -118,12 +118,6 @@ func flag(n *ir.Node) bool {
 	return (n.Op == ir.OpInput && n.Input.Kind == ir.Bool) || isBool(n)
 }
 
-// within sets m to the lanes where |x| ≤ bound (false for NaN).
-func (pg *passGen) within(x reg.VecVirtual, bound float64, m reg.VecVirtual) {
-	pg.and(pg.absMask(), x, m)
-	pg.cmp(cmpLE_OQ, pg.cf(bound), m, m)
-}
-
 // andGuard clears the pass's guard in the lanes where m is clear.
 func (pg *passGen) andGuard(m reg.VecVirtual) {
 	if pg.zmm { // the guard has 8 lanes: a lane of it stands for lanes i and i + 8 (16-lane code)

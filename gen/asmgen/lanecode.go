@@ -245,17 +245,16 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 // Chan, Golub and LeVeque's pairwise update: the partial's mean is m = pc + p/nb and its sum
 // of squared deviations q = pm2 − p·p/nb; then n' = n + nb, δ = m − mean, mean += δ·nb/n',
 // m2 += q + δ²·n·nb/n'. Dividing by max(nb, 1) and max(n', 1) makes a flush with nothing to
-// merge (nb = 0, p = pm2 = 0) a no-op. It zeroes the sums and returns the lanes whose sums
-// are finite (a centre that is not is in sums that are not).
-func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
+// merge (nb = 0, p = pm2 = 0) a no-op. It adds the sums to fin (a centre that is not finite
+// is in sums that are not) and zeroes them.
+func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual, fin *finiteAcc) {
 	off := pg.stateOff(r)
 	mem := func(f string) operand.Op { return pg.stateOp(r, field{f, true}, off, 0) }
-	p, q, fin, t := pg.ymm(), pg.ymm(), pg.ymm(), pg.ymm()
+	p, q := pg.ymm(), pg.ymm()
 	pg.mov(mem("p"), p)
 	pg.mov(mem("pm2"), q)
-	pg.within(p, math.MaxFloat32, fin)
-	pg.within(q, math.MaxFloat32, t)
-	pg.and(t, fin, fin)
+	fin.add(p)
+	fin.add(q)
 	c := pg.ymm()
 	pg.mov(mem("pc"), c)
 	ph, a := pg.flushHalves(p)
@@ -304,7 +303,6 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual) reg.VecVirtual {
 		}
 		pg.mov(z, mem(f))
 	}
-	return fin
 }
 
 // equalLaneCounts reports whether, in the current block, every lane of r's slots has
@@ -471,40 +469,55 @@ func (pg *passGen) rowSetup() {
 // finite (it overflowed, or met a NaN or ±Inf) clears the pass's guard: the Go kernel's
 // float64 sum may well be finite (guard.go).
 func (pg *passGen) flushPartials(nb reg.VecVirtual) {
-	var ok reg.VecVirtual
+	fin := &finiteAcc{pg: pg}
 	for _, r := range pg.ps.Reduces {
-		var fin reg.VecVirtual
 		switch {
 		case !pg.partial(r), r.Op.Welford() && nb == nil: // no full block: nothing in the partials
 			continue
 		case r.Op.Welford():
-			fin = pg.flushWelford(r, nb)
+			pg.flushWelford(r, nb, fin)
 		default:
-			fin = pg.flushSum(r)
-		}
-		if ok == nil {
-			ok = fin
-		} else {
-			pg.and(fin, ok, ok)
+			pg.flushSum(r, fin)
 		}
 	}
-	if ok != nil {
+	if fin.acc != nil {
+		ok := pg.ymm()
+		pg.cmp(cmpEQ_OQ, fin.acc, fin.acc, ok)
 		pg.andGuard(ok)
 	}
 }
 
+// finiteAcc gathers whether a flush's float32 partials are finite, at one instruction each:
+// x·0 is ±0 for a finite x and NaN for ±Inf or NaN, so the sum of the partials' products
+// with 0 is NaN exactly in the lanes where one of them is not finite, the lanes where
+// |x| ≤ MaxFloat32 fails.
+type finiteAcc struct {
+	pg  *passGen
+	acc reg.VecVirtual // nil until a partial is added
+}
+
+// add folds partial x (8 float32 lanes) into the accumulator.
+func (f *finiteAcc) add(x reg.VecVirtual) {
+	pg := f.pg
+	if f.acc == nil {
+		f.acc = pg.ymm()
+		pg.mul(pg.cf(0), x, f.acc)
+		return
+	}
+	pg.fmadd231(pg.cf(0), x, f.acc)
+}
+
 // flushSum adds r's float32 partial sum (in memory, or its register in the loop over full
-// blocks) into its float64 sum and zeroes it; it returns the lanes whose partial is finite.
-func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
+// blocks) into its float64 sum, and to fin, and zeroes it.
+func (pg *passGen) flushSum(r *ir.Node, fin *finiteAcc) {
 	off := pg.stateOff(r)
 	pm := pg.stateMem(r, field{"p", true}, off, 0)
-	fin := pg.ymm()
 	p, inReg := pg.sumRegs[r.ID]
 	if !inReg {
 		p = pg.ymm()
 		pg.mov(pm, p)
 	}
-	pg.within(p, math.MaxFloat32, fin)
+	fin.add(p)
 	hs, a := pg.flushHalves(p)
 	for h, ph := range hs {
 		s := a.ymm()
@@ -517,7 +530,6 @@ func (pg *passGen) flushSum(r *ir.Node) reg.VecVirtual {
 	} else {
 		pg.mov(pg.zero(), pm)
 	}
-	return fin
 }
 
 // maxSumRegs is how many partial sums a small pass (smallBlock) holds in registers through

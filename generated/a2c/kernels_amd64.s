@@ -304,57 +304,51 @@ indexdone_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc40<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y0, Y0
+	VMOVUPD      Y0, 1056(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
@@ -369,57 +363,51 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc40<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
@@ -824,26 +812,6 @@ DATA lgc39<>+16(SB)/8, $0x4020000000000000
 DATA lgc39<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x7fffffff
-DATA lgc40<>+4(SB)/4, $0x7fffffff
-DATA lgc40<>+8(SB)/4, $0x7fffffff
-DATA lgc40<>+12(SB)/4, $0x7fffffff
-DATA lgc40<>+16(SB)/4, $0x7fffffff
-DATA lgc40<>+20(SB)/4, $0x7fffffff
-DATA lgc40<>+24(SB)/4, $0x7fffffff
-DATA lgc40<>+28(SB)/4, $0x7fffffff
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x7f7fffff
-DATA lgc41<>+4(SB)/4, $0x7f7fffff
-DATA lgc41<>+8(SB)/4, $0x7f7fffff
-DATA lgc41<>+12(SB)/4, $0x7f7fffff
-DATA lgc41<>+16(SB)/4, $0x7f7fffff
-DATA lgc41<>+20(SB)/4, $0x7f7fffff
-DATA lgc41<>+24(SB)/4, $0x7f7fffff
-DATA lgc41<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $576-80
@@ -1141,19 +1109,19 @@ indexdone_11:
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y0, Y0
 	VMOVUPS Y0, 1216(BX)
-	VMOVUPS lgc42<>+0(SB), Y0
+	VMOVUPS lgc40<>+0(SB), Y0
 
 	// v40 = where(v31, 0, 0.00048828125)
 	VANDNPS Y0, Y6, Y0
 
 	// v41 = mul(0.00048828125, absDiff)
-	VMULPS lgc42<>+0(SB), Y4, Y2
+	VMULPS lgc40<>+0(SB), Y4, Y2
 
 	// v42 = where(v31, v41, 0)
 	VANDPS Y2, Y6, Y2
 
 	// v43 = mul(0.00048828125, v32)
-	VMULPS lgc42<>+0(SB), Y7, Y4
+	VMULPS lgc40<>+0(SB), Y7, Y4
 
 	// v44 = where(v31, v43, 0)
 	VANDPS Y4, Y6, Y4
@@ -1176,7 +1144,7 @@ indexdone_11:
 
 	// v51 = mul(diff, 0)
 	VMULPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS lgc43<>+0(SB), Y7
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v52 = where(v49, -1, v51)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -1195,7 +1163,7 @@ indexdone_11:
 
 	// gradStateValue = neg(v56)
 	VXORPS  lgc37<>+0(SB), Y0, Y0
-	VMOVUPS lgc44<>+0(SB), Y3
+	VMOVUPS lgc42<>+0(SB), Y3
 
 	// v60 = div(9.765625e-06, v7)
 	VDIVPS  Y1, Y3, Y3
@@ -1205,18 +1173,18 @@ indexdone_11:
 	VDIVPS Y1, Y4, Y4
 
 	// v62 = mul(-9.765625e-06, v61)
-	VMULPS  lgc45<>+0(SB), Y4, Y4
+	VMULPS  lgc43<>+0(SB), Y4, Y4
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(DI*4), Y5
 
 	// v70 = mul(-0.0009765625, advantage)
-	VMULPS lgc46<>+0(SB), Y5, Y5
+	VMULPS lgc44<>+0(SB), Y5, Y5
 
 	// v71 = neg(v70)
 	VXORPS lgc37<>+0(SB), Y5, Y6
 
 	// v72 = add(-9.765625e-06, v71)
-	VADDPS lgc45<>+0(SB), Y6, Y6
+	VADDPS lgc43<>+0(SB), Y6, Y6
 
 	// v76 = ne(v72, 0)
 	VCMPPS $0x04, Y2, Y6, Y2
@@ -1390,57 +1358,51 @@ inner_A_14:
 	JNZ          noflush_15
 	VMOVUPD      lgc39<>+0(SB), Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc40<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y0, Y0
+	VMOVUPD      Y0, 1056(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	MOVQ         $+8, DX
@@ -1455,57 +1417,51 @@ noflush_15:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc40<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc41<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc40<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
@@ -1514,55 +1470,55 @@ noflush_15:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0x3a000000
-DATA lgc42<>+4(SB)/4, $0x3a000000
-DATA lgc42<>+8(SB)/4, $0x3a000000
-DATA lgc42<>+12(SB)/4, $0x3a000000
-DATA lgc42<>+16(SB)/4, $0x3a000000
-DATA lgc42<>+20(SB)/4, $0x3a000000
-DATA lgc42<>+24(SB)/4, $0x3a000000
-DATA lgc42<>+28(SB)/4, $0x3a000000
+DATA lgc40<>+0(SB)/4, $0x3a000000
+DATA lgc40<>+4(SB)/4, $0x3a000000
+DATA lgc40<>+8(SB)/4, $0x3a000000
+DATA lgc40<>+12(SB)/4, $0x3a000000
+DATA lgc40<>+16(SB)/4, $0x3a000000
+DATA lgc40<>+20(SB)/4, $0x3a000000
+DATA lgc40<>+24(SB)/4, $0x3a000000
+DATA lgc40<>+28(SB)/4, $0x3a000000
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0xbf800000
+DATA lgc41<>+4(SB)/4, $0xbf800000
+DATA lgc41<>+8(SB)/4, $0xbf800000
+DATA lgc41<>+12(SB)/4, $0xbf800000
+DATA lgc41<>+16(SB)/4, $0xbf800000
+DATA lgc41<>+20(SB)/4, $0xbf800000
+DATA lgc41<>+24(SB)/4, $0xbf800000
+DATA lgc41<>+28(SB)/4, $0xbf800000
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x3723d70a
+DATA lgc42<>+4(SB)/4, $0x3723d70a
+DATA lgc42<>+8(SB)/4, $0x3723d70a
+DATA lgc42<>+12(SB)/4, $0x3723d70a
+DATA lgc42<>+16(SB)/4, $0x3723d70a
+DATA lgc42<>+20(SB)/4, $0x3723d70a
+DATA lgc42<>+24(SB)/4, $0x3723d70a
+DATA lgc42<>+28(SB)/4, $0x3723d70a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbf800000
-DATA lgc43<>+4(SB)/4, $0xbf800000
-DATA lgc43<>+8(SB)/4, $0xbf800000
-DATA lgc43<>+12(SB)/4, $0xbf800000
-DATA lgc43<>+16(SB)/4, $0xbf800000
-DATA lgc43<>+20(SB)/4, $0xbf800000
-DATA lgc43<>+24(SB)/4, $0xbf800000
-DATA lgc43<>+28(SB)/4, $0xbf800000
+DATA lgc43<>+0(SB)/4, $0xb723d70a
+DATA lgc43<>+4(SB)/4, $0xb723d70a
+DATA lgc43<>+8(SB)/4, $0xb723d70a
+DATA lgc43<>+12(SB)/4, $0xb723d70a
+DATA lgc43<>+16(SB)/4, $0xb723d70a
+DATA lgc43<>+20(SB)/4, $0xb723d70a
+DATA lgc43<>+24(SB)/4, $0xb723d70a
+DATA lgc43<>+28(SB)/4, $0xb723d70a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3723d70a
-DATA lgc44<>+4(SB)/4, $0x3723d70a
-DATA lgc44<>+8(SB)/4, $0x3723d70a
-DATA lgc44<>+12(SB)/4, $0x3723d70a
-DATA lgc44<>+16(SB)/4, $0x3723d70a
-DATA lgc44<>+20(SB)/4, $0x3723d70a
-DATA lgc44<>+24(SB)/4, $0x3723d70a
-DATA lgc44<>+28(SB)/4, $0x3723d70a
+DATA lgc44<>+0(SB)/4, $0xba800000
+DATA lgc44<>+4(SB)/4, $0xba800000
+DATA lgc44<>+8(SB)/4, $0xba800000
+DATA lgc44<>+12(SB)/4, $0xba800000
+DATA lgc44<>+16(SB)/4, $0xba800000
+DATA lgc44<>+20(SB)/4, $0xba800000
+DATA lgc44<>+24(SB)/4, $0xba800000
+DATA lgc44<>+28(SB)/4, $0xba800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0xb723d70a
-DATA lgc45<>+4(SB)/4, $0xb723d70a
-DATA lgc45<>+8(SB)/4, $0xb723d70a
-DATA lgc45<>+12(SB)/4, $0xb723d70a
-DATA lgc45<>+16(SB)/4, $0xb723d70a
-DATA lgc45<>+20(SB)/4, $0xb723d70a
-DATA lgc45<>+24(SB)/4, $0xb723d70a
-DATA lgc45<>+28(SB)/4, $0xb723d70a
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0xba800000
-DATA lgc46<>+4(SB)/4, $0xba800000
-DATA lgc46<>+8(SB)/4, $0xba800000
-DATA lgc46<>+12(SB)/4, $0xba800000
-DATA lgc46<>+16(SB)/4, $0xba800000
-DATA lgc46<>+20(SB)/4, $0xba800000
-DATA lgc46<>+24(SB)/4, $0xba800000
-DATA lgc46<>+28(SB)/4, $0xba800000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1578,7 +1534,7 @@ bulk_16:
 	VMOVUPS      (CX)(BX*4), Y0
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc47<>+0(SB), Y1
+	VMOVUPS      lgc45<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
 	VMULPS       lgc5<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
@@ -1611,15 +1567,15 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x42b20000
-DATA lgc47<>+4(SB)/4, $0x42b20000
-DATA lgc47<>+8(SB)/4, $0x42b20000
-DATA lgc47<>+12(SB)/4, $0x42b20000
-DATA lgc47<>+16(SB)/4, $0x42b20000
-DATA lgc47<>+20(SB)/4, $0x42b20000
-DATA lgc47<>+24(SB)/4, $0x42b20000
-DATA lgc47<>+28(SB)/4, $0x42b20000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+DATA lgc45<>+0(SB)/4, $0x42b20000
+DATA lgc45<>+4(SB)/4, $0x42b20000
+DATA lgc45<>+8(SB)/4, $0x42b20000
+DATA lgc45<>+12(SB)/4, $0x42b20000
+DATA lgc45<>+16(SB)/4, $0x42b20000
+DATA lgc45<>+20(SB)/4, $0x42b20000
+DATA lgc45<>+24(SB)/4, $0x42b20000
+DATA lgc45<>+28(SB)/4, $0x42b20000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

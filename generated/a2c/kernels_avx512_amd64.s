@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $320-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -332,41 +332,35 @@ inner_A_3:
 	JNZ           noflush_4
 	VMOVUPD       lgc37<>+0(SB), Y0
 	MOVQ          state+32(FP), BX
-	VMOVUPS       256(BX), Y1
-	VANDPS        lgc38<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        64(BX), Z1, Z1
-	VMOVUPD       Z1, 64(BX)
-	VMOVUPS       lgc40<>+0(SB), Y1
-	VMOVUPS       Y1, 256(BX)
-	VMOVUPS       576(BX), Y2
-	VANDPS        lgc38<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        384(BX), Z2, Z2
-	VMOVUPD       Z2, 384(BX)
-	VMOVUPS       lgc40<>+0(SB), Y2
-	VMOVUPS       Y2, 576(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(BX), Y2
-	VANDPS        lgc38<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        704(BX), Z2, Z2
-	VMOVUPD       Z2, 704(BX)
-	VMOVUPS       lgc40<>+0(SB), Y2
-	VMOVUPS       Y2, 896(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(BX), Y2
-	VANDPS        lgc38<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1024(BX), Z2, Z2
-	VMOVUPD       Z2, 1024(BX)
-	VMOVUPS       lgc40<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(BX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       256(BX), Y0
+	VMULPS        lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(BX), Z0, Z0
+	VMOVUPD       Z0, 64(BX)
+	VMOVUPS       lgc38<>+0(SB), Y0
+	VMOVUPS       Y0, 256(BX)
+	VMOVUPS       576(BX), Y0
+	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        384(BX), Z0, Z0
+	VMOVUPD       Z0, 384(BX)
+	VMOVUPS       lgc38<>+0(SB), Y0
+	VMOVUPS       Y0, 576(BX)
+	VMOVUPS       896(BX), Y0
+	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        704(BX), Z0, Z0
+	VMOVUPD       Z0, 704(BX)
+	VMOVUPS       lgc38<>+0(SB), Y0
+	VMOVUPS       Y0, 896(BX)
+	VMOVUPS       1216(BX), Y0
+	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1024(BX), Z0, Z0
+	VMOVUPD       Z0, 1024(BX)
+	VMOVUPS       lgc38<>+0(SB), Y0
+	VMOVUPS       Y0, 1216(BX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        1344(BX), Y0, Y0
 	VMOVUPS       Y0, 1344(BX)
 	MOVQ          $+4, BX
@@ -378,45 +372,39 @@ noflush_4:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc40<>+0(SB), X0
+	VMOVUPS      lgc38<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc38<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX), Z1, Z1
-	VMOVUPD      Z1, 64(DX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(DX), Z2, Z2
-	VMOVUPD      Z2, 384(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(DX), Z2, Z2
-	VMOVUPD      Z2, 704(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(DX), Z2, Z2
-	VMOVUPD      Z2, 1024(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX), Z0, Z0
+	VMOVUPD      Z0, 64(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(DX), Z0, Z0
+	VMOVUPD      Z0, 384(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(DX), Z0, Z0
+	VMOVUPD      Z0, 704(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(DX), Z0, Z0
+	VMOVUPD      Z0, 1024(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	INCQ         CX
@@ -557,38 +545,18 @@ DATA lgc37<>+16(SB)/8, $0x4020000000000000
 DATA lgc37<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x7fffffff
-DATA lgc38<>+4(SB)/4, $0x7fffffff
-DATA lgc38<>+8(SB)/4, $0x7fffffff
-DATA lgc38<>+12(SB)/4, $0x7fffffff
-DATA lgc38<>+16(SB)/4, $0x7fffffff
-DATA lgc38<>+20(SB)/4, $0x7fffffff
-DATA lgc38<>+24(SB)/4, $0x7fffffff
-DATA lgc38<>+28(SB)/4, $0x7fffffff
+DATA lgc38<>+0(SB)/4, $0x00000000
+DATA lgc38<>+4(SB)/4, $0x00000000
+DATA lgc38<>+8(SB)/4, $0x00000000
+DATA lgc38<>+12(SB)/4, $0x00000000
+DATA lgc38<>+16(SB)/4, $0x00000000
+DATA lgc38<>+20(SB)/4, $0x00000000
+DATA lgc38<>+24(SB)/4, $0x00000000
+DATA lgc38<>+28(SB)/4, $0x00000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x7f7fffff
-DATA lgc39<>+4(SB)/4, $0x7f7fffff
-DATA lgc39<>+8(SB)/4, $0x7f7fffff
-DATA lgc39<>+12(SB)/4, $0x7f7fffff
-DATA lgc39<>+16(SB)/4, $0x7f7fffff
-DATA lgc39<>+20(SB)/4, $0x7f7fffff
-DATA lgc39<>+24(SB)/4, $0x7f7fffff
-DATA lgc39<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x00000000
-DATA lgc40<>+4(SB)/4, $0x00000000
-DATA lgc40<>+8(SB)/4, $0x00000000
-DATA lgc40<>+12(SB)/4, $0x00000000
-DATA lgc40<>+16(SB)/4, $0x00000000
-DATA lgc40<>+20(SB)/4, $0x00000000
-DATA lgc40<>+24(SB)/4, $0x00000000
-DATA lgc40<>+28(SB)/4, $0x00000000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $1024-80
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -911,19 +879,19 @@ inner_A_7:
 	VADDPS        1216(SI), Y11, Y11
 	VADDPS        Y11, Y12, Y11
 	VMOVUPS       Y11, 1216(SI)
-	VBROADCASTSS  lgb41<>+0(SB), Z11
+	VBROADCASTSS  lgb39<>+0(SB), Z11
 
 	// v40 = where(v31, 0, 0.00048828125)
 	VANDNPS Z11, Z9, Z11
 
 	// v41 = mul(0.00048828125, absDiff)
-	VMULPS.BCST lgb41<>+0(SB), Z7, Z7
+	VMULPS.BCST lgb39<>+0(SB), Z7, Z7
 
 	// v42 = where(v31, v41, 0)
 	VANDPS Z7, Z9, Z7
 
 	// v43 = mul(0.00048828125, v32)
-	VMULPS.BCST lgb41<>+0(SB), Z10, Z10
+	VMULPS.BCST lgb39<>+0(SB), Z10, Z10
 
 	// v44 = where(v31, v43, 0)
 	VANDPS Z10, Z9, Z9
@@ -948,7 +916,7 @@ inner_A_7:
 
 	// v51 = mul(diff, 0)
 	VMULPS.BCST  lgb1<>+0(SB), Z5, Z5
-	VBROADCASTSS lgb42<>+0(SB), Z12
+	VBROADCASTSS lgb40<>+0(SB), Z12
 
 	// v52 = where(v49, -1, v51)
 	VPTERNLOGD $0xca, Z5, Z12, Z11
@@ -969,7 +937,7 @@ inner_A_7:
 
 	// gradStateValue = neg(v56)
 	VXORPS.BCST  lgb35<>+0(SB), Z8, Z5
-	VBROADCASTSS lgb43<>+0(SB), Z7
+	VBROADCASTSS lgb41<>+0(SB), Z7
 
 	// v60 = div(9.765625e-06, v7)
 	VDIVPS Z1, Z7, Z7
@@ -978,16 +946,16 @@ inner_A_7:
 	VDIVPS Z1, Z2, Z2
 
 	// v62 = mul(-9.765625e-06, v61)
-	VMULPS.BCST lgb44<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb42<>+0(SB), Z2, Z2
 
 	// v70 = mul(-0.0009765625, advantage)
-	VMULPS.BCST lgb45<>+0(SB), Z6, Z6
+	VMULPS.BCST lgb43<>+0(SB), Z6, Z6
 
 	// v71 = neg(v70)
 	VXORPS.BCST lgb35<>+0(SB), Z6, Z8
 
 	// v72 = add(-9.765625e-06, v71)
-	VADDPS.BCST lgb44<>+0(SB), Z8, Z8
+	VADDPS.BCST lgb42<>+0(SB), Z8, Z8
 
 	// v76 = ne(v72, 0)
 	VCMPPS   $0x04, Z9, Z8, K1
@@ -1177,41 +1145,35 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc37<>+0(SB), Y0
 	MOVQ         state+32(FP), BX
-	VMOVUPS      256(BX), Y1
-	VANDPS       lgc38<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(BX), Z1, Z1
-	VMOVUPD      Z1, 64(BX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 256(BX)
-	VMOVUPS      576(BX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(BX), Z2, Z2
-	VMOVUPD      Z2, 384(BX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 576(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(BX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(BX), Z2, Z2
-	VMOVUPD      Z2, 704(BX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 896(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(BX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(BX), Z2, Z2
-	VMOVUPD      Z2, 1024(BX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(BX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(BX), Y0
+	VMULPS       lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(BX), Z0, Z0
+	VMOVUPD      Z0, 64(BX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 256(BX)
+	VMOVUPS      576(BX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(BX), Z0, Z0
+	VMOVUPD      Z0, 384(BX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 576(BX)
+	VMOVUPS      896(BX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(BX), Z0, Z0
+	VMOVUPD      Z0, 704(BX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 896(BX)
+	VMOVUPS      1216(BX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(BX), Z0, Z0
+	VMOVUPD      Z0, 1024(BX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(BX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(BX), Y0, Y0
 	VMOVUPS      Y0, 1344(BX)
 	MOVQ         $+4, BX
@@ -1223,45 +1185,39 @@ noflush_9:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc40<>+0(SB), X0
+	VMOVUPS      lgc38<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc38<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc39<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX), Z1, Z1
-	VMOVUPD      Z1, 64(DX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(DX), Z2, Z2
-	VMOVUPD      Z2, 384(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(DX), Z2, Z2
-	VMOVUPD      Z2, 704(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc38<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc39<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(DX), Z2, Z2
-	VMOVUPD      Z2, 1024(DX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX), Z0, Z0
+	VMOVUPD      Z0, 64(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(DX), Z0, Z0
+	VMOVUPD      Z0, 384(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(DX), Z0, Z0
+	VMOVUPD      Z0, 704(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(DX), Z0, Z0
+	VMOVUPD      Z0, 1024(DX)
+	VMOVUPS      lgc38<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	INCQ         CX
@@ -1270,17 +1226,17 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgb41<>+0(SB)/4, $0x3a000000
+DATA lgb39<>+0(SB)/4, $0x3a000000
+GLOBL lgb39<>(SB), RODATA|NOPTR, $4
+
+DATA lgb40<>+0(SB)/4, $0xbf800000
+GLOBL lgb40<>(SB), RODATA|NOPTR, $4
+
+DATA lgb41<>+0(SB)/4, $0x3723d70a
 GLOBL lgb41<>(SB), RODATA|NOPTR, $4
 
-DATA lgb42<>+0(SB)/4, $0xbf800000
+DATA lgb42<>+0(SB)/4, $0xb723d70a
 GLOBL lgb42<>(SB), RODATA|NOPTR, $4
 
-DATA lgb43<>+0(SB)/4, $0x3723d70a
+DATA lgb43<>+0(SB)/4, $0xba800000
 GLOBL lgb43<>(SB), RODATA|NOPTR, $4
-
-DATA lgb44<>+0(SB)/4, $0xb723d70a
-GLOBL lgb44<>(SB), RODATA|NOPTR, $4
-
-DATA lgb45<>+0(SB)/4, $0xba800000
-GLOBL lgb45<>(SB), RODATA|NOPTR, $4

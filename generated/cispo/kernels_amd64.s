@@ -192,126 +192,110 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      1024(DX)(SI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 384(DX)(SI*8)
-	VADDPD       416(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 416(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)(SI*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1024(DX)(SI*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 384(DX)(SI*8)
+	VADDPD       416(DX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 416(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(DX)(SI*4)
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2048(DX)(SI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1408(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 1408(DX)(SI*8)
-	VADDPD       1440(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1440(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(DX)(SI*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2048(DX)(SI*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1408(DX)(SI*8)
+	VADDPD       1440(DX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 1440(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2048(DX)(SI*4)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4032(DX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 3392(DX)(BX*8)
-	VADDPD       3424(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3424(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4736(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4416(DX), Y3, Y3
-	VMOVUPD      Y3, 4416(DX)
-	VADDPD       4448(DX), Y2, Y2
-	VMOVUPD      Y2, 4448(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4736(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5056(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4864(DX), Y3, Y3
-	VMOVUPD      Y3, 4864(DX)
-	VADDPD       4896(DX), Y2, Y2
-	VMOVUPD      Y2, 4896(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5056(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(DX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3392(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3392(DX)(BX*8)
+	VADDPD       3424(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 3424(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(DX)(BX*4)
+	VMOVUPS      4736(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4416(DX), Y2, Y2
+	VMOVUPD      Y2, 4416(DX)
+	VADDPD       4448(DX), Y0, Y0
+	VMOVUPD      Y0, 4448(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4736(DX)
+	VMOVUPS      5056(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4864(DX), Y2, Y2
+	VMOVUPD      Y2, 4864(DX)
+	VADDPD       4896(DX), Y0, Y0
+	VMOVUPD      Y0, 4896(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5056(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5184(DX), Y0, Y0
 	VMOVUPS      Y0, 5184(DX)
 	MOVQ         $+8, DX
@@ -326,126 +310,110 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 384(CX)(BX*8)
+	VADDPD       416(CX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 416(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(BX*8)
-	VADDPD       1440(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2048(CX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)(BX*8)
+	VADDPD       1440(CX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2048(CX)(BX*4)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 3392(CX)(DX*8)
-	VADDPD       3424(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3424(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4736(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4416(CX), Y3, Y3
-	VMOVUPD      Y3, 4416(CX)
-	VADDPD       4448(CX), Y2, Y2
-	VMOVUPD      Y2, 4448(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4736(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5056(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4864(CX), Y3, Y3
-	VMOVUPD      Y3, 4864(CX)
-	VADDPD       4896(CX), Y2, Y2
-	VMOVUPD      Y2, 4896(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5056(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(CX)(DX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3392(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3392(CX)(DX*8)
+	VADDPD       3424(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 3424(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(CX)(DX*4)
+	VMOVUPS      4736(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4416(CX), Y2, Y2
+	VMOVUPD      Y2, 4416(CX)
+	VADDPD       4448(CX), Y0, Y0
+	VMOVUPD      Y0, 4448(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4736(CX)
+	VMOVUPS      5056(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4864(CX), Y2, Y2
+	VMOVUPD      Y2, 4864(CX)
+	VADDPD       4896(CX), Y0, Y0
+	VMOVUPD      Y0, 4896(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5056(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5184(CX), Y0, Y0
 	VMOVUPS      Y0, 5184(CX)
 	INCQ         AX
@@ -690,26 +658,6 @@ DATA lgc23<>+16(SB)/8, $0x4020000000000000
 DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-80
@@ -739,7 +687,7 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v56 = mul(2, v55)
-	VMULPS       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc24<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -803,18 +751,18 @@ TEXT ·pass1AVX2(SB), $0-80
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc24<>+0(SB)/4, $0x40000000
+DATA lgc24<>+4(SB)/4, $0x40000000
+DATA lgc24<>+8(SB)/4, $0x40000000
+DATA lgc24<>+12(SB)/4, $0x40000000
+DATA lgc24<>+16(SB)/4, $0x40000000
+DATA lgc24<>+20(SB)/4, $0x40000000
+DATA lgc24<>+24(SB)/4, $0x40000000
+DATA lgc24<>+28(SB)/4, $0x40000000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-32
 	MOVQ    $+8, CX
 	MOVQ    state+0(FP), AX
@@ -850,8 +798,7 @@ blocks_4:
 	JNZ          noflush_5
 	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -860,17 +807,16 @@ blocks_4:
 	VADDPD       5344(CX), Y0, Y0
 	VMOVUPD      Y0, 5344(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc24<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       5632(CX), Y4, Y4
-	VMOVUPD      Y4, 5632(CX)
+	VADDPD       5632(CX), Y3, Y3
+	VMOVUPD      Y3, 5632(CX)
 	VADDPD       5664(CX), Y1, Y1
 	VMOVUPD      Y1, 5664(CX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       5952(CX), Y2, Y2
 	VMOVUPS      Y2, 5952(CX)
 	MOVQ         $+8, CX
@@ -888,31 +834,29 @@ noflush_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      5504(AX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      5504(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       5312(AX), Y2, Y2
 	VMOVUPD      Y2, 5312(AX)
-	VADDPD       5344(AX), Y1, Y1
-	VMOVUPD      Y1, 5344(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 5504(AX)
-	VMOVUPS      5824(AX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5632(AX), Y3, Y3
-	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y2, Y2
-	VMOVUPD      Y2, 5664(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5824(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       5344(AX), Y0, Y0
+	VMOVUPD      Y0, 5344(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5504(AX)
+	VMOVUPS      5824(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5632(AX), Y2, Y2
+	VMOVUPD      Y2, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5824(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5952(AX), Y0, Y0
 	VMOVUPS      Y0, 5952(AX)
 	VZEROUPPER
@@ -946,8 +890,7 @@ blocks_7:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc24<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -956,6 +899,7 @@ blocks_7:
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
 	MOVQ         $+8, DX
@@ -976,18 +920,18 @@ noflush_8:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(DX)(CX*4), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX)(CX*8), Y2, Y2
 	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, 96(DX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)(CX*4)
+	VADDPD       96(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 96(DX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -1010,7 +954,7 @@ outer0_9:
 
 	// v30 = max(v29, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc27<>+0(SB), Y1
+	VMOVUPS lgc25<>+0(SB), Y1
 
 	// v65 = div(0.125, v30)
 	VDIVPS Y0, Y1, Y0
@@ -1226,112 +1170,98 @@ blocks_10:
 	JNZ          noflush_11
 	VMOVUPD      lgc23<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1408(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1216(DX), Y2, Y2
 	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y1, Y1
-	VMOVUPD      Y1, 1248(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(DX)
+	VADDPD       1248(DX), Y0, Y0
+	VMOVUPD      Y0, 1248(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2176(DX)(SI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(DX)(SI*8), Y3, Y3
-	VMOVUPD      Y3, 1536(DX)(SI*8)
-	VADDPD       1568(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 1568(DX)(SI*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(DX)(SI*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(DX), Y3, Y3
-	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y2, Y2
-	VMOVUPD      Y2, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(DX), Y3, Y3
-	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y2, Y2
-	VMOVUPD      Y2, 3232(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(DX)(SI*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)(SI*8)
+	VADDPD       1568(DX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)(SI*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)(SI*4)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(DX), Y2, Y2
+	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4160(DX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 3520(DX)(BX*8)
-	VADDPD       3552(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 3552(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4160(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4864(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(DX), Y3, Y3
-	VMOVUPD      Y3, 4544(DX)
-	VADDPD       4576(DX), Y2, Y2
-	VMOVUPD      Y2, 4576(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4864(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5184(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(DX), Y3, Y3
-	VMOVUPD      Y3, 4992(DX)
-	VADDPD       5024(DX), Y2, Y2
-	VMOVUPD      Y2, 5024(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4160(DX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3520(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 3520(DX)(BX*8)
+	VADDPD       3552(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 3552(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4160(DX)(BX*4)
+	VMOVUPS      4864(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(DX), Y2, Y2
+	VMOVUPD      Y2, 4544(DX)
+	VADDPD       4576(DX), Y0, Y0
+	VMOVUPD      Y0, 4576(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(DX)
+	VMOVUPS      5184(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4992(DX), Y2, Y2
+	VMOVUPD      Y2, 4992(DX)
+	VADDPD       5024(DX), Y0, Y0
+	VMOVUPD      Y0, 5024(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5312(DX), Y0, Y0
 	VMOVUPS      Y0, 5312(DX)
 	MOVQ         $+8, DX
@@ -1346,112 +1276,98 @@ noflush_11:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1408(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1216(CX), Y2, Y2
 	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y1, Y1
-	VMOVUPD      Y1, 1248(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(CX)
+	VADDPD       1248(CX), Y0, Y0
+	VMOVUPD      Y0, 1248(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(CX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(CX)(BX*8)
-	VADDPD       1568(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(CX), Y3, Y3
-	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y2, Y2
-	VMOVUPD      Y2, 3232(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(CX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(CX)(BX*8)
+	VADDPD       1568(CX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(CX)(BX*4)
+	VMOVUPS      2752(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VMOVUPS      3392(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(CX), Y2, Y2
+	VMOVUPD      Y2, 3200(CX)
+	VADDPD       3232(CX), Y0, Y0
+	VMOVUPD      Y0, 3232(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(CX)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4160(CX)(DX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 3520(CX)(DX*8)
-	VADDPD       3552(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 3552(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4160(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4864(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4544(CX), Y3, Y3
-	VMOVUPD      Y3, 4544(CX)
-	VADDPD       4576(CX), Y2, Y2
-	VMOVUPD      Y2, 4576(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4864(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5184(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(CX), Y3, Y3
-	VMOVUPD      Y3, 4992(CX)
-	VADDPD       5024(CX), Y2, Y2
-	VMOVUPD      Y2, 5024(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4160(CX)(DX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3520(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 3520(CX)(DX*8)
+	VADDPD       3552(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 3552(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4160(CX)(DX*4)
+	VMOVUPS      4864(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(CX), Y2, Y2
+	VMOVUPD      Y2, 4544(CX)
+	VADDPD       4576(CX), Y0, Y0
+	VMOVUPD      Y0, 4576(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(CX)
+	VMOVUPS      5184(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4992(CX), Y2, Y2
+	VMOVUPD      Y2, 4992(CX)
+	VADDPD       5024(CX), Y0, Y0
+	VMOVUPD      Y0, 5024(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5312(CX), Y0, Y0
 	VMOVUPS      Y0, 5312(CX)
 	INCQ         AX
@@ -1460,15 +1376,15 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x3e000000
-DATA lgc27<>+4(SB)/4, $0x3e000000
-DATA lgc27<>+8(SB)/4, $0x3e000000
-DATA lgc27<>+12(SB)/4, $0x3e000000
-DATA lgc27<>+16(SB)/4, $0x3e000000
-DATA lgc27<>+20(SB)/4, $0x3e000000
-DATA lgc27<>+24(SB)/4, $0x3e000000
-DATA lgc27<>+28(SB)/4, $0x3e000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc25<>+0(SB)/4, $0x3e000000
+DATA lgc25<>+4(SB)/4, $0x3e000000
+DATA lgc25<>+8(SB)/4, $0x3e000000
+DATA lgc25<>+12(SB)/4, $0x3e000000
+DATA lgc25<>+16(SB)/4, $0x3e000000
+DATA lgc25<>+20(SB)/4, $0x3e000000
+DATA lgc25<>+24(SB)/4, $0x3e000000
+DATA lgc25<>+28(SB)/4, $0x3e000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1499,7 +1415,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v56 = mul(2, v55)
-	VMULPS       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc24<>+0(SB), Y5, Y5
 	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1564,7 +1480,7 @@ TEXT ·fbPass2AVX2(SB), $0-80
 	RET
 
 // func fbPass3AVX2(state *float64, s1 *float32, s0 *float32, s5 *float32)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $0-32
 	MOVQ    $+8, CX
 	MOVQ    state+0(FP), AX
@@ -1600,8 +1516,7 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc23<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc24<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1610,17 +1525,16 @@ blocks_12:
 	VADDPD       5472(CX), Y0, Y0
 	VMOVUPD      Y0, 5472(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc24<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc25<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       5760(CX), Y4, Y4
-	VMOVUPD      Y4, 5760(CX)
+	VADDPD       5760(CX), Y3, Y3
+	VMOVUPD      Y3, 5760(CX)
 	VADDPD       5792(CX), Y1, Y1
 	VMOVUPD      Y1, 5792(CX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       6080(CX), Y2, Y2
 	VMOVUPS      Y2, 6080(CX)
 	MOVQ         $+8, CX
@@ -1638,31 +1552,29 @@ noflush_13:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      5632(AX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      5632(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       5440(AX), Y2, Y2
 	VMOVUPD      Y2, 5440(AX)
-	VADDPD       5472(AX), Y1, Y1
-	VMOVUPD      Y1, 5472(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 5632(AX)
-	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5760(AX), Y3, Y3
-	VMOVUPD      Y3, 5760(AX)
-	VADDPD       5792(AX), Y2, Y2
-	VMOVUPD      Y2, 5792(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       5472(AX), Y0, Y0
+	VMOVUPD      Y0, 5472(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5632(AX)
+	VMOVUPS      5952(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5760(AX), Y2, Y2
+	VMOVUPD      Y2, 5760(AX)
+	VADDPD       5792(AX), Y0, Y0
+	VMOVUPD      Y0, 5792(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       6080(AX), Y0, Y0
 	VMOVUPS      Y0, 6080(AX)
 	VZEROUPPER
@@ -1727,30 +1639,30 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPS       lgc27<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc30<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc29<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc30<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
+	VMOVAPS      lgc32<>+0(SB), Y4
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1761,9 +1673,9 @@ bulk_16:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1774,175 +1686,175 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
+DATA lgc26<>+0(SB)/4, $0x00800000
+DATA lgc26<>+4(SB)/4, $0x00800000
+DATA lgc26<>+8(SB)/4, $0x00800000
+DATA lgc26<>+12(SB)/4, $0x00800000
+DATA lgc26<>+16(SB)/4, $0x00800000
+DATA lgc26<>+20(SB)/4, $0x00800000
+DATA lgc26<>+24(SB)/4, $0x00800000
+DATA lgc26<>+28(SB)/4, $0x00800000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x4b000000
+DATA lgc27<>+4(SB)/4, $0x4b000000
+DATA lgc27<>+8(SB)/4, $0x4b000000
+DATA lgc27<>+12(SB)/4, $0x4b000000
+DATA lgc27<>+16(SB)/4, $0x4b000000
+DATA lgc27<>+20(SB)/4, $0x4b000000
+DATA lgc27<>+24(SB)/4, $0x4b000000
+DATA lgc27<>+28(SB)/4, $0x4b000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0xffffffe9
+DATA lgc29<>+4(SB)/4, $0xffffffe9
+DATA lgc29<>+8(SB)/4, $0xffffffe9
+DATA lgc29<>+12(SB)/4, $0xffffffe9
+DATA lgc29<>+16(SB)/4, $0xffffffe9
+DATA lgc29<>+20(SB)/4, $0xffffffe9
+DATA lgc29<>+24(SB)/4, $0xffffffe9
+DATA lgc29<>+28(SB)/4, $0xffffffe9
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x0000007f
-DATA lgc30<>+4(SB)/4, $0x0000007f
-DATA lgc30<>+8(SB)/4, $0x0000007f
-DATA lgc30<>+12(SB)/4, $0x0000007f
-DATA lgc30<>+16(SB)/4, $0x0000007f
-DATA lgc30<>+20(SB)/4, $0x0000007f
-DATA lgc30<>+24(SB)/4, $0x0000007f
-DATA lgc30<>+28(SB)/4, $0x0000007f
+DATA lgc30<>+0(SB)/4, $0x007fffff
+DATA lgc30<>+4(SB)/4, $0x007fffff
+DATA lgc30<>+8(SB)/4, $0x007fffff
+DATA lgc30<>+12(SB)/4, $0x007fffff
+DATA lgc30<>+16(SB)/4, $0x007fffff
+DATA lgc30<>+20(SB)/4, $0x007fffff
+DATA lgc30<>+24(SB)/4, $0x007fffff
+DATA lgc30<>+28(SB)/4, $0x007fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x3fb504f3
+DATA lgc31<>+4(SB)/4, $0x3fb504f3
+DATA lgc31<>+8(SB)/4, $0x3fb504f3
+DATA lgc31<>+12(SB)/4, $0x3fb504f3
+DATA lgc31<>+16(SB)/4, $0x3fb504f3
+DATA lgc31<>+20(SB)/4, $0x3fb504f3
+DATA lgc31<>+24(SB)/4, $0x3fb504f3
+DATA lgc31<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x3d9021bb
+DATA lgc32<>+4(SB)/4, $0x3d9021bb
+DATA lgc32<>+8(SB)/4, $0x3d9021bb
+DATA lgc32<>+12(SB)/4, $0x3d9021bb
+DATA lgc32<>+16(SB)/4, $0x3d9021bb
+DATA lgc32<>+20(SB)/4, $0x3d9021bb
+DATA lgc32<>+24(SB)/4, $0x3d9021bb
+DATA lgc32<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0xbdebd1b8
+DATA lgc33<>+4(SB)/4, $0xbdebd1b8
+DATA lgc33<>+8(SB)/4, $0xbdebd1b8
+DATA lgc33<>+12(SB)/4, $0xbdebd1b8
+DATA lgc33<>+16(SB)/4, $0xbdebd1b8
+DATA lgc33<>+20(SB)/4, $0xbdebd1b8
+DATA lgc33<>+24(SB)/4, $0xbdebd1b8
+DATA lgc33<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x3def251a
+DATA lgc34<>+4(SB)/4, $0x3def251a
+DATA lgc34<>+8(SB)/4, $0x3def251a
+DATA lgc34<>+12(SB)/4, $0x3def251a
+DATA lgc34<>+16(SB)/4, $0x3def251a
+DATA lgc34<>+20(SB)/4, $0x3def251a
+DATA lgc34<>+24(SB)/4, $0x3def251a
+DATA lgc34<>+28(SB)/4, $0x3def251a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0x3e11e9bf
+DATA lgc36<>+4(SB)/4, $0x3e11e9bf
+DATA lgc36<>+8(SB)/4, $0x3e11e9bf
+DATA lgc36<>+12(SB)/4, $0x3e11e9bf
+DATA lgc36<>+16(SB)/4, $0x3e11e9bf
+DATA lgc36<>+20(SB)/4, $0x3e11e9bf
+DATA lgc36<>+24(SB)/4, $0x3e11e9bf
+DATA lgc36<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0xbe2aae50
+DATA lgc37<>+4(SB)/4, $0xbe2aae50
+DATA lgc37<>+8(SB)/4, $0xbe2aae50
+DATA lgc37<>+12(SB)/4, $0xbe2aae50
+DATA lgc37<>+16(SB)/4, $0xbe2aae50
+DATA lgc37<>+20(SB)/4, $0xbe2aae50
+DATA lgc37<>+24(SB)/4, $0xbe2aae50
+DATA lgc37<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0x3e4cceac
+DATA lgc38<>+4(SB)/4, $0x3e4cceac
+DATA lgc38<>+8(SB)/4, $0x3e4cceac
+DATA lgc38<>+12(SB)/4, $0x3e4cceac
+DATA lgc38<>+16(SB)/4, $0x3e4cceac
+DATA lgc38<>+20(SB)/4, $0x3e4cceac
+DATA lgc38<>+24(SB)/4, $0x3e4cceac
+DATA lgc38<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0xbe7ffffc
+DATA lgc39<>+4(SB)/4, $0xbe7ffffc
+DATA lgc39<>+8(SB)/4, $0xbe7ffffc
+DATA lgc39<>+12(SB)/4, $0xbe7ffffc
+DATA lgc39<>+16(SB)/4, $0xbe7ffffc
+DATA lgc39<>+20(SB)/4, $0xbe7ffffc
+DATA lgc39<>+24(SB)/4, $0xbe7ffffc
+DATA lgc39<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0x7fc00000
+DATA lgc41<>+4(SB)/4, $0x7fc00000
+DATA lgc41<>+8(SB)/4, $0x7fc00000
+DATA lgc41<>+12(SB)/4, $0x7fc00000
+DATA lgc41<>+16(SB)/4, $0x7fc00000
+DATA lgc41<>+20(SB)/4, $0x7fc00000
+DATA lgc41<>+24(SB)/4, $0x7fc00000
+DATA lgc41<>+28(SB)/4, $0x7fc00000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0x7f800000
+DATA lgc42<>+4(SB)/4, $0x7f800000
+DATA lgc42<>+8(SB)/4, $0x7f800000
+DATA lgc42<>+12(SB)/4, $0x7f800000
+DATA lgc42<>+16(SB)/4, $0x7f800000
+DATA lgc42<>+20(SB)/4, $0x7f800000
+DATA lgc42<>+24(SB)/4, $0x7f800000
+DATA lgc42<>+28(SB)/4, $0x7f800000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1957,30 +1869,30 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc30<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc30<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1991,9 +1903,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -2004,8 +1916,8 @@ bulk_18:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -216,90 +216,74 @@ blocks_2:
 	JNZ           noflush_3
 	VMOVUPD       lgc23<>+0(SB), Y0
 	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc24<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        64(DX), Z1, Z1
-	VMOVUPD       Z1, 64(DX)
-	VMOVUPS       lgc26<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
+	VMOVUPS       256(DX), Y0
+	VMULPS        lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 256(DX)
 	MOVQ          AX, BX
 	IMUL3Q        $+8, BX, SI
-	VMOVUPS       1024(DX)(SI*4), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        384(DX)(SI*8), Z2, Z2
-	VMOVUPD       Z2, 384(DX)(SI*8)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 1024(DX)(SI*4)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       1024(DX)(SI*4), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        384(DX)(SI*8), Z0, Z0
+	VMOVUPD       Z0, 384(DX)(SI*8)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 1024(DX)(SI*4)
 	IMUL3Q        $+8, BX, SI
-	VMOVUPS       2048(DX)(SI*4), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1408(DX)(SI*8), Z2, Z2
-	VMOVUPD       Z2, 1408(DX)(SI*8)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2048(DX)(SI*4)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(DX), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2432(DX), Z2, Z2
-	VMOVUPD       Z2, 2432(DX)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(DX), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2752(DX), Z2, Z2
-	VMOVUPD       Z2, 2752(DX)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(DX), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3072(DX), Z2, Z2
-	VMOVUPD       Z2, 3072(DX)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(DX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       2048(DX)(SI*4), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1408(DX)(SI*8), Z0, Z0
+	VMOVUPD       Z0, 1408(DX)(SI*8)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 2048(DX)(SI*4)
+	VMOVUPS       2624(DX), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2432(DX), Z0, Z0
+	VMOVUPD       Z0, 2432(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 2624(DX)
+	VMOVUPS       2944(DX), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2752(DX), Z0, Z0
+	VMOVUPD       Z0, 2752(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 2944(DX)
+	VMOVUPS       3264(DX), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3072(DX), Z0, Z0
+	VMOVUPD       Z0, 3072(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 3264(DX)
 	IMUL3Q        $+8, BX, BX
-	VMOVUPS       4032(DX)(BX*4), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3392(DX)(BX*8), Z2, Z2
-	VMOVUPD       Z2, 3392(DX)(BX*8)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 4032(DX)(BX*4)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4736(DX), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        4416(DX), Z2, Z2
-	VMOVUPD       Z2, 4416(DX)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 4736(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       5056(DX), Y2
-	VANDPS        lgc24<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        4864(DX), Z2, Z2
-	VMOVUPD       Z2, 4864(DX)
-	VMOVUPS       lgc26<>+0(SB), Y2
-	VMOVUPS       Y2, 5056(DX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       4032(DX)(BX*4), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3392(DX)(BX*8), Z0, Z0
+	VMOVUPD       Z0, 3392(DX)(BX*8)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 4032(DX)(BX*4)
+	VMOVUPS       4736(DX), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4416(DX), Z0, Z0
+	VMOVUPD       Z0, 4416(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 4736(DX)
+	VMOVUPS       5056(DX), Y0
+	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4864(DX), Z0, Z0
+	VMOVUPD       Z0, 4864(DX)
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VMOVUPS       Y0, 5056(DX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        5184(DX), Y0, Y0
 	VMOVUPS       Y0, 5184(DX)
 	MOVQ          $+4, DX
@@ -311,94 +295,78 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc26<>+0(SB), X0
+	VMOVUPS      lgc24<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 384(CX)(BX*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 384(CX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1408(CX)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 1408(CX)(BX*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2432(CX), Z2, Z2
-	VMOVUPD      Z2, 2432(CX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2752(CX), Z2, Z2
-	VMOVUPD      Z2, 2752(CX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(CX), Z2, Z2
-	VMOVUPD      Z2, 3072(CX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2048(CX)(BX*4), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1408(CX)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 1408(CX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 2048(CX)(BX*4)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2432(CX), Z0, Z0
+	VMOVUPD      Z0, 2432(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(CX), Z0, Z0
+	VMOVUPD      Z0, 2752(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(CX), Z0, Z0
+	VMOVUPD      Z0, 3072(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3392(CX)(DX*8), Z2, Z2
-	VMOVUPD      Z2, 3392(CX)(DX*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4736(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4416(CX), Z2, Z2
-	VMOVUPD      Z2, 4416(CX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4736(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5056(CX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4864(CX), Z2, Z2
-	VMOVUPD      Z2, 4864(CX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 5056(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4032(CX)(DX*4), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3392(CX)(DX*8), Z0, Z0
+	VMOVUPD      Z0, 3392(CX)(DX*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(CX)(DX*4)
+	VMOVUPS      4736(CX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4416(CX), Z0, Z0
+	VMOVUPD      Z0, 4416(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 4736(CX)
+	VMOVUPS      5056(CX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4864(CX), Z0, Z0
+	VMOVUPD      Z0, 4864(CX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 5056(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5184(CX), Y0, Y0
 	VMOVUPS      Y0, 5184(CX)
 	INCQ         AX
@@ -482,35 +450,15 @@ DATA lgc23<>+16(SB)/8, $0x4020000000000000
 DATA lgc23<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x7fffffff
-DATA lgc24<>+4(SB)/4, $0x7fffffff
-DATA lgc24<>+8(SB)/4, $0x7fffffff
-DATA lgc24<>+12(SB)/4, $0x7fffffff
-DATA lgc24<>+16(SB)/4, $0x7fffffff
-DATA lgc24<>+20(SB)/4, $0x7fffffff
-DATA lgc24<>+24(SB)/4, $0x7fffffff
-DATA lgc24<>+28(SB)/4, $0x7fffffff
+DATA lgc24<>+0(SB)/4, $0x00000000
+DATA lgc24<>+4(SB)/4, $0x00000000
+DATA lgc24<>+8(SB)/4, $0x00000000
+DATA lgc24<>+12(SB)/4, $0x00000000
+DATA lgc24<>+16(SB)/4, $0x00000000
+DATA lgc24<>+20(SB)/4, $0x00000000
+DATA lgc24<>+24(SB)/4, $0x00000000
+DATA lgc24<>+28(SB)/4, $0x00000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x7f7fffff
-DATA lgc25<>+4(SB)/4, $0x7f7fffff
-DATA lgc25<>+8(SB)/4, $0x7f7fffff
-DATA lgc25<>+12(SB)/4, $0x7f7fffff
-DATA lgc25<>+16(SB)/4, $0x7f7fffff
-DATA lgc25<>+20(SB)/4, $0x7f7fffff
-DATA lgc25<>+24(SB)/4, $0x7f7fffff
-DATA lgc25<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x00000000
-DATA lgc26<>+4(SB)/4, $0x00000000
-DATA lgc26<>+8(SB)/4, $0x00000000
-DATA lgc26<>+12(SB)/4, $0x00000000
-DATA lgc26<>+16(SB)/4, $0x00000000
-DATA lgc26<>+20(SB)/4, $0x00000000
-DATA lgc26<>+24(SB)/4, $0x00000000
-DATA lgc26<>+28(SB)/4, $0x00000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512F
@@ -544,12 +492,12 @@ blocks_5:
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, DX
 	MOVQ          state+8(FP), BX
-	VANDPS        lgc24<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc25<>+0(SB), Y1, Y1
+	VMULPS        lgc24<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(BX)(DX*8), Z0, Z0
 	VMOVUPD       Z0, 64(BX)(DX*8)
-	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       lgc24<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        1088(BX), Y1, Y1
 	VMOVUPS       Y1, 1088(BX)
 	MOVQ          $+4, DX
@@ -565,20 +513,20 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc26<>+0(SB), X0
+	VMOVUPS      lgc24<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX)(CX*8), Z1, Z1
-	VMOVUPD      Z1, 64(DX)(CX*8)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)(CX*4)
+	VMOVUPS      704(DX)(CX*4), Y0
+	VMULPS       lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX)(CX*8), Z0, Z0
+	VMOVUPD      Z0, 64(DX)(CX*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -588,7 +536,7 @@ noflush_6:
 	RET
 
 // func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $192-88
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -603,7 +551,7 @@ outer0_7:
 
 	// v30 = max(v29, 1)
 	VMAXPS       Z0, Z1, Z0
-	VBROADCASTSS lgb27<>+0(SB), Z1
+	VBROADCASTSS lgb25<>+0(SB), Z1
 
 	// v65 = div(0.125, v30)
 	VDIVPS Z0, Z1, Z0
@@ -834,89 +782,75 @@ blocks_8:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ      gradLogProb+72(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_9
-	VMOVUPD   lgc23<>+0(SB), Y0
-	MOVQ      state+24(FP), BX
-	VMOVUPS   1408(BX), Y1
-	VANDPS    lgc24<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    1216(BX), Z1, Z1
-	VMOVUPD   Z1, 1216(BX)
-	VMOVUPS   lgc26<>+0(SB), Y1
-	VMOVUPS   Y1, 1408(BX)
-	MOVQ      CX, SI
-	IMUL3Q    $+8, SI, DI
-	VMOVUPS   2176(BX)(DI*4), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1536(BX)(DI*8), Z2, Z2
-	VMOVUPD   Z2, 1536(BX)(DI*8)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 2176(BX)(DI*4)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2752(BX), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2560(BX), Z2, Z2
-	VMOVUPD   Z2, 2560(BX)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 2752(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3072(BX), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2880(BX), Z2, Z2
-	VMOVUPD   Z2, 2880(BX)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 3072(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3392(BX), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3200(BX), Z2, Z2
-	VMOVUPD   Z2, 3200(BX)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 3392(BX)
-	VANDPS    Y1, Y0, Y0
-	IMUL3Q    $+8, SI, SI
-	VMOVUPS   4160(BX)(SI*4), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3520(BX)(SI*8), Z2, Z2
-	VMOVUPD   Z2, 3520(BX)(SI*8)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 4160(BX)(SI*4)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   4864(BX), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4544(BX), Z2, Z2
-	VMOVUPD   Z2, 4544(BX)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 4864(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   5184(BX), Y2
-	VANDPS    lgc24<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4992(BX), Z2, Z2
-	VMOVUPD   Z2, 4992(BX)
-	VMOVUPS   lgc26<>+0(SB), Y2
-	VMOVUPS   Y2, 5184(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    5312(BX), Y0, Y0
-	VMOVUPS   Y0, 5312(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+72(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_9
+	VMOVUPD     lgc23<>+0(SB), Y0
+	MOVQ        state+24(FP), BX
+	VMOVUPS     1408(BX), Y0
+	VMULPS      lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1216(BX), Z0, Z0
+	VMOVUPD     Z0, 1216(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 1408(BX)
+	MOVQ        CX, SI
+	IMUL3Q      $+8, SI, DI
+	VMOVUPS     2176(BX)(DI*4), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1536(BX)(DI*8), Z0, Z0
+	VMOVUPD     Z0, 1536(BX)(DI*8)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 2176(BX)(DI*4)
+	VMOVUPS     2752(BX), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2560(BX), Z0, Z0
+	VMOVUPD     Z0, 2560(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 2752(BX)
+	VMOVUPS     3072(BX), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2880(BX), Z0, Z0
+	VMOVUPD     Z0, 2880(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 3072(BX)
+	VMOVUPS     3392(BX), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3200(BX), Z0, Z0
+	VMOVUPD     Z0, 3200(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 3392(BX)
+	IMUL3Q      $+8, SI, SI
+	VMOVUPS     4160(BX)(SI*4), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3520(BX)(SI*8), Z0, Z0
+	VMOVUPD     Z0, 3520(BX)(SI*8)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 4160(BX)(SI*4)
+	VMOVUPS     4864(BX), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4544(BX), Z0, Z0
+	VMOVUPD     Z0, 4544(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 4864(BX)
+	VMOVUPS     5184(BX), Y0
+	VFMADD231PS lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4992(BX), Z0, Z0
+	VMOVUPD     Z0, 4992(BX)
+	VMOVUPS     lgc24<>+0(SB), Y0
+	VMOVUPS     Y0, 5184(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      5312(BX), Y0, Y0
+	VMOVUPS     Y0, 5312(BX)
+	MOVQ        $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -925,84 +859,70 @@ noflush_9:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc26<>+0(SB), X0
+	VMOVUPS      lgc24<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc24<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc25<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1216(DX), Z1, Z1
-	VMOVUPD      Z1, 1216(DX)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(DX)
+	VMOVUPS      1408(DX), Y0
+	VMULPS       lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1216(DX), Z0, Z0
+	VMOVUPD      Z0, 1216(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(DX)
 	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2176(DX)(SI*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1536(DX)(SI*8), Z2, Z2
-	VMOVUPD      Z2, 1536(DX)(SI*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(DX)(SI*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2560(DX), Z2, Z2
-	VMOVUPD      Z2, 2560(DX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2880(DX), Z2, Z2
-	VMOVUPD      Z2, 2880(DX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3200(DX), Z2, Z2
-	VMOVUPD      Z2, 3200(DX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(DX)(SI*4), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1536(DX)(SI*8), Z0, Z0
+	VMOVUPD      Z0, 1536(DX)(SI*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)(SI*4)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2560(DX), Z0, Z0
+	VMOVUPD      Z0, 2560(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2880(DX), Z0, Z0
+	VMOVUPD      Z0, 2880(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3200(DX), Z0, Z0
+	VMOVUPD      Z0, 3200(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4160(DX)(BX*4), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3520(DX)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 3520(DX)(BX*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4160(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4864(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4544(DX), Z2, Z2
-	VMOVUPD      Z2, 4544(DX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 4864(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5184(DX), Y2
-	VANDPS       lgc24<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4992(DX), Z2, Z2
-	VMOVUPD      Z2, 4992(DX)
-	VMOVUPS      lgc26<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4160(DX)(BX*4), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3520(DX)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 3520(DX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 4160(DX)(BX*4)
+	VMOVUPS      4864(DX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4544(DX), Z0, Z0
+	VMOVUPD      Z0, 4544(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(DX)
+	VMOVUPS      5184(DX), Y0
+	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4992(DX), Z0, Z0
+	VMOVUPD      Z0, 4992(DX)
+	VMOVUPS      lgc24<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5312(DX), Y0, Y0
 	VMOVUPS      Y0, 5312(DX)
 	INCQ         CX
@@ -1011,5 +931,5 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgb27<>+0(SB)/4, $0x3e000000
-GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+DATA lgb25<>+0(SB)/4, $0x3e000000
+GLOBL lgb25<>(SB), RODATA|NOPTR, $4

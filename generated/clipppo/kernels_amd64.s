@@ -40,8 +40,7 @@ blocks_1:
 	JNZ          noflush_3
 	VMOVUPD      lgc1<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -49,65 +48,62 @@ blocks_1:
 	VMOVUPD      Y3, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      960(CX), Y3
 	VMOVUPS      1088(CX), Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       lgc2<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(CX), Y6
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc5<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      384(CX), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 384(CX)
-	VMAXPD       lgc5<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      576(CX), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 576(CX)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       768(CX), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 768(CX)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc3<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc3<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      576(CX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VDIVPD       Y9, Y3, Y6
+	VFNMADD231PD Y3, Y6, Y4
+	VADDPD       Y5, Y6, Y6
 	VMOVUPD      416(CX), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 416(CX)
-	VMAXPD       lgc5<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      608(CX), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 608(CX)
+	VADDPD       Y1, Y3, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc3<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 608(CX)
 	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
+	VMULPD       Y6, Y1, Y1
 	VADDPD       800(CX), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
+	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y3, 800(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 960(CX)
 	VMOVUPS      Y1, 1088(CX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(CX), Y2, Y2
-	VMOVUPS      Y2, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_3:
@@ -122,80 +118,76 @@ chunkdone_2:
 	VMOVUPS      Y0, 256(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y3, Y3
 	VMOVUPD      Y3, 64(AX)
-	VADDPD       96(AX), Y2, Y2
-	VMOVUPD      Y2, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      960(AX), Y2
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      1216(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 416(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(AX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(AX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(AX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 800(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      384(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 384(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      576(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 576(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       768(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 768(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      416(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 416(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      608(AX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 608(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       800(AX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(AX), Y1, Y1
-	VMOVUPS      Y1, 1344(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(AX), Y0, Y0
+	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -215,41 +207,21 @@ DATA lgc1<>+16(SB)/8, $0x4020000000000000
 DATA lgc1<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7fffffff
-DATA lgc2<>+4(SB)/4, $0x7fffffff
-DATA lgc2<>+8(SB)/4, $0x7fffffff
-DATA lgc2<>+12(SB)/4, $0x7fffffff
-DATA lgc2<>+16(SB)/4, $0x7fffffff
-DATA lgc2<>+20(SB)/4, $0x7fffffff
-DATA lgc2<>+24(SB)/4, $0x7fffffff
-DATA lgc2<>+28(SB)/4, $0x7fffffff
+DATA lgc2<>+0(SB)/4, $0x00000000
+DATA lgc2<>+4(SB)/4, $0x00000000
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7f7fffff
-DATA lgc3<>+4(SB)/4, $0x7f7fffff
-DATA lgc3<>+8(SB)/4, $0x7f7fffff
-DATA lgc3<>+12(SB)/4, $0x7f7fffff
-DATA lgc3<>+16(SB)/4, $0x7f7fffff
-DATA lgc3<>+20(SB)/4, $0x7f7fffff
-DATA lgc3<>+24(SB)/4, $0x7f7fffff
-DATA lgc3<>+28(SB)/4, $0x7f7fffff
+DATA lgc3<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-DATA lgc4<>+0(SB)/4, $0x00000000
-DATA lgc4<>+4(SB)/4, $0x00000000
-DATA lgc4<>+8(SB)/4, $0x00000000
-DATA lgc4<>+12(SB)/4, $0x00000000
-DATA lgc4<>+16(SB)/4, $0x00000000
-DATA lgc4<>+20(SB)/4, $0x00000000
-DATA lgc4<>+24(SB)/4, $0x00000000
-DATA lgc4<>+28(SB)/4, $0x00000000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
@@ -258,7 +230,7 @@ TEXT ·pass1AVX2(SB), $64-96
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -289,37 +261,37 @@ blocks_4:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc5<>+0(SB), Y4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc8<>+0(SB), Y5
+	VMOVUPS lgc6<>+0(SB), Y5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y5
+	VMOVUPS      lgc7<>+0(SB), Y5
 	VMAXPS       Y3, Y5, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc11<>+0(SB), Y5, Y6
+	VMULPS       lgc9<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
+	VMOVUPS      lgc14<>+0(SB), Y9
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
 	VMOVUPS      lgc16<>+0(SB), Y9
 	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc18<>+0(SB), Y9
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc20<>+0(SB), Y8, Y8
+	VADDPS       lgc18<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPADDD       lgc19<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
@@ -329,18 +301,18 @@ blocks_4:
 
 	// v15 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y3, Y4, Y4
-	VANDPS  lgc20<>+0(SB), Y4, Y5
-	VMOVUPS lgc22<>+0(SB), Y6
-	VMOVUPS lgc23<>+0(SB), Y7
+	VANDPS  lgc18<>+0(SB), Y4, Y5
+	VMOVUPS lgc20<>+0(SB), Y6
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
 	VBLENDVPS Y4, Y6, Y7, Y6
-	VMOVUPS   lgc24<>+0(SB), Y7
-	VMOVUPS   lgc25<>+0(SB), Y9
+	VMOVUPS   lgc22<>+0(SB), Y7
+	VMOVUPS   lgc23<>+0(SB), Y9
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
 	VBLENDVPS Y4, Y7, Y9, Y4
-	VMOVUPS   lgc4<>+0(SB), Y7
+	VMOVUPS   lgc2<>+0(SB), Y7
 
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y0, Y7
@@ -359,7 +331,7 @@ blocks_4:
 	VMULPS Y3, Y0, Y0
 
 	// v28 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// mean(v28) over [B]
 	MOVQ    state+56(FP), DX
@@ -380,7 +352,7 @@ blocks_4:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS lgc27<>+0(SB), Y0, Y1
+	VMULPS lgc25<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y0, Y0
@@ -404,18 +376,18 @@ blocks_4:
 
 	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS  Y4, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS lgc26<>+0(SB), Y5
 
 	// v46 = max(v43, -0.2) tie=first
 	VMAXPS  Y1, Y5, Y5
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc27<>+0(SB), Y6
 
 	// v47 = min(v46, 0.2) tie=first
 	VMINPS Y5, Y6, Y5
 
 	// v48 = ne(v43, v47)
 	VCMPPS $0x04, Y5, Y1, Y1
-	VANDPS lgc20<>+0(SB), Y1, Y1
+	VANDPS lgc18<>+0(SB), Y1, Y1
 
 	// mean(v48) over [B]
 	VADDPS  3264(DX), Y1, Y1
@@ -431,12 +403,12 @@ blocks_4:
 	VMULPS Y1, Y1, Y1
 
 	// v53 = max(l2, l22)
-	VXORPS lgc26<>+0(SB), Y3, Y3
-	VXORPS lgc26<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc24<>+0(SB), Y1, Y1
 	VMINPS Y3, Y1, Y4
 	VMINPS Y1, Y3, Y1
 	VORPS  Y4, Y1, Y1
-	VXORPS lgc26<>+0(SB), Y1, Y1
+	VXORPS lgc24<>+0(SB), Y1, Y1
 
 	// mean(v53) over [B]
 	VADDPS  3584(DX), Y1, Y1
@@ -472,10 +444,10 @@ blocks_4:
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS       $0x15, lgc30<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc28<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       5824(DX), Y1, Y1
 	VMOVUPS      Y1, 5824(DX)
@@ -488,236 +460,212 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      1664(CX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VMOVUPS      1984(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1792(CX), Y4, Y4
-	VMOVUPD      Y4, 1792(CX)
-	VADDPD       1824(CX), Y3, Y3
-	VMOVUPD      Y3, 1824(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2112(CX), Y4, Y4
-	VMOVUPD      Y4, 2112(CX)
-	VADDPD       2144(CX), Y3, Y3
-	VMOVUPD      Y3, 2144(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2432(CX), Y4, Y4
-	VMOVUPD      Y4, 2432(CX)
-	VADDPD       2464(CX), Y3, Y3
-	VMOVUPD      Y3, 2464(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2752(CX), Y4, Y4
-	VMOVUPD      Y4, 2752(CX)
-	VADDPD       2784(CX), Y3, Y3
-	VMOVUPD      Y3, 2784(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3072(CX), Y4, Y4
-	VMOVUPD      Y4, 3072(CX)
-	VADDPD       3104(CX), Y3, Y3
-	VMOVUPD      Y3, 3104(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3392(CX), Y4, Y4
-	VMOVUPD      Y4, 3392(CX)
-	VADDPD       3424(CX), Y3, Y3
-	VMOVUPD      Y3, 3424(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(CX), Y2
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(CX), Y3, Y3
+	VMOVUPD      Y3, 1792(CX)
+	VADDPD       1824(CX), Y1, Y1
+	VMOVUPD      Y1, 1824(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(CX)
+	VMOVUPS      2304(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(CX), Y3, Y3
+	VMOVUPD      Y3, 2112(CX)
+	VADDPD       2144(CX), Y1, Y1
+	VMOVUPD      Y1, 2144(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(CX)
+	VMOVUPS      2624(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y1, Y1
+	VMOVUPD      Y1, 2464(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y1, Y1
+	VMOVUPD      Y1, 2784(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y1, Y1
+	VMOVUPD      Y1, 3104(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      3584(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(CX), Y3, Y3
+	VMOVUPD      Y3, 3392(CX)
+	VADDPD       3424(CX), Y1, Y1
+	VMOVUPD      Y1, 3424(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(CX)
+	VMOVUPS      4288(CX), Y1
 	VMOVUPS      4416(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      3712(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 3712(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      3904(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 3904(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       4096(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 4096(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 3744(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y5
-	VMOVUPD      3936(CX), Y7
-	VSUBPD       Y7, Y6, Y6
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      Y7, 3936(CX)
-	VMULPD       Y5, Y2, Y5
-	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(CX), Y3, Y2
-	VFMADD231PD  Y6, Y5, Y2
-	VMOVUPD      Y2, 4128(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(CX)
-	VMOVUPS      Y2, 4416(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(CX), Y2
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      3712(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 3712(CX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      3904(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 3904(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       4096(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 4096(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      3744(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 3744(CX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y4
+	VMOVUPD      3936(CX), Y6
+	VSUBPD       Y6, Y5, Y5
+	VFMADD231PD  Y5, Y4, Y6
+	VMOVUPD      Y6, 3936(CX)
+	VMULPD       Y4, Y1, Y4
+	VMULPD       Y5, Y4, Y4
+	VADDPD       4128(CX), Y3, Y1
+	VFMADD231PD  Y5, Y4, Y1
+	VMOVUPD      Y1, 4128(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(CX)
+	VMOVUPS      Y1, 4416(CX)
+	VMOVUPS      5248(CX), Y1
 	VMOVUPS      5376(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      4672(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 4672(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      4864(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 4864(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       5056(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 5056(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 4704(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      4896(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 4896(CX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(CX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 5088(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      4672(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 4672(CX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      4864(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 4864(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       5056(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 5056(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      4704(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 4704(CX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      4896(CX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 4896(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       5088(CX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 5088(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      Y0, 5376(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5632(CX), Y3, Y3
-	VMOVUPD      Y3, 5632(CX)
-	VADDPD       5664(CX), Y2, Y2
-	VMOVUPD      Y2, 5664(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(CX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6080(CX), Y3, Y3
-	VMOVUPD      Y3, 6080(CX)
-	VADDPD       6112(CX), Y2, Y2
-	VMOVUPD      Y2, 6112(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(CX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(CX), Y1, Y1
-	VMOVUPS      Y1, 6400(CX)
+	VMOVUPS      5952(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5632(CX), Y1, Y1
+	VMOVUPD      Y1, 5632(CX)
+	VADDPD       5664(CX), Y0, Y0
+	VMOVUPD      Y0, 5664(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(CX)
+	VMOVUPS      6272(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6080(CX), Y1, Y1
+	VMOVUPD      Y1, 6080(CX)
+	VADDPD       6112(CX), Y0, Y0
+	VMOVUPD      Y0, 6112(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(CX), Y0, Y0
+	VMOVUPS      Y0, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -730,502 +678,478 @@ noflush_6:
 chunkdone_5:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      1664(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(AX), Y3, Y3
 	VMOVUPD      Y3, 1472(AX)
-	VADDPD       1504(AX), Y2, Y2
-	VMOVUPD      Y2, 1504(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(AX)
-	VMOVUPS      1984(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1792(AX), Y4, Y4
-	VMOVUPD      Y4, 1792(AX)
-	VADDPD       1824(AX), Y3, Y3
-	VMOVUPD      Y3, 1824(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2112(AX), Y4, Y4
-	VMOVUPD      Y4, 2112(AX)
-	VADDPD       2144(AX), Y3, Y3
-	VMOVUPD      Y3, 2144(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2432(AX), Y4, Y4
-	VMOVUPD      Y4, 2432(AX)
-	VADDPD       2464(AX), Y3, Y3
-	VMOVUPD      Y3, 2464(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2752(AX), Y4, Y4
-	VMOVUPD      Y4, 2752(AX)
-	VADDPD       2784(AX), Y3, Y3
-	VMOVUPD      Y3, 2784(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3072(AX), Y4, Y4
-	VMOVUPD      Y4, 3072(AX)
-	VADDPD       3104(AX), Y3, Y3
-	VMOVUPD      Y3, 3104(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3392(AX), Y4, Y4
-	VMOVUPD      Y4, 3392(AX)
-	VADDPD       3424(AX), Y3, Y3
-	VMOVUPD      Y3, 3424(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(AX), Y2
+	VADDPD       1504(AX), Y1, Y1
+	VMOVUPD      Y1, 1504(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(AX), Y3, Y3
+	VMOVUPD      Y3, 1792(AX)
+	VADDPD       1824(AX), Y1, Y1
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(AX), Y3, Y3
+	VMOVUPD      Y3, 2112(AX)
+	VADDPD       2144(AX), Y1, Y1
+	VMOVUPD      Y1, 2144(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(AX), Y3, Y3
+	VMOVUPD      Y3, 2432(AX)
+	VADDPD       2464(AX), Y1, Y1
+	VMOVUPD      Y1, 2464(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(AX), Y3, Y3
+	VMOVUPD      Y3, 2752(AX)
+	VADDPD       2784(AX), Y1, Y1
+	VMOVUPD      Y1, 2784(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(AX), Y3, Y3
+	VMOVUPD      Y3, 3072(AX)
+	VADDPD       3104(AX), Y1, Y1
+	VMOVUPD      Y1, 3104(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(AX), Y3, Y3
+	VMOVUPD      Y3, 3392(AX)
+	VADDPD       3424(AX), Y1, Y1
+	VMOVUPD      Y1, 3424(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      3712(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 3712(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      3904(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 3904(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       4096(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 4096(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 3744(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y5
-	VMOVUPD      3936(AX), Y7
-	VSUBPD       Y7, Y6, Y6
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      Y7, 3936(AX)
-	VMULPD       Y5, Y2, Y5
-	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(AX), Y3, Y2
-	VFMADD231PD  Y6, Y5, Y2
-	VMOVUPD      Y2, 4128(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(AX)
-	VMOVUPS      Y2, 4416(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(AX), Y2
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      3712(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 3712(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      3904(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 3904(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       4096(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 4096(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      3744(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 3744(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y4
+	VMOVUPD      3936(AX), Y6
+	VSUBPD       Y6, Y5, Y5
+	VFMADD231PD  Y5, Y4, Y6
+	VMOVUPD      Y6, 3936(AX)
+	VMULPD       Y4, Y1, Y4
+	VMULPD       Y5, Y4, Y4
+	VADDPD       4128(AX), Y3, Y1
+	VFMADD231PD  Y5, Y4, Y1
+	VMOVUPD      Y1, 4128(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VMOVUPS      5248(AX), Y1
 	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      4672(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 4672(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      4864(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 4864(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       5056(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 5056(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 4704(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      4896(AX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 4896(AX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(AX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 5088(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      4672(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 4672(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      4864(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 4864(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       5056(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 5056(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      4704(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 4704(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      4896(AX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 4896(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       5088(AX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 5088(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5632(AX), Y3, Y3
-	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y2, Y2
-	VMOVUPD      Y2, 5664(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(AX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6080(AX), Y3, Y3
-	VMOVUPD      Y3, 6080(AX)
-	VADDPD       6112(AX), Y2, Y2
-	VMOVUPD      Y2, 6112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(AX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(AX), Y1, Y1
-	VMOVUPS      Y1, 6400(AX)
+	VMOVUPS      5952(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5632(AX), Y1, Y1
+	VMOVUPD      Y1, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6080(AX), Y1, Y1
+	VMOVUPD      Y1, 6080(AX)
+	VADDPD       6112(AX), Y0, Y0
+	VMOVUPD      Y0, 6112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(AX), Y0, Y0
+	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc6<>+0(SB)/4, $0x358637bd
-DATA lgc6<>+4(SB)/4, $0x358637bd
-DATA lgc6<>+8(SB)/4, $0x358637bd
-DATA lgc6<>+12(SB)/4, $0x358637bd
-DATA lgc6<>+16(SB)/4, $0x358637bd
-DATA lgc6<>+20(SB)/4, $0x358637bd
-DATA lgc6<>+24(SB)/4, $0x358637bd
-DATA lgc6<>+28(SB)/4, $0x358637bd
+DATA lgc4<>+0(SB)/4, $0x358637bd
+DATA lgc4<>+4(SB)/4, $0x358637bd
+DATA lgc4<>+8(SB)/4, $0x358637bd
+DATA lgc4<>+12(SB)/4, $0x358637bd
+DATA lgc4<>+16(SB)/4, $0x358637bd
+DATA lgc4<>+20(SB)/4, $0x358637bd
+DATA lgc4<>+24(SB)/4, $0x358637bd
+DATA lgc4<>+28(SB)/4, $0x358637bd
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/4, $0xbe647fbe
+DATA lgc5<>+4(SB)/4, $0xbe647fbe
+DATA lgc5<>+8(SB)/4, $0xbe647fbe
+DATA lgc5<>+12(SB)/4, $0xbe647fbe
+DATA lgc5<>+16(SB)/4, $0xbe647fbe
+DATA lgc5<>+20(SB)/4, $0xbe647fbe
+DATA lgc5<>+24(SB)/4, $0xbe647fbe
+DATA lgc5<>+28(SB)/4, $0xbe647fbe
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/4, $0x3e3ab281
+DATA lgc6<>+4(SB)/4, $0x3e3ab281
+DATA lgc6<>+8(SB)/4, $0x3e3ab281
+DATA lgc6<>+12(SB)/4, $0x3e3ab281
+DATA lgc6<>+16(SB)/4, $0x3e3ab281
+DATA lgc6<>+20(SB)/4, $0x3e3ab281
+DATA lgc6<>+24(SB)/4, $0x3e3ab281
+DATA lgc6<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0xbe647fbe
-DATA lgc7<>+4(SB)/4, $0xbe647fbe
-DATA lgc7<>+8(SB)/4, $0xbe647fbe
-DATA lgc7<>+12(SB)/4, $0xbe647fbe
-DATA lgc7<>+16(SB)/4, $0xbe647fbe
-DATA lgc7<>+20(SB)/4, $0xbe647fbe
-DATA lgc7<>+24(SB)/4, $0xbe647fbe
-DATA lgc7<>+28(SB)/4, $0xbe647fbe
+DATA lgc7<>+0(SB)/4, $0xc2d00000
+DATA lgc7<>+4(SB)/4, $0xc2d00000
+DATA lgc7<>+8(SB)/4, $0xc2d00000
+DATA lgc7<>+12(SB)/4, $0xc2d00000
+DATA lgc7<>+16(SB)/4, $0xc2d00000
+DATA lgc7<>+20(SB)/4, $0xc2d00000
+DATA lgc7<>+24(SB)/4, $0xc2d00000
+DATA lgc7<>+28(SB)/4, $0xc2d00000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3e3ab281
-DATA lgc8<>+4(SB)/4, $0x3e3ab281
-DATA lgc8<>+8(SB)/4, $0x3e3ab281
-DATA lgc8<>+12(SB)/4, $0x3e3ab281
-DATA lgc8<>+16(SB)/4, $0x3e3ab281
-DATA lgc8<>+20(SB)/4, $0x3e3ab281
-DATA lgc8<>+24(SB)/4, $0x3e3ab281
-DATA lgc8<>+28(SB)/4, $0x3e3ab281
+DATA lgc8<>+0(SB)/4, $0x42b20000
+DATA lgc8<>+4(SB)/4, $0x42b20000
+DATA lgc8<>+8(SB)/4, $0x42b20000
+DATA lgc8<>+12(SB)/4, $0x42b20000
+DATA lgc8<>+16(SB)/4, $0x42b20000
+DATA lgc8<>+20(SB)/4, $0x42b20000
+DATA lgc8<>+24(SB)/4, $0x42b20000
+DATA lgc8<>+28(SB)/4, $0x42b20000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0xc2d00000
-DATA lgc9<>+4(SB)/4, $0xc2d00000
-DATA lgc9<>+8(SB)/4, $0xc2d00000
-DATA lgc9<>+12(SB)/4, $0xc2d00000
-DATA lgc9<>+16(SB)/4, $0xc2d00000
-DATA lgc9<>+20(SB)/4, $0xc2d00000
-DATA lgc9<>+24(SB)/4, $0xc2d00000
-DATA lgc9<>+28(SB)/4, $0xc2d00000
+DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x42b20000
-DATA lgc10<>+4(SB)/4, $0x42b20000
-DATA lgc10<>+8(SB)/4, $0x42b20000
-DATA lgc10<>+12(SB)/4, $0x42b20000
-DATA lgc10<>+16(SB)/4, $0x42b20000
-DATA lgc10<>+20(SB)/4, $0x42b20000
-DATA lgc10<>+24(SB)/4, $0x42b20000
-DATA lgc10<>+28(SB)/4, $0x42b20000
+DATA lgc10<>+0(SB)/4, $0x3f318000
+DATA lgc10<>+4(SB)/4, $0x3f318000
+DATA lgc10<>+8(SB)/4, $0x3f318000
+DATA lgc10<>+12(SB)/4, $0x3f318000
+DATA lgc10<>+16(SB)/4, $0x3f318000
+DATA lgc10<>+20(SB)/4, $0x3f318000
+DATA lgc10<>+24(SB)/4, $0x3f318000
+DATA lgc10<>+28(SB)/4, $0x3f318000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+0(SB)/4, $0xb95e8083
+DATA lgc11<>+4(SB)/4, $0xb95e8083
+DATA lgc11<>+8(SB)/4, $0xb95e8083
+DATA lgc11<>+12(SB)/4, $0xb95e8083
+DATA lgc11<>+16(SB)/4, $0xb95e8083
+DATA lgc11<>+20(SB)/4, $0xb95e8083
+DATA lgc11<>+24(SB)/4, $0xb95e8083
+DATA lgc11<>+28(SB)/4, $0xb95e8083
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3f318000
-DATA lgc12<>+4(SB)/4, $0x3f318000
-DATA lgc12<>+8(SB)/4, $0x3f318000
-DATA lgc12<>+12(SB)/4, $0x3f318000
-DATA lgc12<>+16(SB)/4, $0x3f318000
-DATA lgc12<>+20(SB)/4, $0x3f318000
-DATA lgc12<>+24(SB)/4, $0x3f318000
-DATA lgc12<>+28(SB)/4, $0x3f318000
+DATA lgc12<>+0(SB)/4, $0x39506967
+DATA lgc12<>+4(SB)/4, $0x39506967
+DATA lgc12<>+8(SB)/4, $0x39506967
+DATA lgc12<>+12(SB)/4, $0x39506967
+DATA lgc12<>+16(SB)/4, $0x39506967
+DATA lgc12<>+20(SB)/4, $0x39506967
+DATA lgc12<>+24(SB)/4, $0x39506967
+DATA lgc12<>+28(SB)/4, $0x39506967
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0xb95e8083
-DATA lgc13<>+4(SB)/4, $0xb95e8083
-DATA lgc13<>+8(SB)/4, $0xb95e8083
-DATA lgc13<>+12(SB)/4, $0xb95e8083
-DATA lgc13<>+16(SB)/4, $0xb95e8083
-DATA lgc13<>+20(SB)/4, $0xb95e8083
-DATA lgc13<>+24(SB)/4, $0xb95e8083
-DATA lgc13<>+28(SB)/4, $0xb95e8083
+DATA lgc13<>+0(SB)/4, $0x3ab743ce
+DATA lgc13<>+4(SB)/4, $0x3ab743ce
+DATA lgc13<>+8(SB)/4, $0x3ab743ce
+DATA lgc13<>+12(SB)/4, $0x3ab743ce
+DATA lgc13<>+16(SB)/4, $0x3ab743ce
+DATA lgc13<>+20(SB)/4, $0x3ab743ce
+DATA lgc13<>+24(SB)/4, $0x3ab743ce
+DATA lgc13<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x39506967
-DATA lgc14<>+4(SB)/4, $0x39506967
-DATA lgc14<>+8(SB)/4, $0x39506967
-DATA lgc14<>+12(SB)/4, $0x39506967
-DATA lgc14<>+16(SB)/4, $0x39506967
-DATA lgc14<>+20(SB)/4, $0x39506967
-DATA lgc14<>+24(SB)/4, $0x39506967
-DATA lgc14<>+28(SB)/4, $0x39506967
+DATA lgc14<>+0(SB)/4, $0x3c088908
+DATA lgc14<>+4(SB)/4, $0x3c088908
+DATA lgc14<>+8(SB)/4, $0x3c088908
+DATA lgc14<>+12(SB)/4, $0x3c088908
+DATA lgc14<>+16(SB)/4, $0x3c088908
+DATA lgc14<>+20(SB)/4, $0x3c088908
+DATA lgc14<>+24(SB)/4, $0x3c088908
+DATA lgc14<>+28(SB)/4, $0x3c088908
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3ab743ce
-DATA lgc15<>+4(SB)/4, $0x3ab743ce
-DATA lgc15<>+8(SB)/4, $0x3ab743ce
-DATA lgc15<>+12(SB)/4, $0x3ab743ce
-DATA lgc15<>+16(SB)/4, $0x3ab743ce
-DATA lgc15<>+20(SB)/4, $0x3ab743ce
-DATA lgc15<>+24(SB)/4, $0x3ab743ce
-DATA lgc15<>+28(SB)/4, $0x3ab743ce
+DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3c088908
-DATA lgc16<>+4(SB)/4, $0x3c088908
-DATA lgc16<>+8(SB)/4, $0x3c088908
-DATA lgc16<>+12(SB)/4, $0x3c088908
-DATA lgc16<>+16(SB)/4, $0x3c088908
-DATA lgc16<>+20(SB)/4, $0x3c088908
-DATA lgc16<>+24(SB)/4, $0x3c088908
-DATA lgc16<>+28(SB)/4, $0x3c088908
+DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+0(SB)/4, $0x3f000000
+DATA lgc17<>+4(SB)/4, $0x3f000000
+DATA lgc17<>+8(SB)/4, $0x3f000000
+DATA lgc17<>+12(SB)/4, $0x3f000000
+DATA lgc17<>+16(SB)/4, $0x3f000000
+DATA lgc17<>+20(SB)/4, $0x3f000000
+DATA lgc17<>+24(SB)/4, $0x3f000000
+DATA lgc17<>+28(SB)/4, $0x3f000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+0(SB)/4, $0x3f800000
+DATA lgc18<>+4(SB)/4, $0x3f800000
+DATA lgc18<>+8(SB)/4, $0x3f800000
+DATA lgc18<>+12(SB)/4, $0x3f800000
+DATA lgc18<>+16(SB)/4, $0x3f800000
+DATA lgc18<>+20(SB)/4, $0x3f800000
+DATA lgc18<>+24(SB)/4, $0x3f800000
+DATA lgc18<>+28(SB)/4, $0x3f800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f000000
-DATA lgc19<>+4(SB)/4, $0x3f000000
-DATA lgc19<>+8(SB)/4, $0x3f000000
-DATA lgc19<>+12(SB)/4, $0x3f000000
-DATA lgc19<>+16(SB)/4, $0x3f000000
-DATA lgc19<>+20(SB)/4, $0x3f000000
-DATA lgc19<>+24(SB)/4, $0x3f000000
-DATA lgc19<>+28(SB)/4, $0x3f000000
+DATA lgc19<>+0(SB)/4, $0x000000fe
+DATA lgc19<>+4(SB)/4, $0x000000fe
+DATA lgc19<>+8(SB)/4, $0x000000fe
+DATA lgc19<>+12(SB)/4, $0x000000fe
+DATA lgc19<>+16(SB)/4, $0x000000fe
+DATA lgc19<>+20(SB)/4, $0x000000fe
+DATA lgc19<>+24(SB)/4, $0x000000fe
+DATA lgc19<>+28(SB)/4, $0x000000fe
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f800000
-DATA lgc20<>+4(SB)/4, $0x3f800000
-DATA lgc20<>+8(SB)/4, $0x3f800000
-DATA lgc20<>+12(SB)/4, $0x3f800000
-DATA lgc20<>+16(SB)/4, $0x3f800000
-DATA lgc20<>+20(SB)/4, $0x3f800000
-DATA lgc20<>+24(SB)/4, $0x3f800000
-DATA lgc20<>+28(SB)/4, $0x3f800000
+DATA lgc20<>+0(SB)/4, $0x3f99999a
+DATA lgc20<>+4(SB)/4, $0x3f99999a
+DATA lgc20<>+8(SB)/4, $0x3f99999a
+DATA lgc20<>+12(SB)/4, $0x3f99999a
+DATA lgc20<>+16(SB)/4, $0x3f99999a
+DATA lgc20<>+20(SB)/4, $0x3f99999a
+DATA lgc20<>+24(SB)/4, $0x3f99999a
+DATA lgc20<>+28(SB)/4, $0x3f99999a
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x000000fe
-DATA lgc21<>+4(SB)/4, $0x000000fe
-DATA lgc21<>+8(SB)/4, $0x000000fe
-DATA lgc21<>+12(SB)/4, $0x000000fe
-DATA lgc21<>+16(SB)/4, $0x000000fe
-DATA lgc21<>+20(SB)/4, $0x000000fe
-DATA lgc21<>+24(SB)/4, $0x000000fe
-DATA lgc21<>+28(SB)/4, $0x000000fe
+DATA lgc21<>+0(SB)/4, $0x7f800000
+DATA lgc21<>+4(SB)/4, $0x7f800000
+DATA lgc21<>+8(SB)/4, $0x7f800000
+DATA lgc21<>+12(SB)/4, $0x7f800000
+DATA lgc21<>+16(SB)/4, $0x7f800000
+DATA lgc21<>+20(SB)/4, $0x7f800000
+DATA lgc21<>+24(SB)/4, $0x7f800000
+DATA lgc21<>+28(SB)/4, $0x7f800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f99999a
-DATA lgc22<>+4(SB)/4, $0x3f99999a
-DATA lgc22<>+8(SB)/4, $0x3f99999a
-DATA lgc22<>+12(SB)/4, $0x3f99999a
-DATA lgc22<>+16(SB)/4, $0x3f99999a
-DATA lgc22<>+20(SB)/4, $0x3f99999a
-DATA lgc22<>+24(SB)/4, $0x3f99999a
-DATA lgc22<>+28(SB)/4, $0x3f99999a
+DATA lgc22<>+0(SB)/4, $0x3f4ccccd
+DATA lgc22<>+4(SB)/4, $0x3f4ccccd
+DATA lgc22<>+8(SB)/4, $0x3f4ccccd
+DATA lgc22<>+12(SB)/4, $0x3f4ccccd
+DATA lgc22<>+16(SB)/4, $0x3f4ccccd
+DATA lgc22<>+20(SB)/4, $0x3f4ccccd
+DATA lgc22<>+24(SB)/4, $0x3f4ccccd
+DATA lgc22<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x7f800000
-DATA lgc23<>+4(SB)/4, $0x7f800000
-DATA lgc23<>+8(SB)/4, $0x7f800000
-DATA lgc23<>+12(SB)/4, $0x7f800000
-DATA lgc23<>+16(SB)/4, $0x7f800000
-DATA lgc23<>+20(SB)/4, $0x7f800000
-DATA lgc23<>+24(SB)/4, $0x7f800000
-DATA lgc23<>+28(SB)/4, $0x7f800000
+DATA lgc23<>+0(SB)/4, $0xff800000
+DATA lgc23<>+4(SB)/4, $0xff800000
+DATA lgc23<>+8(SB)/4, $0xff800000
+DATA lgc23<>+12(SB)/4, $0xff800000
+DATA lgc23<>+16(SB)/4, $0xff800000
+DATA lgc23<>+20(SB)/4, $0xff800000
+DATA lgc23<>+24(SB)/4, $0xff800000
+DATA lgc23<>+28(SB)/4, $0xff800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f4ccccd
-DATA lgc24<>+4(SB)/4, $0x3f4ccccd
-DATA lgc24<>+8(SB)/4, $0x3f4ccccd
-DATA lgc24<>+12(SB)/4, $0x3f4ccccd
-DATA lgc24<>+16(SB)/4, $0x3f4ccccd
-DATA lgc24<>+20(SB)/4, $0x3f4ccccd
-DATA lgc24<>+24(SB)/4, $0x3f4ccccd
-DATA lgc24<>+28(SB)/4, $0x3f4ccccd
+DATA lgc24<>+0(SB)/4, $0x80000000
+DATA lgc24<>+4(SB)/4, $0x80000000
+DATA lgc24<>+8(SB)/4, $0x80000000
+DATA lgc24<>+12(SB)/4, $0x80000000
+DATA lgc24<>+16(SB)/4, $0x80000000
+DATA lgc24<>+20(SB)/4, $0x80000000
+DATA lgc24<>+24(SB)/4, $0x80000000
+DATA lgc24<>+28(SB)/4, $0x80000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xff800000
-DATA lgc25<>+4(SB)/4, $0xff800000
-DATA lgc25<>+8(SB)/4, $0xff800000
-DATA lgc25<>+12(SB)/4, $0xff800000
-DATA lgc25<>+16(SB)/4, $0xff800000
-DATA lgc25<>+20(SB)/4, $0xff800000
-DATA lgc25<>+24(SB)/4, $0xff800000
-DATA lgc25<>+28(SB)/4, $0xff800000
+DATA lgc25<>+0(SB)/4, $0xbc23d70a
+DATA lgc25<>+4(SB)/4, $0xbc23d70a
+DATA lgc25<>+8(SB)/4, $0xbc23d70a
+DATA lgc25<>+12(SB)/4, $0xbc23d70a
+DATA lgc25<>+16(SB)/4, $0xbc23d70a
+DATA lgc25<>+20(SB)/4, $0xbc23d70a
+DATA lgc25<>+24(SB)/4, $0xbc23d70a
+DATA lgc25<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x80000000
-DATA lgc26<>+4(SB)/4, $0x80000000
-DATA lgc26<>+8(SB)/4, $0x80000000
-DATA lgc26<>+12(SB)/4, $0x80000000
-DATA lgc26<>+16(SB)/4, $0x80000000
-DATA lgc26<>+20(SB)/4, $0x80000000
-DATA lgc26<>+24(SB)/4, $0x80000000
-DATA lgc26<>+28(SB)/4, $0x80000000
+DATA lgc26<>+0(SB)/4, $0xbe4ccccd
+DATA lgc26<>+4(SB)/4, $0xbe4ccccd
+DATA lgc26<>+8(SB)/4, $0xbe4ccccd
+DATA lgc26<>+12(SB)/4, $0xbe4ccccd
+DATA lgc26<>+16(SB)/4, $0xbe4ccccd
+DATA lgc26<>+20(SB)/4, $0xbe4ccccd
+DATA lgc26<>+24(SB)/4, $0xbe4ccccd
+DATA lgc26<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbc23d70a
-DATA lgc27<>+4(SB)/4, $0xbc23d70a
-DATA lgc27<>+8(SB)/4, $0xbc23d70a
-DATA lgc27<>+12(SB)/4, $0xbc23d70a
-DATA lgc27<>+16(SB)/4, $0xbc23d70a
-DATA lgc27<>+20(SB)/4, $0xbc23d70a
-DATA lgc27<>+24(SB)/4, $0xbc23d70a
-DATA lgc27<>+28(SB)/4, $0xbc23d70a
+DATA lgc27<>+0(SB)/4, $0x3e4ccccd
+DATA lgc27<>+4(SB)/4, $0x3e4ccccd
+DATA lgc27<>+8(SB)/4, $0x3e4ccccd
+DATA lgc27<>+12(SB)/4, $0x3e4ccccd
+DATA lgc27<>+16(SB)/4, $0x3e4ccccd
+DATA lgc27<>+20(SB)/4, $0x3e4ccccd
+DATA lgc27<>+24(SB)/4, $0x3e4ccccd
+DATA lgc27<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbe4ccccd
-DATA lgc28<>+4(SB)/4, $0xbe4ccccd
-DATA lgc28<>+8(SB)/4, $0xbe4ccccd
-DATA lgc28<>+12(SB)/4, $0xbe4ccccd
-DATA lgc28<>+16(SB)/4, $0xbe4ccccd
-DATA lgc28<>+20(SB)/4, $0xbe4ccccd
-DATA lgc28<>+24(SB)/4, $0xbe4ccccd
-DATA lgc28<>+28(SB)/4, $0xbe4ccccd
+DATA lgc28<>+0(SB)/4, $0xc22c0000
+DATA lgc28<>+4(SB)/4, $0xc22c0000
+DATA lgc28<>+8(SB)/4, $0xc22c0000
+DATA lgc28<>+12(SB)/4, $0xc22c0000
+DATA lgc28<>+16(SB)/4, $0xc22c0000
+DATA lgc28<>+20(SB)/4, $0xc22c0000
+DATA lgc28<>+24(SB)/4, $0xc22c0000
+DATA lgc28<>+28(SB)/4, $0xc22c0000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e4ccccd
-DATA lgc29<>+4(SB)/4, $0x3e4ccccd
-DATA lgc29<>+8(SB)/4, $0x3e4ccccd
-DATA lgc29<>+12(SB)/4, $0x3e4ccccd
-DATA lgc29<>+16(SB)/4, $0x3e4ccccd
-DATA lgc29<>+20(SB)/4, $0x3e4ccccd
-DATA lgc29<>+24(SB)/4, $0x3e4ccccd
-DATA lgc29<>+28(SB)/4, $0x3e4ccccd
+DATA lgc29<>+0(SB)/4, $0x42b00000
+DATA lgc29<>+4(SB)/4, $0x42b00000
+DATA lgc29<>+8(SB)/4, $0x42b00000
+DATA lgc29<>+12(SB)/4, $0x42b00000
+DATA lgc29<>+16(SB)/4, $0x42b00000
+DATA lgc29<>+20(SB)/4, $0x42b00000
+DATA lgc29<>+24(SB)/4, $0x42b00000
+DATA lgc29<>+28(SB)/4, $0x42b00000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0xc22c0000
-DATA lgc30<>+4(SB)/4, $0xc22c0000
-DATA lgc30<>+8(SB)/4, $0xc22c0000
-DATA lgc30<>+12(SB)/4, $0xc22c0000
-DATA lgc30<>+16(SB)/4, $0xc22c0000
-DATA lgc30<>+20(SB)/4, $0xc22c0000
-DATA lgc30<>+24(SB)/4, $0xc22c0000
-DATA lgc30<>+28(SB)/4, $0xc22c0000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x42b00000
-DATA lgc31<>+4(SB)/4, $0x42b00000
-DATA lgc31<>+8(SB)/4, $0x42b00000
-DATA lgc31<>+12(SB)/4, $0x42b00000
-DATA lgc31<>+16(SB)/4, $0x42b00000
-DATA lgc31<>+20(SB)/4, $0x42b00000
-DATA lgc31<>+24(SB)/4, $0x42b00000
-DATA lgc31<>+28(SB)/4, $0x42b00000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1235,13 +1159,13 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc32<>+0(SB), Y0, Y0
+	VADDPS       lgc30<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS       Y0, Y1, Y0
@@ -1249,7 +1173,7 @@ TEXT ·pass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS       lgc33<>+0(SB), Y1, Y1
+	VMULPS       lgc31<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1257,34 +1181,34 @@ TEXT ·pass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMOVUPS      lgc9<>+0(SB), Y2
+	VMOVUPS      lgc7<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      lgc8<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc11<>+0(SB), Y1, Y2
+	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc14<>+0(SB), Y4
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
+	VMOVUPS      lgc14<>+0(SB), Y5
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
 	VMOVUPS      lgc16<>+0(SB), Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
-	VADDPS       lgc20<>+0(SB), Y4, Y4
+	VADDPS       lgc18<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc21<>+0(SB), Y1, Y1
+	VPADDD       lgc19<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -1299,35 +1223,35 @@ TEXT ·pass2AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x34000000
-DATA lgc32<>+4(SB)/4, $0x34000000
-DATA lgc32<>+8(SB)/4, $0x34000000
-DATA lgc32<>+12(SB)/4, $0x34000000
-DATA lgc32<>+16(SB)/4, $0x34000000
-DATA lgc32<>+20(SB)/4, $0x34000000
-DATA lgc32<>+24(SB)/4, $0x34000000
-DATA lgc32<>+28(SB)/4, $0x34000000
+DATA lgc30<>+0(SB)/4, $0x34000000
+DATA lgc30<>+4(SB)/4, $0x34000000
+DATA lgc30<>+8(SB)/4, $0x34000000
+DATA lgc30<>+12(SB)/4, $0x34000000
+DATA lgc30<>+16(SB)/4, $0x34000000
+DATA lgc30<>+20(SB)/4, $0x34000000
+DATA lgc30<>+24(SB)/4, $0x34000000
+DATA lgc30<>+28(SB)/4, $0x34000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x40000000
+DATA lgc31<>+4(SB)/4, $0x40000000
+DATA lgc31<>+8(SB)/4, $0x40000000
+DATA lgc31<>+12(SB)/4, $0x40000000
+DATA lgc31<>+16(SB)/4, $0x40000000
+DATA lgc31<>+20(SB)/4, $0x40000000
+DATA lgc31<>+24(SB)/4, $0x40000000
+DATA lgc31<>+28(SB)/4, $0x40000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x45800000
+DATA lgc32<>+4(SB)/4, $0x45800000
+DATA lgc32<>+8(SB)/4, $0x45800000
+DATA lgc32<>+12(SB)/4, $0x45800000
+DATA lgc32<>+16(SB)/4, $0x45800000
+DATA lgc32<>+20(SB)/4, $0x45800000
+DATA lgc32<>+24(SB)/4, $0x45800000
+DATA lgc32<>+28(SB)/4, $0x45800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x45800000
-DATA lgc34<>+4(SB)/4, $0x45800000
-DATA lgc34<>+8(SB)/4, $0x45800000
-DATA lgc34<>+12(SB)/4, $0x45800000
-DATA lgc34<>+16(SB)/4, $0x45800000
-DATA lgc34<>+20(SB)/4, $0x45800000
-DATA lgc34<>+24(SB)/4, $0x45800000
-DATA lgc34<>+28(SB)/4, $0x45800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1365,8 +1289,7 @@ blocks_7:
 	JNZ          noflush_9
 	VMOVUPD      lgc1<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1374,65 +1297,62 @@ blocks_7:
 	VMOVUPD      Y3, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      960(CX), Y3
 	VMOVUPS      1088(CX), Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       lgc2<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(CX), Y6
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VMOVUPS      1216(CX), Y5
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc5<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      384(CX), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 384(CX)
-	VMAXPD       lgc5<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      576(CX), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 576(CX)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       768(CX), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 768(CX)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc3<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(CX), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 384(CX)
+	VMAXPD       lgc3<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      576(CX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(CX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(CX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(CX)
+	VDIVPD       Y9, Y3, Y6
+	VFNMADD231PD Y3, Y6, Y4
+	VADDPD       Y5, Y6, Y6
 	VMOVUPD      416(CX), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 416(CX)
-	VMAXPD       lgc5<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      608(CX), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 608(CX)
+	VADDPD       Y1, Y3, Y5
+	VMOVUPD      Y5, 416(CX)
+	VMAXPD       lgc3<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      608(CX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 608(CX)
 	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
+	VMULPD       Y6, Y1, Y1
 	VADDPD       800(CX), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
+	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y3, 800(CX)
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 960(CX)
 	VMOVUPS      Y1, 1088(CX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(CX), Y2, Y2
-	VMOVUPS      Y2, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y1
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1447,80 +1367,76 @@ chunkdone_8:
 	VMOVUPS      Y0, 256(AX)
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(AX), Y3, Y3
 	VMOVUPD      Y3, 64(AX)
-	VADDPD       96(AX), Y2, Y2
-	VMOVUPD      Y2, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      960(AX), Y2
+	VADDPD       96(AX), Y1, Y1
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      1216(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 416(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(AX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(AX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(AX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 800(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      384(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 384(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      576(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 576(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       768(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 768(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      416(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 416(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      608(AX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 608(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       800(AX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(AX), Y1, Y1
-	VMOVUPS      Y1, 1344(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(AX), Y0, Y0
+	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -1531,7 +1447,7 @@ TEXT ·fbPass1AVX2(SB), $384-120
 	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1562,37 +1478,37 @@ blocks_10:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc5<>+0(SB), Y4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc8<>+0(SB), Y5
+	VMOVUPS lgc6<>+0(SB), Y5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Y4, Y5, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc9<>+0(SB), Y5
+	VMOVUPS      lgc7<>+0(SB), Y5
 	VMAXPS       Y3, Y5, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc11<>+0(SB), Y5, Y6
+	VMULPS       lgc9<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc14<>+0(SB), Y8
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y8
+	VMOVUPS      lgc12<>+0(SB), Y8
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y8
+	VMOVUPS      lgc14<>+0(SB), Y9
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
 	VMOVUPS      lgc16<>+0(SB), Y9
 	VFMADD213PS  lgc17<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc18<>+0(SB), Y9
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc20<>+0(SB), Y8, Y8
+	VADDPS       lgc18<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPADDD       lgc19<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
@@ -1602,18 +1518,18 @@ blocks_10:
 
 	// v15 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y3, Y4, Y4
-	VANDPS  lgc20<>+0(SB), Y4, Y5
-	VMOVUPS lgc22<>+0(SB), Y6
-	VMOVUPS lgc23<>+0(SB), Y7
+	VANDPS  lgc18<>+0(SB), Y4, Y5
+	VMOVUPS lgc20<>+0(SB), Y6
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
 	VBLENDVPS Y4, Y6, Y7, Y6
-	VMOVUPS   lgc24<>+0(SB), Y7
-	VMOVUPS   lgc25<>+0(SB), Y9
+	VMOVUPS   lgc22<>+0(SB), Y7
+	VMOVUPS   lgc23<>+0(SB), Y9
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
 	VBLENDVPS Y4, Y7, Y9, Y4
-	VMOVUPS   lgc4<>+0(SB), Y7
+	VMOVUPS   lgc2<>+0(SB), Y7
 
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y7, Y0, Y7
@@ -1634,7 +1550,7 @@ blocks_10:
 	VMULPS Y3, Y0, Y3
 
 	// v28 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y3, Y3
+	VXORPS lgc24<>+0(SB), Y3, Y3
 
 	// mean(v28) over [B]
 	MOVQ    state+56(FP), DX
@@ -1655,7 +1571,7 @@ blocks_10:
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS lgc27<>+0(SB), Y1, Y2
+	VMULPS lgc25<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [B]
 	VADDPS  2624(DX), Y1, Y1
@@ -1679,19 +1595,19 @@ blocks_10:
 
 	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y6
+	VMOVUPS lgc26<>+0(SB), Y6
 
 	// v46 = max(v43, -0.2) tie=first
 	VMAXPS  Y2, Y6, Y6
 	VMOVUPS Y7, 128(SP)
-	VMOVUPS lgc29<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v47 = min(v46, 0.2) tie=first
 	VMINPS Y6, Y7, Y7
 
 	// v48 = ne(v43, v47)
 	VCMPPS $0x04, Y7, Y2, Y9
-	VANDPS lgc20<>+0(SB), Y9, Y9
+	VANDPS lgc18<>+0(SB), Y9, Y9
 
 	// mean(v48) over [B]
 	VADDPS  3264(DX), Y9, Y9
@@ -1709,12 +1625,12 @@ blocks_10:
 	VMOVUPS Y2, 192(SP)
 
 	// v53 = max(l2, l22)
-	VXORPS lgc26<>+0(SB), Y4, Y0
-	VXORPS lgc26<>+0(SB), Y7, Y9
+	VXORPS lgc24<>+0(SB), Y4, Y0
+	VXORPS lgc24<>+0(SB), Y7, Y9
 	VMINPS Y0, Y9, Y2
 	VMINPS Y9, Y0, Y0
 	VORPS  Y2, Y0, Y0
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// mean(v53) over [B]
 	VADDPS  3584(DX), Y0, Y0
@@ -1755,10 +1671,10 @@ blocks_10:
 	VMOVUPS      32(SP), Y0
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS  $0x15, lgc30<>+0(SB), Y0, Y1
-	VCMPPS  $0x1a, lgc31<>+0(SB), Y0, Y2
+	VCMPPS  $0x15, lgc28<>+0(SB), Y0, Y1
+	VCMPPS  $0x1a, lgc29<>+0(SB), Y0, Y2
 	VANDPS  Y2, Y1, Y1
-	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y2
+	VCMPPS  $0x00, lgc23<>+0(SB), Y0, Y2
 	VORPS   Y2, Y1, Y1
 	VANDPS  5824(DX), Y1, Y1
 	VMOVUPS Y1, 5824(DX)
@@ -1775,8 +1691,8 @@ blocks_10:
 
 	// v74 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
-	VMOVUPS lgc35<>+0(SB), Y4
-	VMOVUPS lgc36<>+0(SB), Y5
+	VMOVUPS lgc33<>+0(SB), Y4
+	VMOVUPS lgc34<>+0(SB), Y5
 
 	// v75 = where(v73, 0.00012207031, 0.00024414063)
 	VBLENDVPS Y2, Y4, Y5, Y6
@@ -1792,7 +1708,7 @@ blocks_10:
 
 	// v79 = where(v77, v78, 0.00024414063)
 	VBLENDVPS Y0, Y1, Y5, Y0
-	VMOVUPS   lgc4<>+0(SB), Y1
+	VMOVUPS   lgc2<>+0(SB), Y1
 
 	// v80 = ne(v79, 0)
 	VCMPPS  $0x04, Y1, Y0, Y2
@@ -1808,9 +1724,9 @@ blocks_10:
 	VADDPS Y0, Y0, Y0
 
 	// v84 = neg(v83)
-	VXORPS  lgc26<>+0(SB), Y0, Y0
+	VXORPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS 224(SP), Y2
-	VMOVUPS lgc29<>+0(SB), Y4
+	VMOVUPS lgc27<>+0(SB), Y4
 
 	// v85 = le(v46, 0.2)
 	VCMPPS $0x12, Y4, Y2, Y4
@@ -1824,7 +1740,7 @@ blocks_10:
 	// v88 = where(v87, v84, 0)
 	VANDPS  Y0, Y2, Y0
 	VMOVUPS 192(SP), Y2
-	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc26<>+0(SB), Y4
 
 	// v89 = ge(v43, -0.2)
 	VCMPPS $0x1d, Y4, Y2, Y4
@@ -1852,16 +1768,16 @@ blocks_10:
 	VADDPS Y2, Y2, Y2
 
 	// v97 = neg(v96)
-	VXORPS lgc26<>+0(SB), Y2, Y2
+	VXORPS lgc24<>+0(SB), Y2, Y2
 
 	// gradStateValue = add(v92, v97)
 	VADDPS  Y2, Y0, Y0
 	VMOVUPS 160(SP), Y2
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
-	VMULPS  lgc37<>+0(SB), Y2, Y2
+	VMULPS  lgc35<>+0(SB), Y2, Y2
 	VMOVUPS 128(SP), Y3
-	VMOVUPS lgc4<>+0(SB), Y4
+	VMOVUPS lgc2<>+0(SB), Y4
 	VCMPPS  $0x04, Y4, Y3, Y4
 
 	// v102 = where(v23, v101, 0)
@@ -1904,7 +1820,7 @@ blocks_10:
 
 	// gradLogProb = where(v112, v113, v111)
 	VBLENDVPS Y1, Y3, Y2, Y1
-	VMOVUPS   lgc38<>+0(SB), Y2
+	VMOVUPS   lgc36<>+0(SB), Y2
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), DX
@@ -1921,236 +1837,212 @@ blocks_10:
 	JNZ          noflush_12
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      1664(CX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(CX), Y3, Y3
 	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VMOVUPS      1984(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1792(CX), Y4, Y4
-	VMOVUPD      Y4, 1792(CX)
-	VADDPD       1824(CX), Y3, Y3
-	VMOVUPD      Y3, 1824(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2112(CX), Y4, Y4
-	VMOVUPD      Y4, 2112(CX)
-	VADDPD       2144(CX), Y3, Y3
-	VMOVUPD      Y3, 2144(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2432(CX), Y4, Y4
-	VMOVUPD      Y4, 2432(CX)
-	VADDPD       2464(CX), Y3, Y3
-	VMOVUPD      Y3, 2464(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2752(CX), Y4, Y4
-	VMOVUPD      Y4, 2752(CX)
-	VADDPD       2784(CX), Y3, Y3
-	VMOVUPD      Y3, 2784(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3072(CX), Y4, Y4
-	VMOVUPD      Y4, 3072(CX)
-	VADDPD       3104(CX), Y3, Y3
-	VMOVUPD      Y3, 3104(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3392(CX), Y4, Y4
-	VMOVUPD      Y4, 3392(CX)
-	VADDPD       3424(CX), Y3, Y3
-	VMOVUPD      Y3, 3424(CX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(CX), Y2
+	VADDPD       1504(CX), Y1, Y1
+	VMOVUPD      Y1, 1504(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(CX)
+	VMOVUPS      1984(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(CX), Y3, Y3
+	VMOVUPD      Y3, 1792(CX)
+	VADDPD       1824(CX), Y1, Y1
+	VMOVUPD      Y1, 1824(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(CX)
+	VMOVUPS      2304(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(CX), Y3, Y3
+	VMOVUPD      Y3, 2112(CX)
+	VADDPD       2144(CX), Y1, Y1
+	VMOVUPD      Y1, 2144(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(CX)
+	VMOVUPS      2624(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(CX), Y3, Y3
+	VMOVUPD      Y3, 2432(CX)
+	VADDPD       2464(CX), Y1, Y1
+	VMOVUPD      Y1, 2464(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(CX), Y3, Y3
+	VMOVUPD      Y3, 2752(CX)
+	VADDPD       2784(CX), Y1, Y1
+	VMOVUPD      Y1, 2784(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(CX), Y3, Y3
+	VMOVUPD      Y3, 3072(CX)
+	VADDPD       3104(CX), Y1, Y1
+	VMOVUPD      Y1, 3104(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      3584(CX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(CX), Y3, Y3
+	VMOVUPD      Y3, 3392(CX)
+	VADDPD       3424(CX), Y1, Y1
+	VMOVUPD      Y1, 3424(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(CX)
+	VMOVUPS      4288(CX), Y1
 	VMOVUPS      4416(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      3712(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 3712(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      3904(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 3904(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       4096(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 4096(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 3744(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y5
-	VMOVUPD      3936(CX), Y7
-	VSUBPD       Y7, Y6, Y6
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      Y7, 3936(CX)
-	VMULPD       Y5, Y2, Y5
-	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(CX), Y3, Y2
-	VFMADD231PD  Y6, Y5, Y2
-	VMOVUPD      Y2, 4128(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(CX)
-	VMOVUPS      Y2, 4416(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(CX), Y2
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      3712(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 3712(CX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      3904(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 3904(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       4096(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 4096(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      3744(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 3744(CX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y4
+	VMOVUPD      3936(CX), Y6
+	VSUBPD       Y6, Y5, Y5
+	VFMADD231PD  Y5, Y4, Y6
+	VMOVUPD      Y6, 3936(CX)
+	VMULPD       Y4, Y1, Y4
+	VMULPD       Y5, Y4, Y4
+	VADDPD       4128(CX), Y3, Y1
+	VFMADD231PD  Y5, Y4, Y1
+	VMOVUPD      Y1, 4128(CX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(CX)
+	VMOVUPS      Y1, 4416(CX)
+	VMOVUPS      5248(CX), Y1
 	VMOVUPS      5376(CX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      4672(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 4672(CX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      4864(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 4864(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       5056(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 5056(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 4704(CX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      4896(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 4896(CX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(CX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 5088(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      4672(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 4672(CX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      4864(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 4864(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       5056(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 5056(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      4704(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 4704(CX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      4896(CX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 4896(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       5088(CX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 5088(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(CX)
 	VMOVUPS      Y0, 5376(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5632(CX), Y3, Y3
-	VMOVUPD      Y3, 5632(CX)
-	VADDPD       5664(CX), Y2, Y2
-	VMOVUPD      Y2, 5664(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(CX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(CX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6080(CX), Y3, Y3
-	VMOVUPD      Y3, 6080(CX)
-	VADDPD       6112(CX), Y2, Y2
-	VMOVUPD      Y2, 6112(CX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(CX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(CX), Y1, Y1
-	VMOVUPS      Y1, 6400(CX)
+	VMOVUPS      5952(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5632(CX), Y1, Y1
+	VMOVUPD      Y1, 5632(CX)
+	VADDPD       5664(CX), Y0, Y0
+	VMOVUPD      Y0, 5664(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(CX)
+	VMOVUPS      6272(CX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6080(CX), Y1, Y1
+	VMOVUPD      Y1, 6080(CX)
+	VADDPD       6112(CX), Y0, Y0
+	VMOVUPD      Y0, 6112(CX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(CX), Y0, Y0
+	VMOVUPS      Y0, 6400(CX)
 	MOVQ         $+8, CX
 
 noflush_12:
@@ -2163,282 +2055,258 @@ noflush_12:
 chunkdone_11:
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      1664(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       1472(AX), Y3, Y3
 	VMOVUPD      Y3, 1472(AX)
-	VADDPD       1504(AX), Y2, Y2
-	VMOVUPD      Y2, 1504(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(AX)
-	VMOVUPS      1984(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1792(AX), Y4, Y4
-	VMOVUPD      Y4, 1792(AX)
-	VADDPD       1824(AX), Y3, Y3
-	VMOVUPD      Y3, 1824(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2112(AX), Y4, Y4
-	VMOVUPD      Y4, 2112(AX)
-	VADDPD       2144(AX), Y3, Y3
-	VMOVUPD      Y3, 2144(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2432(AX), Y4, Y4
-	VMOVUPD      Y4, 2432(AX)
-	VADDPD       2464(AX), Y3, Y3
-	VMOVUPD      Y3, 2464(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       2752(AX), Y4, Y4
-	VMOVUPD      Y4, 2752(AX)
-	VADDPD       2784(AX), Y3, Y3
-	VMOVUPD      Y3, 2784(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3072(AX), Y4, Y4
-	VMOVUPD      Y4, 3072(AX)
-	VADDPD       3104(AX), Y3, Y3
-	VMOVUPD      Y3, 3104(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       3392(AX), Y4, Y4
-	VMOVUPD      Y4, 3392(AX)
-	VADDPD       3424(AX), Y3, Y3
-	VMOVUPD      Y3, 3424(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(AX), Y2
+	VADDPD       1504(AX), Y1, Y1
+	VMOVUPD      Y1, 1504(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1792(AX), Y3, Y3
+	VMOVUPD      Y3, 1792(AX)
+	VADDPD       1824(AX), Y1, Y1
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2112(AX), Y3, Y3
+	VMOVUPD      Y3, 2112(AX)
+	VADDPD       2144(AX), Y1, Y1
+	VMOVUPD      Y1, 2144(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2432(AX), Y3, Y3
+	VMOVUPD      Y3, 2432(AX)
+	VADDPD       2464(AX), Y1, Y1
+	VMOVUPD      Y1, 2464(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(AX), Y3, Y3
+	VMOVUPD      Y3, 2752(AX)
+	VADDPD       2784(AX), Y1, Y1
+	VMOVUPD      Y1, 2784(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3072(AX), Y3, Y3
+	VMOVUPD      Y3, 3072(AX)
+	VADDPD       3104(AX), Y1, Y1
+	VMOVUPD      Y1, 3104(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       3392(AX), Y3, Y3
+	VMOVUPD      Y3, 3392(AX)
+	VADDPD       3424(AX), Y1, Y1
+	VMOVUPD      Y1, 3424(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      3712(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 3712(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      3904(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 3904(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       4096(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 4096(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      3744(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 3744(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y5
-	VMOVUPD      3936(AX), Y7
-	VSUBPD       Y7, Y6, Y6
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      Y7, 3936(AX)
-	VMULPD       Y5, Y2, Y5
-	VMULPD       Y6, Y5, Y5
-	VADDPD       4128(AX), Y3, Y2
-	VFMADD231PD  Y6, Y5, Y2
-	VMOVUPD      Y2, 4128(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(AX)
-	VMOVUPS      Y2, 4416(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(AX), Y2
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      3712(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 3712(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      3904(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 3904(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       4096(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 4096(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      3744(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 3744(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y4
+	VMOVUPD      3936(AX), Y6
+	VSUBPD       Y6, Y5, Y5
+	VFMADD231PD  Y5, Y4, Y6
+	VMOVUPD      Y6, 3936(AX)
+	VMULPD       Y4, Y1, Y4
+	VMULPD       Y5, Y4, Y4
+	VADDPD       4128(AX), Y3, Y1
+	VFMADD231PD  Y5, Y4, Y1
+	VMOVUPD      Y1, 4128(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VMOVUPS      5248(AX), Y1
 	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(AX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      4672(AX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 4672(AX)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      4864(AX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 4864(AX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       5056(AX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 5056(AX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      4704(AX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 4704(AX)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      4896(AX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 4896(AX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       5088(AX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 5088(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      4672(AX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 4672(AX)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      4864(AX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 4864(AX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       5056(AX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 5056(AX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      4704(AX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 4704(AX)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      4896(AX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 4896(AX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       5088(AX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 5088(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       5632(AX), Y3, Y3
-	VMOVUPD      Y3, 5632(AX)
-	VADDPD       5664(AX), Y2, Y2
-	VMOVUPD      Y2, 5664(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(AX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6080(AX), Y3, Y3
-	VMOVUPD      Y3, 6080(AX)
-	VADDPD       6112(AX), Y2, Y2
-	VMOVUPD      Y2, 6112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(AX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(AX), Y1, Y1
-	VMOVUPS      Y1, 6400(AX)
+	VMOVUPS      5952(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5632(AX), Y1, Y1
+	VMOVUPD      Y1, 5632(AX)
+	VADDPD       5664(AX), Y0, Y0
+	VMOVUPD      Y0, 5664(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6080(AX), Y1, Y1
+	VMOVUPD      Y1, 6080(AX)
+	VADDPD       6112(AX), Y0, Y0
+	VMOVUPD      Y0, 6112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(AX), Y0, Y0
+	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x39000000
-DATA lgc35<>+4(SB)/4, $0x39000000
-DATA lgc35<>+8(SB)/4, $0x39000000
-DATA lgc35<>+12(SB)/4, $0x39000000
-DATA lgc35<>+16(SB)/4, $0x39000000
-DATA lgc35<>+20(SB)/4, $0x39000000
-DATA lgc35<>+24(SB)/4, $0x39000000
-DATA lgc35<>+28(SB)/4, $0x39000000
+DATA lgc33<>+0(SB)/4, $0x39000000
+DATA lgc33<>+4(SB)/4, $0x39000000
+DATA lgc33<>+8(SB)/4, $0x39000000
+DATA lgc33<>+12(SB)/4, $0x39000000
+DATA lgc33<>+16(SB)/4, $0x39000000
+DATA lgc33<>+20(SB)/4, $0x39000000
+DATA lgc33<>+24(SB)/4, $0x39000000
+DATA lgc33<>+28(SB)/4, $0x39000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x39800000
+DATA lgc34<>+4(SB)/4, $0x39800000
+DATA lgc34<>+8(SB)/4, $0x39800000
+DATA lgc34<>+12(SB)/4, $0x39800000
+DATA lgc34<>+16(SB)/4, $0x39800000
+DATA lgc34<>+20(SB)/4, $0x39800000
+DATA lgc34<>+24(SB)/4, $0x39800000
+DATA lgc34<>+28(SB)/4, $0x39800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0xb9800000
+DATA lgc35<>+4(SB)/4, $0xb9800000
+DATA lgc35<>+8(SB)/4, $0xb9800000
+DATA lgc35<>+12(SB)/4, $0xb9800000
+DATA lgc35<>+16(SB)/4, $0xb9800000
+DATA lgc35<>+20(SB)/4, $0xb9800000
+DATA lgc35<>+24(SB)/4, $0xb9800000
+DATA lgc35<>+28(SB)/4, $0xb9800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x39800000
-DATA lgc36<>+4(SB)/4, $0x39800000
-DATA lgc36<>+8(SB)/4, $0x39800000
-DATA lgc36<>+12(SB)/4, $0x39800000
-DATA lgc36<>+16(SB)/4, $0x39800000
-DATA lgc36<>+20(SB)/4, $0x39800000
-DATA lgc36<>+24(SB)/4, $0x39800000
-DATA lgc36<>+28(SB)/4, $0x39800000
+DATA lgc36<>+0(SB)/4, $0xb623d70a
+DATA lgc36<>+4(SB)/4, $0xb623d70a
+DATA lgc36<>+8(SB)/4, $0xb623d70a
+DATA lgc36<>+12(SB)/4, $0xb623d70a
+DATA lgc36<>+16(SB)/4, $0xb623d70a
+DATA lgc36<>+20(SB)/4, $0xb623d70a
+DATA lgc36<>+24(SB)/4, $0xb623d70a
+DATA lgc36<>+28(SB)/4, $0xb623d70a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xb9800000
-DATA lgc37<>+4(SB)/4, $0xb9800000
-DATA lgc37<>+8(SB)/4, $0xb9800000
-DATA lgc37<>+12(SB)/4, $0xb9800000
-DATA lgc37<>+16(SB)/4, $0xb9800000
-DATA lgc37<>+20(SB)/4, $0xb9800000
-DATA lgc37<>+24(SB)/4, $0xb9800000
-DATA lgc37<>+28(SB)/4, $0xb9800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0xb623d70a
-DATA lgc38<>+4(SB)/4, $0xb623d70a
-DATA lgc38<>+8(SB)/4, $0xb623d70a
-DATA lgc38<>+12(SB)/4, $0xb623d70a
-DATA lgc38<>+16(SB)/4, $0xb623d70a
-DATA lgc38<>+20(SB)/4, $0xb623d70a
-DATA lgc38<>+24(SB)/4, $0xb623d70a
-DATA lgc38<>+28(SB)/4, $0xb623d70a
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2448,13 +2316,13 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc32<>+0(SB), Y0, Y0
+	VADDPS       lgc30<>+0(SB), Y0, Y0
 	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS       Y0, Y1, Y0
@@ -2462,7 +2330,7 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v66 = mul(2, logSumW)
-	VMULPS       lgc33<>+0(SB), Y1, Y1
+	VMULPS       lgc31<>+0(SB), Y1, Y1
 	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -2470,34 +2338,34 @@ TEXT ·fbPass2AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v67)
-	VMOVUPS      lgc9<>+0(SB), Y2
+	VMOVUPS      lgc7<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y1
-	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      lgc8<>+0(SB), Y2
 	VMINPS       Y1, Y2, Y1
-	VMULPS       lgc11<>+0(SB), Y1, Y2
+	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVUPS      lgc14<>+0(SB), Y4
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y4
+	VMOVUPS      lgc12<>+0(SB), Y4
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
+	VMOVUPS      lgc14<>+0(SB), Y5
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y5
+	VFMADD213PS  Y5, Y3, Y4
 	VMOVUPS      lgc16<>+0(SB), Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  Y5, Y3, Y4
-	VMOVUPS      lgc18<>+0(SB), Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  Y5, Y3, Y4
 	VFMADD213PS  Y1, Y3, Y4
-	VADDPS       lgc20<>+0(SB), Y4, Y4
+	VADDPS       lgc18<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPADDD       lgc21<>+0(SB), Y1, Y1
+	VPADDD       lgc19<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y2
 	VPSUBD       Y2, Y1, Y1
 	VPSLLD       $0x17, Y2, Y2
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
 	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
@@ -2524,27 +2392,27 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc9<>+0(SB), Y1
+	VMOVUPS      lgc7<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      lgc8<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc11<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc14<>+0(SB), Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
 	VMOVUPS      lgc16<>+0(SB), Y4
 	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc18<>+0(SB), Y4
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
-	VADDPS       lgc20<>+0(SB), Y3, Y3
+	VADDPS       lgc18<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc21<>+0(SB), Y0, Y0
+	VPADDD       lgc19<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -2571,43 +2439,43 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc41<>+0(SB), Y3, Y3
-	VPAND        lgc42<>+0(SB), Y1, Y1
+	VPSUBD       lgc39<>+0(SB), Y3, Y3
+	VPAND        lgc40<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc43<>+0(SB), Y2, Y1
-	VPOR         lgc20<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc19<>+0(SB), Y1, Y4
+	VPAND        lgc41<>+0(SB), Y2, Y1
+	VPOR         lgc18<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc20<>+0(SB), Y1, Y1
+	VSUBPS       lgc18<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc45<>+0(SB), Y4
+	VMOVAPS      lgc43<>+0(SB), Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2618,165 +2486,165 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0x0000007f
+DATA lgc39<>+4(SB)/4, $0x0000007f
+DATA lgc39<>+8(SB)/4, $0x0000007f
+DATA lgc39<>+12(SB)/4, $0x0000007f
+DATA lgc39<>+16(SB)/4, $0x0000007f
+DATA lgc39<>+20(SB)/4, $0x0000007f
+DATA lgc39<>+24(SB)/4, $0x0000007f
+DATA lgc39<>+28(SB)/4, $0x0000007f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0xffffffe9
+DATA lgc40<>+4(SB)/4, $0xffffffe9
+DATA lgc40<>+8(SB)/4, $0xffffffe9
+DATA lgc40<>+12(SB)/4, $0xffffffe9
+DATA lgc40<>+16(SB)/4, $0xffffffe9
+DATA lgc40<>+20(SB)/4, $0xffffffe9
+DATA lgc40<>+24(SB)/4, $0xffffffe9
+DATA lgc40<>+28(SB)/4, $0xffffffe9
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x0000007f
-DATA lgc41<>+4(SB)/4, $0x0000007f
-DATA lgc41<>+8(SB)/4, $0x0000007f
-DATA lgc41<>+12(SB)/4, $0x0000007f
-DATA lgc41<>+16(SB)/4, $0x0000007f
-DATA lgc41<>+20(SB)/4, $0x0000007f
-DATA lgc41<>+24(SB)/4, $0x0000007f
-DATA lgc41<>+28(SB)/4, $0x0000007f
+DATA lgc41<>+0(SB)/4, $0x007fffff
+DATA lgc41<>+4(SB)/4, $0x007fffff
+DATA lgc41<>+8(SB)/4, $0x007fffff
+DATA lgc41<>+12(SB)/4, $0x007fffff
+DATA lgc41<>+16(SB)/4, $0x007fffff
+DATA lgc41<>+20(SB)/4, $0x007fffff
+DATA lgc41<>+24(SB)/4, $0x007fffff
+DATA lgc41<>+28(SB)/4, $0x007fffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xffffffe9
-DATA lgc42<>+4(SB)/4, $0xffffffe9
-DATA lgc42<>+8(SB)/4, $0xffffffe9
-DATA lgc42<>+12(SB)/4, $0xffffffe9
-DATA lgc42<>+16(SB)/4, $0xffffffe9
-DATA lgc42<>+20(SB)/4, $0xffffffe9
-DATA lgc42<>+24(SB)/4, $0xffffffe9
-DATA lgc42<>+28(SB)/4, $0xffffffe9
+DATA lgc42<>+0(SB)/4, $0x3fb504f3
+DATA lgc42<>+4(SB)/4, $0x3fb504f3
+DATA lgc42<>+8(SB)/4, $0x3fb504f3
+DATA lgc42<>+12(SB)/4, $0x3fb504f3
+DATA lgc42<>+16(SB)/4, $0x3fb504f3
+DATA lgc42<>+20(SB)/4, $0x3fb504f3
+DATA lgc42<>+24(SB)/4, $0x3fb504f3
+DATA lgc42<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x007fffff
-DATA lgc43<>+4(SB)/4, $0x007fffff
-DATA lgc43<>+8(SB)/4, $0x007fffff
-DATA lgc43<>+12(SB)/4, $0x007fffff
-DATA lgc43<>+16(SB)/4, $0x007fffff
-DATA lgc43<>+20(SB)/4, $0x007fffff
-DATA lgc43<>+24(SB)/4, $0x007fffff
-DATA lgc43<>+28(SB)/4, $0x007fffff
+DATA lgc43<>+0(SB)/4, $0x3d9021bb
+DATA lgc43<>+4(SB)/4, $0x3d9021bb
+DATA lgc43<>+8(SB)/4, $0x3d9021bb
+DATA lgc43<>+12(SB)/4, $0x3d9021bb
+DATA lgc43<>+16(SB)/4, $0x3d9021bb
+DATA lgc43<>+20(SB)/4, $0x3d9021bb
+DATA lgc43<>+24(SB)/4, $0x3d9021bb
+DATA lgc43<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3fb504f3
-DATA lgc44<>+4(SB)/4, $0x3fb504f3
-DATA lgc44<>+8(SB)/4, $0x3fb504f3
-DATA lgc44<>+12(SB)/4, $0x3fb504f3
-DATA lgc44<>+16(SB)/4, $0x3fb504f3
-DATA lgc44<>+20(SB)/4, $0x3fb504f3
-DATA lgc44<>+24(SB)/4, $0x3fb504f3
-DATA lgc44<>+28(SB)/4, $0x3fb504f3
+DATA lgc44<>+0(SB)/4, $0xbdebd1b8
+DATA lgc44<>+4(SB)/4, $0xbdebd1b8
+DATA lgc44<>+8(SB)/4, $0xbdebd1b8
+DATA lgc44<>+12(SB)/4, $0xbdebd1b8
+DATA lgc44<>+16(SB)/4, $0xbdebd1b8
+DATA lgc44<>+20(SB)/4, $0xbdebd1b8
+DATA lgc44<>+24(SB)/4, $0xbdebd1b8
+DATA lgc44<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3d9021bb
-DATA lgc45<>+4(SB)/4, $0x3d9021bb
-DATA lgc45<>+8(SB)/4, $0x3d9021bb
-DATA lgc45<>+12(SB)/4, $0x3d9021bb
-DATA lgc45<>+16(SB)/4, $0x3d9021bb
-DATA lgc45<>+20(SB)/4, $0x3d9021bb
-DATA lgc45<>+24(SB)/4, $0x3d9021bb
-DATA lgc45<>+28(SB)/4, $0x3d9021bb
+DATA lgc45<>+0(SB)/4, $0x3def251a
+DATA lgc45<>+4(SB)/4, $0x3def251a
+DATA lgc45<>+8(SB)/4, $0x3def251a
+DATA lgc45<>+12(SB)/4, $0x3def251a
+DATA lgc45<>+16(SB)/4, $0x3def251a
+DATA lgc45<>+20(SB)/4, $0x3def251a
+DATA lgc45<>+24(SB)/4, $0x3def251a
+DATA lgc45<>+28(SB)/4, $0x3def251a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdebd1b8
-DATA lgc46<>+4(SB)/4, $0xbdebd1b8
-DATA lgc46<>+8(SB)/4, $0xbdebd1b8
-DATA lgc46<>+12(SB)/4, $0xbdebd1b8
-DATA lgc46<>+16(SB)/4, $0xbdebd1b8
-DATA lgc46<>+20(SB)/4, $0xbdebd1b8
-DATA lgc46<>+24(SB)/4, $0xbdebd1b8
-DATA lgc46<>+28(SB)/4, $0xbdebd1b8
+DATA lgc46<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3def251a
-DATA lgc47<>+4(SB)/4, $0x3def251a
-DATA lgc47<>+8(SB)/4, $0x3def251a
-DATA lgc47<>+12(SB)/4, $0x3def251a
-DATA lgc47<>+16(SB)/4, $0x3def251a
-DATA lgc47<>+20(SB)/4, $0x3def251a
-DATA lgc47<>+24(SB)/4, $0x3def251a
-DATA lgc47<>+28(SB)/4, $0x3def251a
+DATA lgc47<>+0(SB)/4, $0x3e11e9bf
+DATA lgc47<>+4(SB)/4, $0x3e11e9bf
+DATA lgc47<>+8(SB)/4, $0x3e11e9bf
+DATA lgc47<>+12(SB)/4, $0x3e11e9bf
+DATA lgc47<>+16(SB)/4, $0x3e11e9bf
+DATA lgc47<>+20(SB)/4, $0x3e11e9bf
+DATA lgc47<>+24(SB)/4, $0x3e11e9bf
+DATA lgc47<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+0(SB)/4, $0xbe2aae50
+DATA lgc48<>+4(SB)/4, $0xbe2aae50
+DATA lgc48<>+8(SB)/4, $0xbe2aae50
+DATA lgc48<>+12(SB)/4, $0xbe2aae50
+DATA lgc48<>+16(SB)/4, $0xbe2aae50
+DATA lgc48<>+20(SB)/4, $0xbe2aae50
+DATA lgc48<>+24(SB)/4, $0xbe2aae50
+DATA lgc48<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e11e9bf
-DATA lgc49<>+4(SB)/4, $0x3e11e9bf
-DATA lgc49<>+8(SB)/4, $0x3e11e9bf
-DATA lgc49<>+12(SB)/4, $0x3e11e9bf
-DATA lgc49<>+16(SB)/4, $0x3e11e9bf
-DATA lgc49<>+20(SB)/4, $0x3e11e9bf
-DATA lgc49<>+24(SB)/4, $0x3e11e9bf
-DATA lgc49<>+28(SB)/4, $0x3e11e9bf
+DATA lgc49<>+0(SB)/4, $0x3e4cceac
+DATA lgc49<>+4(SB)/4, $0x3e4cceac
+DATA lgc49<>+8(SB)/4, $0x3e4cceac
+DATA lgc49<>+12(SB)/4, $0x3e4cceac
+DATA lgc49<>+16(SB)/4, $0x3e4cceac
+DATA lgc49<>+20(SB)/4, $0x3e4cceac
+DATA lgc49<>+24(SB)/4, $0x3e4cceac
+DATA lgc49<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe2aae50
-DATA lgc50<>+4(SB)/4, $0xbe2aae50
-DATA lgc50<>+8(SB)/4, $0xbe2aae50
-DATA lgc50<>+12(SB)/4, $0xbe2aae50
-DATA lgc50<>+16(SB)/4, $0xbe2aae50
-DATA lgc50<>+20(SB)/4, $0xbe2aae50
-DATA lgc50<>+24(SB)/4, $0xbe2aae50
-DATA lgc50<>+28(SB)/4, $0xbe2aae50
+DATA lgc50<>+0(SB)/4, $0xbe7ffffc
+DATA lgc50<>+4(SB)/4, $0xbe7ffffc
+DATA lgc50<>+8(SB)/4, $0xbe7ffffc
+DATA lgc50<>+12(SB)/4, $0xbe7ffffc
+DATA lgc50<>+16(SB)/4, $0xbe7ffffc
+DATA lgc50<>+20(SB)/4, $0xbe7ffffc
+DATA lgc50<>+24(SB)/4, $0xbe7ffffc
+DATA lgc50<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e4cceac
-DATA lgc51<>+4(SB)/4, $0x3e4cceac
-DATA lgc51<>+8(SB)/4, $0x3e4cceac
-DATA lgc51<>+12(SB)/4, $0x3e4cceac
-DATA lgc51<>+16(SB)/4, $0x3e4cceac
-DATA lgc51<>+20(SB)/4, $0x3e4cceac
-DATA lgc51<>+24(SB)/4, $0x3e4cceac
-DATA lgc51<>+28(SB)/4, $0x3e4cceac
+DATA lgc51<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbe7ffffc
-DATA lgc52<>+4(SB)/4, $0xbe7ffffc
-DATA lgc52<>+8(SB)/4, $0xbe7ffffc
-DATA lgc52<>+12(SB)/4, $0xbe7ffffc
-DATA lgc52<>+16(SB)/4, $0xbe7ffffc
-DATA lgc52<>+20(SB)/4, $0xbe7ffffc
-DATA lgc52<>+24(SB)/4, $0xbe7ffffc
-DATA lgc52<>+28(SB)/4, $0xbe7ffffc
+DATA lgc52<>+0(SB)/4, $0x7fc00000
+DATA lgc52<>+4(SB)/4, $0x7fc00000
+DATA lgc52<>+8(SB)/4, $0x7fc00000
+DATA lgc52<>+12(SB)/4, $0x7fc00000
+DATA lgc52<>+16(SB)/4, $0x7fc00000
+DATA lgc52<>+20(SB)/4, $0x7fc00000
+DATA lgc52<>+24(SB)/4, $0x7fc00000
+DATA lgc52<>+28(SB)/4, $0x7fc00000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x7fc00000
-DATA lgc54<>+4(SB)/4, $0x7fc00000
-DATA lgc54<>+8(SB)/4, $0x7fc00000
-DATA lgc54<>+12(SB)/4, $0x7fc00000
-DATA lgc54<>+16(SB)/4, $0x7fc00000
-DATA lgc54<>+20(SB)/4, $0x7fc00000
-DATA lgc54<>+24(SB)/4, $0x7fc00000
-DATA lgc54<>+28(SB)/4, $0x7fc00000
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2790,56 +2658,56 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VADDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc41<>+0(SB), Y4, Y4
-	VPAND        lgc42<>+0(SB), Y2, Y2
+	VPSUBD       lgc39<>+0(SB), Y4, Y4
+	VPAND        lgc40<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc43<>+0(SB), Y3, Y2
-	VPOR         lgc20<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
-	VMULPS       lgc19<>+0(SB), Y2, Y5
+	VPAND        lgc41<>+0(SB), Y3, Y2
+	VPOR         lgc18<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc20<>+0(SB), Y2, Y2
+	VSUBPS       lgc18<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc45<>+0(SB), Y5
+	VMOVAPS      lgc43<>+0(SB), Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc23<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc20<>+0(SB), Y1, Y2
+	VSUBPS       lgc18<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17

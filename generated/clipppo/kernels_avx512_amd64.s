@@ -45,46 +45,42 @@ blocks_1:
 	JNZ           noflush_3
 	VMOVUPD       lgc1<>+0(SB), Y4
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc2<>+0(SB), Y0, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
+	VMULPS        lgc2<>+0(SB), Y0, Y5
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(CX), Z0, Z0
 	VMOVUPD       Z0, 64(CX)
-	VMOVUPS       lgc4<>+0(SB), Y0
-	VANDPS        lgc2<>+0(SB), Y1, Y6
-	VCMPPS        $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS        lgc2<>+0(SB), Y2, Y7
-	VCMPPS        $0x12, lgc3<>+0(SB), Y7, Y7
-	VANDPS        Y7, Y6, Y6
-	VMOVUPS       Y3, Y7
+	VMOVUPS       lgc2<>+0(SB), Y0
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y5
+	VFMADD231PS   lgc2<>+0(SB), Y2, Y5
+	VMOVUPS       Y3, Y6
 	VCVTPS2PD     Y1, Z1
 	VCVTPS2PD     Y2, Z2
-	VCVTPS2PD     Y7, Z7
-	VBROADCASTSD  lgc5<>+0(SB), Z8
+	VCVTPS2PD     Y6, Z6
+	VBROADCASTSD  lgc3<>+0(SB), Z7
 	VBROADCASTSD  X4, Z4
-	VMAXPD        Z8, Z4, Z9
-	VDIVPD        Z9, Z1, Z9
-	VFNMADD231PD  Z1, Z9, Z2
-	VADDPD        Z7, Z9, Z9
+	VMAXPD        Z7, Z4, Z8
+	VDIVPD        Z8, Z1, Z8
+	VFNMADD231PD  Z1, Z8, Z2
+	VADDPD        Z6, Z8, Z8
 	VMOVUPD       384(CX), Z1
-	VADDPD        Z4, Z1, Z7
-	VMOVUPD       Z7, 384(CX)
-	VMAXPD        Z8, Z7, Z7
-	VDIVPD        Z7, Z4, Z4
-	VMOVUPD       576(CX), Z7
-	VSUBPD        Z7, Z9, Z8
-	VFMADD231PD   Z8, Z4, Z7
-	VMOVUPD       Z7, 576(CX)
+	VADDPD        Z4, Z1, Z6
+	VMOVUPD       Z6, 384(CX)
+	VMAXPD        Z7, Z6, Z6
+	VDIVPD        Z6, Z4, Z4
+	VMOVUPD       576(CX), Z6
+	VSUBPD        Z6, Z8, Z7
+	VFMADD231PD   Z7, Z4, Z6
+	VMOVUPD       Z6, 576(CX)
 	VMULPD        Z4, Z1, Z4
-	VMULPD        Z8, Z4, Z4
+	VMULPD        Z7, Z4, Z4
 	VADDPD        768(CX), Z2, Z1
-	VFMADD231PD   Z8, Z4, Z1
+	VFMADD231PD   Z7, Z4, Z1
 	VMOVUPD       Z1, 768(CX)
-	VMOVUPS       lgc4<>+0(SB), Y1
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VANDPS        Y6, Y5, Y5
-	VANDPS        1344(CX), Y5, Y5
-	VMOVUPS       Y5, 1344(CX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       lgc2<>+0(SB), Y2
+	VCMPPS        $0x00, Y5, Y5, Y4
+	VANDPS        1344(CX), Y4, Y4
+	VMOVUPS       Y4, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_3:
@@ -103,55 +99,51 @@ chunkdone_2:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(AX), Z2, Z2
-	VMOVUPD      Z2, 64(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      960(AX), Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      1216(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
 	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 384(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      576(AX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 576(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       768(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 768(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      384(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 384(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      576(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 576(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       768(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 768(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(AX), Y1, Y1
-	VMOVUPS      Y1, 1344(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(AX), Y0, Y0
+	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -171,41 +163,21 @@ DATA lgc1<>+16(SB)/8, $0x4020000000000000
 DATA lgc1<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7fffffff
-DATA lgc2<>+4(SB)/4, $0x7fffffff
-DATA lgc2<>+8(SB)/4, $0x7fffffff
-DATA lgc2<>+12(SB)/4, $0x7fffffff
-DATA lgc2<>+16(SB)/4, $0x7fffffff
-DATA lgc2<>+20(SB)/4, $0x7fffffff
-DATA lgc2<>+24(SB)/4, $0x7fffffff
-DATA lgc2<>+28(SB)/4, $0x7fffffff
+DATA lgc2<>+0(SB)/4, $0x00000000
+DATA lgc2<>+4(SB)/4, $0x00000000
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7f7fffff
-DATA lgc3<>+4(SB)/4, $0x7f7fffff
-DATA lgc3<>+8(SB)/4, $0x7f7fffff
-DATA lgc3<>+12(SB)/4, $0x7f7fffff
-DATA lgc3<>+16(SB)/4, $0x7f7fffff
-DATA lgc3<>+20(SB)/4, $0x7f7fffff
-DATA lgc3<>+24(SB)/4, $0x7f7fffff
-DATA lgc3<>+28(SB)/4, $0x7f7fffff
+DATA lgc3<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-DATA lgc4<>+0(SB)/4, $0x00000000
-DATA lgc4<>+4(SB)/4, $0x00000000
-DATA lgc4<>+8(SB)/4, $0x00000000
-DATA lgc4<>+12(SB)/4, $0x00000000
-DATA lgc4<>+16(SB)/4, $0x00000000
-DATA lgc4<>+20(SB)/4, $0x00000000
-DATA lgc4<>+24(SB)/4, $0x00000000
-DATA lgc4<>+28(SB)/4, $0x00000000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -217,7 +189,7 @@ TEXT ·pass1AVX512(SB), $128-96
 	MOVQ         s1+0(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSS (CX)(DX*4), Z0
-	VBROADCASTSS lgb6<>+0(SB), Z1
+	VBROADCASTSS lgb4<>+0(SB), Z1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Z0, Z1, Z0
@@ -248,37 +220,37 @@ blocks_4:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS       Z2, Z1, Z3
-	VBROADCASTSS lgb7<>+0(SB), Z4
+	VBROADCASTSS lgb5<>+0(SB), Z4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS       Z3, Z4, Z4
-	VBROADCASTSS lgb8<>+0(SB), Z5
+	VBROADCASTSS lgb6<>+0(SB), Z5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Z4, Z5, Z4
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb9<>+0(SB), Z5
+	VBROADCASTSS      lgb7<>+0(SB), Z5
 	VMAXPS            Z3, Z5, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VBROADCASTSS      lgb8<>+0(SB), Z6
 	VMINPS            Z5, Z6, Z5
-	VMULPS.BCST       lgb11<>+0(SB), Z5, Z6
+	VMULPS.BCST       lgb9<>+0(SB), Z5, Z6
 	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb12<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb13<>+0(SB), Z6, Z5
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z5
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z6, Z5
 	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb14<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z8
+	VBROADCASTSS      lgb12<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z5, Z8
+	VBROADCASTSS      lgb14<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z9
+	VFMADD213PS       Z9, Z7, Z8
 	VBROADCASTSS      lgb16<>+0(SB), Z9
 	VFMADD213PS.BCST  lgb17<>+0(SB), Z5, Z9
 	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb18<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb19<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
 	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb20<>+0(SB), Z8, Z8
+	VADDPS.BCST       lgb18<>+0(SB), Z8, Z8
 	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb21<>+0(SB), Z5, Z5
+	VPADDD.BCST       lgb19<>+0(SB), Z5, Z5
 	VPSRLD            $0x01, Z5, Z6
 	VPSUBD            Z6, Z5, Z5
 	VPSLLD            $0x17, Z6, Z6
@@ -289,19 +261,19 @@ blocks_4:
 	// v15 = ne(logWeightClip, logWeight)
 	VCMPPS       $0x04, Z3, Z4, K1
 	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb20<>+0(SB), Z4, Z5
-	VBROADCASTSS lgb22<>+0(SB), Z6
-	VBROADCASTSS lgb23<>+0(SB), Z7
+	VANDPS.BCST  lgb18<>+0(SB), Z4, Z5
+	VBROADCASTSS lgb20<>+0(SB), Z6
+	VBROADCASTSS lgb21<>+0(SB), Z7
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
 	VMOVUPS      Z4, Z9
 	VPTERNLOGD   $0xca, Z7, Z6, Z9
-	VBROADCASTSS lgb24<>+0(SB), Z6
-	VBROADCASTSS lgb25<>+0(SB), Z7
+	VBROADCASTSS lgb22<>+0(SB), Z6
+	VBROADCASTSS lgb23<>+0(SB), Z7
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
 	VPTERNLOGD   $0xca, Z7, Z6, Z4
-	VBROADCASTSS lgb26<>+0(SB), Z6
+	VBROADCASTSS lgb24<>+0(SB), Z6
 
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS   $0x1d, Z6, Z0, K1
@@ -320,7 +292,7 @@ blocks_4:
 	VMULPS Z6, Z0, Z0
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb27<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb25<>+0(SB), Z0, Z0
 
 	// mean(v28) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y4
@@ -347,7 +319,7 @@ blocks_4:
 	VMOVUPS       (DI)(SI*4), Z0
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS.BCST lgb28<>+0(SB), Z0, Z1
+	VMULPS.BCST lgb26<>+0(SB), Z0, Z1
 
 	// mean(entropy) over [B]
 	VEXTRACTF64X4 $0x01, Z0, Y2
@@ -375,11 +347,11 @@ blocks_4:
 
 	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS       Z5, Z1, Z1
-	VBROADCASTSS lgb29<>+0(SB), Z6
+	VBROADCASTSS lgb27<>+0(SB), Z6
 
 	// v46 = max(v43, -0.2) tie=first
 	VMAXPS       Z1, Z6, Z6
-	VBROADCASTSS lgb30<>+0(SB), Z7
+	VBROADCASTSS lgb28<>+0(SB), Z7
 
 	// v47 = min(v46, 0.2) tie=first
 	VMINPS Z6, Z7, Z6
@@ -387,7 +359,7 @@ blocks_4:
 	// v48 = ne(v43, v47)
 	VCMPPS      $0x04, Z6, Z1, K1
 	VPMOVM2D    K1, Z1
-	VANDPS.BCST lgb20<>+0(SB), Z1, Z1
+	VANDPS.BCST lgb18<>+0(SB), Z1, Z1
 
 	// mean(v48) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y7
@@ -405,12 +377,12 @@ blocks_4:
 	VMULPS Z1, Z1, Z1
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb27<>+0(SB), Z4, Z4
-	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
 	VMINPS      Z4, Z1, Z5
 	VMINPS      Z1, Z4, Z1
 	VORPS       Z5, Z1, Z1
-	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
 
 	// mean(v53) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y4
@@ -457,12 +429,12 @@ blocks_4:
 	VMOVUPS       Y5, 5504(BX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z0
-	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
 	VANDPS        Z1, Z0, Z0
-	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
 	VORPS         Z1, Z0, Z0
 	VEXTRACTF64X4 $0x01, Z0, Y1
@@ -482,158 +454,134 @@ blocks_4:
 	JNZ           noflush_6
 	VMOVUPD       lgc1<>+0(SB), Y0
 	MOVQ          state+56(FP), DX
-	VMOVUPS       1664(DX), Y2
-	VANDPS        lgc2<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1472(DX), Z2, Z2
-	VMOVUPD       Z2, 1472(DX)
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VMOVUPS       Y2, 1664(DX)
-	VMOVUPS       1984(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        1792(DX), Z3, Z3
-	VMOVUPD       Z3, 1792(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 1984(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       2304(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        2112(DX), Z3, Z3
-	VMOVUPD       Z3, 2112(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 2304(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       2624(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        2432(DX), Z3, Z3
-	VMOVUPD       Z3, 2432(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 2624(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       2944(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        2752(DX), Z3, Z3
-	VMOVUPD       Z3, 2752(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 2944(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       3264(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        3072(DX), Z3, Z3
-	VMOVUPD       Z3, 3072(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 3264(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       3584(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y3, Y2
-	VCMPPS        $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD     Y3, Z3
-	VADDPD        3392(DX), Z3, Z3
-	VMOVUPD       Z3, 3392(DX)
-	VMOVUPS       lgc4<>+0(SB), Y3
-	VMOVUPS       Y3, 3584(DX)
-	VANDPS        Y2, Y1, Y1
-	VMOVUPS       4288(DX), Y2
+	VMOVUPS       1664(DX), Y1
+	VMULPS        lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        1472(DX), Z1, Z1
+	VMOVUPD       Z1, 1472(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 1664(DX)
+	VMOVUPS       1984(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        1792(DX), Z1, Z1
+	VMOVUPD       Z1, 1792(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 1984(DX)
+	VMOVUPS       2304(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2112(DX), Z1, Z1
+	VMOVUPD       Z1, 2112(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 2304(DX)
+	VMOVUPS       2624(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2432(DX), Z1, Z1
+	VMOVUPD       Z1, 2432(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 2624(DX)
+	VMOVUPS       2944(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2752(DX), Z1, Z1
+	VMOVUPD       Z1, 2752(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 2944(DX)
+	VMOVUPS       3264(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        3072(DX), Z1, Z1
+	VMOVUPD       Z1, 3072(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 3264(DX)
+	VMOVUPS       3584(DX), Y1
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD     Y1, Z1
+	VADDPD        3392(DX), Z1, Z1
+	VMOVUPD       Z1, 3392(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 3584(DX)
+	VMOVUPS       4288(DX), Y1
 	VMOVUPS       4416(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y2, Y4
-	VCMPPS        $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS        lgc2<>+0(SB), Y3, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS        Y5, Y4, Y4
-	VMOVUPS       4544(DX), Y5
-	VCVTPS2PD     Y2, Z2
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
+	VMOVUPS       4544(DX), Y4
+	VCVTPS2PD     Y1, Z1
 	VCVTPS2PD     Y3, Z3
-	VCVTPS2PD     Y5, Z5
-	VBROADCASTSD  lgc5<>+0(SB), Z6
-	VBROADCASTSD  X0, Z7
-	VMAXPD        Z6, Z7, Z8
-	VDIVPD        Z8, Z2, Z8
-	VFNMADD231PD  Z2, Z8, Z3
-	VADDPD        Z5, Z8, Z8
-	VMOVUPD       3712(DX), Z2
-	VADDPD        Z7, Z2, Z5
-	VMOVUPD       Z5, 3712(DX)
-	VMAXPD        Z6, Z5, Z5
-	VDIVPD        Z5, Z7, Z5
-	VMOVUPD       3904(DX), Z6
-	VSUBPD        Z6, Z8, Z7
-	VFMADD231PD   Z7, Z5, Z6
-	VMOVUPD       Z6, 3904(DX)
-	VMULPD        Z5, Z2, Z5
-	VMULPD        Z7, Z5, Z5
-	VADDPD        4096(DX), Z3, Z2
-	VFMADD231PD   Z7, Z5, Z2
-	VMOVUPD       Z2, 4096(DX)
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VMOVUPS       Y2, 4288(DX)
-	VMOVUPS       Y2, 4416(DX)
-	VANDPS        Y4, Y1, Y1
-	VMOVUPS       5248(DX), Y2
-	VMOVUPS       5376(DX), Y3
-	VANDPS        lgc2<>+0(SB), Y2, Y4
-	VCMPPS        $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS        lgc2<>+0(SB), Y3, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS        Y5, Y4, Y4
-	VMOVUPS       5504(DX), Y5
-	VCVTPS2PD     Y2, Z2
-	VCVTPS2PD     Y3, Z3
-	VCVTPS2PD     Y5, Z5
-	VBROADCASTSD  lgc5<>+0(SB), Z6
-	VBROADCASTSD  X0, Z0
-	VMAXPD        Z6, Z0, Z7
-	VDIVPD        Z7, Z2, Z7
-	VFNMADD231PD  Z2, Z7, Z3
-	VADDPD        Z5, Z7, Z7
-	VMOVUPD       4672(DX), Z2
-	VADDPD        Z0, Z2, Z5
-	VMOVUPD       Z5, 4672(DX)
-	VMAXPD        Z6, Z5, Z5
-	VDIVPD        Z5, Z0, Z0
-	VMOVUPD       4864(DX), Z5
+	VCVTPS2PD     Y4, Z4
+	VBROADCASTSD  lgc3<>+0(SB), Z5
+	VBROADCASTSD  X0, Z6
+	VMAXPD        Z5, Z6, Z7
+	VDIVPD        Z7, Z1, Z7
+	VFNMADD231PD  Z1, Z7, Z3
+	VADDPD        Z4, Z7, Z7
+	VMOVUPD       3712(DX), Z1
+	VADDPD        Z6, Z1, Z4
+	VMOVUPD       Z4, 3712(DX)
+	VMAXPD        Z5, Z4, Z4
+	VDIVPD        Z4, Z6, Z4
+	VMOVUPD       3904(DX), Z5
 	VSUBPD        Z5, Z7, Z6
-	VFMADD231PD   Z6, Z0, Z5
-	VMOVUPD       Z5, 4864(DX)
-	VMULPD        Z0, Z2, Z0
-	VMULPD        Z6, Z0, Z0
-	VADDPD        5056(DX), Z3, Z2
-	VFMADD231PD   Z6, Z0, Z2
-	VMOVUPD       Z2, 5056(DX)
-	VMOVUPS       lgc4<>+0(SB), Y0
+	VFMADD231PD   Z6, Z4, Z5
+	VMOVUPD       Z5, 3904(DX)
+	VMULPD        Z4, Z1, Z4
+	VMULPD        Z6, Z4, Z4
+	VADDPD        4096(DX), Z3, Z1
+	VFMADD231PD   Z6, Z4, Z1
+	VMOVUPD       Z1, 4096(DX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       Y1, 4288(DX)
+	VMOVUPS       Y1, 4416(DX)
+	VMOVUPS       5248(DX), Y1
+	VMOVUPS       5376(DX), Y3
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
+	VMOVUPS       5504(DX), Y4
+	VCVTPS2PD     Y1, Z1
+	VCVTPS2PD     Y3, Z3
+	VCVTPS2PD     Y4, Z4
+	VBROADCASTSD  lgc3<>+0(SB), Z5
+	VBROADCASTSD  X0, Z0
+	VMAXPD        Z5, Z0, Z6
+	VDIVPD        Z6, Z1, Z6
+	VFNMADD231PD  Z1, Z6, Z3
+	VADDPD        Z4, Z6, Z6
+	VMOVUPD       4672(DX), Z1
+	VADDPD        Z0, Z1, Z4
+	VMOVUPD       Z4, 4672(DX)
+	VMAXPD        Z5, Z4, Z4
+	VDIVPD        Z4, Z0, Z0
+	VMOVUPD       4864(DX), Z4
+	VSUBPD        Z4, Z6, Z5
+	VFMADD231PD   Z5, Z0, Z4
+	VMOVUPD       Z4, 4864(DX)
+	VMULPD        Z0, Z1, Z0
+	VMULPD        Z5, Z0, Z0
+	VADDPD        5056(DX), Z3, Z1
+	VFMADD231PD   Z5, Z0, Z1
+	VMOVUPD       Z1, 5056(DX)
+	VMOVUPS       lgc2<>+0(SB), Y0
 	VMOVUPS       Y0, 5248(DX)
 	VMOVUPS       Y0, 5376(DX)
-	VANDPS        Y4, Y1, Y1
-	VMOVUPS       5952(DX), Y2
-	VANDPS        lgc2<>+0(SB), Y2, Y0
-	VCMPPS        $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y2, Z2
-	VADDPD        5632(DX), Z2, Z2
-	VMOVUPD       Z2, 5632(DX)
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VMOVUPS       Y2, 5952(DX)
-	VANDPS        Y0, Y1, Y1
-	VMOVUPS       6272(DX), Y2
-	VANDPS        lgc2<>+0(SB), Y2, Y0
-	VCMPPS        $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y2, Z2
-	VADDPD        6080(DX), Z2, Z2
-	VMOVUPD       Z2, 6080(DX)
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VMOVUPS       Y2, 6272(DX)
-	VANDPS        Y0, Y1, Y1
-	VANDPS        6400(DX), Y1, Y1
-	VMOVUPS       Y1, 6400(DX)
+	VMOVUPS       5952(DX), Y0
+	VFMADD231PS   lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD     Y0, Z0
+	VADDPD        5632(DX), Z0, Z0
+	VMOVUPD       Z0, 5632(DX)
+	VMOVUPS       lgc2<>+0(SB), Y0
+	VMOVUPS       Y0, 5952(DX)
+	VMOVUPS       6272(DX), Y0
+	VFMADD231PS   lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD     Y0, Z0
+	VADDPD        6080(DX), Z0, Z0
+	VMOVUPD       Z0, 6080(DX)
+	VMOVUPS       lgc2<>+0(SB), Y0
+	VMOVUPS       Y0, 6272(DX)
+	VCMPPS        $0x00, Y2, Y2, Y0
+	VANDPS        6400(DX), Y0, Y0
+	VMOVUPS       Y0, 6400(DX)
 	MOVQ          $+4, DX
 
 noflush_6:
@@ -647,245 +595,221 @@ chunkdone_5:
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1472(AX), Z2, Z2
-	VMOVUPD      Z2, 1472(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(AX)
-	VMOVUPS      1984(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1792(AX), Z3, Z3
-	VMOVUPD      Z3, 1792(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2112(AX), Z3, Z3
-	VMOVUPD      Z3, 2112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2432(AX), Z3, Z3
-	VMOVUPD      Z3, 2432(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2752(AX), Z3, Z3
-	VMOVUPD      Z3, 2752(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3072(AX), Z3, Z3
-	VMOVUPD      Z3, 3072(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3392(AX), Z3, Z3
-	VMOVUPD      Z3, 3392(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(AX), Y2
+	VMOVUPS      1664(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(AX), Z1, Z1
+	VMOVUPD      Z1, 1472(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(AX), Z1, Z1
+	VMOVUPD      Z1, 1792(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(AX), Z1, Z1
+	VMOVUPD      Z1, 2112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(AX), Z1, Z1
+	VMOVUPD      Z1, 2432(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(AX), Z1, Z1
+	VMOVUPD      Z1, 2752(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(AX), Z1, Z1
+	VMOVUPD      Z1, 3072(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3392(AX), Z1, Z1
+	VMOVUPD      Z1, 3392(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      3712(AX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 3712(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      3904(AX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 3904(AX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       4096(AX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 4096(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(AX)
-	VMOVUPS      Y2, 4416(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(AX), Y2
-	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      4672(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 4672(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      4864(AX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      3712(AX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 3712(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      3904(AX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 4864(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       5056(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 5056(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 3904(AX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       4096(AX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 4096(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VMOVUPS      5248(AX), Y1
+	VMOVUPS      5376(AX), Y3
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(AX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      4672(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 4672(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      4864(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 4864(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       5056(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 5056(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       5632(AX), Z2, Z2
-	VMOVUPD      Z2, 5632(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(AX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       6080(AX), Z2, Z2
-	VMOVUPD      Z2, 6080(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(AX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(AX), Y1, Y1
-	VMOVUPS      Y1, 6400(AX)
+	VMOVUPS      5952(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       5632(AX), Z0, Z0
+	VMOVUPD      Z0, 5632(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       6080(AX), Z0, Z0
+	VMOVUPD      Z0, 6080(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(AX), Y0, Y0
+	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb6<>+0(SB)/4, $0x358637bd
+DATA lgb4<>+0(SB)/4, $0x358637bd
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+
+DATA lgb5<>+0(SB)/4, $0xbe647fbe
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+
+DATA lgb6<>+0(SB)/4, $0x3e3ab281
 GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgb7<>+0(SB)/4, $0xbe647fbe
+DATA lgb7<>+0(SB)/4, $0xc2d00000
 GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgb8<>+0(SB)/4, $0x3e3ab281
+DATA lgb8<>+0(SB)/4, $0x42b20000
 GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgb9<>+0(SB)/4, $0xc2d00000
+DATA lgb9<>+0(SB)/4, $0x3fb8aa3b
 GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgb10<>+0(SB)/4, $0x42b20000
+DATA lgb10<>+0(SB)/4, $0x3f318000
 GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgb11<>+0(SB)/4, $0x3fb8aa3b
+DATA lgb11<>+0(SB)/4, $0xb95e8083
 GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgb12<>+0(SB)/4, $0x3f318000
+DATA lgb12<>+0(SB)/4, $0x39506967
 GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgb13<>+0(SB)/4, $0xb95e8083
+DATA lgb13<>+0(SB)/4, $0x3ab743ce
 GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgb14<>+0(SB)/4, $0x39506967
+DATA lgb14<>+0(SB)/4, $0x3c088908
 GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgb15<>+0(SB)/4, $0x3ab743ce
+DATA lgb15<>+0(SB)/4, $0x3d2aa9c1
 GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgb16<>+0(SB)/4, $0x3c088908
+DATA lgb16<>+0(SB)/4, $0x3e2aaaaa
 GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgb17<>+0(SB)/4, $0x3d2aa9c1
+DATA lgb17<>+0(SB)/4, $0x3f000000
 GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgb18<>+0(SB)/4, $0x3e2aaaaa
+DATA lgb18<>+0(SB)/4, $0x3f800000
 GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgb19<>+0(SB)/4, $0x3f000000
+DATA lgb19<>+0(SB)/4, $0x000000fe
 GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgb20<>+0(SB)/4, $0x3f800000
+DATA lgb20<>+0(SB)/4, $0x3f99999a
 GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgb21<>+0(SB)/4, $0x000000fe
+DATA lgb21<>+0(SB)/4, $0x7f800000
 GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgb22<>+0(SB)/4, $0x3f99999a
+DATA lgb22<>+0(SB)/4, $0x3f4ccccd
 GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgb23<>+0(SB)/4, $0x7f800000
+DATA lgb23<>+0(SB)/4, $0xff800000
 GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgb24<>+0(SB)/4, $0x3f4ccccd
+DATA lgb24<>+0(SB)/4, $0x00000000
 GLOBL lgb24<>(SB), RODATA|NOPTR, $4
 
-DATA lgb25<>+0(SB)/4, $0xff800000
+DATA lgb25<>+0(SB)/4, $0x80000000
 GLOBL lgb25<>(SB), RODATA|NOPTR, $4
 
-DATA lgb26<>+0(SB)/4, $0x00000000
+DATA lgb26<>+0(SB)/4, $0xbc23d70a
 GLOBL lgb26<>(SB), RODATA|NOPTR, $4
 
-DATA lgb27<>+0(SB)/4, $0x80000000
+DATA lgb27<>+0(SB)/4, $0xbe4ccccd
 GLOBL lgb27<>(SB), RODATA|NOPTR, $4
 
-DATA lgb28<>+0(SB)/4, $0xbc23d70a
+DATA lgb28<>+0(SB)/4, $0x3e4ccccd
 GLOBL lgb28<>(SB), RODATA|NOPTR, $4
 
-DATA lgb29<>+0(SB)/4, $0xbe4ccccd
+DATA lgb29<>+0(SB)/4, $0xc22c0000
 GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
-DATA lgb30<>+0(SB)/4, $0x3e4ccccd
+DATA lgb30<>+0(SB)/4, $0x42b00000
 GLOBL lgb30<>(SB), RODATA|NOPTR, $4
-
-DATA lgb31<>+0(SB)/4, $0xc22c0000
-GLOBL lgb31<>(SB), RODATA|NOPTR, $4
-
-DATA lgb32<>+0(SB)/4, $0x42b00000
-GLOBL lgb32<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(state *float64, lo int, hi int, advantage *float32)
 // Requires: AVX, AVX2, AVX512F, FMA3
@@ -928,46 +852,42 @@ blocks_7:
 	JNZ           noflush_9
 	VMOVUPD       lgc1<>+0(SB), Y4
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc2<>+0(SB), Y0, Y5
-	VCMPPS        $0x12, lgc3<>+0(SB), Y5, Y5
+	VMULPS        lgc2<>+0(SB), Y0, Y5
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(CX), Z0, Z0
 	VMOVUPD       Z0, 64(CX)
-	VMOVUPS       lgc4<>+0(SB), Y0
-	VANDPS        lgc2<>+0(SB), Y1, Y6
-	VCMPPS        $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS        lgc2<>+0(SB), Y2, Y7
-	VCMPPS        $0x12, lgc3<>+0(SB), Y7, Y7
-	VANDPS        Y7, Y6, Y6
-	VMOVUPS       Y3, Y7
+	VMOVUPS       lgc2<>+0(SB), Y0
+	VFMADD231PS   lgc2<>+0(SB), Y1, Y5
+	VFMADD231PS   lgc2<>+0(SB), Y2, Y5
+	VMOVUPS       Y3, Y6
 	VCVTPS2PD     Y1, Z1
 	VCVTPS2PD     Y2, Z2
-	VCVTPS2PD     Y7, Z7
-	VBROADCASTSD  lgc5<>+0(SB), Z8
+	VCVTPS2PD     Y6, Z6
+	VBROADCASTSD  lgc3<>+0(SB), Z7
 	VBROADCASTSD  X4, Z4
-	VMAXPD        Z8, Z4, Z9
-	VDIVPD        Z9, Z1, Z9
-	VFNMADD231PD  Z1, Z9, Z2
-	VADDPD        Z7, Z9, Z9
+	VMAXPD        Z7, Z4, Z8
+	VDIVPD        Z8, Z1, Z8
+	VFNMADD231PD  Z1, Z8, Z2
+	VADDPD        Z6, Z8, Z8
 	VMOVUPD       384(CX), Z1
-	VADDPD        Z4, Z1, Z7
-	VMOVUPD       Z7, 384(CX)
-	VMAXPD        Z8, Z7, Z7
-	VDIVPD        Z7, Z4, Z4
-	VMOVUPD       576(CX), Z7
-	VSUBPD        Z7, Z9, Z8
-	VFMADD231PD   Z8, Z4, Z7
-	VMOVUPD       Z7, 576(CX)
+	VADDPD        Z4, Z1, Z6
+	VMOVUPD       Z6, 384(CX)
+	VMAXPD        Z7, Z6, Z6
+	VDIVPD        Z6, Z4, Z4
+	VMOVUPD       576(CX), Z6
+	VSUBPD        Z6, Z8, Z7
+	VFMADD231PD   Z7, Z4, Z6
+	VMOVUPD       Z6, 576(CX)
 	VMULPD        Z4, Z1, Z4
-	VMULPD        Z8, Z4, Z4
+	VMULPD        Z7, Z4, Z4
 	VADDPD        768(CX), Z2, Z1
-	VFMADD231PD   Z8, Z4, Z1
+	VFMADD231PD   Z7, Z4, Z1
 	VMOVUPD       Z1, 768(CX)
-	VMOVUPS       lgc4<>+0(SB), Y1
-	VMOVUPS       lgc4<>+0(SB), Y2
-	VANDPS        Y6, Y5, Y5
-	VANDPS        1344(CX), Y5, Y5
-	VMOVUPS       Y5, 1344(CX)
+	VMOVUPS       lgc2<>+0(SB), Y1
+	VMOVUPS       lgc2<>+0(SB), Y2
+	VCMPPS        $0x00, Y5, Y5, Y4
+	VANDPS        1344(CX), Y4, Y4
+	VMOVUPS       Y4, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_9:
@@ -986,55 +906,51 @@ chunkdone_8:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(AX), Z2, Z2
-	VMOVUPD      Z2, 64(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      960(AX), Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      960(AX), Y1
 	VMOVUPS      1088(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      1216(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
 	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 384(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      576(AX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 576(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       768(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 768(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      384(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 384(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      576(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 576(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       768(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 768(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 960(AX)
 	VMOVUPS      Y0, 1088(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(AX), Y1, Y1
-	VMOVUPS      Y1, 1344(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(AX), Y0, Y0
+	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -1048,7 +964,7 @@ TEXT ·fbPass1AVX512(SB), $512-120
 	MOVQ         s1+0(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSS (CX)(DX*4), Z0
-	VBROADCASTSS lgb6<>+0(SB), Z1
+	VBROADCASTSS lgb4<>+0(SB), Z1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Z0, Z1, Z0
@@ -1079,37 +995,37 @@ blocks_10:
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS       Z2, Z1, Z3
-	VBROADCASTSS lgb7<>+0(SB), Z4
+	VBROADCASTSS lgb5<>+0(SB), Z4
 
 	// v12 = max(logWeight, -0.22314355) tie=first
 	VMAXPS       Z3, Z4, Z4
-	VBROADCASTSS lgb8<>+0(SB), Z5
+	VBROADCASTSS lgb6<>+0(SB), Z5
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
 	VMINPS Z4, Z5, Z4
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb9<>+0(SB), Z5
+	VBROADCASTSS      lgb7<>+0(SB), Z5
 	VMAXPS            Z3, Z5, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
+	VBROADCASTSS      lgb8<>+0(SB), Z6
 	VMINPS            Z5, Z6, Z5
-	VMULPS.BCST       lgb11<>+0(SB), Z5, Z6
+	VMULPS.BCST       lgb9<>+0(SB), Z5, Z6
 	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb12<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb13<>+0(SB), Z6, Z5
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z5
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z6, Z5
 	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb14<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z8
+	VBROADCASTSS      lgb12<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z5, Z8
+	VBROADCASTSS      lgb14<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z9
+	VFMADD213PS       Z9, Z7, Z8
 	VBROADCASTSS      lgb16<>+0(SB), Z9
 	VFMADD213PS.BCST  lgb17<>+0(SB), Z5, Z9
 	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb18<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb19<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
 	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb20<>+0(SB), Z8, Z8
+	VADDPS.BCST       lgb18<>+0(SB), Z8, Z8
 	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb21<>+0(SB), Z5, Z5
+	VPADDD.BCST       lgb19<>+0(SB), Z5, Z5
 	VPSRLD            $0x01, Z5, Z6
 	VPSUBD            Z6, Z5, Z5
 	VPSLLD            $0x17, Z6, Z6
@@ -1120,19 +1036,19 @@ blocks_10:
 	// v15 = ne(logWeightClip, logWeight)
 	VCMPPS       $0x04, Z3, Z4, K1
 	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb20<>+0(SB), Z4, Z5
-	VBROADCASTSS lgb22<>+0(SB), Z6
-	VBROADCASTSS lgb23<>+0(SB), Z7
+	VANDPS.BCST  lgb18<>+0(SB), Z4, Z5
+	VBROADCASTSS lgb20<>+0(SB), Z6
+	VBROADCASTSS lgb21<>+0(SB), Z7
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
 	VMOVUPS      Z4, Z9
 	VPTERNLOGD   $0xca, Z7, Z6, Z9
-	VBROADCASTSS lgb24<>+0(SB), Z6
-	VBROADCASTSS lgb25<>+0(SB), Z7
+	VBROADCASTSS lgb22<>+0(SB), Z6
+	VBROADCASTSS lgb23<>+0(SB), Z7
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
 	VPTERNLOGD   $0xca, Z7, Z6, Z4
-	VBROADCASTSS lgb26<>+0(SB), Z6
+	VBROADCASTSS lgb24<>+0(SB), Z6
 
 	// v23 = ge(advantageNormalized, 0)
 	VCMPPS   $0x1d, Z6, Z0, K1
@@ -1152,7 +1068,7 @@ blocks_10:
 	VMULPS Z12, Z0, Z10
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb27<>+0(SB), Z10, Z10
+	VXORPS.BCST lgb25<>+0(SB), Z10, Z10
 
 	// mean(v28) over [B]
 	VEXTRACTF64X4 $0x01, Z10, Y11
@@ -1179,7 +1095,7 @@ blocks_10:
 	VMOVUPS       (DI)(SI*4), Z1
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS.BCST lgb28<>+0(SB), Z1, Z2
+	VMULPS.BCST lgb26<>+0(SB), Z1, Z2
 
 	// mean(entropy) over [B]
 	VEXTRACTF64X4 $0x01, Z1, Y5
@@ -1207,11 +1123,11 @@ blocks_10:
 
 	// v43 = sub(stateValue, oldStateValue)
 	VSUBPS       Z11, Z2, Z2
-	VBROADCASTSS lgb29<>+0(SB), Z12
+	VBROADCASTSS lgb27<>+0(SB), Z12
 
 	// v46 = max(v43, -0.2) tie=first
 	VMAXPS       Z2, Z12, Z12
-	VBROADCASTSS lgb30<>+0(SB), Z13
+	VBROADCASTSS lgb28<>+0(SB), Z13
 
 	// v47 = min(v46, 0.2) tie=first
 	VMINPS Z12, Z13, Z13
@@ -1219,7 +1135,7 @@ blocks_10:
 	// v48 = ne(v43, v47)
 	VCMPPS      $0x04, Z13, Z2, K1
 	VPMOVM2D    K1, Z14
-	VANDPS.BCST lgb20<>+0(SB), Z14, Z14
+	VANDPS.BCST lgb18<>+0(SB), Z14, Z14
 
 	// mean(v48) over [B]
 	VEXTRACTF64X4 $0x01, Z14, Y15
@@ -1238,12 +1154,12 @@ blocks_10:
 	VMOVUPS Z9, 64(AX)
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb27<>+0(SB), Z10, Z9
-	VXORPS.BCST lgb27<>+0(SB), Z13, Z15
+	VXORPS.BCST lgb25<>+0(SB), Z10, Z9
+	VXORPS.BCST lgb25<>+0(SB), Z13, Z15
 	VMINPS      Z9, Z15, Z14
 	VMINPS      Z15, Z9, Z9
 	VORPS       Z14, Z9, Z9
-	VXORPS.BCST lgb27<>+0(SB), Z9, Z9
+	VXORPS.BCST lgb25<>+0(SB), Z9, Z9
 
 	// mean(v53) over [B]
 	VEXTRACTF64X4 $0x01, Z9, Y14
@@ -1295,12 +1211,12 @@ blocks_10:
 	VMOVUPS       Z2, 384(AX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb31<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z0
-	VCMPPS.BCST   $0x1a, lgb32<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
 	VANDPS        Z1, Z0, Z0
-	VCMPPS.BCST   $0x00, lgb25<>+0(SB), Z3, K1
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z3, K1
 	VPMOVM2D      K1, Z1
 	VORPS         Z1, Z0, Z0
 	VEXTRACTF64X4 $0x01, Z0, Y1
@@ -1324,8 +1240,8 @@ blocks_10:
 	// v74 = lt(l2, l22)
 	VCMPPS       $0x11, Z13, Z10, K1
 	VPMOVM2D     K1, Z1
-	VBROADCASTSS lgb33<>+0(SB), Z2
-	VBROADCASTSS lgb34<>+0(SB), Z3
+	VBROADCASTSS lgb31<>+0(SB), Z2
+	VBROADCASTSS lgb32<>+0(SB), Z3
 
 	// v75 = where(v73, 0.00012207031, 0.00024414063)
 	VMOVUPS    Z0, Z4
@@ -1359,8 +1275,8 @@ blocks_10:
 	VADDPS Z0, Z0, Z0
 
 	// v84 = neg(v83)
-	VXORPS.BCST  lgb27<>+0(SB), Z0, Z0
-	VBROADCASTSS lgb30<>+0(SB), Z2
+	VXORPS.BCST  lgb25<>+0(SB), Z0, Z0
+	VBROADCASTSS lgb28<>+0(SB), Z2
 
 	// v85 = le(v46, 0.2)
 	VCMPPS   $0x12, Z2, Z12, K1
@@ -1376,7 +1292,7 @@ blocks_10:
 	// v88 = where(v87, v84, 0)
 	VANDPS       Z0, Z2, Z0
 	VMOVUPS      384(AX), Z2
-	VBROADCASTSS lgb29<>+0(SB), Z3
+	VBROADCASTSS lgb27<>+0(SB), Z3
 
 	// v89 = ge(v43, -0.2)
 	VCMPPS   $0x1d, Z3, Z2, K1
@@ -1407,16 +1323,16 @@ blocks_10:
 	VADDPS Z2, Z2, Z1
 
 	// v97 = neg(v96)
-	VXORPS.BCST lgb27<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
 
 	// gradStateValue = add(v92, v97)
 	VADDPS  Z1, Z0, Z0
 	VMOVUPS 256(AX), Z1
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
-	VMULPS.BCST  lgb35<>+0(SB), Z1, Z1
+	VMULPS.BCST  lgb33<>+0(SB), Z1, Z1
 	VMOVUPS      192(AX), Z2
-	VBROADCASTSS lgb26<>+0(SB), Z3
+	VBROADCASTSS lgb24<>+0(SB), Z3
 	VCMPPS       $0x04, Z3, Z2, K1
 	VPMOVM2D     K1, Z3
 
@@ -1464,7 +1380,7 @@ blocks_10:
 
 	// gradLogProb = where(v112, v113, v111)
 	VPTERNLOGD   $0xca, Z1, Z3, Z2
-	VBROADCASTSS lgb36<>+0(SB), Z1
+	VBROADCASTSS lgb34<>+0(SB), Z1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
@@ -1481,158 +1397,134 @@ blocks_10:
 	JNZ          noflush_12
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
-	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1472(DX), Z2, Z2
-	VMOVUPD      Z2, 1472(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(DX)
-	VMOVUPS      1984(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1792(DX), Z3, Z3
-	VMOVUPD      Z3, 1792(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2112(DX), Z3, Z3
-	VMOVUPD      Z3, 2112(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2432(DX), Z3, Z3
-	VMOVUPD      Z3, 2432(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2752(DX), Z3, Z3
-	VMOVUPD      Z3, 2752(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3072(DX), Z3, Z3
-	VMOVUPD      Z3, 3072(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3392(DX), Z3, Z3
-	VMOVUPD      Z3, 3392(DX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(DX), Y2
+	VMOVUPS      1664(DX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VMOVUPS      2304(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(DX), Z1, Z1
+	VMOVUPD      Z1, 2112(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(DX)
+	VMOVUPS      2624(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(DX), Z1, Z1
+	VMOVUPD      Z1, 2432(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(DX)
+	VMOVUPS      2944(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(DX), Z1, Z1
+	VMOVUPD      Z1, 3072(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(DX)
+	VMOVUPS      3584(DX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3392(DX), Z1, Z1
+	VMOVUPD      Z1, 3392(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(DX)
+	VMOVUPS      4288(DX), Y1
 	VMOVUPS      4416(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(DX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(DX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      3712(DX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 3712(DX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      3904(DX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 3904(DX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       4096(DX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 4096(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(DX)
-	VMOVUPS      Y2, 4416(DX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(DX), Y2
-	VMOVUPS      5376(DX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(DX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      4672(DX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 4672(DX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      4864(DX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      3712(DX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 3712(DX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      3904(DX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 4864(DX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       5056(DX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 5056(DX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 3904(DX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       4096(DX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 4096(DX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(DX)
+	VMOVUPS      Y1, 4416(DX)
+	VMOVUPS      5248(DX), Y1
+	VMOVUPS      5376(DX), Y3
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(DX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      4672(DX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 4672(DX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      4864(DX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 4864(DX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       5056(DX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 5056(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(DX)
 	VMOVUPS      Y0, 5376(DX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       5632(DX), Z2, Z2
-	VMOVUPD      Z2, 5632(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(DX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       6080(DX), Z2, Z2
-	VMOVUPD      Z2, 6080(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(DX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(DX), Y1, Y1
-	VMOVUPS      Y1, 6400(DX)
+	VMOVUPS      5952(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       5632(DX), Z0, Z0
+	VMOVUPD      Z0, 5632(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(DX)
+	VMOVUPS      6272(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       6080(DX), Z0, Z0
+	VMOVUPD      Z0, 6080(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(DX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(DX), Y0, Y0
+	VMOVUPS      Y0, 6400(DX)
 	MOVQ         $+4, DX
 
 noflush_12:
@@ -1646,173 +1538,149 @@ chunkdone_11:
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1472(AX), Z2, Z2
-	VMOVUPD      Z2, 1472(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(AX)
-	VMOVUPS      1984(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1792(AX), Z3, Z3
-	VMOVUPD      Z3, 1792(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 1984(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2304(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2112(AX), Z3, Z3
-	VMOVUPD      Z3, 2112(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2304(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2624(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2432(AX), Z3, Z3
-	VMOVUPD      Z3, 2432(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2624(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2944(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       2752(AX), Z3, Z3
-	VMOVUPD      Z3, 2752(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 2944(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3264(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3072(AX), Z3, Z3
-	VMOVUPD      Z3, 3072(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3264(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      3584(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       3392(AX), Z3, Z3
-	VMOVUPD      Z3, 3392(AX)
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VMOVUPS      Y3, 3584(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      4288(AX), Y2
+	VMOVUPS      1664(AX), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(AX), Z1, Z1
+	VMOVUPD      Z1, 1472(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(AX)
+	VMOVUPS      1984(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(AX), Z1, Z1
+	VMOVUPD      Z1, 1792(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(AX)
+	VMOVUPS      2304(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(AX), Z1, Z1
+	VMOVUPD      Z1, 2112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(AX)
+	VMOVUPS      2624(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(AX), Z1, Z1
+	VMOVUPD      Z1, 2432(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(AX)
+	VMOVUPS      2944(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(AX), Z1, Z1
+	VMOVUPD      Z1, 2752(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(AX)
+	VMOVUPS      3264(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(AX), Z1, Z1
+	VMOVUPD      Z1, 3072(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(AX)
+	VMOVUPS      3584(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3392(AX), Z1, Z1
+	VMOVUPD      Z1, 3392(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(AX)
+	VMOVUPS      4288(AX), Y1
 	VMOVUPS      4416(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      4544(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      4544(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      3712(AX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 3712(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      3904(AX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 3904(AX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       4096(AX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 4096(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4288(AX)
-	VMOVUPS      Y2, 4416(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5248(AX), Y2
-	VMOVUPS      5376(AX), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      5504(AX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc5<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      4672(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 4672(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      4864(AX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      3712(AX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 3712(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      3904(AX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 4864(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       5056(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 5056(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 3904(AX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       4096(AX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 4096(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 4288(AX)
+	VMOVUPS      Y1, 4416(AX)
+	VMOVUPS      5248(AX), Y1
+	VMOVUPS      5376(AX), Y3
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      5504(AX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc3<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      4672(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 4672(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      4864(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 4864(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       5056(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 5056(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 5248(AX)
 	VMOVUPS      Y0, 5376(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      5952(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       5632(AX), Z2, Z2
-	VMOVUPD      Z2, 5632(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5952(AX)
-	VANDPS       Y0, Y1, Y1
-	VMOVUPS      6272(AX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y2, Z2
-	VADDPD       6080(AX), Z2, Z2
-	VMOVUPD      Z2, 6080(AX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 6272(AX)
-	VANDPS       Y0, Y1, Y1
-	VANDPS       6400(AX), Y1, Y1
-	VMOVUPS      Y1, 6400(AX)
+	VMOVUPS      5952(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       5632(AX), Z0, Z0
+	VMOVUPD      Z0, 5632(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5952(AX)
+	VMOVUPS      6272(AX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
+	VCVTPS2PD    Y0, Z0
+	VADDPD       6080(AX), Z0, Z0
+	VMOVUPD      Z0, 6080(AX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 6272(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       6400(AX), Y0, Y0
+	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb33<>+0(SB)/4, $0x39000000
+DATA lgb31<>+0(SB)/4, $0x39000000
+GLOBL lgb31<>(SB), RODATA|NOPTR, $4
+
+DATA lgb32<>+0(SB)/4, $0x39800000
+GLOBL lgb32<>(SB), RODATA|NOPTR, $4
+
+DATA lgb33<>+0(SB)/4, $0xb9800000
 GLOBL lgb33<>(SB), RODATA|NOPTR, $4
 
-DATA lgb34<>+0(SB)/4, $0x39800000
+DATA lgb34<>+0(SB)/4, $0xb623d70a
 GLOBL lgb34<>(SB), RODATA|NOPTR, $4
-
-DATA lgb35<>+0(SB)/4, $0xb9800000
-GLOBL lgb35<>(SB), RODATA|NOPTR, $4
-
-DATA lgb36<>+0(SB)/4, $0xb623d70a
-GLOBL lgb36<>(SB), RODATA|NOPTR, $4

@@ -1127,83 +1127,73 @@ indexdone_7:
 	JNZ          noflush_8
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1664(DX), Y4, Y4
-	VMOVUPD      Y4, 1664(DX)
-	VADDPD       1696(DX), Y3, Y3
-	VMOVUPD      Y3, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1856(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31936(DX), Y1, Y1
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
@@ -1217,83 +1207,73 @@ noflush_8:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc56<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31936(CX), Y0, Y0
 	VMOVUPS      Y0, 31936(CX)
 	INCQ         AX
@@ -1854,16 +1834,6 @@ DATA lgc55<>+16(SB)/8, $0x4020000000000000
 DATA lgc55<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x7f7fffff
-DATA lgc56<>+4(SB)/4, $0x7f7fffff
-DATA lgc56<>+8(SB)/4, $0x7f7fffff
-DATA lgc56<>+12(SB)/4, $0x7f7fffff
-DATA lgc56<>+16(SB)/4, $0x7f7fffff
-DATA lgc56<>+20(SB)/4, $0x7f7fffff
-DATA lgc56<>+24(SB)/4, $0x7f7fffff
-DATA lgc56<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-64
@@ -1882,7 +1852,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y1, Y1
+	VADDPS  lgc56<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1896,7 +1866,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v84 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y2, Y2
+	VMULPS  lgc57<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1942,8 +1912,7 @@ blocks_9:
 	JNZ          noflush_11
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1952,6 +1921,7 @@ blocks_9:
 	VADDPD       32096(CX), Y0, Y0
 	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32384(CX), Y1, Y1
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
@@ -1974,7 +1944,7 @@ chunkdone_10:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc56<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1990,7 +1960,7 @@ chunkdone_10:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v84 = mul(2, logSumW)
-	VMULPS     lgc58<>+0(SB), Y1, Y1
+	VMULPS     lgc57<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -2049,42 +2019,42 @@ notail_12:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc56<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32256(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32064(AX), Y2, Y2
 	VMOVUPD      Y2, 32064(AX)
-	VADDPD       32096(AX), Y1, Y1
-	VMOVUPD      Y1, 32096(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32256(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc57<>+0(SB)/4, $0x34000000
-DATA lgc57<>+4(SB)/4, $0x34000000
-DATA lgc57<>+8(SB)/4, $0x34000000
-DATA lgc57<>+12(SB)/4, $0x34000000
-DATA lgc57<>+16(SB)/4, $0x34000000
-DATA lgc57<>+20(SB)/4, $0x34000000
-DATA lgc57<>+24(SB)/4, $0x34000000
-DATA lgc57<>+28(SB)/4, $0x34000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+DATA lgc56<>+0(SB)/4, $0x34000000
+DATA lgc56<>+4(SB)/4, $0x34000000
+DATA lgc56<>+8(SB)/4, $0x34000000
+DATA lgc56<>+12(SB)/4, $0x34000000
+DATA lgc56<>+16(SB)/4, $0x34000000
+DATA lgc56<>+20(SB)/4, $0x34000000
+DATA lgc56<>+24(SB)/4, $0x34000000
+DATA lgc56<>+28(SB)/4, $0x34000000
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x40000000
-DATA lgc58<>+4(SB)/4, $0x40000000
-DATA lgc58<>+8(SB)/4, $0x40000000
-DATA lgc58<>+12(SB)/4, $0x40000000
-DATA lgc58<>+16(SB)/4, $0x40000000
-DATA lgc58<>+20(SB)/4, $0x40000000
-DATA lgc58<>+24(SB)/4, $0x40000000
-DATA lgc58<>+28(SB)/4, $0x40000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc57<>+0(SB)/4, $0x40000000
+DATA lgc57<>+4(SB)/4, $0x40000000
+DATA lgc57<>+8(SB)/4, $0x40000000
+DATA lgc57<>+12(SB)/4, $0x40000000
+DATA lgc57<>+16(SB)/4, $0x40000000
+DATA lgc57<>+20(SB)/4, $0x40000000
+DATA lgc57<>+24(SB)/4, $0x40000000
+DATA lgc57<>+28(SB)/4, $0x40000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -2092,7 +2062,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v87, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2103,15 +2073,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x42800000
-DATA lgc59<>+4(SB)/4, $0x42800000
-DATA lgc59<>+8(SB)/4, $0x42800000
-DATA lgc59<>+12(SB)/4, $0x42800000
-DATA lgc59<>+16(SB)/4, $0x42800000
-DATA lgc59<>+20(SB)/4, $0x42800000
-DATA lgc59<>+24(SB)/4, $0x42800000
-DATA lgc59<>+28(SB)/4, $0x42800000
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x42800000
+DATA lgc58<>+4(SB)/4, $0x42800000
+DATA lgc58<>+8(SB)/4, $0x42800000
+DATA lgc58<>+12(SB)/4, $0x42800000
+DATA lgc58<>+16(SB)/4, $0x42800000
+DATA lgc58<>+20(SB)/4, $0x42800000
+DATA lgc58<>+24(SB)/4, $0x42800000
+DATA lgc58<>+28(SB)/4, $0x42800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -2715,21 +2685,21 @@ inner_A_15:
 	VMOVUPS      568(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc60<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// v91 = where(v68, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 504(SP), Y3
 
 	// v92 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc60<>+0(SB), Y3, Y3
+	VMULPS lgc59<>+0(SB), Y3, Y3
 
 	// v93 = where(v68, v92, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 472(SP), Y4
 
 	// v94 = mul(3.7114014251781474e-05, v69)
-	VMULPS lgc60<>+0(SB), Y4, Y4
+	VMULPS lgc59<>+0(SB), Y4, Y4
 
 	// v95 = where(v68, v94, 0)
 	VANDPS Y4, Y2, Y2
@@ -2753,7 +2723,7 @@ inner_A_15:
 
 	// v102 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y6
+	VMOVUPS lgc60<>+0(SB), Y6
 
 	// v103 = where(v100, -1, v102)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2773,7 +2743,7 @@ inner_A_15:
 
 	// gradStateValue = neg(v107)
 	VXORPS  lgc49<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y2
+	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 248(SP), Y4
 
 	// v111 = div(3.711401342221861e-07, v25)
@@ -2784,11 +2754,11 @@ inner_A_15:
 	VDIVPS Y4, Y5, Y5
 
 	// v113 = mul(-3.711401342221861e-07, v112)
-	VMULPS  lgc63<>+0(SB), Y5, Y5
+	VMULPS  lgc62<>+0(SB), Y5, Y5
 	VMOVUPS 88(SP), Y6
 
 	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y6, Y6
+	VMULPS  lgc63<>+0(SB), Y6, Y6
 	VMOVUPS 408(SP), Y7
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y7, Y9
@@ -2841,7 +2811,7 @@ inner_A_15:
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
 	// v136 = add(-3.711401342221861e-07, v135)
-	VADDPS lgc63<>+0(SB), Y2, Y2
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
 	// v140 = ne(v136, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3496,21 +3466,21 @@ indexdone_20:
 	VMOVUPS      1368(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc60<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// v91 = where(v68, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 1304(SP), Y3
 
 	// v92 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc60<>+0(SB), Y3, Y3
+	VMULPS lgc59<>+0(SB), Y3, Y3
 
 	// v93 = where(v68, v92, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 1272(SP), Y4
 
 	// v94 = mul(3.7114014251781474e-05, v69)
-	VMULPS lgc60<>+0(SB), Y4, Y4
+	VMULPS lgc59<>+0(SB), Y4, Y4
 
 	// v95 = where(v68, v94, 0)
 	VANDPS Y4, Y2, Y2
@@ -3534,7 +3504,7 @@ indexdone_20:
 
 	// v102 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc61<>+0(SB), Y6
+	VMOVUPS lgc60<>+0(SB), Y6
 
 	// v103 = where(v100, -1, v102)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -3554,7 +3524,7 @@ indexdone_20:
 
 	// gradStateValue = neg(v107)
 	VXORPS  lgc49<>+0(SB), Y1, Y1
-	VMOVUPS lgc62<>+0(SB), Y2
+	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 1048(SP), Y4
 
 	// v111 = div(3.711401342221861e-07, v25)
@@ -3565,11 +3535,11 @@ indexdone_20:
 	VDIVPS Y4, Y5, Y5
 
 	// v113 = mul(-3.711401342221861e-07, v112)
-	VMULPS  lgc63<>+0(SB), Y5, Y5
+	VMULPS  lgc62<>+0(SB), Y5, Y5
 	VMOVUPS 888(SP), Y6
 
 	// v121 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y6, Y6
+	VMULPS  lgc63<>+0(SB), Y6, Y6
 	VMOVUPS 1208(SP), Y7
 	VMOVUPS lgc0<>+0(SB), Y9
 	VCMPPS  $0x04, Y9, Y7, Y9
@@ -3622,7 +3592,7 @@ indexdone_20:
 	VXORPS lgc49<>+0(SB), Y1, Y2
 
 	// v136 = add(-3.711401342221861e-07, v135)
-	VADDPS lgc63<>+0(SB), Y2, Y2
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
 	// v140 = ne(v136, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3806,83 +3776,73 @@ inner_A_23:
 	JNZ          noflush_24
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1664(DX), Y4, Y4
-	VMOVUPD      Y4, 1664(DX)
-	VADDPD       1696(DX), Y3, Y3
-	VMOVUPD      Y3, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1856(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31936(DX), Y1, Y1
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
@@ -3896,83 +3856,73 @@ noflush_24:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc56<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31936(CX), Y0, Y0
 	VMOVUPS      Y0, 31936(CX)
 	INCQ         AX
@@ -3981,55 +3931,55 @@ noflush_24:
 	VZEROUPPER
 	RET
 
-DATA lgc60<>+0(SB)/4, $0x381baadf
-DATA lgc60<>+4(SB)/4, $0x381baadf
-DATA lgc60<>+8(SB)/4, $0x381baadf
-DATA lgc60<>+12(SB)/4, $0x381baadf
-DATA lgc60<>+16(SB)/4, $0x381baadf
-DATA lgc60<>+20(SB)/4, $0x381baadf
-DATA lgc60<>+24(SB)/4, $0x381baadf
-DATA lgc60<>+28(SB)/4, $0x381baadf
+DATA lgc59<>+0(SB)/4, $0x381baadf
+DATA lgc59<>+4(SB)/4, $0x381baadf
+DATA lgc59<>+8(SB)/4, $0x381baadf
+DATA lgc59<>+12(SB)/4, $0x381baadf
+DATA lgc59<>+16(SB)/4, $0x381baadf
+DATA lgc59<>+20(SB)/4, $0x381baadf
+DATA lgc59<>+24(SB)/4, $0x381baadf
+DATA lgc59<>+28(SB)/4, $0x381baadf
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+
+DATA lgc60<>+0(SB)/4, $0xbf800000
+DATA lgc60<>+4(SB)/4, $0xbf800000
+DATA lgc60<>+8(SB)/4, $0xbf800000
+DATA lgc60<>+12(SB)/4, $0xbf800000
+DATA lgc60<>+16(SB)/4, $0xbf800000
+DATA lgc60<>+20(SB)/4, $0xbf800000
+DATA lgc60<>+24(SB)/4, $0xbf800000
+DATA lgc60<>+28(SB)/4, $0xbf800000
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbf800000
-DATA lgc61<>+4(SB)/4, $0xbf800000
-DATA lgc61<>+8(SB)/4, $0xbf800000
-DATA lgc61<>+12(SB)/4, $0xbf800000
-DATA lgc61<>+16(SB)/4, $0xbf800000
-DATA lgc61<>+20(SB)/4, $0xbf800000
-DATA lgc61<>+24(SB)/4, $0xbf800000
-DATA lgc61<>+28(SB)/4, $0xbf800000
+DATA lgc61<>+0(SB)/4, $0x34c7411d
+DATA lgc61<>+4(SB)/4, $0x34c7411d
+DATA lgc61<>+8(SB)/4, $0x34c7411d
+DATA lgc61<>+12(SB)/4, $0x34c7411d
+DATA lgc61<>+16(SB)/4, $0x34c7411d
+DATA lgc61<>+20(SB)/4, $0x34c7411d
+DATA lgc61<>+24(SB)/4, $0x34c7411d
+DATA lgc61<>+28(SB)/4, $0x34c7411d
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0x34c7411d
-DATA lgc62<>+4(SB)/4, $0x34c7411d
-DATA lgc62<>+8(SB)/4, $0x34c7411d
-DATA lgc62<>+12(SB)/4, $0x34c7411d
-DATA lgc62<>+16(SB)/4, $0x34c7411d
-DATA lgc62<>+20(SB)/4, $0x34c7411d
-DATA lgc62<>+24(SB)/4, $0x34c7411d
-DATA lgc62<>+28(SB)/4, $0x34c7411d
+DATA lgc62<>+0(SB)/4, $0xb4c7411d
+DATA lgc62<>+4(SB)/4, $0xb4c7411d
+DATA lgc62<>+8(SB)/4, $0xb4c7411d
+DATA lgc62<>+12(SB)/4, $0xb4c7411d
+DATA lgc62<>+16(SB)/4, $0xb4c7411d
+DATA lgc62<>+20(SB)/4, $0xb4c7411d
+DATA lgc62<>+24(SB)/4, $0xb4c7411d
+DATA lgc62<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xb4c7411d
-DATA lgc63<>+4(SB)/4, $0xb4c7411d
-DATA lgc63<>+8(SB)/4, $0xb4c7411d
-DATA lgc63<>+12(SB)/4, $0xb4c7411d
-DATA lgc63<>+16(SB)/4, $0xb4c7411d
-DATA lgc63<>+20(SB)/4, $0xb4c7411d
-DATA lgc63<>+24(SB)/4, $0xb4c7411d
-DATA lgc63<>+28(SB)/4, $0xb4c7411d
+DATA lgc63<>+0(SB)/4, $0xb81baadf
+DATA lgc63<>+4(SB)/4, $0xb81baadf
+DATA lgc63<>+8(SB)/4, $0xb81baadf
+DATA lgc63<>+12(SB)/4, $0xb81baadf
+DATA lgc63<>+16(SB)/4, $0xb81baadf
+DATA lgc63<>+20(SB)/4, $0xb81baadf
+DATA lgc63<>+24(SB)/4, $0xb81baadf
+DATA lgc63<>+28(SB)/4, $0xb81baadf
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
-
-DATA lgc64<>+0(SB)/4, $0xb81baadf
-DATA lgc64<>+4(SB)/4, $0xb81baadf
-DATA lgc64<>+8(SB)/4, $0xb81baadf
-DATA lgc64<>+12(SB)/4, $0xb81baadf
-DATA lgc64<>+16(SB)/4, $0xb81baadf
-DATA lgc64<>+20(SB)/4, $0xb81baadf
-DATA lgc64<>+24(SB)/4, $0xb81baadf
-DATA lgc64<>+28(SB)/4, $0xb81baadf
-GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4049,7 +3999,7 @@ blocks_25:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y1, Y1
+	VADDPS  lgc56<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -4063,7 +4013,7 @@ blocks_25:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v84 = mul(2, logSumW)
-	VMULPS  lgc58<>+0(SB), Y2, Y2
+	VMULPS  lgc57<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -4109,8 +4059,7 @@ blocks_25:
 	JNZ          noflush_27
 	VMOVUPD      lgc55<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4119,6 +4068,7 @@ blocks_25:
 	VADDPD       32096(CX), Y0, Y0
 	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32384(CX), Y1, Y1
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
@@ -4141,7 +4091,7 @@ chunkdone_26:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc56<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -4157,7 +4107,7 @@ chunkdone_26:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v84 = mul(2, logSumW)
-	VMULPS     lgc58<>+0(SB), Y1, Y1
+	VMULPS     lgc57<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -4216,18 +4166,18 @@ notail_28:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc56<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32256(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32064(AX), Y2, Y2
 	VMOVUPD      Y2, 32064(AX)
-	VADDPD       32096(AX), Y1, Y1
-	VMOVUPD      Y1, 32096(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32256(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER
@@ -4239,7 +4189,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v87, 64)
 	VDIVPS Y1, Y0, Y0

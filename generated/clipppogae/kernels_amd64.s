@@ -707,83 +707,73 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1664(DX), Y4, Y4
-	VMOVUPD      Y4, 1664(DX)
-	VADDPD       1696(DX), Y3, Y3
-	VMOVUPD      Y3, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1856(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31936(DX), Y1, Y1
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
@@ -797,83 +787,73 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31936(CX), Y0, Y0
 	VMOVUPS      Y0, 31936(CX)
 	INCQ         AX
@@ -1234,16 +1214,6 @@ DATA lgc35<>+16(SB)/8, $0x4020000000000000
 DATA lgc35<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f7fffff
-DATA lgc36<>+4(SB)/4, $0x7f7fffff
-DATA lgc36<>+8(SB)/4, $0x7f7fffff
-DATA lgc36<>+12(SB)/4, $0x7f7fffff
-DATA lgc36<>+16(SB)/4, $0x7f7fffff
-DATA lgc36<>+20(SB)/4, $0x7f7fffff
-DATA lgc36<>+24(SB)/4, $0x7f7fffff
-DATA lgc36<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-64
@@ -1262,7 +1232,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y1, Y1
+	VADDPS  lgc36<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1276,7 +1246,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v69 = mul(2, logSumW)
-	VMULPS  lgc38<>+0(SB), Y2, Y2
+	VMULPS  lgc37<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1322,8 +1292,7 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1332,6 +1301,7 @@ blocks_4:
 	VADDPD       32096(CX), Y0, Y0
 	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32384(CX), Y1, Y1
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
@@ -1354,7 +1324,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1370,7 +1340,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v69 = mul(2, logSumW)
-	VMULPS     lgc38<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1429,42 +1399,42 @@ notail_7:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32256(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32064(AX), Y2, Y2
 	VMOVUPD      Y2, 32064(AX)
-	VADDPD       32096(AX), Y1, Y1
-	VMOVUPD      Y1, 32096(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32256(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x34000000
-DATA lgc37<>+4(SB)/4, $0x34000000
-DATA lgc37<>+8(SB)/4, $0x34000000
-DATA lgc37<>+12(SB)/4, $0x34000000
-DATA lgc37<>+16(SB)/4, $0x34000000
-DATA lgc37<>+20(SB)/4, $0x34000000
-DATA lgc37<>+24(SB)/4, $0x34000000
-DATA lgc37<>+28(SB)/4, $0x34000000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x34000000
+DATA lgc36<>+4(SB)/4, $0x34000000
+DATA lgc36<>+8(SB)/4, $0x34000000
+DATA lgc36<>+12(SB)/4, $0x34000000
+DATA lgc36<>+16(SB)/4, $0x34000000
+DATA lgc36<>+20(SB)/4, $0x34000000
+DATA lgc36<>+24(SB)/4, $0x34000000
+DATA lgc36<>+28(SB)/4, $0x34000000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x40000000
-DATA lgc38<>+4(SB)/4, $0x40000000
-DATA lgc38<>+8(SB)/4, $0x40000000
-DATA lgc38<>+12(SB)/4, $0x40000000
-DATA lgc38<>+16(SB)/4, $0x40000000
-DATA lgc38<>+20(SB)/4, $0x40000000
-DATA lgc38<>+24(SB)/4, $0x40000000
-DATA lgc38<>+28(SB)/4, $0x40000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc37<>+0(SB)/4, $0x40000000
+DATA lgc37<>+4(SB)/4, $0x40000000
+DATA lgc37<>+8(SB)/4, $0x40000000
+DATA lgc37<>+12(SB)/4, $0x40000000
+DATA lgc37<>+16(SB)/4, $0x40000000
+DATA lgc37<>+20(SB)/4, $0x40000000
+DATA lgc37<>+24(SB)/4, $0x40000000
+DATA lgc37<>+28(SB)/4, $0x40000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1472,7 +1442,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v72, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1483,15 +1453,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x42800000
-DATA lgc39<>+4(SB)/4, $0x42800000
-DATA lgc39<>+8(SB)/4, $0x42800000
-DATA lgc39<>+12(SB)/4, $0x42800000
-DATA lgc39<>+16(SB)/4, $0x42800000
-DATA lgc39<>+20(SB)/4, $0x42800000
-DATA lgc39<>+24(SB)/4, $0x42800000
-DATA lgc39<>+28(SB)/4, $0x42800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x42800000
+DATA lgc38<>+4(SB)/4, $0x42800000
+DATA lgc38<>+8(SB)/4, $0x42800000
+DATA lgc38<>+12(SB)/4, $0x42800000
+DATA lgc38<>+16(SB)/4, $0x42800000
+DATA lgc38<>+20(SB)/4, $0x42800000
+DATA lgc38<>+24(SB)/4, $0x42800000
+DATA lgc38<>+28(SB)/4, $0x42800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1896,21 +1866,21 @@ outer0_8:
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v76 = where(v53, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 248(SP), Y3
 
 	// v77 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc40<>+0(SB), Y3, Y3
+	VMULPS lgc39<>+0(SB), Y3, Y3
 
 	// v78 = where(v53, v77, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 216(SP), Y4
 
 	// v79 = mul(3.7114014251781474e-05, v54)
-	VMULPS lgc40<>+0(SB), Y4, Y4
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
 	// v80 = where(v53, v79, 0)
 	VANDPS Y4, Y2, Y2
@@ -1934,7 +1904,7 @@ outer0_8:
 
 	// v87 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc41<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v88 = where(v85, -1, v87)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -1957,7 +1927,7 @@ outer0_8:
 	VMOVUPS 184(SP), Y2
 
 	// v96 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y2, Y4
+	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 152(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
@@ -2003,7 +1973,7 @@ outer0_8:
 
 	// gradLogProb = where(v107, v108, v106)
 	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   lgc43<>+0(SB), Y3
+	VMOVUPS   lgc42<>+0(SB), Y3
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
@@ -2325,21 +2295,21 @@ blocks_9:
 	VMOVUPS      664(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// v76 = where(v53, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 600(SP), Y3
 
 	// v77 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc40<>+0(SB), Y3, Y3
+	VMULPS lgc39<>+0(SB), Y3, Y3
 
 	// v78 = where(v53, v77, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 568(SP), Y4
 
 	// v79 = mul(3.7114014251781474e-05, v54)
-	VMULPS lgc40<>+0(SB), Y4, Y4
+	VMULPS lgc39<>+0(SB), Y4, Y4
 
 	// v80 = where(v53, v79, 0)
 	VANDPS Y4, Y2, Y2
@@ -2363,7 +2333,7 @@ blocks_9:
 
 	// v87 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc41<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v88 = where(v85, -1, v87)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2386,7 +2356,7 @@ blocks_9:
 	VMOVUPS 536(SP), Y2
 
 	// v96 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc42<>+0(SB), Y2, Y4
+	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 504(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
@@ -2432,7 +2402,7 @@ blocks_9:
 
 	// gradLogProb = where(v107, v108, v106)
 	VBLENDVPS Y3, Y4, Y1, Y1
-	VMOVUPS   lgc43<>+0(SB), Y3
+	VMOVUPS   lgc42<>+0(SB), Y3
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
@@ -2459,83 +2429,73 @@ blocks_9:
 	JNZ          noflush_10
 	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1856(DX), Y3
-	VANDPS       lgc6<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1664(DX), Y4, Y4
-	VMOVUPD      Y4, 1664(DX)
-	VADDPD       1696(DX), Y3, Y3
-	VMOVUPD      Y3, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1856(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31936(DX), Y1, Y1
 	VMOVUPS      Y1, 31936(DX)
 	MOVQ         $+8, DX
@@ -2549,83 +2509,73 @@ noflush_10:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc6<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31936(CX), Y0, Y0
 	VMOVUPS      Y0, 31936(CX)
 	INCQ         AX
@@ -2634,45 +2584,45 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x381baadf
-DATA lgc40<>+4(SB)/4, $0x381baadf
-DATA lgc40<>+8(SB)/4, $0x381baadf
-DATA lgc40<>+12(SB)/4, $0x381baadf
-DATA lgc40<>+16(SB)/4, $0x381baadf
-DATA lgc40<>+20(SB)/4, $0x381baadf
-DATA lgc40<>+24(SB)/4, $0x381baadf
-DATA lgc40<>+28(SB)/4, $0x381baadf
+DATA lgc39<>+0(SB)/4, $0x381baadf
+DATA lgc39<>+4(SB)/4, $0x381baadf
+DATA lgc39<>+8(SB)/4, $0x381baadf
+DATA lgc39<>+12(SB)/4, $0x381baadf
+DATA lgc39<>+16(SB)/4, $0x381baadf
+DATA lgc39<>+20(SB)/4, $0x381baadf
+DATA lgc39<>+24(SB)/4, $0x381baadf
+DATA lgc39<>+28(SB)/4, $0x381baadf
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0xbf800000
+DATA lgc40<>+4(SB)/4, $0xbf800000
+DATA lgc40<>+8(SB)/4, $0xbf800000
+DATA lgc40<>+12(SB)/4, $0xbf800000
+DATA lgc40<>+16(SB)/4, $0xbf800000
+DATA lgc40<>+20(SB)/4, $0xbf800000
+DATA lgc40<>+24(SB)/4, $0xbf800000
+DATA lgc40<>+28(SB)/4, $0xbf800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbf800000
-DATA lgc41<>+4(SB)/4, $0xbf800000
-DATA lgc41<>+8(SB)/4, $0xbf800000
-DATA lgc41<>+12(SB)/4, $0xbf800000
-DATA lgc41<>+16(SB)/4, $0xbf800000
-DATA lgc41<>+20(SB)/4, $0xbf800000
-DATA lgc41<>+24(SB)/4, $0xbf800000
-DATA lgc41<>+28(SB)/4, $0xbf800000
+DATA lgc41<>+0(SB)/4, $0xb81baadf
+DATA lgc41<>+4(SB)/4, $0xb81baadf
+DATA lgc41<>+8(SB)/4, $0xb81baadf
+DATA lgc41<>+12(SB)/4, $0xb81baadf
+DATA lgc41<>+16(SB)/4, $0xb81baadf
+DATA lgc41<>+20(SB)/4, $0xb81baadf
+DATA lgc41<>+24(SB)/4, $0xb81baadf
+DATA lgc41<>+28(SB)/4, $0xb81baadf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xb81baadf
-DATA lgc42<>+4(SB)/4, $0xb81baadf
-DATA lgc42<>+8(SB)/4, $0xb81baadf
-DATA lgc42<>+12(SB)/4, $0xb81baadf
-DATA lgc42<>+16(SB)/4, $0xb81baadf
-DATA lgc42<>+20(SB)/4, $0xb81baadf
-DATA lgc42<>+24(SB)/4, $0xb81baadf
-DATA lgc42<>+28(SB)/4, $0xb81baadf
+DATA lgc42<>+0(SB)/4, $0xb4c7411d
+DATA lgc42<>+4(SB)/4, $0xb4c7411d
+DATA lgc42<>+8(SB)/4, $0xb4c7411d
+DATA lgc42<>+12(SB)/4, $0xb4c7411d
+DATA lgc42<>+16(SB)/4, $0xb4c7411d
+DATA lgc42<>+20(SB)/4, $0xb4c7411d
+DATA lgc42<>+24(SB)/4, $0xb4c7411d
+DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0xb4c7411d
-DATA lgc43<>+4(SB)/4, $0xb4c7411d
-DATA lgc43<>+8(SB)/4, $0xb4c7411d
-DATA lgc43<>+12(SB)/4, $0xb4c7411d
-DATA lgc43<>+16(SB)/4, $0xb4c7411d
-DATA lgc43<>+20(SB)/4, $0xb4c7411d
-DATA lgc43<>+24(SB)/4, $0xb4c7411d
-DATA lgc43<>+28(SB)/4, $0xb4c7411d
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2692,7 +2642,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc37<>+0(SB), Y1, Y1
+	VADDPS  lgc36<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2706,7 +2656,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v69 = mul(2, logSumW)
-	VMULPS  lgc38<>+0(SB), Y2, Y2
+	VMULPS  lgc37<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2752,8 +2702,7 @@ blocks_11:
 	JNZ          noflush_13
 	VMOVUPD      lgc35<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2762,6 +2711,7 @@ blocks_11:
 	VADDPD       32096(CX), Y0, Y0
 	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32384(CX), Y1, Y1
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
@@ -2784,7 +2734,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc37<>+0(SB), Y0, Y0
+	VADDPS     lgc36<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -2800,7 +2750,7 @@ chunkdone_12:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v69 = mul(2, logSumW)
-	VMULPS     lgc38<>+0(SB), Y1, Y1
+	VMULPS     lgc37<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -2859,18 +2809,18 @@ notail_14:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y1
-	VANDPS       lgc6<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc36<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32256(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32064(AX), Y2, Y2
 	VMOVUPD      Y2, 32064(AX)
-	VADDPD       32096(AX), Y1, Y1
-	VMOVUPD      Y1, 32096(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32256(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER
@@ -2882,7 +2832,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc39<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// ess = div(v72, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2952,22 +2902,23 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
-	VMULPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VMULPS       lgc44<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc46<>+0(SB), Y3, Y3
-	VPAND        lgc47<>+0(SB), Y1, Y1
+	VPSUBD       lgc45<>+0(SB), Y3, Y3
+	VPAND        lgc46<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc48<>+0(SB), Y2, Y1
+	VPAND        lgc47<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc49<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y1, Y2
 	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc50<>+0(SB), Y4
+	VMOVAPS      lgc49<>+0(SB), Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
@@ -2975,7 +2926,6 @@ bulk_17:
 	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2986,7 +2936,7 @@ bulk_17:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc8<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -2999,165 +2949,165 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/4, $0x00800000
-DATA lgc44<>+4(SB)/4, $0x00800000
-DATA lgc44<>+8(SB)/4, $0x00800000
-DATA lgc44<>+12(SB)/4, $0x00800000
-DATA lgc44<>+16(SB)/4, $0x00800000
-DATA lgc44<>+20(SB)/4, $0x00800000
-DATA lgc44<>+24(SB)/4, $0x00800000
-DATA lgc44<>+28(SB)/4, $0x00800000
+DATA lgc43<>+0(SB)/4, $0x00800000
+DATA lgc43<>+4(SB)/4, $0x00800000
+DATA lgc43<>+8(SB)/4, $0x00800000
+DATA lgc43<>+12(SB)/4, $0x00800000
+DATA lgc43<>+16(SB)/4, $0x00800000
+DATA lgc43<>+20(SB)/4, $0x00800000
+DATA lgc43<>+24(SB)/4, $0x00800000
+DATA lgc43<>+28(SB)/4, $0x00800000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x4b000000
+DATA lgc44<>+4(SB)/4, $0x4b000000
+DATA lgc44<>+8(SB)/4, $0x4b000000
+DATA lgc44<>+12(SB)/4, $0x4b000000
+DATA lgc44<>+16(SB)/4, $0x4b000000
+DATA lgc44<>+20(SB)/4, $0x4b000000
+DATA lgc44<>+24(SB)/4, $0x4b000000
+DATA lgc44<>+28(SB)/4, $0x4b000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x4b000000
-DATA lgc45<>+4(SB)/4, $0x4b000000
-DATA lgc45<>+8(SB)/4, $0x4b000000
-DATA lgc45<>+12(SB)/4, $0x4b000000
-DATA lgc45<>+16(SB)/4, $0x4b000000
-DATA lgc45<>+20(SB)/4, $0x4b000000
-DATA lgc45<>+24(SB)/4, $0x4b000000
-DATA lgc45<>+28(SB)/4, $0x4b000000
+DATA lgc45<>+0(SB)/4, $0x0000007f
+DATA lgc45<>+4(SB)/4, $0x0000007f
+DATA lgc45<>+8(SB)/4, $0x0000007f
+DATA lgc45<>+12(SB)/4, $0x0000007f
+DATA lgc45<>+16(SB)/4, $0x0000007f
+DATA lgc45<>+20(SB)/4, $0x0000007f
+DATA lgc45<>+24(SB)/4, $0x0000007f
+DATA lgc45<>+28(SB)/4, $0x0000007f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x0000007f
-DATA lgc46<>+4(SB)/4, $0x0000007f
-DATA lgc46<>+8(SB)/4, $0x0000007f
-DATA lgc46<>+12(SB)/4, $0x0000007f
-DATA lgc46<>+16(SB)/4, $0x0000007f
-DATA lgc46<>+20(SB)/4, $0x0000007f
-DATA lgc46<>+24(SB)/4, $0x0000007f
-DATA lgc46<>+28(SB)/4, $0x0000007f
+DATA lgc46<>+0(SB)/4, $0xffffffe9
+DATA lgc46<>+4(SB)/4, $0xffffffe9
+DATA lgc46<>+8(SB)/4, $0xffffffe9
+DATA lgc46<>+12(SB)/4, $0xffffffe9
+DATA lgc46<>+16(SB)/4, $0xffffffe9
+DATA lgc46<>+20(SB)/4, $0xffffffe9
+DATA lgc46<>+24(SB)/4, $0xffffffe9
+DATA lgc46<>+28(SB)/4, $0xffffffe9
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xffffffe9
-DATA lgc47<>+4(SB)/4, $0xffffffe9
-DATA lgc47<>+8(SB)/4, $0xffffffe9
-DATA lgc47<>+12(SB)/4, $0xffffffe9
-DATA lgc47<>+16(SB)/4, $0xffffffe9
-DATA lgc47<>+20(SB)/4, $0xffffffe9
-DATA lgc47<>+24(SB)/4, $0xffffffe9
-DATA lgc47<>+28(SB)/4, $0xffffffe9
+DATA lgc47<>+0(SB)/4, $0x007fffff
+DATA lgc47<>+4(SB)/4, $0x007fffff
+DATA lgc47<>+8(SB)/4, $0x007fffff
+DATA lgc47<>+12(SB)/4, $0x007fffff
+DATA lgc47<>+16(SB)/4, $0x007fffff
+DATA lgc47<>+20(SB)/4, $0x007fffff
+DATA lgc47<>+24(SB)/4, $0x007fffff
+DATA lgc47<>+28(SB)/4, $0x007fffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x007fffff
-DATA lgc48<>+4(SB)/4, $0x007fffff
-DATA lgc48<>+8(SB)/4, $0x007fffff
-DATA lgc48<>+12(SB)/4, $0x007fffff
-DATA lgc48<>+16(SB)/4, $0x007fffff
-DATA lgc48<>+20(SB)/4, $0x007fffff
-DATA lgc48<>+24(SB)/4, $0x007fffff
-DATA lgc48<>+28(SB)/4, $0x007fffff
+DATA lgc48<>+0(SB)/4, $0x3fb504f3
+DATA lgc48<>+4(SB)/4, $0x3fb504f3
+DATA lgc48<>+8(SB)/4, $0x3fb504f3
+DATA lgc48<>+12(SB)/4, $0x3fb504f3
+DATA lgc48<>+16(SB)/4, $0x3fb504f3
+DATA lgc48<>+20(SB)/4, $0x3fb504f3
+DATA lgc48<>+24(SB)/4, $0x3fb504f3
+DATA lgc48<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3fb504f3
-DATA lgc49<>+4(SB)/4, $0x3fb504f3
-DATA lgc49<>+8(SB)/4, $0x3fb504f3
-DATA lgc49<>+12(SB)/4, $0x3fb504f3
-DATA lgc49<>+16(SB)/4, $0x3fb504f3
-DATA lgc49<>+20(SB)/4, $0x3fb504f3
-DATA lgc49<>+24(SB)/4, $0x3fb504f3
-DATA lgc49<>+28(SB)/4, $0x3fb504f3
+DATA lgc49<>+0(SB)/4, $0x3d9021bb
+DATA lgc49<>+4(SB)/4, $0x3d9021bb
+DATA lgc49<>+8(SB)/4, $0x3d9021bb
+DATA lgc49<>+12(SB)/4, $0x3d9021bb
+DATA lgc49<>+16(SB)/4, $0x3d9021bb
+DATA lgc49<>+20(SB)/4, $0x3d9021bb
+DATA lgc49<>+24(SB)/4, $0x3d9021bb
+DATA lgc49<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3d9021bb
-DATA lgc50<>+4(SB)/4, $0x3d9021bb
-DATA lgc50<>+8(SB)/4, $0x3d9021bb
-DATA lgc50<>+12(SB)/4, $0x3d9021bb
-DATA lgc50<>+16(SB)/4, $0x3d9021bb
-DATA lgc50<>+20(SB)/4, $0x3d9021bb
-DATA lgc50<>+24(SB)/4, $0x3d9021bb
-DATA lgc50<>+28(SB)/4, $0x3d9021bb
+DATA lgc50<>+0(SB)/4, $0xbdebd1b8
+DATA lgc50<>+4(SB)/4, $0xbdebd1b8
+DATA lgc50<>+8(SB)/4, $0xbdebd1b8
+DATA lgc50<>+12(SB)/4, $0xbdebd1b8
+DATA lgc50<>+16(SB)/4, $0xbdebd1b8
+DATA lgc50<>+20(SB)/4, $0xbdebd1b8
+DATA lgc50<>+24(SB)/4, $0xbdebd1b8
+DATA lgc50<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbdebd1b8
-DATA lgc51<>+4(SB)/4, $0xbdebd1b8
-DATA lgc51<>+8(SB)/4, $0xbdebd1b8
-DATA lgc51<>+12(SB)/4, $0xbdebd1b8
-DATA lgc51<>+16(SB)/4, $0xbdebd1b8
-DATA lgc51<>+20(SB)/4, $0xbdebd1b8
-DATA lgc51<>+24(SB)/4, $0xbdebd1b8
-DATA lgc51<>+28(SB)/4, $0xbdebd1b8
+DATA lgc51<>+0(SB)/4, $0x3def251a
+DATA lgc51<>+4(SB)/4, $0x3def251a
+DATA lgc51<>+8(SB)/4, $0x3def251a
+DATA lgc51<>+12(SB)/4, $0x3def251a
+DATA lgc51<>+16(SB)/4, $0x3def251a
+DATA lgc51<>+20(SB)/4, $0x3def251a
+DATA lgc51<>+24(SB)/4, $0x3def251a
+DATA lgc51<>+28(SB)/4, $0x3def251a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3def251a
-DATA lgc52<>+4(SB)/4, $0x3def251a
-DATA lgc52<>+8(SB)/4, $0x3def251a
-DATA lgc52<>+12(SB)/4, $0x3def251a
-DATA lgc52<>+16(SB)/4, $0x3def251a
-DATA lgc52<>+20(SB)/4, $0x3def251a
-DATA lgc52<>+24(SB)/4, $0x3def251a
-DATA lgc52<>+28(SB)/4, $0x3def251a
+DATA lgc52<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc52<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc53<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+0(SB)/4, $0x3e11e9bf
+DATA lgc53<>+4(SB)/4, $0x3e11e9bf
+DATA lgc53<>+8(SB)/4, $0x3e11e9bf
+DATA lgc53<>+12(SB)/4, $0x3e11e9bf
+DATA lgc53<>+16(SB)/4, $0x3e11e9bf
+DATA lgc53<>+20(SB)/4, $0x3e11e9bf
+DATA lgc53<>+24(SB)/4, $0x3e11e9bf
+DATA lgc53<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x3e11e9bf
-DATA lgc54<>+4(SB)/4, $0x3e11e9bf
-DATA lgc54<>+8(SB)/4, $0x3e11e9bf
-DATA lgc54<>+12(SB)/4, $0x3e11e9bf
-DATA lgc54<>+16(SB)/4, $0x3e11e9bf
-DATA lgc54<>+20(SB)/4, $0x3e11e9bf
-DATA lgc54<>+24(SB)/4, $0x3e11e9bf
-DATA lgc54<>+28(SB)/4, $0x3e11e9bf
+DATA lgc54<>+0(SB)/4, $0xbe2aae50
+DATA lgc54<>+4(SB)/4, $0xbe2aae50
+DATA lgc54<>+8(SB)/4, $0xbe2aae50
+DATA lgc54<>+12(SB)/4, $0xbe2aae50
+DATA lgc54<>+16(SB)/4, $0xbe2aae50
+DATA lgc54<>+20(SB)/4, $0xbe2aae50
+DATA lgc54<>+24(SB)/4, $0xbe2aae50
+DATA lgc54<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xbe2aae50
-DATA lgc55<>+4(SB)/4, $0xbe2aae50
-DATA lgc55<>+8(SB)/4, $0xbe2aae50
-DATA lgc55<>+12(SB)/4, $0xbe2aae50
-DATA lgc55<>+16(SB)/4, $0xbe2aae50
-DATA lgc55<>+20(SB)/4, $0xbe2aae50
-DATA lgc55<>+24(SB)/4, $0xbe2aae50
-DATA lgc55<>+28(SB)/4, $0xbe2aae50
+DATA lgc55<>+0(SB)/4, $0x3e4cceac
+DATA lgc55<>+4(SB)/4, $0x3e4cceac
+DATA lgc55<>+8(SB)/4, $0x3e4cceac
+DATA lgc55<>+12(SB)/4, $0x3e4cceac
+DATA lgc55<>+16(SB)/4, $0x3e4cceac
+DATA lgc55<>+20(SB)/4, $0x3e4cceac
+DATA lgc55<>+24(SB)/4, $0x3e4cceac
+DATA lgc55<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x3e4cceac
-DATA lgc56<>+4(SB)/4, $0x3e4cceac
-DATA lgc56<>+8(SB)/4, $0x3e4cceac
-DATA lgc56<>+12(SB)/4, $0x3e4cceac
-DATA lgc56<>+16(SB)/4, $0x3e4cceac
-DATA lgc56<>+20(SB)/4, $0x3e4cceac
-DATA lgc56<>+24(SB)/4, $0x3e4cceac
-DATA lgc56<>+28(SB)/4, $0x3e4cceac
+DATA lgc56<>+0(SB)/4, $0xbe7ffffc
+DATA lgc56<>+4(SB)/4, $0xbe7ffffc
+DATA lgc56<>+8(SB)/4, $0xbe7ffffc
+DATA lgc56<>+12(SB)/4, $0xbe7ffffc
+DATA lgc56<>+16(SB)/4, $0xbe7ffffc
+DATA lgc56<>+20(SB)/4, $0xbe7ffffc
+DATA lgc56<>+24(SB)/4, $0xbe7ffffc
+DATA lgc56<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0xbe7ffffc
-DATA lgc57<>+4(SB)/4, $0xbe7ffffc
-DATA lgc57<>+8(SB)/4, $0xbe7ffffc
-DATA lgc57<>+12(SB)/4, $0xbe7ffffc
-DATA lgc57<>+16(SB)/4, $0xbe7ffffc
-DATA lgc57<>+20(SB)/4, $0xbe7ffffc
-DATA lgc57<>+24(SB)/4, $0xbe7ffffc
-DATA lgc57<>+28(SB)/4, $0xbe7ffffc
+DATA lgc57<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc57<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc58<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+0(SB)/4, $0x7fc00000
+DATA lgc58<>+4(SB)/4, $0x7fc00000
+DATA lgc58<>+8(SB)/4, $0x7fc00000
+DATA lgc58<>+12(SB)/4, $0x7fc00000
+DATA lgc58<>+16(SB)/4, $0x7fc00000
+DATA lgc58<>+20(SB)/4, $0x7fc00000
+DATA lgc58<>+24(SB)/4, $0x7fc00000
+DATA lgc58<>+28(SB)/4, $0x7fc00000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
-
-DATA lgc59<>+0(SB)/4, $0x7fc00000
-DATA lgc59<>+4(SB)/4, $0x7fc00000
-DATA lgc59<>+8(SB)/4, $0x7fc00000
-DATA lgc59<>+12(SB)/4, $0x7fc00000
-DATA lgc59<>+16(SB)/4, $0x7fc00000
-DATA lgc59<>+20(SB)/4, $0x7fc00000
-DATA lgc59<>+24(SB)/4, $0x7fc00000
-DATA lgc59<>+28(SB)/4, $0x7fc00000
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3172,22 +3122,23 @@ bulk_19:
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc45<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc44<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc46<>+0(SB), Y4, Y4
-	VPAND        lgc47<>+0(SB), Y2, Y2
+	VPSUBD       lgc45<>+0(SB), Y4, Y4
+	VPAND        lgc46<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc48<>+0(SB), Y3, Y2
+	VPAND        lgc47<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc49<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc48<>+0(SB), Y2, Y3
 	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc50<>+0(SB), Y5
+	VMOVAPS      lgc49<>+0(SB), Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
@@ -3195,7 +3146,6 @@ bulk_19:
 	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3206,7 +3156,7 @@ bulk_19:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc8<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -206,83 +206,73 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y2, Y2
-	VMOVUPD      Y2, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(DX), Y3, Y3
-	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y2, Y2
-	VMOVUPD      Y2, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y0, Y0
+	VMOVUPD      Y0, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VMOVUPS      1536(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1376(DX), Y0, Y0
+	VMOVUPD      Y0, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(DX)
+	VMOVUPS      1856(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1696(DX), Y0, Y0
+	VMOVUPD      Y0, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9664(DX), Y0, Y0
 	VMOVUPS      Y0, 9664(DX)
 	MOVQ         $+8, DX
@@ -297,83 +287,73 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9664(CX), Y0, Y0
 	VMOVUPS      Y0, 9664(CX)
 	INCQ         AX
@@ -628,26 +608,6 @@ DATA lgc24<>+16(SB)/8, $0x4020000000000000
 DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-88
@@ -723,7 +683,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v55 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y2, Y2
+	VMULPS  lgc25<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -778,8 +738,7 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc24<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -788,17 +747,16 @@ blocks_4:
 	VADDPD       9824(CX), Y0, Y0
 	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       10112(CX), Y4, Y4
-	VMOVUPD      Y4, 10112(CX)
+	VADDPD       10112(CX), Y3, Y3
+	VMOVUPD      Y3, 10112(CX)
 	VADDPD       10144(CX), Y1, Y1
 	VMOVUPD      Y1, 10144(CX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       10432(CX), Y2, Y2
 	VMOVUPS      Y2, 10432(CX)
 	MOVQ         $+8, CX
@@ -820,45 +778,43 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      9984(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      9984(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       9792(AX), Y2, Y2
 	VMOVUPD      Y2, 9792(AX)
-	VADDPD       9824(AX), Y1, Y1
-	VMOVUPD      Y1, 9824(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 9984(AX)
-	VMOVUPS      10304(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       10112(AX), Y3, Y3
-	VMOVUPD      Y3, 10112(AX)
-	VADDPD       10144(AX), Y2, Y2
-	VMOVUPD      Y2, 10144(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 10304(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       9824(AX), Y0, Y0
+	VMOVUPD      Y0, 9824(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      10304(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       10112(AX), Y2, Y2
+	VMOVUPD      Y2, 10112(AX)
+	VADDPD       10144(AX), Y0, Y0
+	VMOVUPD      Y0, 10144(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 10304(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       10432(AX), Y0, Y0
 	VMOVUPS      Y0, 10432(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc25<>+0(SB)/4, $0x40000000
+DATA lgc25<>+4(SB)/4, $0x40000000
+DATA lgc25<>+8(SB)/4, $0x40000000
+DATA lgc25<>+12(SB)/4, $0x40000000
+DATA lgc25<>+16(SB)/4, $0x40000000
+DATA lgc25<>+20(SB)/4, $0x40000000
+DATA lgc25<>+24(SB)/4, $0x40000000
+DATA lgc25<>+28(SB)/4, $0x40000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
@@ -875,7 +831,7 @@ TEXT ·pass3AVX2(SB), $0-24
 
 	// v64 = div(v61, v63)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc26<>+0(SB), Y1
 
 	// ess = div(v64, 8)
 	VDIVPS Y1, Y0, Y0
@@ -886,15 +842,15 @@ TEXT ·pass3AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x41000000
-DATA lgc28<>+4(SB)/4, $0x41000000
-DATA lgc28<>+8(SB)/4, $0x41000000
-DATA lgc28<>+12(SB)/4, $0x41000000
-DATA lgc28<>+16(SB)/4, $0x41000000
-DATA lgc28<>+20(SB)/4, $0x41000000
-DATA lgc28<>+24(SB)/4, $0x41000000
-DATA lgc28<>+28(SB)/4, $0x41000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x41000000
+DATA lgc26<>+4(SB)/4, $0x41000000
+DATA lgc26<>+8(SB)/4, $0x41000000
+DATA lgc26<>+12(SB)/4, $0x41000000
+DATA lgc26<>+16(SB)/4, $0x41000000
+DATA lgc26<>+20(SB)/4, $0x41000000
+DATA lgc26<>+24(SB)/4, $0x41000000
+DATA lgc26<>+28(SB)/4, $0x41000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -924,8 +880,7 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -934,6 +889,7 @@ blocks_8:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -950,18 +906,18 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -1259,70 +1215,62 @@ blocks_11:
 	JNZ          noflush_12
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(DX), Y2, Y2
 	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y1, Y1
-	VMOVUPD      Y1, 544(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)
-	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(DX), Y3, Y3
-	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y2, Y2
-	VMOVUPD      Y2, 864(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(DX), Y3, Y3
-	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y2, Y2
-	VMOVUPD      Y2, 1184(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(DX), Y3, Y3
-	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y2, Y2
-	VMOVUPD      Y2, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       544(DX), Y0, Y0
+	VMOVUPD      Y0, 544(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       832(DX), Y2, Y2
+	VMOVUPD      Y2, 832(DX)
+	VADDPD       864(DX), Y0, Y0
+	VMOVUPD      Y0, 864(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1152(DX), Y2, Y2
+	VMOVUPD      Y2, 1152(DX)
+	VADDPD       1184(DX), Y0, Y0
+	VMOVUPD      Y0, 1184(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9792(DX), Y0, Y0
 	VMOVUPS      Y0, 9792(DX)
 	MOVQ         $+8, DX
@@ -1337,70 +1285,62 @@ noflush_12:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      704(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(CX), Y2, Y2
 	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y1, Y1
-	VMOVUPD      Y1, 544(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(CX)
-	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(CX), Y3, Y3
-	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y2, Y2
-	VMOVUPD      Y2, 864(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(CX), Y3, Y3
-	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y2, Y2
-	VMOVUPD      Y2, 1184(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(CX), Y3, Y3
-	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       544(CX), Y0, Y0
+	VMOVUPD      Y0, 544(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(CX)
+	VMOVUPS      1024(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       832(CX), Y2, Y2
+	VMOVUPD      Y2, 832(CX)
+	VADDPD       864(CX), Y0, Y0
+	VMOVUPD      Y0, 864(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)
+	VMOVUPS      1344(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1152(CX), Y2, Y2
+	VMOVUPD      Y2, 1152(CX)
+	VADDPD       1184(CX), Y0, Y0
+	VMOVUPD      Y0, 1184(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(CX)
+	VMOVUPS      1664(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9792(CX), Y0, Y0
 	VMOVUPS      Y0, 9792(CX)
 	INCQ         AX
@@ -1484,7 +1424,7 @@ blocks_13:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v55 = mul(2, logSumW)
-	VMULPS  lgc27<>+0(SB), Y2, Y2
+	VMULPS  lgc25<>+0(SB), Y2, Y2
 	MOVQ    s6+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1539,8 +1479,7 @@ blocks_13:
 	JNZ          noflush_15
 	VMOVUPD      lgc24<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1549,17 +1488,16 @@ blocks_13:
 	VADDPD       9952(CX), Y0, Y0
 	VMOVUPD      Y0, 9952(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc25<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc26<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       10240(CX), Y4, Y4
-	VMOVUPD      Y4, 10240(CX)
+	VADDPD       10240(CX), Y3, Y3
+	VMOVUPD      Y3, 10240(CX)
 	VADDPD       10272(CX), Y1, Y1
 	VMOVUPD      Y1, 10272(CX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       10560(CX), Y2, Y2
 	VMOVUPS      Y2, 10560(CX)
 	MOVQ         $+8, CX
@@ -1581,31 +1519,29 @@ chunkdone_14:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      10112(AX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      10112(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       9920(AX), Y2, Y2
 	VMOVUPD      Y2, 9920(AX)
-	VADDPD       9952(AX), Y1, Y1
-	VMOVUPD      Y1, 9952(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 10112(AX)
-	VMOVUPS      10432(AX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       10240(AX), Y3, Y3
-	VMOVUPD      Y3, 10240(AX)
-	VADDPD       10272(AX), Y2, Y2
-	VMOVUPD      Y2, 10272(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 10432(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       9952(AX), Y0, Y0
+	VMOVUPD      Y0, 9952(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 10112(AX)
+	VMOVUPS      10432(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       10240(AX), Y2, Y2
+	VMOVUPD      Y2, 10240(AX)
+	VADDPD       10272(AX), Y0, Y0
+	VMOVUPD      Y0, 10272(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 10432(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       10560(AX), Y0, Y0
 	VMOVUPS      Y0, 10560(AX)
 	VZEROUPPER
@@ -1626,7 +1562,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v64 = div(v61, v63)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y1
+	VMOVUPS lgc26<>+0(SB), Y1
 
 	// ess = div(v64, 8)
 	VDIVPS Y1, Y0, Y0
@@ -1696,30 +1632,30 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc31<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1730,7 +1666,7 @@ bulk_18:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1743,165 +1679,165 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x0000007f
-DATA lgc31<>+4(SB)/4, $0x0000007f
-DATA lgc31<>+8(SB)/4, $0x0000007f
-DATA lgc31<>+12(SB)/4, $0x0000007f
-DATA lgc31<>+16(SB)/4, $0x0000007f
-DATA lgc31<>+20(SB)/4, $0x0000007f
-DATA lgc31<>+24(SB)/4, $0x0000007f
-DATA lgc31<>+28(SB)/4, $0x0000007f
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1916,30 +1852,30 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc31<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1950,7 +1886,7 @@ bulk_20:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -248,59 +248,49 @@ blocks_2:
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc26<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        64(DX), Z1, Z1
-	VMOVUPD       Z1, 64(DX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
-	VMOVUPS       576(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        384(DX), Z2, Z2
-	VMOVUPD       Z2, 384(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 576(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        704(DX), Z2, Z2
-	VMOVUPD       Z2, 704(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 896(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1024(DX), Z2, Z2
-	VMOVUPD       Z2, 1024(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1344(DX), Z2, Z2
-	VMOVUPD       Z2, 1344(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1664(DX), Z2, Z2
-	VMOVUPD       Z2, 1664(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(DX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       256(DX), Y0
+	VMULPS        lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 256(DX)
+	VMOVUPS       576(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        384(DX), Z0, Z0
+	VMOVUPD       Z0, 384(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 576(DX)
+	VMOVUPS       896(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        704(DX), Z0, Z0
+	VMOVUPD       Z0, 704(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 896(DX)
+	VMOVUPS       1216(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1024(DX), Z0, Z0
+	VMOVUPD       Z0, 1024(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1216(DX)
+	VMOVUPS       1536(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1344(DX), Z0, Z0
+	VMOVUPD       Z0, 1344(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1536(DX)
+	VMOVUPS       1856(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1664(DX), Z0, Z0
+	VMOVUPD       Z0, 1664(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1856(DX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        9664(DX), Y0, Y0
 	VMOVUPS       Y0, 9664(DX)
 	MOVQ          $+4, DX
@@ -312,63 +302,53 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX), Z2, Z2
-	VMOVUPD      Z2, 384(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(CX), Z2, Z2
-	VMOVUPD      Z2, 704(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(CX), Z2, Z2
-	VMOVUPD      Z2, 1024(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1344(CX), Z2, Z2
-	VMOVUPD      Z2, 1344(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1664(CX), Z2, Z2
-	VMOVUPD      Z2, 1664(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX), Z0, Z0
+	VMOVUPD      Z0, 384(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(CX), Z0, Z0
+	VMOVUPD      Z0, 704(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(CX), Z0, Z0
+	VMOVUPD      Z0, 1024(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1344(CX), Z0, Z0
+	VMOVUPD      Z0, 1344(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1664(CX), Z0, Z0
+	VMOVUPD      Z0, 1664(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9664(CX), Y0, Y0
 	VMOVUPS      Y0, 9664(CX)
 	INCQ         AX
@@ -479,38 +459,18 @@ DATA lgc25<>+16(SB)/8, $0x4020000000000000
 DATA lgc25<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/4, $0x00000000
+DATA lgc26<>+4(SB)/4, $0x00000000
+DATA lgc26<>+8(SB)/4, $0x00000000
+DATA lgc26<>+12(SB)/4, $0x00000000
+DATA lgc26<>+16(SB)/4, $0x00000000
+DATA lgc26<>+20(SB)/4, $0x00000000
+DATA lgc26<>+24(SB)/4, $0x00000000
+DATA lgc26<>+28(SB)/4, $0x00000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x00000000
-DATA lgc28<>+4(SB)/4, $0x00000000
-DATA lgc28<>+8(SB)/4, $0x00000000
-DATA lgc28<>+12(SB)/4, $0x00000000
-DATA lgc28<>+16(SB)/4, $0x00000000
-DATA lgc28<>+20(SB)/4, $0x00000000
-DATA lgc28<>+24(SB)/4, $0x00000000
-DATA lgc28<>+28(SB)/4, $0x00000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
 // func pass2AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass2AVX512(SB), $64-48
 	LEAQ    63(SP), AX
 	ANDQ    $-64, AX
@@ -528,7 +488,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb29<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb27<>+0(SB), Z2, Z2
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -588,19 +548,17 @@ blocks_4:
 	JNZ           noflush_6
 	VMOVUPD       lgc25<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc26<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
+	VMULPS        lgc26<>+0(SB), Y0, Y2
 	VCVTPS2PD     Y0, Z0
 	VADDPD        9792(CX), Z0, Z0
 	VMOVUPD       Z0, 9792(CX)
-	VMOVUPS       lgc28<>+0(SB), Y0
-	VANDPS        lgc26<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y1, Y2
 	VCVTPS2PD     Y1, Z1
 	VADDPD        10112(CX), Z1, Z1
 	VMOVUPD       Z1, 10112(CX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VANDPS        Y3, Y2, Y2
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VCMPPS        $0x00, Y2, Y2, Y2
 	VANDPS        10432(CX), Y2, Y2
 	VMOVUPS       Y2, 10432(CX)
 	MOVQ          $+4, CX
@@ -619,34 +577,32 @@ chunkdone_5:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      9984(AX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       9792(AX), Z1, Z1
-	VMOVUPD      Z1, 9792(AX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 9984(AX)
-	VMOVUPS      10304(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       10112(AX), Z2, Z2
-	VMOVUPD      Z2, 10112(AX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 10304(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      9984(AX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       9792(AX), Z0, Z0
+	VMOVUPD      Z0, 9792(AX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      10304(AX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       10112(AX), Z0, Z0
+	VMOVUPD      Z0, 10112(AX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 10304(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       10432(AX), Y0, Y0
 	VMOVUPS      Y0, 10432(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb29<>+0(SB)/4, $0x40000000
-GLOBL lgb29<>(SB), RODATA|NOPTR, $4
+DATA lgb27<>+0(SB)/4, $0x40000000
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -681,12 +637,12 @@ blocks_8:
 	JNZ           noflush_9
 	VMOVUPD       lgc25<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc26<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMULPS        lgc26<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(DX), Z0, Z0
 	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc28<>+0(SB), Y0
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
@@ -700,18 +656,18 @@ noflush_9:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -721,7 +677,7 @@ noflush_9:
 	RET
 
 // func fbPass1AVX512(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $192-88
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -1038,59 +994,51 @@ blocks_11:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ      gradLogProb+72(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_12
-	VMOVUPD   lgc25<>+0(SB), Y0
-	MOVQ      state+48(FP), BX
-	VMOVUPS   704(BX), Y1
-	VANDPS    lgc26<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    512(BX), Z1, Z1
-	VMOVUPD   Z1, 512(BX)
-	VMOVUPS   lgc28<>+0(SB), Y1
-	VMOVUPS   Y1, 704(BX)
-	VMOVUPS   1024(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    832(BX), Z2, Z2
-	VMOVUPD   Z2, 832(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1024(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1344(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1152(BX), Z2, Z2
-	VMOVUPD   Z2, 1152(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1344(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1664(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1472(BX), Z2, Z2
-	VMOVUPD   Z2, 1472(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1664(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1984(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1792(BX), Z2, Z2
-	VMOVUPD   Z2, 1792(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1984(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    9792(BX), Y0, Y0
-	VMOVUPS   Y0, 9792(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+72(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_12
+	VMOVUPD     lgc25<>+0(SB), Y0
+	MOVQ        state+48(FP), BX
+	VMOVUPS     704(BX), Y0
+	VMULPS      lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      512(BX), Z0, Z0
+	VMOVUPD     Z0, 512(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 704(BX)
+	VMOVUPS     1024(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      832(BX), Z0, Z0
+	VMOVUPD     Z0, 832(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1024(BX)
+	VMOVUPS     1344(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1152(BX), Z0, Z0
+	VMOVUPD     Z0, 1152(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1344(BX)
+	VMOVUPS     1664(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1472(BX), Z0, Z0
+	VMOVUPD     Z0, 1472(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1664(BX)
+	VMOVUPS     1984(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1792(BX), Z0, Z0
+	VMOVUPD     Z0, 1792(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1984(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      9792(BX), Y0, Y0
+	VMOVUPS     Y0, 9792(BX)
+	MOVQ        $+4, BX
 
 noflush_12:
 	ADDQ         $+16, DX
@@ -1099,54 +1047,46 @@ noflush_12:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       512(DX), Z1, Z1
-	VMOVUPD      Z1, 512(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)
-	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       832(DX), Z2, Z2
-	VMOVUPD      Z2, 832(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1152(DX), Z2, Z2
-	VMOVUPD      Z2, 1152(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1472(DX), Z2, Z2
-	VMOVUPD      Z2, 1472(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1792(DX), Z2, Z2
-	VMOVUPD      Z2, 1792(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      704(DX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       512(DX), Z0, Z0
+	VMOVUPD      Z0, 512(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       832(DX), Z0, Z0
+	VMOVUPD      Z0, 832(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1152(DX), Z0, Z0
+	VMOVUPD      Z0, 1152(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1472(DX), Z0, Z0
+	VMOVUPD      Z0, 1472(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1792(DX), Z0, Z0
+	VMOVUPD      Z0, 1792(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       9792(DX), Y0, Y0
 	VMOVUPS      Y0, 9792(DX)
 	INCQ         CX
@@ -1156,7 +1096,7 @@ noflush_12:
 	RET
 
 // func fbPass3AVX512(state *float64, lo int, hi int, s5 *float32, s6 *float32, s7 *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass3AVX512(SB), $64-48
 	LEAQ    63(SP), AX
 	ANDQ    $-64, AX
@@ -1174,7 +1114,7 @@ blocks_13:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb29<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb27<>+0(SB), Z2, Z2
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -1234,19 +1174,17 @@ blocks_13:
 	JNZ           noflush_15
 	VMOVUPD       lgc25<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc26<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc27<>+0(SB), Y2, Y2
+	VMULPS        lgc26<>+0(SB), Y0, Y2
 	VCVTPS2PD     Y0, Z0
 	VADDPD        9920(CX), Z0, Z0
 	VMOVUPD       Z0, 9920(CX)
-	VMOVUPS       lgc28<>+0(SB), Y0
-	VANDPS        lgc26<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc27<>+0(SB), Y3, Y3
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y1, Y2
 	VCVTPS2PD     Y1, Z1
 	VADDPD        10240(CX), Z1, Z1
 	VMOVUPD       Z1, 10240(CX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VANDPS        Y3, Y2, Y2
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VCMPPS        $0x00, Y2, Y2, Y2
 	VANDPS        10560(CX), Y2, Y2
 	VMOVUPS       Y2, 10560(CX)
 	MOVQ          $+4, CX
@@ -1265,27 +1203,25 @@ chunkdone_14:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      10112(AX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       9920(AX), Z1, Z1
-	VMOVUPD      Z1, 9920(AX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 10112(AX)
-	VMOVUPS      10432(AX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       10240(AX), Z2, Z2
-	VMOVUPD      Z2, 10240(AX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 10432(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      10112(AX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       9920(AX), Z0, Z0
+	VMOVUPD      Z0, 9920(AX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 10112(AX)
+	VMOVUPS      10432(AX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       10240(AX), Z0, Z0
+	VMOVUPD      Z0, 10240(AX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 10432(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       10560(AX), Y0, Y0
 	VMOVUPS      Y0, 10560(AX)
 	VZEROUPPER

@@ -1335,83 +1335,73 @@ inner_Q_6:
 	JNZ          noflush_7
 	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+104(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1984(CX), Y0, Y0
 	VMOVUPS      Y0, 1984(CX)
 	MOVQ         $+8, CX
@@ -1430,83 +1420,73 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(AX), Y3, Y3
-	VMOVUPD      Y3, 1344(AX)
-	VADDPD       1376(AX), Y2, Y2
-	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(AX), Y3, Y3
-	VMOVUPD      Y3, 1664(AX)
-	VADDPD       1696(AX), Y2, Y2
-	VMOVUPD      Y2, 1696(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VMOVUPS      1536(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
+	VADDPD       1376(AX), Y0, Y0
+	VMOVUPD      Y0, 1376(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(AX)
+	VMOVUPS      1856(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(AX), Y2, Y2
+	VMOVUPD      Y2, 1664(AX)
+	VADDPD       1696(AX), Y0, Y0
+	VMOVUPD      Y0, 1696(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1984(AX), Y0, Y0
 	VMOVUPS      Y0, 1984(AX)
 	VZEROUPPER
@@ -1820,26 +1800,6 @@ DATA lgc44<>+16(SB)/8, $0x4020000000000000
 DATA lgc44<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fffffff
-DATA lgc45<>+4(SB)/4, $0x7fffffff
-DATA lgc45<>+8(SB)/4, $0x7fffffff
-DATA lgc45<>+12(SB)/4, $0x7fffffff
-DATA lgc45<>+16(SB)/4, $0x7fffffff
-DATA lgc45<>+20(SB)/4, $0x7fffffff
-DATA lgc45<>+24(SB)/4, $0x7fffffff
-DATA lgc45<>+28(SB)/4, $0x7fffffff
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x7f7fffff
-DATA lgc46<>+4(SB)/4, $0x7f7fffff
-DATA lgc46<>+8(SB)/4, $0x7f7fffff
-DATA lgc46<>+12(SB)/4, $0x7f7fffff
-DATA lgc46<>+16(SB)/4, $0x7f7fffff
-DATA lgc46<>+20(SB)/4, $0x7f7fffff
-DATA lgc46<>+24(SB)/4, $0x7f7fffff
-DATA lgc46<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-16
@@ -1920,7 +1880,7 @@ TEXT ·fbPass1AVX2(SB), $6976-216
 	VMULPS       Y0, Y3, Y3
 
 	// v91 = mul(0.00390625, v13)
-	VMULPS  lgc47<>+0(SB), Y3, Y0
+	VMULPS  lgc45<>+0(SB), Y3, Y0
 	VMOVUPS Y3, (SP)
 	VMOVUPS Y0, 32(SP)
 	MOVQ    $+8, CX
@@ -3039,7 +2999,7 @@ inner_Q_13:
 	VMOVUPS 6464(SP), Y2
 
 	// v89 = mul(-0.00390625, v78)
-	VMULPS lgc48<>+0(SB), Y0, Y0
+	VMULPS lgc46<>+0(SB), Y0, Y0
 
 	// sum(v89) over [B]
 	VADDPS  2176(DX), Y0, Y0
@@ -3076,7 +3036,7 @@ inner_Q_14:
 
 	// v93 = eq(v92, v71)
 	VCMPPS  $0x00, Y5, Y4, Y4
-	VMOVUPS lgc48<>+0(SB), Y5
+	VMOVUPS lgc46<>+0(SB), Y5
 
 	// gradStateActionValueActor = where(v93, -0.00390625, 0)
 	VANDPS Y5, Y4, Y4
@@ -3155,7 +3115,7 @@ inner_R_15:
 
 	// v53 = add(v50, v52)
 	VADDPS  Y4, Y3, Y3
-	VMOVUPS lgc49<>+0(SB), Y5
+	VMOVUPS lgc47<>+0(SB), Y5
 
 	// v97 = div(0.001953125, v53)
 	VDIVPS  Y3, Y5, Y3
@@ -3205,21 +3165,21 @@ inner_R_15:
 	VMOVUPS 6912(SP), Y0
 	VMOVUPS lgc18<>+0(SB), Y1
 	VCMPPS  $0x04, Y1, Y0, Y1
-	VMOVUPS lgc47<>+0(SB), Y0
+	VMOVUPS lgc45<>+0(SB), Y0
 
 	// v108 = where(v19, 0, 0.00390625)
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS 6880(SP), Y2
 
 	// v109 = mul(0.00390625, absDiff)
-	VMULPS lgc47<>+0(SB), Y2, Y2
+	VMULPS lgc45<>+0(SB), Y2, Y2
 
 	// v110 = where(v19, v109, 0)
 	VANDPS  Y2, Y1, Y2
 	VMOVUPS 6944(SP), Y3
 
 	// v111 = mul(0.00390625, v20)
-	VMULPS lgc47<>+0(SB), Y3, Y3
+	VMULPS lgc45<>+0(SB), Y3, Y3
 
 	// v112 = where(v19, v111, 0)
 	VANDPS Y3, Y1, Y1
@@ -3243,7 +3203,7 @@ inner_R_15:
 
 	// v119 = mul(diff, 0)
 	VMULPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS lgc50<>+0(SB), Y5
+	VMOVUPS lgc48<>+0(SB), Y5
 
 	// v120 = where(v117, -1, v119)
 	VBLENDVPS Y4, Y5, Y1, Y1
@@ -3262,7 +3222,7 @@ inner_R_15:
 	VBLENDVPS Y2, Y1, Y0, Y0
 
 	// gradStateActionValue = add(-0.01953125, v124)
-	VADDPS lgc51<>+0(SB), Y0, Y0
+	VADDPS lgc49<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+144(FP), DI
@@ -3271,7 +3231,7 @@ inner_R_15:
 	CMPQ    DX, $+2
 	JL      inner_Q_14
 	VMOVUPS 32(SP), Y0
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc46<>+0(SB), Y1
 	VMOVUPS 6528(SP), Y2
 
 	// store valueTarget
@@ -3791,96 +3751,84 @@ inner_R_15:
 	JNZ          noflush_16
 	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+104(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(CX), Y3, Y3
-	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y2, Y2
-	VMOVUPD      Y2, 2016(CX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VMOVUPS      2176(CX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(CX), Y2, Y2
+	VMOVUPD      Y2, 1984(CX)
+	VADDPD       2016(CX), Y0, Y0
+	VMOVUPD      Y0, 2016(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2304(CX), Y0, Y0
 	VMOVUPS      Y0, 2304(CX)
 	MOVQ         $+8, CX
@@ -3899,150 +3847,138 @@ chunkdone_9:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+104(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(AX), Y3, Y3
-	VMOVUPD      Y3, 1344(AX)
-	VADDPD       1376(AX), Y2, Y2
-	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(AX), Y3, Y3
-	VMOVUPD      Y3, 1664(AX)
-	VADDPD       1696(AX), Y2, Y2
-	VMOVUPD      Y2, 1696(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2176(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(AX), Y3, Y3
-	VMOVUPD      Y3, 1984(AX)
-	VADDPD       2016(AX), Y2, Y2
-	VMOVUPD      Y2, 2016(AX)
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VMOVUPS      1536(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
+	VADDPD       1376(AX), Y0, Y0
+	VMOVUPD      Y0, 1376(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(AX)
+	VMOVUPS      1856(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(AX), Y2, Y2
+	VMOVUPD      Y2, 1664(AX)
+	VADDPD       1696(AX), Y0, Y0
+	VMOVUPD      Y0, 1696(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(AX)
+	VMOVUPS      2176(AX), Y0
+	VFMADD231PS  lgc18<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(AX), Y2, Y2
+	VMOVUPD      Y2, 1984(AX)
+	VADDPD       2016(AX), Y0, Y0
+	VMOVUPD      Y0, 2016(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2304(AX), Y0, Y0
 	VMOVUPS      Y0, 2304(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x3b800000
-DATA lgc47<>+4(SB)/4, $0x3b800000
-DATA lgc47<>+8(SB)/4, $0x3b800000
-DATA lgc47<>+12(SB)/4, $0x3b800000
-DATA lgc47<>+16(SB)/4, $0x3b800000
-DATA lgc47<>+20(SB)/4, $0x3b800000
-DATA lgc47<>+24(SB)/4, $0x3b800000
-DATA lgc47<>+28(SB)/4, $0x3b800000
+DATA lgc45<>+0(SB)/4, $0x3b800000
+DATA lgc45<>+4(SB)/4, $0x3b800000
+DATA lgc45<>+8(SB)/4, $0x3b800000
+DATA lgc45<>+12(SB)/4, $0x3b800000
+DATA lgc45<>+16(SB)/4, $0x3b800000
+DATA lgc45<>+20(SB)/4, $0x3b800000
+DATA lgc45<>+24(SB)/4, $0x3b800000
+DATA lgc45<>+28(SB)/4, $0x3b800000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0xbb800000
+DATA lgc46<>+4(SB)/4, $0xbb800000
+DATA lgc46<>+8(SB)/4, $0xbb800000
+DATA lgc46<>+12(SB)/4, $0xbb800000
+DATA lgc46<>+16(SB)/4, $0xbb800000
+DATA lgc46<>+20(SB)/4, $0xbb800000
+DATA lgc46<>+24(SB)/4, $0xbb800000
+DATA lgc46<>+28(SB)/4, $0xbb800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x3b000000
+DATA lgc47<>+4(SB)/4, $0x3b000000
+DATA lgc47<>+8(SB)/4, $0x3b000000
+DATA lgc47<>+12(SB)/4, $0x3b000000
+DATA lgc47<>+16(SB)/4, $0x3b000000
+DATA lgc47<>+20(SB)/4, $0x3b000000
+DATA lgc47<>+24(SB)/4, $0x3b000000
+DATA lgc47<>+28(SB)/4, $0x3b000000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbb800000
-DATA lgc48<>+4(SB)/4, $0xbb800000
-DATA lgc48<>+8(SB)/4, $0xbb800000
-DATA lgc48<>+12(SB)/4, $0xbb800000
-DATA lgc48<>+16(SB)/4, $0xbb800000
-DATA lgc48<>+20(SB)/4, $0xbb800000
-DATA lgc48<>+24(SB)/4, $0xbb800000
-DATA lgc48<>+28(SB)/4, $0xbb800000
+DATA lgc48<>+0(SB)/4, $0xbf800000
+DATA lgc48<>+4(SB)/4, $0xbf800000
+DATA lgc48<>+8(SB)/4, $0xbf800000
+DATA lgc48<>+12(SB)/4, $0xbf800000
+DATA lgc48<>+16(SB)/4, $0xbf800000
+DATA lgc48<>+20(SB)/4, $0xbf800000
+DATA lgc48<>+24(SB)/4, $0xbf800000
+DATA lgc48<>+28(SB)/4, $0xbf800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3b000000
-DATA lgc49<>+4(SB)/4, $0x3b000000
-DATA lgc49<>+8(SB)/4, $0x3b000000
-DATA lgc49<>+12(SB)/4, $0x3b000000
-DATA lgc49<>+16(SB)/4, $0x3b000000
-DATA lgc49<>+20(SB)/4, $0x3b000000
-DATA lgc49<>+24(SB)/4, $0x3b000000
-DATA lgc49<>+28(SB)/4, $0x3b000000
+DATA lgc49<>+0(SB)/4, $0xbca00000
+DATA lgc49<>+4(SB)/4, $0xbca00000
+DATA lgc49<>+8(SB)/4, $0xbca00000
+DATA lgc49<>+12(SB)/4, $0xbca00000
+DATA lgc49<>+16(SB)/4, $0xbca00000
+DATA lgc49<>+20(SB)/4, $0xbca00000
+DATA lgc49<>+24(SB)/4, $0xbca00000
+DATA lgc49<>+28(SB)/4, $0xbca00000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0xbf800000
-DATA lgc50<>+4(SB)/4, $0xbf800000
-DATA lgc50<>+8(SB)/4, $0xbf800000
-DATA lgc50<>+12(SB)/4, $0xbf800000
-DATA lgc50<>+16(SB)/4, $0xbf800000
-DATA lgc50<>+20(SB)/4, $0xbf800000
-DATA lgc50<>+24(SB)/4, $0xbf800000
-DATA lgc50<>+28(SB)/4, $0xbf800000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0xbca00000
-DATA lgc51<>+4(SB)/4, $0xbca00000
-DATA lgc51<>+8(SB)/4, $0xbca00000
-DATA lgc51<>+12(SB)/4, $0xbca00000
-DATA lgc51<>+16(SB)/4, $0xbca00000
-DATA lgc51<>+20(SB)/4, $0xbca00000
-DATA lgc51<>+24(SB)/4, $0xbca00000
-DATA lgc51<>+28(SB)/4, $0xbca00000
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

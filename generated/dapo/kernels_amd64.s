@@ -230,122 +230,106 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+16(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(DX), Y3, Y3
-	VMOVUPD      Y3, 384(DX)
-	VADDPD       416(DX), Y2, Y2
-	VMOVUPD      Y2, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(DX), Y3, Y3
-	VMOVUPD      Y3, 704(DX)
-	VADDPD       736(DX), Y2, Y2
-	VMOVUPD      Y2, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(DX), Y3, Y3
-	VMOVUPD      Y3, 1024(DX)
-	VADDPD       1056(DX), Y2, Y2
-	VMOVUPD      Y2, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(DX), Y3, Y3
-	VMOVUPD      Y3, 1344(DX)
-	VADDPD       1376(DX), Y2, Y2
-	VMOVUPD      Y2, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(DX), Y3, Y3
-	VMOVUPD      Y3, 1664(DX)
-	VADDPD       1696(DX), Y2, Y2
-	VMOVUPD      Y2, 1696(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(DX), Y3, Y3
-	VMOVUPD      Y3, 1984(DX)
-	VADDPD       2016(DX), Y2, Y2
-	VMOVUPD      Y2, 2016(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y0, Y0
+	VMOVUPD      Y0, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VMOVUPS      1536(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1376(DX), Y0, Y0
+	VMOVUPD      Y0, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(DX)
+	VMOVUPS      1856(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1696(DX), Y0, Y0
+	VMOVUPD      Y0, 1696(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(DX), Y2, Y2
+	VMOVUPD      Y2, 1984(DX)
+	VADDPD       2016(DX), Y0, Y0
+	VMOVUPD      Y0, 2016(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3072(DX), Y0, Y0
 	VMOVUPS      Y0, 3072(DX)
 	MOVQ         $+8, DX
@@ -360,122 +344,106 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1664(CX), Y3, Y3
-	VMOVUPD      Y3, 1664(CX)
-	VADDPD       1696(CX), Y2, Y2
-	VMOVUPD      Y2, 1696(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1984(CX), Y3, Y3
-	VMOVUPD      Y3, 1984(CX)
-	VADDPD       2016(CX), Y2, Y2
-	VMOVUPD      Y2, 2016(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VMOVUPS      2304(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1984(CX), Y2, Y2
+	VMOVUPD      Y2, 1984(CX)
+	VADDPD       2016(CX), Y0, Y0
+	VMOVUPD      Y0, 2016(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3072(CX), Y0, Y0
 	VMOVUPS      Y0, 3072(CX)
 	INCQ         AX
@@ -730,26 +698,6 @@ DATA lgc24<>+16(SB)/8, $0x4020000000000000
 DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $64-136
@@ -789,7 +737,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v53 = mul(2, v52)
-	VMULPS       lgc27<>+0(SB), Y7, Y7
+	VMULPS       lgc25<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -843,7 +791,7 @@ TEXT ·pass1AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc28<>+0(SB), Y1, Y5
+	VMULPS lgc26<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -881,25 +829,25 @@ TEXT ·pass1AVX2(SB), $64-136
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x40000000
-DATA lgc27<>+4(SB)/4, $0x40000000
-DATA lgc27<>+8(SB)/4, $0x40000000
-DATA lgc27<>+12(SB)/4, $0x40000000
-DATA lgc27<>+16(SB)/4, $0x40000000
-DATA lgc27<>+20(SB)/4, $0x40000000
-DATA lgc27<>+24(SB)/4, $0x40000000
-DATA lgc27<>+28(SB)/4, $0x40000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc25<>+0(SB)/4, $0x40000000
+DATA lgc25<>+4(SB)/4, $0x40000000
+DATA lgc25<>+8(SB)/4, $0x40000000
+DATA lgc25<>+12(SB)/4, $0x40000000
+DATA lgc25<>+16(SB)/4, $0x40000000
+DATA lgc25<>+20(SB)/4, $0x40000000
+DATA lgc25<>+24(SB)/4, $0x40000000
+DATA lgc25<>+28(SB)/4, $0x40000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3c23d70a
-DATA lgc28<>+4(SB)/4, $0x3c23d70a
-DATA lgc28<>+8(SB)/4, $0x3c23d70a
-DATA lgc28<>+12(SB)/4, $0x3c23d70a
-DATA lgc28<>+16(SB)/4, $0x3c23d70a
-DATA lgc28<>+20(SB)/4, $0x3c23d70a
-DATA lgc28<>+24(SB)/4, $0x3c23d70a
-DATA lgc28<>+28(SB)/4, $0x3c23d70a
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x3c23d70a
+DATA lgc26<>+4(SB)/4, $0x3c23d70a
+DATA lgc26<>+8(SB)/4, $0x3c23d70a
+DATA lgc26<>+12(SB)/4, $0x3c23d70a
+DATA lgc26<>+16(SB)/4, $0x3c23d70a
+DATA lgc26<>+20(SB)/4, $0x3c23d70a
+DATA lgc26<>+24(SB)/4, $0x3c23d70a
+DATA lgc26<>+28(SB)/4, $0x3c23d70a
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -929,8 +877,7 @@ blocks_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc24<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -939,6 +886,7 @@ blocks_5:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -955,18 +903,18 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -986,7 +934,7 @@ TEXT ·fbPass1AVX2(SB), $288-88
 
 	// v32 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 
 	// v68 = div(0.01, v32)
 	VDIVPS Y0, Y2, Y2
@@ -1214,14 +1162,14 @@ blocks_8:
 	// sum(v62) over [B L]
 	VADDPS  3072(BX), Y2, Y2
 	VMOVUPS Y2, 3072(BX)
-	VMOVUPS lgc29<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 
 	// v70 = lt(v38, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
 	// v72 = add(k3, v38)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc30<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v73 = where(v70, -1, v72)
 	VBLENDVPS Y2, Y3, Y1, Y1
@@ -1310,109 +1258,95 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc24<>+0(SB), Y0
 	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(DX), Y2, Y2
 	VMOVUPD      Y2, 512(DX)
-	VADDPD       544(DX), Y1, Y1
-	VMOVUPD      Y1, 544(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)
-	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(DX), Y3, Y3
-	VMOVUPD      Y3, 832(DX)
-	VADDPD       864(DX), Y2, Y2
-	VMOVUPD      Y2, 864(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(DX), Y3, Y3
-	VMOVUPD      Y3, 1152(DX)
-	VADDPD       1184(DX), Y2, Y2
-	VMOVUPD      Y2, 1184(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(DX), Y3, Y3
-	VMOVUPD      Y3, 1472(DX)
-	VADDPD       1504(DX), Y2, Y2
-	VMOVUPD      Y2, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2432(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(DX), Y3, Y3
-	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y2, Y2
-	VMOVUPD      Y2, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2432(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(DX), Y3, Y3
-	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y2, Y2
-	VMOVUPD      Y2, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       544(DX), Y0, Y0
+	VMOVUPD      Y0, 544(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       832(DX), Y2, Y2
+	VMOVUPD      Y2, 832(DX)
+	VADDPD       864(DX), Y0, Y0
+	VMOVUPD      Y0, 864(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1152(DX), Y2, Y2
+	VMOVUPD      Y2, 1152(DX)
+	VADDPD       1184(DX), Y0, Y0
+	VMOVUPD      Y0, 1184(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1472(DX), Y2, Y2
+	VMOVUPD      Y2, 1472(DX)
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2432(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(DX)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3200(DX), Y0, Y0
 	VMOVUPS      Y0, 3200(DX)
 	MOVQ         $+8, DX
@@ -1427,109 +1361,95 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      704(CX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(CX), Y2, Y2
 	VMOVUPD      Y2, 512(CX)
-	VADDPD       544(CX), Y1, Y1
-	VMOVUPD      Y1, 544(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(CX)
-	VMOVUPS      1024(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       832(CX), Y3, Y3
-	VMOVUPD      Y3, 832(CX)
-	VADDPD       864(CX), Y2, Y2
-	VMOVUPD      Y2, 864(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1152(CX), Y3, Y3
-	VMOVUPD      Y3, 1152(CX)
-	VADDPD       1184(CX), Y2, Y2
-	VMOVUPD      Y2, 1184(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1472(CX), Y3, Y3
-	VMOVUPD      Y3, 1472(CX)
-	VADDPD       1504(CX), Y2, Y2
-	VMOVUPD      Y2, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2432(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(CX), Y3, Y3
-	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y2, Y2
-	VMOVUPD      Y2, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2432(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       544(CX), Y0, Y0
+	VMOVUPD      Y0, 544(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(CX)
+	VMOVUPS      1024(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       832(CX), Y2, Y2
+	VMOVUPD      Y2, 832(CX)
+	VADDPD       864(CX), Y0, Y0
+	VMOVUPD      Y0, 864(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)
+	VMOVUPS      1344(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1152(CX), Y2, Y2
+	VMOVUPD      Y2, 1152(CX)
+	VADDPD       1184(CX), Y0, Y0
+	VMOVUPD      Y0, 1184(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(CX)
+	VMOVUPS      1664(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1472(CX), Y2, Y2
+	VMOVUPD      Y2, 1472(CX)
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2432(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3200(CX), Y0, Y0
 	VMOVUPS      Y0, 3200(CX)
 	INCQ         AX
@@ -1538,25 +1458,25 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0xc2200000
-DATA lgc29<>+4(SB)/4, $0xc2200000
-DATA lgc29<>+8(SB)/4, $0xc2200000
-DATA lgc29<>+12(SB)/4, $0xc2200000
-DATA lgc29<>+16(SB)/4, $0xc2200000
-DATA lgc29<>+20(SB)/4, $0xc2200000
-DATA lgc29<>+24(SB)/4, $0xc2200000
-DATA lgc29<>+28(SB)/4, $0xc2200000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0xc2200000
+DATA lgc27<>+4(SB)/4, $0xc2200000
+DATA lgc27<>+8(SB)/4, $0xc2200000
+DATA lgc27<>+12(SB)/4, $0xc2200000
+DATA lgc27<>+16(SB)/4, $0xc2200000
+DATA lgc27<>+20(SB)/4, $0xc2200000
+DATA lgc27<>+24(SB)/4, $0xc2200000
+DATA lgc27<>+28(SB)/4, $0xc2200000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbf800000
-DATA lgc30<>+4(SB)/4, $0xbf800000
-DATA lgc30<>+8(SB)/4, $0xbf800000
-DATA lgc30<>+12(SB)/4, $0xbf800000
-DATA lgc30<>+16(SB)/4, $0xbf800000
-DATA lgc30<>+20(SB)/4, $0xbf800000
-DATA lgc30<>+24(SB)/4, $0xbf800000
-DATA lgc30<>+28(SB)/4, $0xbf800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0xbf800000
+DATA lgc28<>+4(SB)/4, $0xbf800000
+DATA lgc28<>+8(SB)/4, $0xbf800000
+DATA lgc28<>+12(SB)/4, $0xbf800000
+DATA lgc28<>+16(SB)/4, $0xbf800000
+DATA lgc28<>+20(SB)/4, $0xbf800000
+DATA lgc28<>+24(SB)/4, $0xbf800000
+DATA lgc28<>+28(SB)/4, $0xbf800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1597,7 +1517,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VBROADCASTSS (AX)(CX*4), Y7
 
 	// v53 = mul(2, v52)
-	VMULPS       lgc27<>+0(SB), Y7, Y7
+	VMULPS       lgc25<>+0(SB), Y7, Y7
 	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
@@ -1651,7 +1571,7 @@ TEXT ·fbPass2AVX2(SB), $64-136
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToInference = mul(0.01, klToInference)
-	VMULPS lgc28<>+0(SB), Y1, Y5
+	VMULPS lgc26<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+72(FP), AX
@@ -1748,30 +1668,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc33<>+0(SB), Y3, Y3
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc37<>+0(SB), Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1782,7 +1702,7 @@ bulk_12:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1795,165 +1715,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x0000007f
+DATA lgc31<>+4(SB)/4, $0x0000007f
+DATA lgc31<>+8(SB)/4, $0x0000007f
+DATA lgc31<>+12(SB)/4, $0x0000007f
+DATA lgc31<>+16(SB)/4, $0x0000007f
+DATA lgc31<>+20(SB)/4, $0x0000007f
+DATA lgc31<>+24(SB)/4, $0x0000007f
+DATA lgc31<>+28(SB)/4, $0x0000007f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x0000007f
-DATA lgc33<>+4(SB)/4, $0x0000007f
-DATA lgc33<>+8(SB)/4, $0x0000007f
-DATA lgc33<>+12(SB)/4, $0x0000007f
-DATA lgc33<>+16(SB)/4, $0x0000007f
-DATA lgc33<>+20(SB)/4, $0x0000007f
-DATA lgc33<>+24(SB)/4, $0x0000007f
-DATA lgc33<>+28(SB)/4, $0x0000007f
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xffffffe9
-DATA lgc34<>+4(SB)/4, $0xffffffe9
-DATA lgc34<>+8(SB)/4, $0xffffffe9
-DATA lgc34<>+12(SB)/4, $0xffffffe9
-DATA lgc34<>+16(SB)/4, $0xffffffe9
-DATA lgc34<>+20(SB)/4, $0xffffffe9
-DATA lgc34<>+24(SB)/4, $0xffffffe9
-DATA lgc34<>+28(SB)/4, $0xffffffe9
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x007fffff
-DATA lgc35<>+4(SB)/4, $0x007fffff
-DATA lgc35<>+8(SB)/4, $0x007fffff
-DATA lgc35<>+12(SB)/4, $0x007fffff
-DATA lgc35<>+16(SB)/4, $0x007fffff
-DATA lgc35<>+20(SB)/4, $0x007fffff
-DATA lgc35<>+24(SB)/4, $0x007fffff
-DATA lgc35<>+28(SB)/4, $0x007fffff
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3fb504f3
-DATA lgc36<>+4(SB)/4, $0x3fb504f3
-DATA lgc36<>+8(SB)/4, $0x3fb504f3
-DATA lgc36<>+12(SB)/4, $0x3fb504f3
-DATA lgc36<>+16(SB)/4, $0x3fb504f3
-DATA lgc36<>+20(SB)/4, $0x3fb504f3
-DATA lgc36<>+24(SB)/4, $0x3fb504f3
-DATA lgc36<>+28(SB)/4, $0x3fb504f3
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3d9021bb
-DATA lgc37<>+4(SB)/4, $0x3d9021bb
-DATA lgc37<>+8(SB)/4, $0x3d9021bb
-DATA lgc37<>+12(SB)/4, $0x3d9021bb
-DATA lgc37<>+16(SB)/4, $0x3d9021bb
-DATA lgc37<>+20(SB)/4, $0x3d9021bb
-DATA lgc37<>+24(SB)/4, $0x3d9021bb
-DATA lgc37<>+28(SB)/4, $0x3d9021bb
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdebd1b8
-DATA lgc38<>+4(SB)/4, $0xbdebd1b8
-DATA lgc38<>+8(SB)/4, $0xbdebd1b8
-DATA lgc38<>+12(SB)/4, $0xbdebd1b8
-DATA lgc38<>+16(SB)/4, $0xbdebd1b8
-DATA lgc38<>+20(SB)/4, $0xbdebd1b8
-DATA lgc38<>+24(SB)/4, $0xbdebd1b8
-DATA lgc38<>+28(SB)/4, $0xbdebd1b8
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3def251a
-DATA lgc39<>+4(SB)/4, $0x3def251a
-DATA lgc39<>+8(SB)/4, $0x3def251a
-DATA lgc39<>+12(SB)/4, $0x3def251a
-DATA lgc39<>+16(SB)/4, $0x3def251a
-DATA lgc39<>+20(SB)/4, $0x3def251a
-DATA lgc39<>+24(SB)/4, $0x3def251a
-DATA lgc39<>+28(SB)/4, $0x3def251a
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e11e9bf
-DATA lgc41<>+4(SB)/4, $0x3e11e9bf
-DATA lgc41<>+8(SB)/4, $0x3e11e9bf
-DATA lgc41<>+12(SB)/4, $0x3e11e9bf
-DATA lgc41<>+16(SB)/4, $0x3e11e9bf
-DATA lgc41<>+20(SB)/4, $0x3e11e9bf
-DATA lgc41<>+24(SB)/4, $0x3e11e9bf
-DATA lgc41<>+28(SB)/4, $0x3e11e9bf
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe2aae50
-DATA lgc42<>+4(SB)/4, $0xbe2aae50
-DATA lgc42<>+8(SB)/4, $0xbe2aae50
-DATA lgc42<>+12(SB)/4, $0xbe2aae50
-DATA lgc42<>+16(SB)/4, $0xbe2aae50
-DATA lgc42<>+20(SB)/4, $0xbe2aae50
-DATA lgc42<>+24(SB)/4, $0xbe2aae50
-DATA lgc42<>+28(SB)/4, $0xbe2aae50
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e4cceac
-DATA lgc43<>+4(SB)/4, $0x3e4cceac
-DATA lgc43<>+8(SB)/4, $0x3e4cceac
-DATA lgc43<>+12(SB)/4, $0x3e4cceac
-DATA lgc43<>+16(SB)/4, $0x3e4cceac
-DATA lgc43<>+20(SB)/4, $0x3e4cceac
-DATA lgc43<>+24(SB)/4, $0x3e4cceac
-DATA lgc43<>+28(SB)/4, $0x3e4cceac
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe7ffffc
-DATA lgc44<>+4(SB)/4, $0xbe7ffffc
-DATA lgc44<>+8(SB)/4, $0xbe7ffffc
-DATA lgc44<>+12(SB)/4, $0xbe7ffffc
-DATA lgc44<>+16(SB)/4, $0xbe7ffffc
-DATA lgc44<>+20(SB)/4, $0xbe7ffffc
-DATA lgc44<>+24(SB)/4, $0xbe7ffffc
-DATA lgc44<>+28(SB)/4, $0xbe7ffffc
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x7fc00000
-DATA lgc46<>+4(SB)/4, $0x7fc00000
-DATA lgc46<>+8(SB)/4, $0x7fc00000
-DATA lgc46<>+12(SB)/4, $0x7fc00000
-DATA lgc46<>+16(SB)/4, $0x7fc00000
-DATA lgc46<>+20(SB)/4, $0x7fc00000
-DATA lgc46<>+24(SB)/4, $0x7fc00000
-DATA lgc46<>+28(SB)/4, $0x7fc00000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1968,30 +1888,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc33<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y2
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2002,7 +1922,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-64
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -86,31 +86,29 @@ blocks_1:
 	JNZ          noflush_2
 	VMOVUPD      lgc3<>+0(SB), Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc5<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc6<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc5<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(CX), Y0, Y0
 	VMOVUPS      Y0, 960(CX)
 	MOVQ         $+8, CX
@@ -121,35 +119,33 @@ noflush_2:
 	JL           blocks_1
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc6<>+0(SB), X0
+	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc5<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc6<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc5<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER
@@ -191,38 +187,18 @@ DATA lgc3<>+16(SB)/8, $0x4020000000000000
 DATA lgc3<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x7fffffff
-DATA lgc4<>+4(SB)/4, $0x7fffffff
-DATA lgc4<>+8(SB)/4, $0x7fffffff
-DATA lgc4<>+12(SB)/4, $0x7fffffff
-DATA lgc4<>+16(SB)/4, $0x7fffffff
-DATA lgc4<>+20(SB)/4, $0x7fffffff
-DATA lgc4<>+24(SB)/4, $0x7fffffff
-DATA lgc4<>+28(SB)/4, $0x7fffffff
+DATA lgc4<>+0(SB)/4, $0x00000000
+DATA lgc4<>+4(SB)/4, $0x00000000
+DATA lgc4<>+8(SB)/4, $0x00000000
+DATA lgc4<>+12(SB)/4, $0x00000000
+DATA lgc4<>+16(SB)/4, $0x00000000
+DATA lgc4<>+20(SB)/4, $0x00000000
+DATA lgc4<>+24(SB)/4, $0x00000000
+DATA lgc4<>+28(SB)/4, $0x00000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x7f7fffff
-DATA lgc5<>+4(SB)/4, $0x7f7fffff
-DATA lgc5<>+8(SB)/4, $0x7f7fffff
-DATA lgc5<>+12(SB)/4, $0x7f7fffff
-DATA lgc5<>+16(SB)/4, $0x7f7fffff
-DATA lgc5<>+20(SB)/4, $0x7f7fffff
-DATA lgc5<>+24(SB)/4, $0x7f7fffff
-DATA lgc5<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0x00000000
-DATA lgc6<>+4(SB)/4, $0x00000000
-DATA lgc6<>+8(SB)/4, $0x00000000
-DATA lgc6<>+12(SB)/4, $0x00000000
-DATA lgc6<>+16(SB)/4, $0x00000000
-DATA lgc6<>+20(SB)/4, $0x00000000
-DATA lgc6<>+24(SB)/4, $0x00000000
-DATA lgc6<>+28(SB)/4, $0x00000000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-80
 	MOVQ $+8, CX
 	XORQ AX, AX
@@ -293,11 +269,11 @@ blocks_3:
 	VMOVUPS Y1, 832(DX)
 
 	// v23 = mul(0.00390625, diff)
-	VMULPS lgc7<>+0(SB), Y2, Y1
+	VMULPS lgc5<>+0(SB), Y2, Y1
 
 	// gradStateActionValue = add(v23, v23)
 	VADDPS  Y1, Y1, Y1
-	VMOVUPS lgc8<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 
 	// store valueTarget
 	MOVQ    valueTarget+48(FP), DX
@@ -318,31 +294,29 @@ blocks_3:
 	JNZ          noflush_4
 	VMOVUPD      lgc3<>+0(SB), Y0
 	MOVQ         state+32(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc5<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc6<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc5<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(CX), Y0, Y0
 	VMOVUPS      Y0, 960(CX)
 	MOVQ         $+8, CX
@@ -353,59 +327,57 @@ noflush_4:
 	JL           blocks_3
 	MOVQ         $+8, AX
 	SUBQ         CX, AX
-	VMOVUPS      lgc6<>+0(SB), X0
+	VMOVUPS      lgc4<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc5<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc6<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc5<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc4<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc7<>+0(SB)/4, $0x3b800000
-DATA lgc7<>+4(SB)/4, $0x3b800000
-DATA lgc7<>+8(SB)/4, $0x3b800000
-DATA lgc7<>+12(SB)/4, $0x3b800000
-DATA lgc7<>+16(SB)/4, $0x3b800000
-DATA lgc7<>+20(SB)/4, $0x3b800000
-DATA lgc7<>+24(SB)/4, $0x3b800000
-DATA lgc7<>+28(SB)/4, $0x3b800000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+DATA lgc5<>+0(SB)/4, $0x3b800000
+DATA lgc5<>+4(SB)/4, $0x3b800000
+DATA lgc5<>+8(SB)/4, $0x3b800000
+DATA lgc5<>+12(SB)/4, $0x3b800000
+DATA lgc5<>+16(SB)/4, $0x3b800000
+DATA lgc5<>+20(SB)/4, $0x3b800000
+DATA lgc5<>+24(SB)/4, $0x3b800000
+DATA lgc5<>+28(SB)/4, $0x3b800000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xbb800000
-DATA lgc8<>+4(SB)/4, $0xbb800000
-DATA lgc8<>+8(SB)/4, $0xbb800000
-DATA lgc8<>+12(SB)/4, $0xbb800000
-DATA lgc8<>+16(SB)/4, $0xbb800000
-DATA lgc8<>+20(SB)/4, $0xbb800000
-DATA lgc8<>+24(SB)/4, $0xbb800000
-DATA lgc8<>+28(SB)/4, $0xbb800000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+DATA lgc6<>+0(SB)/4, $0xbb800000
+DATA lgc6<>+4(SB)/4, $0xbb800000
+DATA lgc6<>+8(SB)/4, $0xbb800000
+DATA lgc6<>+12(SB)/4, $0xbb800000
+DATA lgc6<>+16(SB)/4, $0xbb800000
+DATA lgc6<>+20(SB)/4, $0xbb800000
+DATA lgc6<>+24(SB)/4, $0xbb800000
+DATA lgc6<>+28(SB)/4, $0xbb800000
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -419,27 +391,27 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc9<>+0(SB), Y1
+	VMOVUPS      lgc7<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      lgc8<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc11<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc10<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc14<>+0(SB), Y3
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y3
+	VMOVUPS      lgc14<>+0(SB), Y4
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
 	VMOVUPS      lgc16<>+0(SB), Y4
 	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc18<>+0(SB), Y4
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPADDD       lgc18<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -454,125 +426,125 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc9<>+0(SB)/4, $0xc2d00000
-DATA lgc9<>+4(SB)/4, $0xc2d00000
-DATA lgc9<>+8(SB)/4, $0xc2d00000
-DATA lgc9<>+12(SB)/4, $0xc2d00000
-DATA lgc9<>+16(SB)/4, $0xc2d00000
-DATA lgc9<>+20(SB)/4, $0xc2d00000
-DATA lgc9<>+24(SB)/4, $0xc2d00000
-DATA lgc9<>+28(SB)/4, $0xc2d00000
+DATA lgc7<>+0(SB)/4, $0xc2d00000
+DATA lgc7<>+4(SB)/4, $0xc2d00000
+DATA lgc7<>+8(SB)/4, $0xc2d00000
+DATA lgc7<>+12(SB)/4, $0xc2d00000
+DATA lgc7<>+16(SB)/4, $0xc2d00000
+DATA lgc7<>+20(SB)/4, $0xc2d00000
+DATA lgc7<>+24(SB)/4, $0xc2d00000
+DATA lgc7<>+28(SB)/4, $0xc2d00000
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
+DATA lgc8<>+0(SB)/4, $0x42b20000
+DATA lgc8<>+4(SB)/4, $0x42b20000
+DATA lgc8<>+8(SB)/4, $0x42b20000
+DATA lgc8<>+12(SB)/4, $0x42b20000
+DATA lgc8<>+16(SB)/4, $0x42b20000
+DATA lgc8<>+20(SB)/4, $0x42b20000
+DATA lgc8<>+24(SB)/4, $0x42b20000
+DATA lgc8<>+28(SB)/4, $0x42b20000
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+
+DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x42b20000
-DATA lgc10<>+4(SB)/4, $0x42b20000
-DATA lgc10<>+8(SB)/4, $0x42b20000
-DATA lgc10<>+12(SB)/4, $0x42b20000
-DATA lgc10<>+16(SB)/4, $0x42b20000
-DATA lgc10<>+20(SB)/4, $0x42b20000
-DATA lgc10<>+24(SB)/4, $0x42b20000
-DATA lgc10<>+28(SB)/4, $0x42b20000
+DATA lgc10<>+0(SB)/4, $0x3f318000
+DATA lgc10<>+4(SB)/4, $0x3f318000
+DATA lgc10<>+8(SB)/4, $0x3f318000
+DATA lgc10<>+12(SB)/4, $0x3f318000
+DATA lgc10<>+16(SB)/4, $0x3f318000
+DATA lgc10<>+20(SB)/4, $0x3f318000
+DATA lgc10<>+24(SB)/4, $0x3f318000
+DATA lgc10<>+28(SB)/4, $0x3f318000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc11<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+0(SB)/4, $0xb95e8083
+DATA lgc11<>+4(SB)/4, $0xb95e8083
+DATA lgc11<>+8(SB)/4, $0xb95e8083
+DATA lgc11<>+12(SB)/4, $0xb95e8083
+DATA lgc11<>+16(SB)/4, $0xb95e8083
+DATA lgc11<>+20(SB)/4, $0xb95e8083
+DATA lgc11<>+24(SB)/4, $0xb95e8083
+DATA lgc11<>+28(SB)/4, $0xb95e8083
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3f318000
-DATA lgc12<>+4(SB)/4, $0x3f318000
-DATA lgc12<>+8(SB)/4, $0x3f318000
-DATA lgc12<>+12(SB)/4, $0x3f318000
-DATA lgc12<>+16(SB)/4, $0x3f318000
-DATA lgc12<>+20(SB)/4, $0x3f318000
-DATA lgc12<>+24(SB)/4, $0x3f318000
-DATA lgc12<>+28(SB)/4, $0x3f318000
+DATA lgc12<>+0(SB)/4, $0x39506967
+DATA lgc12<>+4(SB)/4, $0x39506967
+DATA lgc12<>+8(SB)/4, $0x39506967
+DATA lgc12<>+12(SB)/4, $0x39506967
+DATA lgc12<>+16(SB)/4, $0x39506967
+DATA lgc12<>+20(SB)/4, $0x39506967
+DATA lgc12<>+24(SB)/4, $0x39506967
+DATA lgc12<>+28(SB)/4, $0x39506967
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0xb95e8083
-DATA lgc13<>+4(SB)/4, $0xb95e8083
-DATA lgc13<>+8(SB)/4, $0xb95e8083
-DATA lgc13<>+12(SB)/4, $0xb95e8083
-DATA lgc13<>+16(SB)/4, $0xb95e8083
-DATA lgc13<>+20(SB)/4, $0xb95e8083
-DATA lgc13<>+24(SB)/4, $0xb95e8083
-DATA lgc13<>+28(SB)/4, $0xb95e8083
+DATA lgc13<>+0(SB)/4, $0x3ab743ce
+DATA lgc13<>+4(SB)/4, $0x3ab743ce
+DATA lgc13<>+8(SB)/4, $0x3ab743ce
+DATA lgc13<>+12(SB)/4, $0x3ab743ce
+DATA lgc13<>+16(SB)/4, $0x3ab743ce
+DATA lgc13<>+20(SB)/4, $0x3ab743ce
+DATA lgc13<>+24(SB)/4, $0x3ab743ce
+DATA lgc13<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x39506967
-DATA lgc14<>+4(SB)/4, $0x39506967
-DATA lgc14<>+8(SB)/4, $0x39506967
-DATA lgc14<>+12(SB)/4, $0x39506967
-DATA lgc14<>+16(SB)/4, $0x39506967
-DATA lgc14<>+20(SB)/4, $0x39506967
-DATA lgc14<>+24(SB)/4, $0x39506967
-DATA lgc14<>+28(SB)/4, $0x39506967
+DATA lgc14<>+0(SB)/4, $0x3c088908
+DATA lgc14<>+4(SB)/4, $0x3c088908
+DATA lgc14<>+8(SB)/4, $0x3c088908
+DATA lgc14<>+12(SB)/4, $0x3c088908
+DATA lgc14<>+16(SB)/4, $0x3c088908
+DATA lgc14<>+20(SB)/4, $0x3c088908
+DATA lgc14<>+24(SB)/4, $0x3c088908
+DATA lgc14<>+28(SB)/4, $0x3c088908
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3ab743ce
-DATA lgc15<>+4(SB)/4, $0x3ab743ce
-DATA lgc15<>+8(SB)/4, $0x3ab743ce
-DATA lgc15<>+12(SB)/4, $0x3ab743ce
-DATA lgc15<>+16(SB)/4, $0x3ab743ce
-DATA lgc15<>+20(SB)/4, $0x3ab743ce
-DATA lgc15<>+24(SB)/4, $0x3ab743ce
-DATA lgc15<>+28(SB)/4, $0x3ab743ce
+DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3c088908
-DATA lgc16<>+4(SB)/4, $0x3c088908
-DATA lgc16<>+8(SB)/4, $0x3c088908
-DATA lgc16<>+12(SB)/4, $0x3c088908
-DATA lgc16<>+16(SB)/4, $0x3c088908
-DATA lgc16<>+20(SB)/4, $0x3c088908
-DATA lgc16<>+24(SB)/4, $0x3c088908
-DATA lgc16<>+28(SB)/4, $0x3c088908
+DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc17<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+0(SB)/4, $0x3f000000
+DATA lgc17<>+4(SB)/4, $0x3f000000
+DATA lgc17<>+8(SB)/4, $0x3f000000
+DATA lgc17<>+12(SB)/4, $0x3f000000
+DATA lgc17<>+16(SB)/4, $0x3f000000
+DATA lgc17<>+20(SB)/4, $0x3f000000
+DATA lgc17<>+24(SB)/4, $0x3f000000
+DATA lgc17<>+28(SB)/4, $0x3f000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc18<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+0(SB)/4, $0x000000fe
+DATA lgc18<>+4(SB)/4, $0x000000fe
+DATA lgc18<>+8(SB)/4, $0x000000fe
+DATA lgc18<>+12(SB)/4, $0x000000fe
+DATA lgc18<>+16(SB)/4, $0x000000fe
+DATA lgc18<>+20(SB)/4, $0x000000fe
+DATA lgc18<>+24(SB)/4, $0x000000fe
+DATA lgc18<>+28(SB)/4, $0x000000fe
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x3f000000
-DATA lgc19<>+4(SB)/4, $0x3f000000
-DATA lgc19<>+8(SB)/4, $0x3f000000
-DATA lgc19<>+12(SB)/4, $0x3f000000
-DATA lgc19<>+16(SB)/4, $0x3f000000
-DATA lgc19<>+20(SB)/4, $0x3f000000
-DATA lgc19<>+24(SB)/4, $0x3f000000
-DATA lgc19<>+28(SB)/4, $0x3f000000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x000000fe
-DATA lgc20<>+4(SB)/4, $0x000000fe
-DATA lgc20<>+8(SB)/4, $0x000000fe
-DATA lgc20<>+12(SB)/4, $0x000000fe
-DATA lgc20<>+16(SB)/4, $0x000000fe
-DATA lgc20<>+20(SB)/4, $0x000000fe
-DATA lgc20<>+24(SB)/4, $0x000000fe
-DATA lgc20<>+28(SB)/4, $0x000000fe
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -586,43 +558,43 @@ bulk_7:
 	CMPQ         BX, DX
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc20<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc19<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc17<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -633,185 +605,185 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
+DATA lgc19<>+0(SB)/4, $0x00800000
+DATA lgc19<>+4(SB)/4, $0x00800000
+DATA lgc19<>+8(SB)/4, $0x00800000
+DATA lgc19<>+12(SB)/4, $0x00800000
+DATA lgc19<>+16(SB)/4, $0x00800000
+DATA lgc19<>+20(SB)/4, $0x00800000
+DATA lgc19<>+24(SB)/4, $0x00800000
+DATA lgc19<>+28(SB)/4, $0x00800000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x4b000000
+DATA lgc20<>+4(SB)/4, $0x4b000000
+DATA lgc20<>+8(SB)/4, $0x4b000000
+DATA lgc20<>+12(SB)/4, $0x4b000000
+DATA lgc20<>+16(SB)/4, $0x4b000000
+DATA lgc20<>+20(SB)/4, $0x4b000000
+DATA lgc20<>+24(SB)/4, $0x4b000000
+DATA lgc20<>+28(SB)/4, $0x4b000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
+DATA lgc22<>+0(SB)/4, $0xffffffe9
+DATA lgc22<>+4(SB)/4, $0xffffffe9
+DATA lgc22<>+8(SB)/4, $0xffffffe9
+DATA lgc22<>+12(SB)/4, $0xffffffe9
+DATA lgc22<>+16(SB)/4, $0xffffffe9
+DATA lgc22<>+20(SB)/4, $0xffffffe9
+DATA lgc22<>+24(SB)/4, $0xffffffe9
+DATA lgc22<>+28(SB)/4, $0xffffffe9
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x0000007f
-DATA lgc23<>+4(SB)/4, $0x0000007f
-DATA lgc23<>+8(SB)/4, $0x0000007f
-DATA lgc23<>+12(SB)/4, $0x0000007f
-DATA lgc23<>+16(SB)/4, $0x0000007f
-DATA lgc23<>+20(SB)/4, $0x0000007f
-DATA lgc23<>+24(SB)/4, $0x0000007f
-DATA lgc23<>+28(SB)/4, $0x0000007f
+DATA lgc23<>+0(SB)/4, $0x007fffff
+DATA lgc23<>+4(SB)/4, $0x007fffff
+DATA lgc23<>+8(SB)/4, $0x007fffff
+DATA lgc23<>+12(SB)/4, $0x007fffff
+DATA lgc23<>+16(SB)/4, $0x007fffff
+DATA lgc23<>+20(SB)/4, $0x007fffff
+DATA lgc23<>+24(SB)/4, $0x007fffff
+DATA lgc23<>+28(SB)/4, $0x007fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffffe9
-DATA lgc24<>+4(SB)/4, $0xffffffe9
-DATA lgc24<>+8(SB)/4, $0xffffffe9
-DATA lgc24<>+12(SB)/4, $0xffffffe9
-DATA lgc24<>+16(SB)/4, $0xffffffe9
-DATA lgc24<>+20(SB)/4, $0xffffffe9
-DATA lgc24<>+24(SB)/4, $0xffffffe9
-DATA lgc24<>+28(SB)/4, $0xffffffe9
+DATA lgc24<>+0(SB)/4, $0x3fb504f3
+DATA lgc24<>+4(SB)/4, $0x3fb504f3
+DATA lgc24<>+8(SB)/4, $0x3fb504f3
+DATA lgc24<>+12(SB)/4, $0x3fb504f3
+DATA lgc24<>+16(SB)/4, $0x3fb504f3
+DATA lgc24<>+20(SB)/4, $0x3fb504f3
+DATA lgc24<>+24(SB)/4, $0x3fb504f3
+DATA lgc24<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x007fffff
-DATA lgc25<>+4(SB)/4, $0x007fffff
-DATA lgc25<>+8(SB)/4, $0x007fffff
-DATA lgc25<>+12(SB)/4, $0x007fffff
-DATA lgc25<>+16(SB)/4, $0x007fffff
-DATA lgc25<>+20(SB)/4, $0x007fffff
-DATA lgc25<>+24(SB)/4, $0x007fffff
-DATA lgc25<>+28(SB)/4, $0x007fffff
+DATA lgc25<>+0(SB)/4, $0x3d9021bb
+DATA lgc25<>+4(SB)/4, $0x3d9021bb
+DATA lgc25<>+8(SB)/4, $0x3d9021bb
+DATA lgc25<>+12(SB)/4, $0x3d9021bb
+DATA lgc25<>+16(SB)/4, $0x3d9021bb
+DATA lgc25<>+20(SB)/4, $0x3d9021bb
+DATA lgc25<>+24(SB)/4, $0x3d9021bb
+DATA lgc25<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3fb504f3
-DATA lgc26<>+4(SB)/4, $0x3fb504f3
-DATA lgc26<>+8(SB)/4, $0x3fb504f3
-DATA lgc26<>+12(SB)/4, $0x3fb504f3
-DATA lgc26<>+16(SB)/4, $0x3fb504f3
-DATA lgc26<>+20(SB)/4, $0x3fb504f3
-DATA lgc26<>+24(SB)/4, $0x3fb504f3
-DATA lgc26<>+28(SB)/4, $0x3fb504f3
+DATA lgc26<>+0(SB)/4, $0xbdebd1b8
+DATA lgc26<>+4(SB)/4, $0xbdebd1b8
+DATA lgc26<>+8(SB)/4, $0xbdebd1b8
+DATA lgc26<>+12(SB)/4, $0xbdebd1b8
+DATA lgc26<>+16(SB)/4, $0xbdebd1b8
+DATA lgc26<>+20(SB)/4, $0xbdebd1b8
+DATA lgc26<>+24(SB)/4, $0xbdebd1b8
+DATA lgc26<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3d9021bb
-DATA lgc27<>+4(SB)/4, $0x3d9021bb
-DATA lgc27<>+8(SB)/4, $0x3d9021bb
-DATA lgc27<>+12(SB)/4, $0x3d9021bb
-DATA lgc27<>+16(SB)/4, $0x3d9021bb
-DATA lgc27<>+20(SB)/4, $0x3d9021bb
-DATA lgc27<>+24(SB)/4, $0x3d9021bb
-DATA lgc27<>+28(SB)/4, $0x3d9021bb
+DATA lgc27<>+0(SB)/4, $0x3def251a
+DATA lgc27<>+4(SB)/4, $0x3def251a
+DATA lgc27<>+8(SB)/4, $0x3def251a
+DATA lgc27<>+12(SB)/4, $0x3def251a
+DATA lgc27<>+16(SB)/4, $0x3def251a
+DATA lgc27<>+20(SB)/4, $0x3def251a
+DATA lgc27<>+24(SB)/4, $0x3def251a
+DATA lgc27<>+28(SB)/4, $0x3def251a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdebd1b8
-DATA lgc28<>+4(SB)/4, $0xbdebd1b8
-DATA lgc28<>+8(SB)/4, $0xbdebd1b8
-DATA lgc28<>+12(SB)/4, $0xbdebd1b8
-DATA lgc28<>+16(SB)/4, $0xbdebd1b8
-DATA lgc28<>+20(SB)/4, $0xbdebd1b8
-DATA lgc28<>+24(SB)/4, $0xbdebd1b8
-DATA lgc28<>+28(SB)/4, $0xbdebd1b8
+DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3def251a
-DATA lgc29<>+4(SB)/4, $0x3def251a
-DATA lgc29<>+8(SB)/4, $0x3def251a
-DATA lgc29<>+12(SB)/4, $0x3def251a
-DATA lgc29<>+16(SB)/4, $0x3def251a
-DATA lgc29<>+20(SB)/4, $0x3def251a
-DATA lgc29<>+24(SB)/4, $0x3def251a
-DATA lgc29<>+28(SB)/4, $0x3def251a
+DATA lgc29<>+0(SB)/4, $0x3e11e9bf
+DATA lgc29<>+4(SB)/4, $0x3e11e9bf
+DATA lgc29<>+8(SB)/4, $0x3e11e9bf
+DATA lgc29<>+12(SB)/4, $0x3e11e9bf
+DATA lgc29<>+16(SB)/4, $0x3e11e9bf
+DATA lgc29<>+20(SB)/4, $0x3e11e9bf
+DATA lgc29<>+24(SB)/4, $0x3e11e9bf
+DATA lgc29<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+0(SB)/4, $0xbe2aae50
+DATA lgc30<>+4(SB)/4, $0xbe2aae50
+DATA lgc30<>+8(SB)/4, $0xbe2aae50
+DATA lgc30<>+12(SB)/4, $0xbe2aae50
+DATA lgc30<>+16(SB)/4, $0xbe2aae50
+DATA lgc30<>+20(SB)/4, $0xbe2aae50
+DATA lgc30<>+24(SB)/4, $0xbe2aae50
+DATA lgc30<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e11e9bf
-DATA lgc31<>+4(SB)/4, $0x3e11e9bf
-DATA lgc31<>+8(SB)/4, $0x3e11e9bf
-DATA lgc31<>+12(SB)/4, $0x3e11e9bf
-DATA lgc31<>+16(SB)/4, $0x3e11e9bf
-DATA lgc31<>+20(SB)/4, $0x3e11e9bf
-DATA lgc31<>+24(SB)/4, $0x3e11e9bf
-DATA lgc31<>+28(SB)/4, $0x3e11e9bf
+DATA lgc31<>+0(SB)/4, $0x3e4cceac
+DATA lgc31<>+4(SB)/4, $0x3e4cceac
+DATA lgc31<>+8(SB)/4, $0x3e4cceac
+DATA lgc31<>+12(SB)/4, $0x3e4cceac
+DATA lgc31<>+16(SB)/4, $0x3e4cceac
+DATA lgc31<>+20(SB)/4, $0x3e4cceac
+DATA lgc31<>+24(SB)/4, $0x3e4cceac
+DATA lgc31<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe2aae50
-DATA lgc32<>+4(SB)/4, $0xbe2aae50
-DATA lgc32<>+8(SB)/4, $0xbe2aae50
-DATA lgc32<>+12(SB)/4, $0xbe2aae50
-DATA lgc32<>+16(SB)/4, $0xbe2aae50
-DATA lgc32<>+20(SB)/4, $0xbe2aae50
-DATA lgc32<>+24(SB)/4, $0xbe2aae50
-DATA lgc32<>+28(SB)/4, $0xbe2aae50
+DATA lgc32<>+0(SB)/4, $0xbe7ffffc
+DATA lgc32<>+4(SB)/4, $0xbe7ffffc
+DATA lgc32<>+8(SB)/4, $0xbe7ffffc
+DATA lgc32<>+12(SB)/4, $0xbe7ffffc
+DATA lgc32<>+16(SB)/4, $0xbe7ffffc
+DATA lgc32<>+20(SB)/4, $0xbe7ffffc
+DATA lgc32<>+24(SB)/4, $0xbe7ffffc
+DATA lgc32<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e4cceac
-DATA lgc33<>+4(SB)/4, $0x3e4cceac
-DATA lgc33<>+8(SB)/4, $0x3e4cceac
-DATA lgc33<>+12(SB)/4, $0x3e4cceac
-DATA lgc33<>+16(SB)/4, $0x3e4cceac
-DATA lgc33<>+20(SB)/4, $0x3e4cceac
-DATA lgc33<>+24(SB)/4, $0x3e4cceac
-DATA lgc33<>+28(SB)/4, $0x3e4cceac
+DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe7ffffc
-DATA lgc34<>+4(SB)/4, $0xbe7ffffc
-DATA lgc34<>+8(SB)/4, $0xbe7ffffc
-DATA lgc34<>+12(SB)/4, $0xbe7ffffc
-DATA lgc34<>+16(SB)/4, $0xbe7ffffc
-DATA lgc34<>+20(SB)/4, $0xbe7ffffc
-DATA lgc34<>+24(SB)/4, $0xbe7ffffc
-DATA lgc34<>+28(SB)/4, $0xbe7ffffc
+DATA lgc34<>+0(SB)/4, $0xff800000
+DATA lgc34<>+4(SB)/4, $0xff800000
+DATA lgc34<>+8(SB)/4, $0xff800000
+DATA lgc34<>+12(SB)/4, $0xff800000
+DATA lgc34<>+16(SB)/4, $0xff800000
+DATA lgc34<>+20(SB)/4, $0xff800000
+DATA lgc34<>+24(SB)/4, $0xff800000
+DATA lgc34<>+28(SB)/4, $0xff800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+0(SB)/4, $0x7fc00000
+DATA lgc35<>+4(SB)/4, $0x7fc00000
+DATA lgc35<>+8(SB)/4, $0x7fc00000
+DATA lgc35<>+12(SB)/4, $0x7fc00000
+DATA lgc35<>+16(SB)/4, $0x7fc00000
+DATA lgc35<>+20(SB)/4, $0x7fc00000
+DATA lgc35<>+24(SB)/4, $0x7fc00000
+DATA lgc35<>+28(SB)/4, $0x7fc00000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xff800000
-DATA lgc36<>+4(SB)/4, $0xff800000
-DATA lgc36<>+8(SB)/4, $0xff800000
-DATA lgc36<>+12(SB)/4, $0xff800000
-DATA lgc36<>+16(SB)/4, $0xff800000
-DATA lgc36<>+20(SB)/4, $0xff800000
-DATA lgc36<>+24(SB)/4, $0xff800000
-DATA lgc36<>+28(SB)/4, $0xff800000
+DATA lgc36<>+0(SB)/4, $0x7f800000
+DATA lgc36<>+4(SB)/4, $0x7f800000
+DATA lgc36<>+8(SB)/4, $0x7f800000
+DATA lgc36<>+12(SB)/4, $0x7f800000
+DATA lgc36<>+16(SB)/4, $0x7f800000
+DATA lgc36<>+20(SB)/4, $0x7f800000
+DATA lgc36<>+24(SB)/4, $0x7f800000
+DATA lgc36<>+28(SB)/4, $0x7f800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -826,43 +798,43 @@ bulk_9:
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y2, Y2
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
-	VMULPS       lgc19<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPS       lgc17<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc0<>+0(SB), Y1, Y2
@@ -871,10 +843,10 @@ bulk_9:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_9

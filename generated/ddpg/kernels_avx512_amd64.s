@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -104,32 +104,30 @@ blocks_1:
 	VMOVUPS Z0, (DX)(BX*4)
 
 	// store tdError
-	MOVQ      tDError+56(FP), DX
-	VMOVUPS   Z2, (DX)(BX*4)
-	DECQ      CX
-	JNZ       noflush_2
-	VMOVUPD   lgc4<>+0(SB), Y0
-	MOVQ      state+32(FP), CX
-	VMOVUPS   256(CX), Y1
-	VANDPS    lgc5<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    64(CX), Z1, Z1
-	VMOVUPD   Z1, 64(CX)
-	VMOVUPS   lgc7<>+0(SB), Y1
-	VMOVUPS   Y1, 256(CX)
-	VMOVUPS   576(CX), Y2
-	VANDPS    lgc5<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    384(CX), Z2, Z2
-	VMOVUPD   Z2, 384(CX)
-	VMOVUPS   lgc7<>+0(SB), Y2
-	VMOVUPS   Y2, 576(CX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    960(CX), Y0, Y0
-	VMOVUPS   Y0, 960(CX)
-	MOVQ      $+4, CX
+	MOVQ        tDError+56(FP), DX
+	VMOVUPS     Z2, (DX)(BX*4)
+	DECQ        CX
+	JNZ         noflush_2
+	VMOVUPD     lgc4<>+0(SB), Y0
+	MOVQ        state+32(FP), CX
+	VMOVUPS     256(CX), Y0
+	VMULPS      lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      64(CX), Z0, Z0
+	VMOVUPD     Z0, 64(CX)
+	VMOVUPS     lgc5<>+0(SB), Y0
+	VMOVUPS     Y0, 256(CX)
+	VMOVUPS     576(CX), Y0
+	VFMADD231PS lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      384(CX), Z0, Z0
+	VMOVUPD     Z0, 384(CX)
+	VMOVUPS     lgc5<>+0(SB), Y0
+	VMOVUPS     Y0, 576(CX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      960(CX), Y0, Y0
+	VMOVUPS     Y0, 960(CX)
+	MOVQ        $+4, CX
 
 noflush_2:
 	ADDQ         $+16, AX
@@ -138,27 +136,25 @@ noflush_2:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc7<>+0(SB), X0
+	VMOVUPS      lgc5<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc7<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc5<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(AX), Z2, Z2
-	VMOVUPD      Z2, 384(AX)
-	VMOVUPS      lgc7<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(AX), Z0, Z0
+	VMOVUPD      Z0, 64(AX)
+	VMOVUPS      lgc5<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(AX), Z0, Z0
+	VMOVUPD      Z0, 384(AX)
+	VMOVUPS      lgc5<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER
@@ -189,38 +185,18 @@ DATA lgc4<>+16(SB)/8, $0x4020000000000000
 DATA lgc4<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x7fffffff
-DATA lgc5<>+4(SB)/4, $0x7fffffff
-DATA lgc5<>+8(SB)/4, $0x7fffffff
-DATA lgc5<>+12(SB)/4, $0x7fffffff
-DATA lgc5<>+16(SB)/4, $0x7fffffff
-DATA lgc5<>+20(SB)/4, $0x7fffffff
-DATA lgc5<>+24(SB)/4, $0x7fffffff
-DATA lgc5<>+28(SB)/4, $0x7fffffff
+DATA lgc5<>+0(SB)/4, $0x00000000
+DATA lgc5<>+4(SB)/4, $0x00000000
+DATA lgc5<>+8(SB)/4, $0x00000000
+DATA lgc5<>+12(SB)/4, $0x00000000
+DATA lgc5<>+16(SB)/4, $0x00000000
+DATA lgc5<>+20(SB)/4, $0x00000000
+DATA lgc5<>+24(SB)/4, $0x00000000
+DATA lgc5<>+28(SB)/4, $0x00000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x7f7fffff
-DATA lgc6<>+4(SB)/4, $0x7f7fffff
-DATA lgc6<>+8(SB)/4, $0x7f7fffff
-DATA lgc6<>+12(SB)/4, $0x7f7fffff
-DATA lgc6<>+16(SB)/4, $0x7f7fffff
-DATA lgc6<>+20(SB)/4, $0x7f7fffff
-DATA lgc6<>+24(SB)/4, $0x7f7fffff
-DATA lgc6<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/4, $0x00000000
-DATA lgc7<>+4(SB)/4, $0x00000000
-DATA lgc7<>+8(SB)/4, $0x00000000
-DATA lgc7<>+12(SB)/4, $0x00000000
-DATA lgc7<>+16(SB)/4, $0x00000000
-DATA lgc7<>+20(SB)/4, $0x00000000
-DATA lgc7<>+24(SB)/4, $0x00000000
-DATA lgc7<>+28(SB)/4, $0x00000000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $64-80
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -315,11 +291,11 @@ blocks_3:
 	VMOVUPS       Y4, 832(DX)
 
 	// v23 = mul(0.00390625, diff)
-	VMULPS.BCST lgb8<>+0(SB), Z2, Z1
+	VMULPS.BCST lgb6<>+0(SB), Z2, Z1
 
 	// gradStateActionValue = add(v23, v23)
 	VADDPS       Z1, Z1, Z1
-	VBROADCASTSS lgb9<>+0(SB), Z2
+	VBROADCASTSS lgb7<>+0(SB), Z2
 
 	// store valueTarget
 	MOVQ    valueTarget+48(FP), DX
@@ -334,32 +310,30 @@ blocks_3:
 	VMOVUPS Z1, (DX)(BX*4)
 
 	// store gradStateActionValueActor
-	MOVQ      gradStateActionValueActor+72(FP), DX
-	VMOVUPS   Z2, (DX)(BX*4)
-	DECQ      CX
-	JNZ       noflush_4
-	VMOVUPD   lgc4<>+0(SB), Y0
-	MOVQ      state+32(FP), CX
-	VMOVUPS   256(CX), Y1
-	VANDPS    lgc5<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    64(CX), Z1, Z1
-	VMOVUPD   Z1, 64(CX)
-	VMOVUPS   lgc7<>+0(SB), Y1
-	VMOVUPS   Y1, 256(CX)
-	VMOVUPS   576(CX), Y2
-	VANDPS    lgc5<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    384(CX), Z2, Z2
-	VMOVUPD   Z2, 384(CX)
-	VMOVUPS   lgc7<>+0(SB), Y2
-	VMOVUPS   Y2, 576(CX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    960(CX), Y0, Y0
-	VMOVUPS   Y0, 960(CX)
-	MOVQ      $+4, CX
+	MOVQ        gradStateActionValueActor+72(FP), DX
+	VMOVUPS     Z2, (DX)(BX*4)
+	DECQ        CX
+	JNZ         noflush_4
+	VMOVUPD     lgc4<>+0(SB), Y0
+	MOVQ        state+32(FP), CX
+	VMOVUPS     256(CX), Y0
+	VMULPS      lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      64(CX), Z0, Z0
+	VMOVUPD     Z0, 64(CX)
+	VMOVUPS     lgc5<>+0(SB), Y0
+	VMOVUPS     Y0, 256(CX)
+	VMOVUPS     576(CX), Y0
+	VFMADD231PS lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      384(CX), Z0, Z0
+	VMOVUPD     Z0, 384(CX)
+	VMOVUPS     lgc5<>+0(SB), Y0
+	VMOVUPS     Y0, 576(CX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      960(CX), Y0, Y0
+	VMOVUPS     Y0, 960(CX)
+	MOVQ        $+4, CX
 
 noflush_4:
 	ADDQ         $+16, AX
@@ -368,34 +342,32 @@ noflush_4:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc7<>+0(SB), X0
+	VMOVUPS      lgc5<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc6<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc7<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc5<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc6<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(AX), Z2, Z2
-	VMOVUPD      Z2, 384(AX)
-	VMOVUPS      lgc7<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(AX), Z0, Z0
+	VMOVUPD      Z0, 64(AX)
+	VMOVUPS      lgc5<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc5<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(AX), Z0, Z0
+	VMOVUPD      Z0, 384(AX)
+	VMOVUPS      lgc5<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb8<>+0(SB)/4, $0x3b800000
-GLOBL lgb8<>(SB), RODATA|NOPTR, $4
+DATA lgb6<>+0(SB)/4, $0x3b800000
+GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgb9<>+0(SB)/4, $0xbb800000
-GLOBL lgb9<>(SB), RODATA|NOPTR, $4
+DATA lgb7<>+0(SB)/4, $0xbb800000
+GLOBL lgb7<>(SB), RODATA|NOPTR, $4

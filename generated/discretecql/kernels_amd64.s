@@ -439,57 +439,51 @@ inner_A_3:
 	JNZ          noflush_4
 	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc19<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1472(CX), Y0, Y0
 	VMOVUPS      Y0, 1472(CX)
 	MOVQ         $+8, CX
@@ -508,57 +502,51 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc19<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1472(AX), Y0, Y0
 	VMOVUPS      Y0, 1472(AX)
 	VZEROUPPER
@@ -913,26 +901,6 @@ DATA lgc44<>+8(SB)/8, $0x4020000000000000
 DATA lgc44<>+16(SB)/8, $0x4020000000000000
 DATA lgc44<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/4, $0x7fffffff
-DATA lgc45<>+4(SB)/4, $0x7fffffff
-DATA lgc45<>+8(SB)/4, $0x7fffffff
-DATA lgc45<>+12(SB)/4, $0x7fffffff
-DATA lgc45<>+16(SB)/4, $0x7fffffff
-DATA lgc45<>+20(SB)/4, $0x7fffffff
-DATA lgc45<>+24(SB)/4, $0x7fffffff
-DATA lgc45<>+28(SB)/4, $0x7fffffff
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x7f7fffff
-DATA lgc46<>+4(SB)/4, $0x7f7fffff
-DATA lgc46<>+8(SB)/4, $0x7f7fffff
-DATA lgc46<>+12(SB)/4, $0x7f7fffff
-DATA lgc46<>+16(SB)/4, $0x7f7fffff
-DATA lgc46<>+20(SB)/4, $0x7f7fffff
-DATA lgc46<>+24(SB)/4, $0x7f7fffff
-DATA lgc46<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -1375,13 +1343,13 @@ inner_A_7:
 	VMOVUPS 680(SP), Y1
 
 	// v40 = mul(0.001953125, diff)
-	VMULPS lgc47<>+0(SB), Y1, Y1
+	VMULPS lgc45<>+0(SB), Y1, Y1
 
 	// v41 = add(v40, v40)
 	VADDPS Y1, Y1, Y1
 
 	// v42 = add(-0.00390625, v41)
-	VADDPS  lgc48<>+0(SB), Y1, Y1
+	VADDPS  lgc46<>+0(SB), Y1, Y1
 	VMOVUPS Y4, 744(SP)
 	XORQ    DX, DX
 
@@ -1422,7 +1390,7 @@ inner_A_8:
 	VMULPS       Y2, Y5, Y5
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc49<>+0(SB), Y5, Y2
+	VMULPS    lgc47<>+0(SB), Y5, Y2
 	MOVQ      action+32(FP), R8
 	IMUL3Q    $+4, AX, R9
 	ADDQ      DX, R9
@@ -1520,57 +1488,51 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc19<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1472(CX), Y0, Y0
 	VMOVUPS      Y0, 1472(CX)
 	MOVQ         $+8, CX
@@ -1589,91 +1551,85 @@ chunkdone_6:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc45<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc46<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc19<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc45<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc19<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc19<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1472(AX), Y0, Y0
 	VMOVUPS      Y0, 1472(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x3b000000
-DATA lgc47<>+4(SB)/4, $0x3b000000
-DATA lgc47<>+8(SB)/4, $0x3b000000
-DATA lgc47<>+12(SB)/4, $0x3b000000
-DATA lgc47<>+16(SB)/4, $0x3b000000
-DATA lgc47<>+20(SB)/4, $0x3b000000
-DATA lgc47<>+24(SB)/4, $0x3b000000
-DATA lgc47<>+28(SB)/4, $0x3b000000
+DATA lgc45<>+0(SB)/4, $0x3b000000
+DATA lgc45<>+4(SB)/4, $0x3b000000
+DATA lgc45<>+8(SB)/4, $0x3b000000
+DATA lgc45<>+12(SB)/4, $0x3b000000
+DATA lgc45<>+16(SB)/4, $0x3b000000
+DATA lgc45<>+20(SB)/4, $0x3b000000
+DATA lgc45<>+24(SB)/4, $0x3b000000
+DATA lgc45<>+28(SB)/4, $0x3b000000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0xbb800000
+DATA lgc46<>+4(SB)/4, $0xbb800000
+DATA lgc46<>+8(SB)/4, $0xbb800000
+DATA lgc46<>+12(SB)/4, $0xbb800000
+DATA lgc46<>+16(SB)/4, $0xbb800000
+DATA lgc46<>+20(SB)/4, $0xbb800000
+DATA lgc46<>+24(SB)/4, $0xbb800000
+DATA lgc46<>+28(SB)/4, $0xbb800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x3b800000
+DATA lgc47<>+4(SB)/4, $0x3b800000
+DATA lgc47<>+8(SB)/4, $0x3b800000
+DATA lgc47<>+12(SB)/4, $0x3b800000
+DATA lgc47<>+16(SB)/4, $0x3b800000
+DATA lgc47<>+20(SB)/4, $0x3b800000
+DATA lgc47<>+24(SB)/4, $0x3b800000
+DATA lgc47<>+28(SB)/4, $0x3b800000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0xbb800000
-DATA lgc48<>+4(SB)/4, $0xbb800000
-DATA lgc48<>+8(SB)/4, $0xbb800000
-DATA lgc48<>+12(SB)/4, $0xbb800000
-DATA lgc48<>+16(SB)/4, $0xbb800000
-DATA lgc48<>+20(SB)/4, $0xbb800000
-DATA lgc48<>+24(SB)/4, $0xbb800000
-DATA lgc48<>+28(SB)/4, $0xbb800000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0x3b800000
-DATA lgc49<>+4(SB)/4, $0x3b800000
-DATA lgc49<>+8(SB)/4, $0x3b800000
-DATA lgc49<>+12(SB)/4, $0x3b800000
-DATA lgc49<>+16(SB)/4, $0x3b800000
-DATA lgc49<>+20(SB)/4, $0x3b800000
-DATA lgc49<>+24(SB)/4, $0x3b800000
-DATA lgc49<>+28(SB)/4, $0x3b800000
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -1753,30 +1709,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc50<>+0(SB), Y0, Y1
-	VMULPS       lgc51<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc48<>+0(SB), Y0, Y1
+	VMULPS       lgc49<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc52<>+0(SB), Y3, Y3
-	VPAND        lgc53<>+0(SB), Y1, Y1
+	VPSUBD       lgc50<>+0(SB), Y3, Y3
+	VPAND        lgc51<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc54<>+0(SB), Y2, Y1
+	VPAND        lgc52<>+0(SB), Y2, Y1
 	VPOR         lgc4<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc55<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc53<>+0(SB), Y1, Y2
 	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc56<>+0(SB), Y4
+	VMOVAPS      lgc54<>+0(SB), Y4
+	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc59<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc60<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc61<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc62<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc63<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc64<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1787,9 +1743,9 @@ bulk_12:
 	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc65<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc66<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc63<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc64<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc64<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1800,175 +1756,175 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc50<>+0(SB)/4, $0x00800000
-DATA lgc50<>+4(SB)/4, $0x00800000
-DATA lgc50<>+8(SB)/4, $0x00800000
-DATA lgc50<>+12(SB)/4, $0x00800000
-DATA lgc50<>+16(SB)/4, $0x00800000
-DATA lgc50<>+20(SB)/4, $0x00800000
-DATA lgc50<>+24(SB)/4, $0x00800000
-DATA lgc50<>+28(SB)/4, $0x00800000
+DATA lgc48<>+0(SB)/4, $0x00800000
+DATA lgc48<>+4(SB)/4, $0x00800000
+DATA lgc48<>+8(SB)/4, $0x00800000
+DATA lgc48<>+12(SB)/4, $0x00800000
+DATA lgc48<>+16(SB)/4, $0x00800000
+DATA lgc48<>+20(SB)/4, $0x00800000
+DATA lgc48<>+24(SB)/4, $0x00800000
+DATA lgc48<>+28(SB)/4, $0x00800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0x4b000000
+DATA lgc49<>+4(SB)/4, $0x4b000000
+DATA lgc49<>+8(SB)/4, $0x4b000000
+DATA lgc49<>+12(SB)/4, $0x4b000000
+DATA lgc49<>+16(SB)/4, $0x4b000000
+DATA lgc49<>+20(SB)/4, $0x4b000000
+DATA lgc49<>+24(SB)/4, $0x4b000000
+DATA lgc49<>+28(SB)/4, $0x4b000000
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0x0000007f
+DATA lgc50<>+4(SB)/4, $0x0000007f
+DATA lgc50<>+8(SB)/4, $0x0000007f
+DATA lgc50<>+12(SB)/4, $0x0000007f
+DATA lgc50<>+16(SB)/4, $0x0000007f
+DATA lgc50<>+20(SB)/4, $0x0000007f
+DATA lgc50<>+24(SB)/4, $0x0000007f
+DATA lgc50<>+28(SB)/4, $0x0000007f
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x4b000000
-DATA lgc51<>+4(SB)/4, $0x4b000000
-DATA lgc51<>+8(SB)/4, $0x4b000000
-DATA lgc51<>+12(SB)/4, $0x4b000000
-DATA lgc51<>+16(SB)/4, $0x4b000000
-DATA lgc51<>+20(SB)/4, $0x4b000000
-DATA lgc51<>+24(SB)/4, $0x4b000000
-DATA lgc51<>+28(SB)/4, $0x4b000000
+DATA lgc51<>+0(SB)/4, $0xffffffe9
+DATA lgc51<>+4(SB)/4, $0xffffffe9
+DATA lgc51<>+8(SB)/4, $0xffffffe9
+DATA lgc51<>+12(SB)/4, $0xffffffe9
+DATA lgc51<>+16(SB)/4, $0xffffffe9
+DATA lgc51<>+20(SB)/4, $0xffffffe9
+DATA lgc51<>+24(SB)/4, $0xffffffe9
+DATA lgc51<>+28(SB)/4, $0xffffffe9
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x0000007f
-DATA lgc52<>+4(SB)/4, $0x0000007f
-DATA lgc52<>+8(SB)/4, $0x0000007f
-DATA lgc52<>+12(SB)/4, $0x0000007f
-DATA lgc52<>+16(SB)/4, $0x0000007f
-DATA lgc52<>+20(SB)/4, $0x0000007f
-DATA lgc52<>+24(SB)/4, $0x0000007f
-DATA lgc52<>+28(SB)/4, $0x0000007f
+DATA lgc52<>+0(SB)/4, $0x007fffff
+DATA lgc52<>+4(SB)/4, $0x007fffff
+DATA lgc52<>+8(SB)/4, $0x007fffff
+DATA lgc52<>+12(SB)/4, $0x007fffff
+DATA lgc52<>+16(SB)/4, $0x007fffff
+DATA lgc52<>+20(SB)/4, $0x007fffff
+DATA lgc52<>+24(SB)/4, $0x007fffff
+DATA lgc52<>+28(SB)/4, $0x007fffff
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xffffffe9
-DATA lgc53<>+4(SB)/4, $0xffffffe9
-DATA lgc53<>+8(SB)/4, $0xffffffe9
-DATA lgc53<>+12(SB)/4, $0xffffffe9
-DATA lgc53<>+16(SB)/4, $0xffffffe9
-DATA lgc53<>+20(SB)/4, $0xffffffe9
-DATA lgc53<>+24(SB)/4, $0xffffffe9
-DATA lgc53<>+28(SB)/4, $0xffffffe9
+DATA lgc53<>+0(SB)/4, $0x3fb504f3
+DATA lgc53<>+4(SB)/4, $0x3fb504f3
+DATA lgc53<>+8(SB)/4, $0x3fb504f3
+DATA lgc53<>+12(SB)/4, $0x3fb504f3
+DATA lgc53<>+16(SB)/4, $0x3fb504f3
+DATA lgc53<>+20(SB)/4, $0x3fb504f3
+DATA lgc53<>+24(SB)/4, $0x3fb504f3
+DATA lgc53<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x007fffff
-DATA lgc54<>+4(SB)/4, $0x007fffff
-DATA lgc54<>+8(SB)/4, $0x007fffff
-DATA lgc54<>+12(SB)/4, $0x007fffff
-DATA lgc54<>+16(SB)/4, $0x007fffff
-DATA lgc54<>+20(SB)/4, $0x007fffff
-DATA lgc54<>+24(SB)/4, $0x007fffff
-DATA lgc54<>+28(SB)/4, $0x007fffff
+DATA lgc54<>+0(SB)/4, $0x3d9021bb
+DATA lgc54<>+4(SB)/4, $0x3d9021bb
+DATA lgc54<>+8(SB)/4, $0x3d9021bb
+DATA lgc54<>+12(SB)/4, $0x3d9021bb
+DATA lgc54<>+16(SB)/4, $0x3d9021bb
+DATA lgc54<>+20(SB)/4, $0x3d9021bb
+DATA lgc54<>+24(SB)/4, $0x3d9021bb
+DATA lgc54<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x3fb504f3
-DATA lgc55<>+4(SB)/4, $0x3fb504f3
-DATA lgc55<>+8(SB)/4, $0x3fb504f3
-DATA lgc55<>+12(SB)/4, $0x3fb504f3
-DATA lgc55<>+16(SB)/4, $0x3fb504f3
-DATA lgc55<>+20(SB)/4, $0x3fb504f3
-DATA lgc55<>+24(SB)/4, $0x3fb504f3
-DATA lgc55<>+28(SB)/4, $0x3fb504f3
+DATA lgc55<>+0(SB)/4, $0xbdebd1b8
+DATA lgc55<>+4(SB)/4, $0xbdebd1b8
+DATA lgc55<>+8(SB)/4, $0xbdebd1b8
+DATA lgc55<>+12(SB)/4, $0xbdebd1b8
+DATA lgc55<>+16(SB)/4, $0xbdebd1b8
+DATA lgc55<>+20(SB)/4, $0xbdebd1b8
+DATA lgc55<>+24(SB)/4, $0xbdebd1b8
+DATA lgc55<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x3d9021bb
-DATA lgc56<>+4(SB)/4, $0x3d9021bb
-DATA lgc56<>+8(SB)/4, $0x3d9021bb
-DATA lgc56<>+12(SB)/4, $0x3d9021bb
-DATA lgc56<>+16(SB)/4, $0x3d9021bb
-DATA lgc56<>+20(SB)/4, $0x3d9021bb
-DATA lgc56<>+24(SB)/4, $0x3d9021bb
-DATA lgc56<>+28(SB)/4, $0x3d9021bb
+DATA lgc56<>+0(SB)/4, $0x3def251a
+DATA lgc56<>+4(SB)/4, $0x3def251a
+DATA lgc56<>+8(SB)/4, $0x3def251a
+DATA lgc56<>+12(SB)/4, $0x3def251a
+DATA lgc56<>+16(SB)/4, $0x3def251a
+DATA lgc56<>+20(SB)/4, $0x3def251a
+DATA lgc56<>+24(SB)/4, $0x3def251a
+DATA lgc56<>+28(SB)/4, $0x3def251a
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0xbdebd1b8
-DATA lgc57<>+4(SB)/4, $0xbdebd1b8
-DATA lgc57<>+8(SB)/4, $0xbdebd1b8
-DATA lgc57<>+12(SB)/4, $0xbdebd1b8
-DATA lgc57<>+16(SB)/4, $0xbdebd1b8
-DATA lgc57<>+20(SB)/4, $0xbdebd1b8
-DATA lgc57<>+24(SB)/4, $0xbdebd1b8
-DATA lgc57<>+28(SB)/4, $0xbdebd1b8
+DATA lgc57<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc57<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x3def251a
-DATA lgc58<>+4(SB)/4, $0x3def251a
-DATA lgc58<>+8(SB)/4, $0x3def251a
-DATA lgc58<>+12(SB)/4, $0x3def251a
-DATA lgc58<>+16(SB)/4, $0x3def251a
-DATA lgc58<>+20(SB)/4, $0x3def251a
-DATA lgc58<>+24(SB)/4, $0x3def251a
-DATA lgc58<>+28(SB)/4, $0x3def251a
+DATA lgc58<>+0(SB)/4, $0x3e11e9bf
+DATA lgc58<>+4(SB)/4, $0x3e11e9bf
+DATA lgc58<>+8(SB)/4, $0x3e11e9bf
+DATA lgc58<>+12(SB)/4, $0x3e11e9bf
+DATA lgc58<>+16(SB)/4, $0x3e11e9bf
+DATA lgc58<>+20(SB)/4, $0x3e11e9bf
+DATA lgc58<>+24(SB)/4, $0x3e11e9bf
+DATA lgc58<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc59<>+0(SB)/4, $0xbe2aae50
+DATA lgc59<>+4(SB)/4, $0xbe2aae50
+DATA lgc59<>+8(SB)/4, $0xbe2aae50
+DATA lgc59<>+12(SB)/4, $0xbe2aae50
+DATA lgc59<>+16(SB)/4, $0xbe2aae50
+DATA lgc59<>+20(SB)/4, $0xbe2aae50
+DATA lgc59<>+24(SB)/4, $0xbe2aae50
+DATA lgc59<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0x3e11e9bf
-DATA lgc60<>+4(SB)/4, $0x3e11e9bf
-DATA lgc60<>+8(SB)/4, $0x3e11e9bf
-DATA lgc60<>+12(SB)/4, $0x3e11e9bf
-DATA lgc60<>+16(SB)/4, $0x3e11e9bf
-DATA lgc60<>+20(SB)/4, $0x3e11e9bf
-DATA lgc60<>+24(SB)/4, $0x3e11e9bf
-DATA lgc60<>+28(SB)/4, $0x3e11e9bf
+DATA lgc60<>+0(SB)/4, $0x3e4cceac
+DATA lgc60<>+4(SB)/4, $0x3e4cceac
+DATA lgc60<>+8(SB)/4, $0x3e4cceac
+DATA lgc60<>+12(SB)/4, $0x3e4cceac
+DATA lgc60<>+16(SB)/4, $0x3e4cceac
+DATA lgc60<>+20(SB)/4, $0x3e4cceac
+DATA lgc60<>+24(SB)/4, $0x3e4cceac
+DATA lgc60<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbe2aae50
-DATA lgc61<>+4(SB)/4, $0xbe2aae50
-DATA lgc61<>+8(SB)/4, $0xbe2aae50
-DATA lgc61<>+12(SB)/4, $0xbe2aae50
-DATA lgc61<>+16(SB)/4, $0xbe2aae50
-DATA lgc61<>+20(SB)/4, $0xbe2aae50
-DATA lgc61<>+24(SB)/4, $0xbe2aae50
-DATA lgc61<>+28(SB)/4, $0xbe2aae50
+DATA lgc61<>+0(SB)/4, $0xbe7ffffc
+DATA lgc61<>+4(SB)/4, $0xbe7ffffc
+DATA lgc61<>+8(SB)/4, $0xbe7ffffc
+DATA lgc61<>+12(SB)/4, $0xbe7ffffc
+DATA lgc61<>+16(SB)/4, $0xbe7ffffc
+DATA lgc61<>+20(SB)/4, $0xbe7ffffc
+DATA lgc61<>+24(SB)/4, $0xbe7ffffc
+DATA lgc61<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0x3e4cceac
-DATA lgc62<>+4(SB)/4, $0x3e4cceac
-DATA lgc62<>+8(SB)/4, $0x3e4cceac
-DATA lgc62<>+12(SB)/4, $0x3e4cceac
-DATA lgc62<>+16(SB)/4, $0x3e4cceac
-DATA lgc62<>+20(SB)/4, $0x3e4cceac
-DATA lgc62<>+24(SB)/4, $0x3e4cceac
-DATA lgc62<>+28(SB)/4, $0x3e4cceac
+DATA lgc62<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc62<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xbe7ffffc
-DATA lgc63<>+4(SB)/4, $0xbe7ffffc
-DATA lgc63<>+8(SB)/4, $0xbe7ffffc
-DATA lgc63<>+12(SB)/4, $0xbe7ffffc
-DATA lgc63<>+16(SB)/4, $0xbe7ffffc
-DATA lgc63<>+20(SB)/4, $0xbe7ffffc
-DATA lgc63<>+24(SB)/4, $0xbe7ffffc
-DATA lgc63<>+28(SB)/4, $0xbe7ffffc
+DATA lgc63<>+0(SB)/4, $0x7fc00000
+DATA lgc63<>+4(SB)/4, $0x7fc00000
+DATA lgc63<>+8(SB)/4, $0x7fc00000
+DATA lgc63<>+12(SB)/4, $0x7fc00000
+DATA lgc63<>+16(SB)/4, $0x7fc00000
+DATA lgc63<>+20(SB)/4, $0x7fc00000
+DATA lgc63<>+24(SB)/4, $0x7fc00000
+DATA lgc63<>+28(SB)/4, $0x7fc00000
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-DATA lgc64<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc64<>+0(SB)/4, $0x7f800000
+DATA lgc64<>+4(SB)/4, $0x7f800000
+DATA lgc64<>+8(SB)/4, $0x7f800000
+DATA lgc64<>+12(SB)/4, $0x7f800000
+DATA lgc64<>+16(SB)/4, $0x7f800000
+DATA lgc64<>+20(SB)/4, $0x7f800000
+DATA lgc64<>+24(SB)/4, $0x7f800000
+DATA lgc64<>+28(SB)/4, $0x7f800000
 GLOBL lgc64<>(SB), RODATA|NOPTR, $32
-
-DATA lgc65<>+0(SB)/4, $0x7fc00000
-DATA lgc65<>+4(SB)/4, $0x7fc00000
-DATA lgc65<>+8(SB)/4, $0x7fc00000
-DATA lgc65<>+12(SB)/4, $0x7fc00000
-DATA lgc65<>+16(SB)/4, $0x7fc00000
-DATA lgc65<>+20(SB)/4, $0x7fc00000
-DATA lgc65<>+24(SB)/4, $0x7fc00000
-DATA lgc65<>+28(SB)/4, $0x7fc00000
-GLOBL lgc65<>(SB), RODATA|NOPTR, $32
-
-DATA lgc66<>+0(SB)/4, $0x7f800000
-DATA lgc66<>+4(SB)/4, $0x7f800000
-DATA lgc66<>+8(SB)/4, $0x7f800000
-DATA lgc66<>+12(SB)/4, $0x7f800000
-DATA lgc66<>+16(SB)/4, $0x7f800000
-DATA lgc66<>+20(SB)/4, $0x7f800000
-DATA lgc66<>+24(SB)/4, $0x7f800000
-DATA lgc66<>+28(SB)/4, $0x7f800000
-GLOBL lgc66<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1983,30 +1939,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc50<>+0(SB), Y1, Y2
-	VMULPS       lgc51<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc48<>+0(SB), Y1, Y2
+	VMULPS       lgc49<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc52<>+0(SB), Y4, Y4
-	VPAND        lgc53<>+0(SB), Y2, Y2
+	VPSUBD       lgc50<>+0(SB), Y4, Y4
+	VPAND        lgc51<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc54<>+0(SB), Y3, Y2
+	VPAND        lgc52<>+0(SB), Y3, Y2
 	VPOR         lgc4<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc55<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc53<>+0(SB), Y2, Y3
 	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc56<>+0(SB), Y5
+	VMOVAPS      lgc54<>+0(SB), Y5
+	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc59<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc60<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc61<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc62<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc63<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc64<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2017,9 +1973,9 @@ bulk_14:
 	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc65<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc66<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc66<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc63<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc64<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc64<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc4<>+0(SB), Y1, Y2
@@ -2030,8 +1986,8 @@ bulk_14:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc66<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc64<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc64<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

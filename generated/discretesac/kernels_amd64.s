@@ -1012,57 +1012,51 @@ inner_Q_11:
 	JNZ          noflush_12
 	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc43<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc44<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	MOVQ         $+8, CX
@@ -1081,57 +1075,51 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc43<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc44<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
@@ -1428,26 +1416,6 @@ DATA lgc42<>+8(SB)/8, $0x4020000000000000
 DATA lgc42<>+16(SB)/8, $0x4020000000000000
 DATA lgc42<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x7fffffff
-DATA lgc43<>+4(SB)/4, $0x7fffffff
-DATA lgc43<>+8(SB)/4, $0x7fffffff
-DATA lgc43<>+12(SB)/4, $0x7fffffff
-DATA lgc43<>+16(SB)/4, $0x7fffffff
-DATA lgc43<>+20(SB)/4, $0x7fffffff
-DATA lgc43<>+24(SB)/4, $0x7fffffff
-DATA lgc43<>+28(SB)/4, $0x7fffffff
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x7f7fffff
-DATA lgc44<>+4(SB)/4, $0x7f7fffff
-DATA lgc44<>+8(SB)/4, $0x7f7fffff
-DATA lgc44<>+12(SB)/4, $0x7f7fffff
-DATA lgc44<>+16(SB)/4, $0x7f7fffff
-DATA lgc44<>+20(SB)/4, $0x7f7fffff
-DATA lgc44<>+24(SB)/4, $0x7f7fffff
-DATA lgc44<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2316,7 +2284,7 @@ inner_Q_23:
 	VMOVUPS Y1, Y0
 
 	// v74 = mul(-0.00390625, v64)
-	VMULPS lgc45<>+0(SB), Y3, Y1
+	VMULPS lgc43<>+0(SB), Y3, Y1
 
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -2378,11 +2346,11 @@ inner_Q_25:
 	VSUBPS Y6, Y8, Y6
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc46<>+0(SB), Y6, Y6
+	VMULPS  lgc44<>+0(SB), Y6, Y6
 	VMOVUPS 2560(SP), Y8
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS lgc46<>+0(SB), Y8, Y8
+	VMULPS lgc44<>+0(SB), Y8, Y8
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y8, Y9
@@ -2505,11 +2473,11 @@ inner_Q_27:
 	VSUBPS Y3, Y5, Y3
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc46<>+0(SB), Y3, Y3
+	VMULPS  lgc44<>+0(SB), Y3, Y3
 	VMOVUPS 2656(SP), Y5
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS lgc46<>+0(SB), Y5, Y5
+	VMULPS lgc44<>+0(SB), Y5, Y5
 
 	// v78 = ne(v77, 0)
 	VCMPPS $0x04, Y0, Y5, Y7
@@ -2628,20 +2596,20 @@ inner_Q_30:
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y7, Y9
 	VMOVUPS Y5, 2784(SP)
-	VMOVUPS lgc46<>+0(SB), Y5
+	VMOVUPS lgc44<>+0(SB), Y5
 
 	// v99 = where(v37, 0, 0.00390625)
 	VANDNPS Y5, Y8, Y5
 
 	// v100 = mul(0.00390625, absDiff)
-	VMULPS  lgc46<>+0(SB), Y7, Y7
+	VMULPS  lgc44<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 2816(SP)
 
 	// v101 = where(v37, v100, 0)
 	VANDPS Y7, Y8, Y5
 
 	// v102 = mul(0.00390625, v38)
-	VMULPS lgc46<>+0(SB), Y9, Y7
+	VMULPS lgc44<>+0(SB), Y9, Y7
 
 	// v103 = where(v37, v102, 0)
 	VANDPS  Y7, Y8, Y7
@@ -2667,7 +2635,7 @@ inner_Q_30:
 	VMULPS  lgc15<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 2848(SP)
 	VMOVUPS Y8, 2880(SP)
-	VMOVUPS lgc47<>+0(SB), Y5
+	VMOVUPS lgc45<>+0(SB), Y5
 
 	// v111 = where(v108, -1, v110)
 	VBLENDVPS Y9, Y5, Y7, Y5
@@ -2848,70 +2816,62 @@ inner_Q_30:
 	JNZ          noflush_31
 	VMOVUPD      lgc42<>+0(SB), Y0
 	MOVQ         state+80(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc43<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc44<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1664(CX), Y0, Y0
 	VMOVUPS      Y0, 1664(CX)
 	MOVQ         $+8, CX
@@ -2930,104 +2890,96 @@ chunkdone_14:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+80(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc43<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc44<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc43<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc44<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(AX), Y3, Y3
-	VMOVUPD      Y3, 1344(AX)
-	VADDPD       1376(AX), Y2, Y2
-	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VMOVUPS      1536(AX), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
+	VADDPD       1376(AX), Y0, Y0
+	VMOVUPD      Y0, 1376(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1664(AX), Y0, Y0
 	VMOVUPS      Y0, 1664(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc45<>+0(SB)/4, $0xbb800000
-DATA lgc45<>+4(SB)/4, $0xbb800000
-DATA lgc45<>+8(SB)/4, $0xbb800000
-DATA lgc45<>+12(SB)/4, $0xbb800000
-DATA lgc45<>+16(SB)/4, $0xbb800000
-DATA lgc45<>+20(SB)/4, $0xbb800000
-DATA lgc45<>+24(SB)/4, $0xbb800000
-DATA lgc45<>+28(SB)/4, $0xbb800000
+DATA lgc43<>+0(SB)/4, $0xbb800000
+DATA lgc43<>+4(SB)/4, $0xbb800000
+DATA lgc43<>+8(SB)/4, $0xbb800000
+DATA lgc43<>+12(SB)/4, $0xbb800000
+DATA lgc43<>+16(SB)/4, $0xbb800000
+DATA lgc43<>+20(SB)/4, $0xbb800000
+DATA lgc43<>+24(SB)/4, $0xbb800000
+DATA lgc43<>+28(SB)/4, $0xbb800000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x3b800000
+DATA lgc44<>+4(SB)/4, $0x3b800000
+DATA lgc44<>+8(SB)/4, $0x3b800000
+DATA lgc44<>+12(SB)/4, $0x3b800000
+DATA lgc44<>+16(SB)/4, $0x3b800000
+DATA lgc44<>+20(SB)/4, $0x3b800000
+DATA lgc44<>+24(SB)/4, $0x3b800000
+DATA lgc44<>+28(SB)/4, $0x3b800000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0xbf800000
+DATA lgc45<>+4(SB)/4, $0xbf800000
+DATA lgc45<>+8(SB)/4, $0xbf800000
+DATA lgc45<>+12(SB)/4, $0xbf800000
+DATA lgc45<>+16(SB)/4, $0xbf800000
+DATA lgc45<>+20(SB)/4, $0xbf800000
+DATA lgc45<>+24(SB)/4, $0xbf800000
+DATA lgc45<>+28(SB)/4, $0xbf800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/4, $0x3b800000
-DATA lgc46<>+4(SB)/4, $0x3b800000
-DATA lgc46<>+8(SB)/4, $0x3b800000
-DATA lgc46<>+12(SB)/4, $0x3b800000
-DATA lgc46<>+16(SB)/4, $0x3b800000
-DATA lgc46<>+20(SB)/4, $0x3b800000
-DATA lgc46<>+24(SB)/4, $0x3b800000
-DATA lgc46<>+28(SB)/4, $0x3b800000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xbf800000
-DATA lgc47<>+4(SB)/4, $0xbf800000
-DATA lgc47<>+8(SB)/4, $0xbf800000
-DATA lgc47<>+12(SB)/4, $0xbf800000
-DATA lgc47<>+16(SB)/4, $0xbf800000
-DATA lgc47<>+20(SB)/4, $0xbf800000
-DATA lgc47<>+24(SB)/4, $0xbf800000
-DATA lgc47<>+28(SB)/4, $0xbf800000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

@@ -4899,31 +4899,29 @@ inner_KSrc_19:
 	JNZ          noflush_20
 	VMOVUPD      lgc52<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      512(CX), Y1
-	VANDPS       lgc53<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      512(CX), Y0
+	VMULPS       lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       320(CX), Y2, Y2
 	VMOVUPD      Y2, 320(CX)
-	VADDPD       352(CX), Y1, Y1
-	VMOVUPD      Y1, 352(CX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 512(CX)
-	VMOVUPS      832(CX), Y2
-	VANDPS       lgc53<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       640(CX), Y3, Y3
-	VMOVUPD      Y3, 640(CX)
-	VADDPD       672(CX), Y2, Y2
-	VMOVUPD      Y2, 672(CX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 832(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       352(CX), Y0, Y0
+	VMOVUPD      Y0, 352(CX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 512(CX)
+	VMOVUPS      832(CX), Y0
+	VFMADD231PS  lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       640(CX), Y2, Y2
+	VMOVUPD      Y2, 640(CX)
+	VADDPD       672(CX), Y0, Y0
+	VMOVUPD      Y0, 672(CX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 832(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(CX), Y0, Y0
 	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
@@ -4942,31 +4940,29 @@ chunkdone_7:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      512(AX), Y1
-	VANDPS       lgc53<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      512(AX), Y0
+	VMULPS       lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       320(AX), Y2, Y2
 	VMOVUPD      Y2, 320(AX)
-	VADDPD       352(AX), Y1, Y1
-	VMOVUPD      Y1, 352(AX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 512(AX)
-	VMOVUPS      832(AX), Y2
-	VANDPS       lgc53<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       640(AX), Y3, Y3
-	VMOVUPD      Y3, 640(AX)
-	VADDPD       672(AX), Y2, Y2
-	VMOVUPD      Y2, 672(AX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 832(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       352(AX), Y0, Y0
+	VMOVUPD      Y0, 352(AX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 512(AX)
+	VMOVUPS      832(AX), Y0
+	VFMADD231PS  lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       640(AX), Y2, Y2
+	VMOVUPD      Y2, 640(AX)
+	VADDPD       672(AX), Y0, Y0
+	VMOVUPD      Y0, 672(AX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 832(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(AX), Y0, Y0
 	VMOVUPS      Y0, 1088(AX)
 	VZEROUPPER
@@ -5087,26 +5083,6 @@ DATA lgc52<>+8(SB)/8, $0x4020000000000000
 DATA lgc52<>+16(SB)/8, $0x4020000000000000
 DATA lgc52<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
-
-DATA lgc53<>+0(SB)/4, $0x7fffffff
-DATA lgc53<>+4(SB)/4, $0x7fffffff
-DATA lgc53<>+8(SB)/4, $0x7fffffff
-DATA lgc53<>+12(SB)/4, $0x7fffffff
-DATA lgc53<>+16(SB)/4, $0x7fffffff
-DATA lgc53<>+20(SB)/4, $0x7fffffff
-DATA lgc53<>+24(SB)/4, $0x7fffffff
-DATA lgc53<>+28(SB)/4, $0x7fffffff
-GLOBL lgc53<>(SB), RODATA|NOPTR, $32
-
-DATA lgc54<>+0(SB)/4, $0x7f7fffff
-DATA lgc54<>+4(SB)/4, $0x7f7fffff
-DATA lgc54<>+8(SB)/4, $0x7f7fffff
-DATA lgc54<>+12(SB)/4, $0x7f7fffff
-DATA lgc54<>+16(SB)/4, $0x7f7fffff
-DATA lgc54<>+20(SB)/4, $0x7f7fffff
-DATA lgc54<>+24(SB)/4, $0x7f7fffff
-DATA lgc54<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -10535,7 +10511,7 @@ inner_KSrc_41:
 	VINSERTF128 $0x01, X6, Y8, Y6
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS lgc55<>+0(SB), Y6, Y6
+	VMULPS lgc53<>+0(SB), Y6, Y6
 
 	// v53 = neg(v52)
 	VXORPS lgc50<>+0(SB), Y6, Y6
@@ -10889,7 +10865,7 @@ inner_KSrc_47:
 	VINSERTF128 $0x01, X5, Y7, Y5
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS  lgc55<>+0(SB), Y5, Y5
+	VMULPS  lgc53<>+0(SB), Y5, Y5
 	IMUL3Q  $+32, DX, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
@@ -12295,31 +12271,29 @@ inner_KSrc_47:
 	JNZ          noflush_48
 	VMOVUPD      lgc52<>+0(SB), Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      512(CX), Y1
-	VANDPS       lgc53<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      512(CX), Y0
+	VMULPS       lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       320(CX), Y2, Y2
 	VMOVUPD      Y2, 320(CX)
-	VADDPD       352(CX), Y1, Y1
-	VMOVUPD      Y1, 352(CX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 512(CX)
-	VMOVUPS      832(CX), Y2
-	VANDPS       lgc53<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       640(CX), Y3, Y3
-	VMOVUPD      Y3, 640(CX)
-	VADDPD       672(CX), Y2, Y2
-	VMOVUPD      Y2, 672(CX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 832(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       352(CX), Y0, Y0
+	VMOVUPD      Y0, 352(CX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 512(CX)
+	VMOVUPS      832(CX), Y0
+	VFMADD231PS  lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       640(CX), Y2, Y2
+	VMOVUPD      Y2, 640(CX)
+	VADDPD       672(CX), Y0, Y0
+	VMOVUPD      Y0, 672(CX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 832(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(CX), Y0, Y0
 	VMOVUPS      Y0, 1088(CX)
 	MOVQ         $+8, CX
@@ -12338,45 +12312,43 @@ chunkdone_27:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), AX
-	VMOVUPS      512(AX), Y1
-	VANDPS       lgc53<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc54<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      512(AX), Y0
+	VMULPS       lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       320(AX), Y2, Y2
 	VMOVUPD      Y2, 320(AX)
-	VADDPD       352(AX), Y1, Y1
-	VMOVUPD      Y1, 352(AX)
-	VMOVUPS      lgc40<>+0(SB), Y1
-	VMOVUPS      Y1, 512(AX)
-	VMOVUPS      832(AX), Y2
-	VANDPS       lgc53<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       640(AX), Y3, Y3
-	VMOVUPD      Y3, 640(AX)
-	VADDPD       672(AX), Y2, Y2
-	VMOVUPD      Y2, 672(AX)
-	VMOVUPS      lgc40<>+0(SB), Y2
-	VMOVUPS      Y2, 832(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       352(AX), Y0, Y0
+	VMOVUPD      Y0, 352(AX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 512(AX)
+	VMOVUPS      832(AX), Y0
+	VFMADD231PS  lgc40<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       640(AX), Y2, Y2
+	VMOVUPD      Y2, 640(AX)
+	VADDPD       672(AX), Y0, Y0
+	VMOVUPD      Y0, 672(AX)
+	VMOVUPS      lgc40<>+0(SB), Y0
+	VMOVUPS      Y0, 832(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(AX), Y0, Y0
 	VMOVUPS      Y0, 1088(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc55<>+0(SB)/4, $0xbc000000
-DATA lgc55<>+4(SB)/4, $0xbc000000
-DATA lgc55<>+8(SB)/4, $0xbc000000
-DATA lgc55<>+12(SB)/4, $0xbc000000
-DATA lgc55<>+16(SB)/4, $0xbc000000
-DATA lgc55<>+20(SB)/4, $0xbc000000
-DATA lgc55<>+24(SB)/4, $0xbc000000
-DATA lgc55<>+28(SB)/4, $0xbc000000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+DATA lgc53<>+0(SB)/4, $0xbc000000
+DATA lgc53<>+4(SB)/4, $0xbc000000
+DATA lgc53<>+8(SB)/4, $0xbc000000
+DATA lgc53<>+12(SB)/4, $0xbc000000
+DATA lgc53<>+16(SB)/4, $0xbc000000
+DATA lgc53<>+20(SB)/4, $0xbc000000
+DATA lgc53<>+24(SB)/4, $0xbc000000
+DATA lgc53<>+28(SB)/4, $0xbc000000
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -12437,30 +12409,30 @@ bulk_51:
 	CMPQ         BX, DX
 	JGE          bulkdone_52
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc56<>+0(SB), Y0, Y1
-	VMULPS       lgc57<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc54<>+0(SB), Y0, Y1
+	VMULPS       lgc55<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc58<>+0(SB), Y3, Y3
-	VPAND        lgc59<>+0(SB), Y1, Y1
+	VPSUBD       lgc56<>+0(SB), Y3, Y3
+	VPAND        lgc57<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc60<>+0(SB), Y2, Y1
+	VPAND        lgc58<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc61<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc59<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc62<>+0(SB), Y4
+	VMOVAPS      lgc60<>+0(SB), Y4
+	VFMADD213PS  lgc61<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc62<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc63<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc64<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc65<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc66<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc67<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc68<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc69<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc70<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -12471,9 +12443,9 @@ bulk_51:
 	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc71<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc72<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc69<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc70<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc70<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -12484,175 +12456,175 @@ bulkdone_52:
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0x00800000
-DATA lgc56<>+4(SB)/4, $0x00800000
-DATA lgc56<>+8(SB)/4, $0x00800000
-DATA lgc56<>+12(SB)/4, $0x00800000
-DATA lgc56<>+16(SB)/4, $0x00800000
-DATA lgc56<>+20(SB)/4, $0x00800000
-DATA lgc56<>+24(SB)/4, $0x00800000
-DATA lgc56<>+28(SB)/4, $0x00800000
+DATA lgc54<>+0(SB)/4, $0x00800000
+DATA lgc54<>+4(SB)/4, $0x00800000
+DATA lgc54<>+8(SB)/4, $0x00800000
+DATA lgc54<>+12(SB)/4, $0x00800000
+DATA lgc54<>+16(SB)/4, $0x00800000
+DATA lgc54<>+20(SB)/4, $0x00800000
+DATA lgc54<>+24(SB)/4, $0x00800000
+DATA lgc54<>+28(SB)/4, $0x00800000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x4b000000
+DATA lgc55<>+4(SB)/4, $0x4b000000
+DATA lgc55<>+8(SB)/4, $0x4b000000
+DATA lgc55<>+12(SB)/4, $0x4b000000
+DATA lgc55<>+16(SB)/4, $0x4b000000
+DATA lgc55<>+20(SB)/4, $0x4b000000
+DATA lgc55<>+24(SB)/4, $0x4b000000
+DATA lgc55<>+28(SB)/4, $0x4b000000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x0000007f
+DATA lgc56<>+4(SB)/4, $0x0000007f
+DATA lgc56<>+8(SB)/4, $0x0000007f
+DATA lgc56<>+12(SB)/4, $0x0000007f
+DATA lgc56<>+16(SB)/4, $0x0000007f
+DATA lgc56<>+20(SB)/4, $0x0000007f
+DATA lgc56<>+24(SB)/4, $0x0000007f
+DATA lgc56<>+28(SB)/4, $0x0000007f
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x4b000000
-DATA lgc57<>+4(SB)/4, $0x4b000000
-DATA lgc57<>+8(SB)/4, $0x4b000000
-DATA lgc57<>+12(SB)/4, $0x4b000000
-DATA lgc57<>+16(SB)/4, $0x4b000000
-DATA lgc57<>+20(SB)/4, $0x4b000000
-DATA lgc57<>+24(SB)/4, $0x4b000000
-DATA lgc57<>+28(SB)/4, $0x4b000000
+DATA lgc57<>+0(SB)/4, $0xffffffe9
+DATA lgc57<>+4(SB)/4, $0xffffffe9
+DATA lgc57<>+8(SB)/4, $0xffffffe9
+DATA lgc57<>+12(SB)/4, $0xffffffe9
+DATA lgc57<>+16(SB)/4, $0xffffffe9
+DATA lgc57<>+20(SB)/4, $0xffffffe9
+DATA lgc57<>+24(SB)/4, $0xffffffe9
+DATA lgc57<>+28(SB)/4, $0xffffffe9
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x0000007f
-DATA lgc58<>+4(SB)/4, $0x0000007f
-DATA lgc58<>+8(SB)/4, $0x0000007f
-DATA lgc58<>+12(SB)/4, $0x0000007f
-DATA lgc58<>+16(SB)/4, $0x0000007f
-DATA lgc58<>+20(SB)/4, $0x0000007f
-DATA lgc58<>+24(SB)/4, $0x0000007f
-DATA lgc58<>+28(SB)/4, $0x0000007f
+DATA lgc58<>+0(SB)/4, $0x007fffff
+DATA lgc58<>+4(SB)/4, $0x007fffff
+DATA lgc58<>+8(SB)/4, $0x007fffff
+DATA lgc58<>+12(SB)/4, $0x007fffff
+DATA lgc58<>+16(SB)/4, $0x007fffff
+DATA lgc58<>+20(SB)/4, $0x007fffff
+DATA lgc58<>+24(SB)/4, $0x007fffff
+DATA lgc58<>+28(SB)/4, $0x007fffff
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0xffffffe9
-DATA lgc59<>+4(SB)/4, $0xffffffe9
-DATA lgc59<>+8(SB)/4, $0xffffffe9
-DATA lgc59<>+12(SB)/4, $0xffffffe9
-DATA lgc59<>+16(SB)/4, $0xffffffe9
-DATA lgc59<>+20(SB)/4, $0xffffffe9
-DATA lgc59<>+24(SB)/4, $0xffffffe9
-DATA lgc59<>+28(SB)/4, $0xffffffe9
+DATA lgc59<>+0(SB)/4, $0x3fb504f3
+DATA lgc59<>+4(SB)/4, $0x3fb504f3
+DATA lgc59<>+8(SB)/4, $0x3fb504f3
+DATA lgc59<>+12(SB)/4, $0x3fb504f3
+DATA lgc59<>+16(SB)/4, $0x3fb504f3
+DATA lgc59<>+20(SB)/4, $0x3fb504f3
+DATA lgc59<>+24(SB)/4, $0x3fb504f3
+DATA lgc59<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0x007fffff
-DATA lgc60<>+4(SB)/4, $0x007fffff
-DATA lgc60<>+8(SB)/4, $0x007fffff
-DATA lgc60<>+12(SB)/4, $0x007fffff
-DATA lgc60<>+16(SB)/4, $0x007fffff
-DATA lgc60<>+20(SB)/4, $0x007fffff
-DATA lgc60<>+24(SB)/4, $0x007fffff
-DATA lgc60<>+28(SB)/4, $0x007fffff
+DATA lgc60<>+0(SB)/4, $0x3d9021bb
+DATA lgc60<>+4(SB)/4, $0x3d9021bb
+DATA lgc60<>+8(SB)/4, $0x3d9021bb
+DATA lgc60<>+12(SB)/4, $0x3d9021bb
+DATA lgc60<>+16(SB)/4, $0x3d9021bb
+DATA lgc60<>+20(SB)/4, $0x3d9021bb
+DATA lgc60<>+24(SB)/4, $0x3d9021bb
+DATA lgc60<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0x3fb504f3
-DATA lgc61<>+4(SB)/4, $0x3fb504f3
-DATA lgc61<>+8(SB)/4, $0x3fb504f3
-DATA lgc61<>+12(SB)/4, $0x3fb504f3
-DATA lgc61<>+16(SB)/4, $0x3fb504f3
-DATA lgc61<>+20(SB)/4, $0x3fb504f3
-DATA lgc61<>+24(SB)/4, $0x3fb504f3
-DATA lgc61<>+28(SB)/4, $0x3fb504f3
+DATA lgc61<>+0(SB)/4, $0xbdebd1b8
+DATA lgc61<>+4(SB)/4, $0xbdebd1b8
+DATA lgc61<>+8(SB)/4, $0xbdebd1b8
+DATA lgc61<>+12(SB)/4, $0xbdebd1b8
+DATA lgc61<>+16(SB)/4, $0xbdebd1b8
+DATA lgc61<>+20(SB)/4, $0xbdebd1b8
+DATA lgc61<>+24(SB)/4, $0xbdebd1b8
+DATA lgc61<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0x3d9021bb
-DATA lgc62<>+4(SB)/4, $0x3d9021bb
-DATA lgc62<>+8(SB)/4, $0x3d9021bb
-DATA lgc62<>+12(SB)/4, $0x3d9021bb
-DATA lgc62<>+16(SB)/4, $0x3d9021bb
-DATA lgc62<>+20(SB)/4, $0x3d9021bb
-DATA lgc62<>+24(SB)/4, $0x3d9021bb
-DATA lgc62<>+28(SB)/4, $0x3d9021bb
+DATA lgc62<>+0(SB)/4, $0x3def251a
+DATA lgc62<>+4(SB)/4, $0x3def251a
+DATA lgc62<>+8(SB)/4, $0x3def251a
+DATA lgc62<>+12(SB)/4, $0x3def251a
+DATA lgc62<>+16(SB)/4, $0x3def251a
+DATA lgc62<>+20(SB)/4, $0x3def251a
+DATA lgc62<>+24(SB)/4, $0x3def251a
+DATA lgc62<>+28(SB)/4, $0x3def251a
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xbdebd1b8
-DATA lgc63<>+4(SB)/4, $0xbdebd1b8
-DATA lgc63<>+8(SB)/4, $0xbdebd1b8
-DATA lgc63<>+12(SB)/4, $0xbdebd1b8
-DATA lgc63<>+16(SB)/4, $0xbdebd1b8
-DATA lgc63<>+20(SB)/4, $0xbdebd1b8
-DATA lgc63<>+24(SB)/4, $0xbdebd1b8
-DATA lgc63<>+28(SB)/4, $0xbdebd1b8
+DATA lgc63<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc63<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-DATA lgc64<>+0(SB)/4, $0x3def251a
-DATA lgc64<>+4(SB)/4, $0x3def251a
-DATA lgc64<>+8(SB)/4, $0x3def251a
-DATA lgc64<>+12(SB)/4, $0x3def251a
-DATA lgc64<>+16(SB)/4, $0x3def251a
-DATA lgc64<>+20(SB)/4, $0x3def251a
-DATA lgc64<>+24(SB)/4, $0x3def251a
-DATA lgc64<>+28(SB)/4, $0x3def251a
+DATA lgc64<>+0(SB)/4, $0x3e11e9bf
+DATA lgc64<>+4(SB)/4, $0x3e11e9bf
+DATA lgc64<>+8(SB)/4, $0x3e11e9bf
+DATA lgc64<>+12(SB)/4, $0x3e11e9bf
+DATA lgc64<>+16(SB)/4, $0x3e11e9bf
+DATA lgc64<>+20(SB)/4, $0x3e11e9bf
+DATA lgc64<>+24(SB)/4, $0x3e11e9bf
+DATA lgc64<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
-DATA lgc65<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc65<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc65<>+0(SB)/4, $0xbe2aae50
+DATA lgc65<>+4(SB)/4, $0xbe2aae50
+DATA lgc65<>+8(SB)/4, $0xbe2aae50
+DATA lgc65<>+12(SB)/4, $0xbe2aae50
+DATA lgc65<>+16(SB)/4, $0xbe2aae50
+DATA lgc65<>+20(SB)/4, $0xbe2aae50
+DATA lgc65<>+24(SB)/4, $0xbe2aae50
+DATA lgc65<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc65<>(SB), RODATA|NOPTR, $32
 
-DATA lgc66<>+0(SB)/4, $0x3e11e9bf
-DATA lgc66<>+4(SB)/4, $0x3e11e9bf
-DATA lgc66<>+8(SB)/4, $0x3e11e9bf
-DATA lgc66<>+12(SB)/4, $0x3e11e9bf
-DATA lgc66<>+16(SB)/4, $0x3e11e9bf
-DATA lgc66<>+20(SB)/4, $0x3e11e9bf
-DATA lgc66<>+24(SB)/4, $0x3e11e9bf
-DATA lgc66<>+28(SB)/4, $0x3e11e9bf
+DATA lgc66<>+0(SB)/4, $0x3e4cceac
+DATA lgc66<>+4(SB)/4, $0x3e4cceac
+DATA lgc66<>+8(SB)/4, $0x3e4cceac
+DATA lgc66<>+12(SB)/4, $0x3e4cceac
+DATA lgc66<>+16(SB)/4, $0x3e4cceac
+DATA lgc66<>+20(SB)/4, $0x3e4cceac
+DATA lgc66<>+24(SB)/4, $0x3e4cceac
+DATA lgc66<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc66<>(SB), RODATA|NOPTR, $32
 
-DATA lgc67<>+0(SB)/4, $0xbe2aae50
-DATA lgc67<>+4(SB)/4, $0xbe2aae50
-DATA lgc67<>+8(SB)/4, $0xbe2aae50
-DATA lgc67<>+12(SB)/4, $0xbe2aae50
-DATA lgc67<>+16(SB)/4, $0xbe2aae50
-DATA lgc67<>+20(SB)/4, $0xbe2aae50
-DATA lgc67<>+24(SB)/4, $0xbe2aae50
-DATA lgc67<>+28(SB)/4, $0xbe2aae50
+DATA lgc67<>+0(SB)/4, $0xbe7ffffc
+DATA lgc67<>+4(SB)/4, $0xbe7ffffc
+DATA lgc67<>+8(SB)/4, $0xbe7ffffc
+DATA lgc67<>+12(SB)/4, $0xbe7ffffc
+DATA lgc67<>+16(SB)/4, $0xbe7ffffc
+DATA lgc67<>+20(SB)/4, $0xbe7ffffc
+DATA lgc67<>+24(SB)/4, $0xbe7ffffc
+DATA lgc67<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc67<>(SB), RODATA|NOPTR, $32
 
-DATA lgc68<>+0(SB)/4, $0x3e4cceac
-DATA lgc68<>+4(SB)/4, $0x3e4cceac
-DATA lgc68<>+8(SB)/4, $0x3e4cceac
-DATA lgc68<>+12(SB)/4, $0x3e4cceac
-DATA lgc68<>+16(SB)/4, $0x3e4cceac
-DATA lgc68<>+20(SB)/4, $0x3e4cceac
-DATA lgc68<>+24(SB)/4, $0x3e4cceac
-DATA lgc68<>+28(SB)/4, $0x3e4cceac
+DATA lgc68<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc68<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc68<>(SB), RODATA|NOPTR, $32
 
-DATA lgc69<>+0(SB)/4, $0xbe7ffffc
-DATA lgc69<>+4(SB)/4, $0xbe7ffffc
-DATA lgc69<>+8(SB)/4, $0xbe7ffffc
-DATA lgc69<>+12(SB)/4, $0xbe7ffffc
-DATA lgc69<>+16(SB)/4, $0xbe7ffffc
-DATA lgc69<>+20(SB)/4, $0xbe7ffffc
-DATA lgc69<>+24(SB)/4, $0xbe7ffffc
-DATA lgc69<>+28(SB)/4, $0xbe7ffffc
+DATA lgc69<>+0(SB)/4, $0x7fc00000
+DATA lgc69<>+4(SB)/4, $0x7fc00000
+DATA lgc69<>+8(SB)/4, $0x7fc00000
+DATA lgc69<>+12(SB)/4, $0x7fc00000
+DATA lgc69<>+16(SB)/4, $0x7fc00000
+DATA lgc69<>+20(SB)/4, $0x7fc00000
+DATA lgc69<>+24(SB)/4, $0x7fc00000
+DATA lgc69<>+28(SB)/4, $0x7fc00000
 GLOBL lgc69<>(SB), RODATA|NOPTR, $32
 
-DATA lgc70<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc70<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc70<>+0(SB)/4, $0x7f800000
+DATA lgc70<>+4(SB)/4, $0x7f800000
+DATA lgc70<>+8(SB)/4, $0x7f800000
+DATA lgc70<>+12(SB)/4, $0x7f800000
+DATA lgc70<>+16(SB)/4, $0x7f800000
+DATA lgc70<>+20(SB)/4, $0x7f800000
+DATA lgc70<>+24(SB)/4, $0x7f800000
+DATA lgc70<>+28(SB)/4, $0x7f800000
 GLOBL lgc70<>(SB), RODATA|NOPTR, $32
-
-DATA lgc71<>+0(SB)/4, $0x7fc00000
-DATA lgc71<>+4(SB)/4, $0x7fc00000
-DATA lgc71<>+8(SB)/4, $0x7fc00000
-DATA lgc71<>+12(SB)/4, $0x7fc00000
-DATA lgc71<>+16(SB)/4, $0x7fc00000
-DATA lgc71<>+20(SB)/4, $0x7fc00000
-DATA lgc71<>+24(SB)/4, $0x7fc00000
-DATA lgc71<>+28(SB)/4, $0x7fc00000
-GLOBL lgc71<>(SB), RODATA|NOPTR, $32
-
-DATA lgc72<>+0(SB)/4, $0x7f800000
-DATA lgc72<>+4(SB)/4, $0x7f800000
-DATA lgc72<>+8(SB)/4, $0x7f800000
-DATA lgc72<>+12(SB)/4, $0x7f800000
-DATA lgc72<>+16(SB)/4, $0x7f800000
-DATA lgc72<>+20(SB)/4, $0x7f800000
-DATA lgc72<>+24(SB)/4, $0x7f800000
-DATA lgc72<>+28(SB)/4, $0x7f800000
-GLOBL lgc72<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -12667,30 +12639,30 @@ bulk_53:
 	JGE          bulkdone_54
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc56<>+0(SB), Y1, Y2
-	VMULPS       lgc57<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc54<>+0(SB), Y1, Y2
+	VMULPS       lgc55<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc58<>+0(SB), Y4, Y4
-	VPAND        lgc59<>+0(SB), Y2, Y2
+	VPSUBD       lgc56<>+0(SB), Y4, Y4
+	VPAND        lgc57<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc60<>+0(SB), Y3, Y2
+	VPAND        lgc58<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc61<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc59<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc62<>+0(SB), Y5
+	VMOVAPS      lgc60<>+0(SB), Y5
+	VFMADD213PS  lgc61<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc62<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc63<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc64<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc65<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc66<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc67<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc68<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc69<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc70<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -12701,9 +12673,9 @@ bulk_53:
 	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc71<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc72<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc72<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc69<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc70<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc70<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -12714,8 +12686,8 @@ bulk_53:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc72<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc72<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc70<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc70<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_53

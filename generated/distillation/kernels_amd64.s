@@ -99,8 +99,7 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc14<>+0(SB), Y3
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc15<>+0(SB), Y0, Y3
-	VCMPPS       $0x12, lgc16<>+0(SB), Y3, Y3
+	VMULPS       lgc0<>+0(SB), Y0, Y3
 	VCVTPS2PD    X0, Y4
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -111,29 +110,26 @@ blocks_2:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VANDPS       lgc15<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc16<>+0(SB), Y4, Y4
-	VCVTPS2PD    X1, Y5
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX)(SI*8), Y5, Y5
-	VMOVUPD      Y5, 384(DX)(SI*8)
+	VADDPD       384(DX)(SI*8), Y4, Y4
+	VMOVUPD      Y4, 384(DX)(SI*8)
 	VADDPD       416(DX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 416(DX)(SI*8)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y4, Y3, Y3
 	IMUL3Q       $+8, BX, BX
-	VANDPS       lgc15<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc16<>+0(SB), Y4, Y4
-	VCVTPS2PD    X2, Y5
+	VFMADD231PS  lgc0<>+0(SB), Y2, Y3
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       1408(DX)(BX*8), Y5, Y5
-	VMOVUPD      Y5, 1408(DX)(BX*8)
+	VADDPD       1408(DX)(BX*8), Y4, Y4
+	VMOVUPD      Y4, 1408(DX)(BX*8)
 	VADDPD       1440(DX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 1440(DX)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, Y3, Y3, Y3
 	VANDPS       2432(DX), Y3, Y3
 	VMOVUPS      Y3, 2432(DX)
 	MOVQ         $+8, DX
@@ -155,47 +151,43 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 384(CX)(BX*8)
-	VADDPD       416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 416(CX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 384(CX)(BX*8)
+	VADDPD       416(CX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 416(CX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1408(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1408(CX)(DX*8)
-	VADDPD       1440(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1440(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2048(CX)(DX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1408(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1408(CX)(DX*8)
+	VADDPD       1440(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1440(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2048(CX)(DX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2432(CX), Y0, Y0
 	VMOVUPS      Y0, 2432(CX)
 	INCQ         AX
@@ -350,26 +342,6 @@ DATA lgc14<>+16(SB)/8, $0x4020000000000000
 DATA lgc14<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x7fffffff
-DATA lgc15<>+4(SB)/4, $0x7fffffff
-DATA lgc15<>+8(SB)/4, $0x7fffffff
-DATA lgc15<>+12(SB)/4, $0x7fffffff
-DATA lgc15<>+16(SB)/4, $0x7fffffff
-DATA lgc15<>+20(SB)/4, $0x7fffffff
-DATA lgc15<>+24(SB)/4, $0x7fffffff
-DATA lgc15<>+28(SB)/4, $0x7fffffff
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x7f7fffff
-DATA lgc16<>+4(SB)/4, $0x7f7fffff
-DATA lgc16<>+8(SB)/4, $0x7f7fffff
-DATA lgc16<>+12(SB)/4, $0x7f7fffff
-DATA lgc16<>+16(SB)/4, $0x7f7fffff
-DATA lgc16<>+20(SB)/4, $0x7f7fffff
-DATA lgc16<>+24(SB)/4, $0x7f7fffff
-DATA lgc16<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
 TEXT ·pass1AVX2(SB), $0-24
@@ -398,8 +370,7 @@ blocks_4:
 	JNZ          noflush_5
 	VMOVUPD      lgc14<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -408,6 +379,7 @@ blocks_4:
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       2880(CX), Y1, Y1
 	VMOVUPS      Y1, 2880(CX)
 	MOVQ         $+8, CX
@@ -424,18 +396,18 @@ noflush_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      2752(AX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2752(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2560(AX), Y2, Y2
 	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y1, Y1
-	VMOVUPD      Y1, 2592(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2752(AX)
+	VADDPD       2592(AX), Y0, Y0
+	VMOVUPD      Y0, 2592(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2880(AX), Y0, Y0
 	VMOVUPS      Y0, 2880(AX)
 	VZEROUPPER
@@ -486,8 +458,7 @@ blocks_7:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -496,6 +467,7 @@ blocks_7:
 	VADDPD       96(BX)(DX*8), Y0, Y0
 	VMOVUPD      Y0, 96(BX)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       1088(BX), Y1, Y1
 	VMOVUPS      Y1, 1088(BX)
 	MOVQ         $+8, DX
@@ -516,18 +488,18 @@ noflush_8:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(DX)(CX*4), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX)(CX*8), Y2, Y2
 	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, 96(DX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)(CX*4)
+	VADDPD       96(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 96(DX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -550,7 +522,7 @@ outer0_9:
 
 	// v15 = max(v14, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc15<>+0(SB), Y1
 
 	// v20 = div(0.125, v15)
 	VDIVPS  Y0, Y1, Y0
@@ -630,14 +602,14 @@ blocks_10:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2176(BX)(DI*4), Y2, Y2
 	VMOVUPS Y2, 2176(BX)(DI*4)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y2
 
 	// v22 = lt(v10, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
 	// v24 = add(k3, v10)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc19<>+0(SB), Y3
+	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v25 = where(v22, -1, v24)
 	VBLENDVPS Y2, Y3, Y1, Y1
@@ -647,7 +619,7 @@ blocks_10:
 	VMULPS Y1, Y2, Y1
 
 	// v27 = neg(v26)
-	VXORPS lgc20<>+0(SB), Y1, Y1
+	VXORPS lgc18<>+0(SB), Y1, Y1
 
 	// gradLogProb = where(mask, v27, 0)
 	VANDPS Y1, Y0, Y0
@@ -659,33 +631,31 @@ blocks_10:
 	JNZ          noflush_11
 	VMOVUPD      lgc14<>+0(SB), Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1408(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1216(DX), Y2, Y2
 	VMOVUPD      Y2, 1216(DX)
-	VADDPD       1248(DX), Y1, Y1
-	VMOVUPD      Y1, 1248(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(DX)
+	VADDPD       1248(DX), Y0, Y0
+	VMOVUPD      Y0, 1248(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(DX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2176(DX)(BX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(DX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(DX)(BX*8)
-	VADDPD       1568(DX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(DX)(BX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(DX)(BX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(DX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)(BX*8)
+	VADDPD       1568(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)(BX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)(BX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2560(DX), Y0, Y0
 	VMOVUPS      Y0, 2560(DX)
 	MOVQ         $+8, DX
@@ -700,33 +670,31 @@ noflush_11:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), CX
-	VMOVUPS      1408(CX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1408(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1216(CX), Y2, Y2
 	VMOVUPD      Y2, 1216(CX)
-	VADDPD       1248(CX), Y1, Y1
-	VMOVUPD      Y1, 1248(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(CX)
+	VADDPD       1248(CX), Y0, Y0
+	VMOVUPD      Y0, 1248(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2176(CX)(DX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(CX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(CX)(DX*8)
-	VADDPD       1568(CX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(CX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(CX)(DX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(CX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(CX)(DX*8)
+	VADDPD       1568(CX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(CX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(CX)(DX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2560(CX), Y0, Y0
 	VMOVUPS      Y0, 2560(CX)
 	INCQ         AX
@@ -735,45 +703,45 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc17<>+0(SB)/4, $0x3e000000
-DATA lgc17<>+4(SB)/4, $0x3e000000
-DATA lgc17<>+8(SB)/4, $0x3e000000
-DATA lgc17<>+12(SB)/4, $0x3e000000
-DATA lgc17<>+16(SB)/4, $0x3e000000
-DATA lgc17<>+20(SB)/4, $0x3e000000
-DATA lgc17<>+24(SB)/4, $0x3e000000
-DATA lgc17<>+28(SB)/4, $0x3e000000
+DATA lgc15<>+0(SB)/4, $0x3e000000
+DATA lgc15<>+4(SB)/4, $0x3e000000
+DATA lgc15<>+8(SB)/4, $0x3e000000
+DATA lgc15<>+12(SB)/4, $0x3e000000
+DATA lgc15<>+16(SB)/4, $0x3e000000
+DATA lgc15<>+20(SB)/4, $0x3e000000
+DATA lgc15<>+24(SB)/4, $0x3e000000
+DATA lgc15<>+28(SB)/4, $0x3e000000
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0xc2200000
+DATA lgc16<>+4(SB)/4, $0xc2200000
+DATA lgc16<>+8(SB)/4, $0xc2200000
+DATA lgc16<>+12(SB)/4, $0xc2200000
+DATA lgc16<>+16(SB)/4, $0xc2200000
+DATA lgc16<>+20(SB)/4, $0xc2200000
+DATA lgc16<>+24(SB)/4, $0xc2200000
+DATA lgc16<>+28(SB)/4, $0xc2200000
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0xbf800000
+DATA lgc17<>+4(SB)/4, $0xbf800000
+DATA lgc17<>+8(SB)/4, $0xbf800000
+DATA lgc17<>+12(SB)/4, $0xbf800000
+DATA lgc17<>+16(SB)/4, $0xbf800000
+DATA lgc17<>+20(SB)/4, $0xbf800000
+DATA lgc17<>+24(SB)/4, $0xbf800000
+DATA lgc17<>+28(SB)/4, $0xbf800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xc2200000
-DATA lgc18<>+4(SB)/4, $0xc2200000
-DATA lgc18<>+8(SB)/4, $0xc2200000
-DATA lgc18<>+12(SB)/4, $0xc2200000
-DATA lgc18<>+16(SB)/4, $0xc2200000
-DATA lgc18<>+20(SB)/4, $0xc2200000
-DATA lgc18<>+24(SB)/4, $0xc2200000
-DATA lgc18<>+28(SB)/4, $0xc2200000
+DATA lgc18<>+0(SB)/4, $0x80000000
+DATA lgc18<>+4(SB)/4, $0x80000000
+DATA lgc18<>+8(SB)/4, $0x80000000
+DATA lgc18<>+12(SB)/4, $0x80000000
+DATA lgc18<>+16(SB)/4, $0x80000000
+DATA lgc18<>+20(SB)/4, $0x80000000
+DATA lgc18<>+24(SB)/4, $0x80000000
+DATA lgc18<>+28(SB)/4, $0x80000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0xbf800000
-DATA lgc19<>+4(SB)/4, $0xbf800000
-DATA lgc19<>+8(SB)/4, $0xbf800000
-DATA lgc19<>+12(SB)/4, $0xbf800000
-DATA lgc19<>+16(SB)/4, $0xbf800000
-DATA lgc19<>+20(SB)/4, $0xbf800000
-DATA lgc19<>+24(SB)/4, $0xbf800000
-DATA lgc19<>+28(SB)/4, $0xbf800000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x80000000
-DATA lgc20<>+4(SB)/4, $0x80000000
-DATA lgc20<>+8(SB)/4, $0x80000000
-DATA lgc20<>+12(SB)/4, $0x80000000
-DATA lgc20<>+16(SB)/4, $0x80000000
-DATA lgc20<>+20(SB)/4, $0x80000000
-DATA lgc20<>+24(SB)/4, $0x80000000
-DATA lgc20<>+28(SB)/4, $0x80000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -803,8 +771,7 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc14<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -813,6 +780,7 @@ blocks_12:
 	VADDPD       2720(CX), Y0, Y0
 	VMOVUPD      Y0, 2720(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       3008(CX), Y1, Y1
 	VMOVUPS      Y1, 3008(CX)
 	MOVQ         $+8, CX
@@ -829,18 +797,18 @@ noflush_13:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      2880(AX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2880(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2688(AX), Y2, Y2
 	VMOVUPD      Y2, 2688(AX)
-	VADDPD       2720(AX), Y1, Y1
-	VMOVUPD      Y1, 2720(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2880(AX)
+	VADDPD       2720(AX), Y0, Y0
+	VMOVUPD      Y0, 2720(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3008(AX), Y0, Y0
 	VMOVUPS      Y0, 3008(AX)
 	VZEROUPPER
@@ -918,30 +886,30 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc20<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -950,11 +918,11 @@ bulk_16:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -965,185 +933,185 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
+DATA lgc19<>+0(SB)/4, $0x00800000
+DATA lgc19<>+4(SB)/4, $0x00800000
+DATA lgc19<>+8(SB)/4, $0x00800000
+DATA lgc19<>+12(SB)/4, $0x00800000
+DATA lgc19<>+16(SB)/4, $0x00800000
+DATA lgc19<>+20(SB)/4, $0x00800000
+DATA lgc19<>+24(SB)/4, $0x00800000
+DATA lgc19<>+28(SB)/4, $0x00800000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x4b000000
+DATA lgc20<>+4(SB)/4, $0x4b000000
+DATA lgc20<>+8(SB)/4, $0x4b000000
+DATA lgc20<>+12(SB)/4, $0x4b000000
+DATA lgc20<>+16(SB)/4, $0x4b000000
+DATA lgc20<>+20(SB)/4, $0x4b000000
+DATA lgc20<>+24(SB)/4, $0x4b000000
+DATA lgc20<>+28(SB)/4, $0x4b000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
+DATA lgc22<>+0(SB)/4, $0xffffffe9
+DATA lgc22<>+4(SB)/4, $0xffffffe9
+DATA lgc22<>+8(SB)/4, $0xffffffe9
+DATA lgc22<>+12(SB)/4, $0xffffffe9
+DATA lgc22<>+16(SB)/4, $0xffffffe9
+DATA lgc22<>+20(SB)/4, $0xffffffe9
+DATA lgc22<>+24(SB)/4, $0xffffffe9
+DATA lgc22<>+28(SB)/4, $0xffffffe9
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x0000007f
-DATA lgc23<>+4(SB)/4, $0x0000007f
-DATA lgc23<>+8(SB)/4, $0x0000007f
-DATA lgc23<>+12(SB)/4, $0x0000007f
-DATA lgc23<>+16(SB)/4, $0x0000007f
-DATA lgc23<>+20(SB)/4, $0x0000007f
-DATA lgc23<>+24(SB)/4, $0x0000007f
-DATA lgc23<>+28(SB)/4, $0x0000007f
+DATA lgc23<>+0(SB)/4, $0x007fffff
+DATA lgc23<>+4(SB)/4, $0x007fffff
+DATA lgc23<>+8(SB)/4, $0x007fffff
+DATA lgc23<>+12(SB)/4, $0x007fffff
+DATA lgc23<>+16(SB)/4, $0x007fffff
+DATA lgc23<>+20(SB)/4, $0x007fffff
+DATA lgc23<>+24(SB)/4, $0x007fffff
+DATA lgc23<>+28(SB)/4, $0x007fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffffe9
-DATA lgc24<>+4(SB)/4, $0xffffffe9
-DATA lgc24<>+8(SB)/4, $0xffffffe9
-DATA lgc24<>+12(SB)/4, $0xffffffe9
-DATA lgc24<>+16(SB)/4, $0xffffffe9
-DATA lgc24<>+20(SB)/4, $0xffffffe9
-DATA lgc24<>+24(SB)/4, $0xffffffe9
-DATA lgc24<>+28(SB)/4, $0xffffffe9
+DATA lgc24<>+0(SB)/4, $0x3fb504f3
+DATA lgc24<>+4(SB)/4, $0x3fb504f3
+DATA lgc24<>+8(SB)/4, $0x3fb504f3
+DATA lgc24<>+12(SB)/4, $0x3fb504f3
+DATA lgc24<>+16(SB)/4, $0x3fb504f3
+DATA lgc24<>+20(SB)/4, $0x3fb504f3
+DATA lgc24<>+24(SB)/4, $0x3fb504f3
+DATA lgc24<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x007fffff
-DATA lgc25<>+4(SB)/4, $0x007fffff
-DATA lgc25<>+8(SB)/4, $0x007fffff
-DATA lgc25<>+12(SB)/4, $0x007fffff
-DATA lgc25<>+16(SB)/4, $0x007fffff
-DATA lgc25<>+20(SB)/4, $0x007fffff
-DATA lgc25<>+24(SB)/4, $0x007fffff
-DATA lgc25<>+28(SB)/4, $0x007fffff
+DATA lgc25<>+0(SB)/4, $0x3d9021bb
+DATA lgc25<>+4(SB)/4, $0x3d9021bb
+DATA lgc25<>+8(SB)/4, $0x3d9021bb
+DATA lgc25<>+12(SB)/4, $0x3d9021bb
+DATA lgc25<>+16(SB)/4, $0x3d9021bb
+DATA lgc25<>+20(SB)/4, $0x3d9021bb
+DATA lgc25<>+24(SB)/4, $0x3d9021bb
+DATA lgc25<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3fb504f3
-DATA lgc26<>+4(SB)/4, $0x3fb504f3
-DATA lgc26<>+8(SB)/4, $0x3fb504f3
-DATA lgc26<>+12(SB)/4, $0x3fb504f3
-DATA lgc26<>+16(SB)/4, $0x3fb504f3
-DATA lgc26<>+20(SB)/4, $0x3fb504f3
-DATA lgc26<>+24(SB)/4, $0x3fb504f3
-DATA lgc26<>+28(SB)/4, $0x3fb504f3
+DATA lgc26<>+0(SB)/4, $0xbdebd1b8
+DATA lgc26<>+4(SB)/4, $0xbdebd1b8
+DATA lgc26<>+8(SB)/4, $0xbdebd1b8
+DATA lgc26<>+12(SB)/4, $0xbdebd1b8
+DATA lgc26<>+16(SB)/4, $0xbdebd1b8
+DATA lgc26<>+20(SB)/4, $0xbdebd1b8
+DATA lgc26<>+24(SB)/4, $0xbdebd1b8
+DATA lgc26<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3d9021bb
-DATA lgc27<>+4(SB)/4, $0x3d9021bb
-DATA lgc27<>+8(SB)/4, $0x3d9021bb
-DATA lgc27<>+12(SB)/4, $0x3d9021bb
-DATA lgc27<>+16(SB)/4, $0x3d9021bb
-DATA lgc27<>+20(SB)/4, $0x3d9021bb
-DATA lgc27<>+24(SB)/4, $0x3d9021bb
-DATA lgc27<>+28(SB)/4, $0x3d9021bb
+DATA lgc27<>+0(SB)/4, $0x3def251a
+DATA lgc27<>+4(SB)/4, $0x3def251a
+DATA lgc27<>+8(SB)/4, $0x3def251a
+DATA lgc27<>+12(SB)/4, $0x3def251a
+DATA lgc27<>+16(SB)/4, $0x3def251a
+DATA lgc27<>+20(SB)/4, $0x3def251a
+DATA lgc27<>+24(SB)/4, $0x3def251a
+DATA lgc27<>+28(SB)/4, $0x3def251a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdebd1b8
-DATA lgc28<>+4(SB)/4, $0xbdebd1b8
-DATA lgc28<>+8(SB)/4, $0xbdebd1b8
-DATA lgc28<>+12(SB)/4, $0xbdebd1b8
-DATA lgc28<>+16(SB)/4, $0xbdebd1b8
-DATA lgc28<>+20(SB)/4, $0xbdebd1b8
-DATA lgc28<>+24(SB)/4, $0xbdebd1b8
-DATA lgc28<>+28(SB)/4, $0xbdebd1b8
+DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3def251a
-DATA lgc29<>+4(SB)/4, $0x3def251a
-DATA lgc29<>+8(SB)/4, $0x3def251a
-DATA lgc29<>+12(SB)/4, $0x3def251a
-DATA lgc29<>+16(SB)/4, $0x3def251a
-DATA lgc29<>+20(SB)/4, $0x3def251a
-DATA lgc29<>+24(SB)/4, $0x3def251a
-DATA lgc29<>+28(SB)/4, $0x3def251a
+DATA lgc29<>+0(SB)/4, $0x3e11e9bf
+DATA lgc29<>+4(SB)/4, $0x3e11e9bf
+DATA lgc29<>+8(SB)/4, $0x3e11e9bf
+DATA lgc29<>+12(SB)/4, $0x3e11e9bf
+DATA lgc29<>+16(SB)/4, $0x3e11e9bf
+DATA lgc29<>+20(SB)/4, $0x3e11e9bf
+DATA lgc29<>+24(SB)/4, $0x3e11e9bf
+DATA lgc29<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+0(SB)/4, $0xbe2aae50
+DATA lgc30<>+4(SB)/4, $0xbe2aae50
+DATA lgc30<>+8(SB)/4, $0xbe2aae50
+DATA lgc30<>+12(SB)/4, $0xbe2aae50
+DATA lgc30<>+16(SB)/4, $0xbe2aae50
+DATA lgc30<>+20(SB)/4, $0xbe2aae50
+DATA lgc30<>+24(SB)/4, $0xbe2aae50
+DATA lgc30<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e11e9bf
-DATA lgc31<>+4(SB)/4, $0x3e11e9bf
-DATA lgc31<>+8(SB)/4, $0x3e11e9bf
-DATA lgc31<>+12(SB)/4, $0x3e11e9bf
-DATA lgc31<>+16(SB)/4, $0x3e11e9bf
-DATA lgc31<>+20(SB)/4, $0x3e11e9bf
-DATA lgc31<>+24(SB)/4, $0x3e11e9bf
-DATA lgc31<>+28(SB)/4, $0x3e11e9bf
+DATA lgc31<>+0(SB)/4, $0x3e4cceac
+DATA lgc31<>+4(SB)/4, $0x3e4cceac
+DATA lgc31<>+8(SB)/4, $0x3e4cceac
+DATA lgc31<>+12(SB)/4, $0x3e4cceac
+DATA lgc31<>+16(SB)/4, $0x3e4cceac
+DATA lgc31<>+20(SB)/4, $0x3e4cceac
+DATA lgc31<>+24(SB)/4, $0x3e4cceac
+DATA lgc31<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe2aae50
-DATA lgc32<>+4(SB)/4, $0xbe2aae50
-DATA lgc32<>+8(SB)/4, $0xbe2aae50
-DATA lgc32<>+12(SB)/4, $0xbe2aae50
-DATA lgc32<>+16(SB)/4, $0xbe2aae50
-DATA lgc32<>+20(SB)/4, $0xbe2aae50
-DATA lgc32<>+24(SB)/4, $0xbe2aae50
-DATA lgc32<>+28(SB)/4, $0xbe2aae50
+DATA lgc32<>+0(SB)/4, $0xbe7ffffc
+DATA lgc32<>+4(SB)/4, $0xbe7ffffc
+DATA lgc32<>+8(SB)/4, $0xbe7ffffc
+DATA lgc32<>+12(SB)/4, $0xbe7ffffc
+DATA lgc32<>+16(SB)/4, $0xbe7ffffc
+DATA lgc32<>+20(SB)/4, $0xbe7ffffc
+DATA lgc32<>+24(SB)/4, $0xbe7ffffc
+DATA lgc32<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e4cceac
-DATA lgc33<>+4(SB)/4, $0x3e4cceac
-DATA lgc33<>+8(SB)/4, $0x3e4cceac
-DATA lgc33<>+12(SB)/4, $0x3e4cceac
-DATA lgc33<>+16(SB)/4, $0x3e4cceac
-DATA lgc33<>+20(SB)/4, $0x3e4cceac
-DATA lgc33<>+24(SB)/4, $0x3e4cceac
-DATA lgc33<>+28(SB)/4, $0x3e4cceac
+DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe7ffffc
-DATA lgc34<>+4(SB)/4, $0xbe7ffffc
-DATA lgc34<>+8(SB)/4, $0xbe7ffffc
-DATA lgc34<>+12(SB)/4, $0xbe7ffffc
-DATA lgc34<>+16(SB)/4, $0xbe7ffffc
-DATA lgc34<>+20(SB)/4, $0xbe7ffffc
-DATA lgc34<>+24(SB)/4, $0xbe7ffffc
-DATA lgc34<>+28(SB)/4, $0xbe7ffffc
+DATA lgc34<>+0(SB)/4, $0xff800000
+DATA lgc34<>+4(SB)/4, $0xff800000
+DATA lgc34<>+8(SB)/4, $0xff800000
+DATA lgc34<>+12(SB)/4, $0xff800000
+DATA lgc34<>+16(SB)/4, $0xff800000
+DATA lgc34<>+20(SB)/4, $0xff800000
+DATA lgc34<>+24(SB)/4, $0xff800000
+DATA lgc34<>+28(SB)/4, $0xff800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+0(SB)/4, $0x7fc00000
+DATA lgc35<>+4(SB)/4, $0x7fc00000
+DATA lgc35<>+8(SB)/4, $0x7fc00000
+DATA lgc35<>+12(SB)/4, $0x7fc00000
+DATA lgc35<>+16(SB)/4, $0x7fc00000
+DATA lgc35<>+20(SB)/4, $0x7fc00000
+DATA lgc35<>+24(SB)/4, $0x7fc00000
+DATA lgc35<>+28(SB)/4, $0x7fc00000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xff800000
-DATA lgc36<>+4(SB)/4, $0xff800000
-DATA lgc36<>+8(SB)/4, $0xff800000
-DATA lgc36<>+12(SB)/4, $0xff800000
-DATA lgc36<>+16(SB)/4, $0xff800000
-DATA lgc36<>+20(SB)/4, $0xff800000
-DATA lgc36<>+24(SB)/4, $0xff800000
-DATA lgc36<>+28(SB)/4, $0xff800000
+DATA lgc36<>+0(SB)/4, $0x7f800000
+DATA lgc36<>+4(SB)/4, $0x7f800000
+DATA lgc36<>+8(SB)/4, $0x7f800000
+DATA lgc36<>+12(SB)/4, $0x7f800000
+DATA lgc36<>+16(SB)/4, $0x7f800000
+DATA lgc36<>+20(SB)/4, $0x7f800000
+DATA lgc36<>+24(SB)/4, $0x7f800000
+DATA lgc36<>+28(SB)/4, $0x7f800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1158,30 +1126,30 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPS       lgc20<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y2, Y2
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1190,11 +1158,11 @@ bulk_18:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1204,9 +1172,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

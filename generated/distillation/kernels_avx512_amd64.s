@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-48
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -104,29 +104,25 @@ blocks_2:
 	JNZ           noflush_3
 	VMOVUPD       lgc14<>+0(SB), Y3
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc15<>+0(SB), Y0, Y3
-	VCMPPS        $0x12, lgc16<>+0(SB), Y3, Y3
+	VMULPS        lgc15<>+0(SB), Y0, Y3
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(DX), Z0, Z0
 	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc17<>+0(SB), Y0
+	VMOVUPS       lgc15<>+0(SB), Y0
 	MOVQ          AX, BX
 	IMUL3Q        $+8, BX, SI
-	VANDPS        lgc15<>+0(SB), Y1, Y4
-	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
+	VFMADD231PS   lgc15<>+0(SB), Y1, Y3
 	VCVTPS2PD     Y1, Z1
 	VADDPD        384(DX)(SI*8), Z1, Z1
 	VMOVUPD       Z1, 384(DX)(SI*8)
-	VMOVUPS       lgc17<>+0(SB), Y1
-	VANDPS        Y4, Y3, Y3
+	VMOVUPS       lgc15<>+0(SB), Y1
 	IMUL3Q        $+8, BX, BX
-	VANDPS        lgc15<>+0(SB), Y2, Y4
-	VCMPPS        $0x12, lgc16<>+0(SB), Y4, Y4
+	VFMADD231PS   lgc15<>+0(SB), Y2, Y3
 	VCVTPS2PD     Y2, Z2
 	VADDPD        1408(DX)(BX*8), Z2, Z2
 	VMOVUPD       Z2, 1408(DX)(BX*8)
-	VMOVUPS       lgc17<>+0(SB), Y2
-	VANDPS        Y4, Y3, Y3
+	VMOVUPS       lgc15<>+0(SB), Y2
+	VCMPPS        $0x00, Y3, Y3, Y3
 	VANDPS        2432(DX), Y3, Y3
 	VMOVUPS       Y3, 2432(DX)
 	MOVQ          $+4, DX
@@ -145,39 +141,35 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc17<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 384(CX)(BX*8)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(CX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1024(CX)(BX*4), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 384(CX)(BX*8)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1408(CX)(DX*8), Z2, Z2
-	VMOVUPD      Z2, 1408(CX)(DX*8)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2048(CX)(DX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2048(CX)(DX*4), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1408(CX)(DX*8), Z0, Z0
+	VMOVUPD      Z0, 1408(CX)(DX*8)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 2048(CX)(DX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2432(CX), Y0, Y0
 	VMOVUPS      Y0, 2432(CX)
 	INCQ         AX
@@ -234,35 +226,15 @@ DATA lgc14<>+16(SB)/8, $0x4020000000000000
 DATA lgc14<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x7fffffff
-DATA lgc15<>+4(SB)/4, $0x7fffffff
-DATA lgc15<>+8(SB)/4, $0x7fffffff
-DATA lgc15<>+12(SB)/4, $0x7fffffff
-DATA lgc15<>+16(SB)/4, $0x7fffffff
-DATA lgc15<>+20(SB)/4, $0x7fffffff
-DATA lgc15<>+24(SB)/4, $0x7fffffff
-DATA lgc15<>+28(SB)/4, $0x7fffffff
+DATA lgc15<>+0(SB)/4, $0x00000000
+DATA lgc15<>+4(SB)/4, $0x00000000
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x7f7fffff
-DATA lgc16<>+4(SB)/4, $0x7f7fffff
-DATA lgc16<>+8(SB)/4, $0x7f7fffff
-DATA lgc16<>+12(SB)/4, $0x7f7fffff
-DATA lgc16<>+16(SB)/4, $0x7f7fffff
-DATA lgc16<>+20(SB)/4, $0x7f7fffff
-DATA lgc16<>+24(SB)/4, $0x7f7fffff
-DATA lgc16<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x00000000
-DATA lgc17<>+4(SB)/4, $0x00000000
-DATA lgc17<>+8(SB)/4, $0x00000000
-DATA lgc17<>+12(SB)/4, $0x00000000
-DATA lgc17<>+16(SB)/4, $0x00000000
-DATA lgc17<>+20(SB)/4, $0x00000000
-DATA lgc17<>+24(SB)/4, $0x00000000
-DATA lgc17<>+28(SB)/4, $0x00000000
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -301,12 +273,12 @@ blocks_5:
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, DX
 	MOVQ          state+8(FP), BX
-	VANDPS        lgc15<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc16<>+0(SB), Y1, Y1
+	VMULPS        lgc15<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(BX)(DX*8), Z0, Z0
 	VMOVUPD       Z0, 64(BX)(DX*8)
-	VMOVUPS       lgc17<>+0(SB), Y0
+	VMOVUPS       lgc15<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        1088(BX), Y1, Y1
 	VMOVUPS       Y1, 1088(BX)
 	MOVQ          $+4, DX
@@ -322,20 +294,20 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc17<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX)(CX*8), Z1, Z1
-	VMOVUPD      Z1, 64(DX)(CX*8)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)(CX*4)
+	VMOVUPS      704(DX)(CX*4), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX)(CX*8), Z0, Z0
+	VMOVUPD      Z0, 64(DX)(CX*8)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -345,7 +317,7 @@ noflush_6:
 	RET
 
 // func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $128-64
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -360,7 +332,7 @@ outer0_7:
 
 	// v15 = max(v14, 1)
 	VMAXPS       Z0, Z1, Z0
-	VBROADCASTSS lgb18<>+0(SB), Z1
+	VBROADCASTSS lgb16<>+0(SB), Z1
 
 	// v20 = div(0.125, v15)
 	VDIVPS  Z0, Z1, Z0
@@ -446,7 +418,7 @@ blocks_8:
 	VADDPS        2176(SI)(R8*4), Y2, Y2
 	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 2176(SI)(R8*4)
-	VBROADCASTSS  lgb19<>+0(SB), Z2
+	VBROADCASTSS  lgb17<>+0(SB), Z2
 
 	// v22 = lt(v10, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
@@ -454,7 +426,7 @@ blocks_8:
 
 	// v24 = add(k3, v10)
 	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb20<>+0(SB), Z3
+	VBROADCASTSS lgb18<>+0(SB), Z3
 
 	// v25 = where(v22, -1, v24)
 	VPTERNLOGD $0xca, Z1, Z3, Z2
@@ -464,40 +436,38 @@ blocks_8:
 	VMULPS Z2, Z1, Z1
 
 	// v27 = neg(v26)
-	VXORPS.BCST lgb21<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb19<>+0(SB), Z1, Z1
 
 	// gradLogProb = where(mask, v27, 0)
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ      gradLogProb+48(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_9
-	VMOVUPD   lgc14<>+0(SB), Y0
-	MOVQ      state+24(FP), BX
-	VMOVUPS   1408(BX), Y1
-	VANDPS    lgc15<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    1216(BX), Z1, Z1
-	VMOVUPD   Z1, 1216(BX)
-	VMOVUPS   lgc17<>+0(SB), Y1
-	VMOVUPS   Y1, 1408(BX)
-	MOVQ      CX, SI
-	IMUL3Q    $+8, SI, SI
-	VMOVUPS   2176(BX)(SI*4), Y2
-	VANDPS    lgc15<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1536(BX)(SI*8), Z2, Z2
-	VMOVUPD   Z2, 1536(BX)(SI*8)
-	VMOVUPS   lgc17<>+0(SB), Y2
-	VMOVUPS   Y2, 2176(BX)(SI*4)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    2560(BX), Y0, Y0
-	VMOVUPS   Y0, 2560(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+48(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_9
+	VMOVUPD     lgc14<>+0(SB), Y0
+	MOVQ        state+24(FP), BX
+	VMOVUPS     1408(BX), Y0
+	VMULPS      lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1216(BX), Z0, Z0
+	VMOVUPD     Z0, 1216(BX)
+	VMOVUPS     lgc15<>+0(SB), Y0
+	VMOVUPS     Y0, 1408(BX)
+	MOVQ        CX, SI
+	IMUL3Q      $+8, SI, SI
+	VMOVUPS     2176(BX)(SI*4), Y0
+	VFMADD231PS lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1536(BX)(SI*8), Z0, Z0
+	VMOVUPD     Z0, 1536(BX)(SI*8)
+	VMOVUPS     lgc15<>+0(SB), Y0
+	VMOVUPS     Y0, 2176(BX)(SI*4)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      2560(BX), Y0, Y0
+	VMOVUPS     Y0, 2560(BX)
+	MOVQ        $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -506,29 +476,27 @@ noflush_9:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc17<>+0(SB), X0
+	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y1
-	VANDPS       lgc15<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc16<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1216(DX), Z1, Z1
-	VMOVUPD      Z1, 1216(DX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 1408(DX)
+	VMOVUPS      1408(DX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1216(DX), Z0, Z0
+	VMOVUPD      Z0, 1216(DX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1408(DX)
 	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2176(DX)(BX*4), Y2
-	VANDPS       lgc15<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc16<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1536(DX)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 1536(DX)(BX*8)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(DX)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(DX)(BX*4), Y0
+	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1536(DX)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 1536(DX)(BX*8)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(DX)(BX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2560(DX), Y0, Y0
 	VMOVUPS      Y0, 2560(DX)
 	INCQ         CX
@@ -537,14 +505,14 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgb18<>+0(SB)/4, $0x3e000000
+DATA lgb16<>+0(SB)/4, $0x3e000000
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
+
+DATA lgb17<>+0(SB)/4, $0xc2200000
+GLOBL lgb17<>(SB), RODATA|NOPTR, $4
+
+DATA lgb18<>+0(SB)/4, $0xbf800000
 GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgb19<>+0(SB)/4, $0xc2200000
+DATA lgb19<>+0(SB)/4, $0x80000000
 GLOBL lgb19<>(SB), RODATA|NOPTR, $4
-
-DATA lgb20<>+0(SB)/4, $0xbf800000
-GLOBL lgb20<>(SB), RODATA|NOPTR, $4
-
-DATA lgb21<>+0(SB)/4, $0x80000000
-GLOBL lgb21<>(SB), RODATA|NOPTR, $4

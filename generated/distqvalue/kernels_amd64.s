@@ -498,18 +498,18 @@ inner_A_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc19<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
@@ -537,8 +537,8 @@ inner_K_12:
 	ADDQ       AX, SI
 	ADDQ       $+5632, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc20<>+0(SB), Y3
-	VMOVUPS    lgc21<>+0(SB), Y4
+	VMOVUPS    lgc18<>+0(SB), Y3
+	VMOVUPS    lgc19<>+0(SB), Y4
 	VMOVUPS    lgc15<>+0(SB), Y2
 	VGATHERDPS Y4, (BX)(Y3*4), Y2
 
@@ -582,7 +582,7 @@ inner_K_12:
 	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y3
+	VMOVUPS      lgc19<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
 	VPMOVSXDQ    X4, Y4
@@ -635,7 +635,7 @@ inner_K_14:
 	VMULPS Y6, Y5, Y5
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y6
+	VMOVUPS      lgc19<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -656,7 +656,7 @@ inner_K_14:
 	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      lgc21<>+0(SB), Y4
+	VMOVUPS      lgc19<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
@@ -709,8 +709,8 @@ inner_A_16:
 	ADDQ       DX, SI
 	ADDQ       $+5632, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc20<>+0(SB), Y2
-	VMOVUPS    lgc21<>+0(SB), Y3
+	VMOVUPS    lgc18<>+0(SB), Y2
+	VMOVUPS    lgc19<>+0(SB), Y3
 	VMOVUPS    lgc15<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
 
@@ -725,7 +725,7 @@ inner_A_16:
 	VANDPS lgc13<>+0(SB), Y1, Y1
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVUPS      lgc19<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
@@ -744,7 +744,7 @@ inner_A_16:
 	// store action
 	MOVQ       action+48(FP), AX
 	MOVQ       $+128, DX
-	VMOVUPS    lgc21<>+0(SB), Y1
+	VMOVUPS    lgc19<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(DX*4)
 
 notail_10:
@@ -754,18 +754,18 @@ notail_10:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc18<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc19<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc15<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(AX), Y0, Y0
 	VMOVUPS      Y0, 384(AX)
 	VZEROUPPER
@@ -943,45 +943,25 @@ DATA lgc17<>+16(SB)/8, $0x4020000000000000
 DATA lgc17<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x7fffffff
-DATA lgc18<>+4(SB)/4, $0x7fffffff
-DATA lgc18<>+8(SB)/4, $0x7fffffff
-DATA lgc18<>+12(SB)/4, $0x7fffffff
-DATA lgc18<>+16(SB)/4, $0x7fffffff
-DATA lgc18<>+20(SB)/4, $0x7fffffff
-DATA lgc18<>+24(SB)/4, $0x7fffffff
-DATA lgc18<>+28(SB)/4, $0x7fffffff
+DATA lgc18<>+0(SB)/4, $0x00000000
+DATA lgc18<>+4(SB)/4, $0x0000002c
+DATA lgc18<>+8(SB)/4, $0x00000058
+DATA lgc18<>+12(SB)/4, $0x00000084
+DATA lgc18<>+16(SB)/4, $0x000000b0
+DATA lgc18<>+20(SB)/4, $0x000000dc
+DATA lgc18<>+24(SB)/4, $0x00000108
+DATA lgc18<>+28(SB)/4, $0x00000134
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7f7fffff
-DATA lgc19<>+4(SB)/4, $0x7f7fffff
-DATA lgc19<>+8(SB)/4, $0x7f7fffff
-DATA lgc19<>+12(SB)/4, $0x7f7fffff
-DATA lgc19<>+16(SB)/4, $0x7f7fffff
-DATA lgc19<>+20(SB)/4, $0x7f7fffff
-DATA lgc19<>+24(SB)/4, $0x7f7fffff
-DATA lgc19<>+28(SB)/4, $0x7f7fffff
+DATA lgc19<>+0(SB)/4, $0xffffffff
+DATA lgc19<>+4(SB)/4, $0x00000000
+DATA lgc19<>+8(SB)/4, $0x00000000
+DATA lgc19<>+12(SB)/4, $0x00000000
+DATA lgc19<>+16(SB)/4, $0x00000000
+DATA lgc19<>+20(SB)/4, $0x00000000
+DATA lgc19<>+24(SB)/4, $0x00000000
+DATA lgc19<>+28(SB)/4, $0x00000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x0000002c
-DATA lgc20<>+8(SB)/4, $0x00000058
-DATA lgc20<>+12(SB)/4, $0x00000084
-DATA lgc20<>+16(SB)/4, $0x000000b0
-DATA lgc20<>+20(SB)/4, $0x000000dc
-DATA lgc20<>+24(SB)/4, $0x00000108
-DATA lgc20<>+28(SB)/4, $0x00000134
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0xffffffff
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1042,30 +1022,30 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc25<>+0(SB), Y1, Y1
+	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPAND        lgc23<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc26<>+0(SB), Y2, Y1
+	VPAND        lgc24<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc27<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc28<>+0(SB), Y4
+	VMOVAPS      lgc26<>+0(SB), Y4
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1076,9 +1056,9 @@ bulk_19:
 	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc15<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1089,175 +1069,175 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x00800000
-DATA lgc22<>+4(SB)/4, $0x00800000
-DATA lgc22<>+8(SB)/4, $0x00800000
-DATA lgc22<>+12(SB)/4, $0x00800000
-DATA lgc22<>+16(SB)/4, $0x00800000
-DATA lgc22<>+20(SB)/4, $0x00800000
-DATA lgc22<>+24(SB)/4, $0x00800000
-DATA lgc22<>+28(SB)/4, $0x00800000
+DATA lgc20<>+0(SB)/4, $0x00800000
+DATA lgc20<>+4(SB)/4, $0x00800000
+DATA lgc20<>+8(SB)/4, $0x00800000
+DATA lgc20<>+12(SB)/4, $0x00800000
+DATA lgc20<>+16(SB)/4, $0x00800000
+DATA lgc20<>+20(SB)/4, $0x00800000
+DATA lgc20<>+24(SB)/4, $0x00800000
+DATA lgc20<>+28(SB)/4, $0x00800000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x4b000000
+DATA lgc21<>+4(SB)/4, $0x4b000000
+DATA lgc21<>+8(SB)/4, $0x4b000000
+DATA lgc21<>+12(SB)/4, $0x4b000000
+DATA lgc21<>+16(SB)/4, $0x4b000000
+DATA lgc21<>+20(SB)/4, $0x4b000000
+DATA lgc21<>+24(SB)/4, $0x4b000000
+DATA lgc21<>+28(SB)/4, $0x4b000000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x0000007f
+DATA lgc22<>+4(SB)/4, $0x0000007f
+DATA lgc22<>+8(SB)/4, $0x0000007f
+DATA lgc22<>+12(SB)/4, $0x0000007f
+DATA lgc22<>+16(SB)/4, $0x0000007f
+DATA lgc22<>+20(SB)/4, $0x0000007f
+DATA lgc22<>+24(SB)/4, $0x0000007f
+DATA lgc22<>+28(SB)/4, $0x0000007f
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x4b000000
-DATA lgc23<>+4(SB)/4, $0x4b000000
-DATA lgc23<>+8(SB)/4, $0x4b000000
-DATA lgc23<>+12(SB)/4, $0x4b000000
-DATA lgc23<>+16(SB)/4, $0x4b000000
-DATA lgc23<>+20(SB)/4, $0x4b000000
-DATA lgc23<>+24(SB)/4, $0x4b000000
-DATA lgc23<>+28(SB)/4, $0x4b000000
+DATA lgc23<>+0(SB)/4, $0xffffffe9
+DATA lgc23<>+4(SB)/4, $0xffffffe9
+DATA lgc23<>+8(SB)/4, $0xffffffe9
+DATA lgc23<>+12(SB)/4, $0xffffffe9
+DATA lgc23<>+16(SB)/4, $0xffffffe9
+DATA lgc23<>+20(SB)/4, $0xffffffe9
+DATA lgc23<>+24(SB)/4, $0xffffffe9
+DATA lgc23<>+28(SB)/4, $0xffffffe9
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x0000007f
-DATA lgc24<>+4(SB)/4, $0x0000007f
-DATA lgc24<>+8(SB)/4, $0x0000007f
-DATA lgc24<>+12(SB)/4, $0x0000007f
-DATA lgc24<>+16(SB)/4, $0x0000007f
-DATA lgc24<>+20(SB)/4, $0x0000007f
-DATA lgc24<>+24(SB)/4, $0x0000007f
-DATA lgc24<>+28(SB)/4, $0x0000007f
+DATA lgc24<>+0(SB)/4, $0x007fffff
+DATA lgc24<>+4(SB)/4, $0x007fffff
+DATA lgc24<>+8(SB)/4, $0x007fffff
+DATA lgc24<>+12(SB)/4, $0x007fffff
+DATA lgc24<>+16(SB)/4, $0x007fffff
+DATA lgc24<>+20(SB)/4, $0x007fffff
+DATA lgc24<>+24(SB)/4, $0x007fffff
+DATA lgc24<>+28(SB)/4, $0x007fffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xffffffe9
-DATA lgc25<>+4(SB)/4, $0xffffffe9
-DATA lgc25<>+8(SB)/4, $0xffffffe9
-DATA lgc25<>+12(SB)/4, $0xffffffe9
-DATA lgc25<>+16(SB)/4, $0xffffffe9
-DATA lgc25<>+20(SB)/4, $0xffffffe9
-DATA lgc25<>+24(SB)/4, $0xffffffe9
-DATA lgc25<>+28(SB)/4, $0xffffffe9
+DATA lgc25<>+0(SB)/4, $0x3fb504f3
+DATA lgc25<>+4(SB)/4, $0x3fb504f3
+DATA lgc25<>+8(SB)/4, $0x3fb504f3
+DATA lgc25<>+12(SB)/4, $0x3fb504f3
+DATA lgc25<>+16(SB)/4, $0x3fb504f3
+DATA lgc25<>+20(SB)/4, $0x3fb504f3
+DATA lgc25<>+24(SB)/4, $0x3fb504f3
+DATA lgc25<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x007fffff
-DATA lgc26<>+4(SB)/4, $0x007fffff
-DATA lgc26<>+8(SB)/4, $0x007fffff
-DATA lgc26<>+12(SB)/4, $0x007fffff
-DATA lgc26<>+16(SB)/4, $0x007fffff
-DATA lgc26<>+20(SB)/4, $0x007fffff
-DATA lgc26<>+24(SB)/4, $0x007fffff
-DATA lgc26<>+28(SB)/4, $0x007fffff
+DATA lgc26<>+0(SB)/4, $0x3d9021bb
+DATA lgc26<>+4(SB)/4, $0x3d9021bb
+DATA lgc26<>+8(SB)/4, $0x3d9021bb
+DATA lgc26<>+12(SB)/4, $0x3d9021bb
+DATA lgc26<>+16(SB)/4, $0x3d9021bb
+DATA lgc26<>+20(SB)/4, $0x3d9021bb
+DATA lgc26<>+24(SB)/4, $0x3d9021bb
+DATA lgc26<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3fb504f3
-DATA lgc27<>+4(SB)/4, $0x3fb504f3
-DATA lgc27<>+8(SB)/4, $0x3fb504f3
-DATA lgc27<>+12(SB)/4, $0x3fb504f3
-DATA lgc27<>+16(SB)/4, $0x3fb504f3
-DATA lgc27<>+20(SB)/4, $0x3fb504f3
-DATA lgc27<>+24(SB)/4, $0x3fb504f3
-DATA lgc27<>+28(SB)/4, $0x3fb504f3
+DATA lgc27<>+0(SB)/4, $0xbdebd1b8
+DATA lgc27<>+4(SB)/4, $0xbdebd1b8
+DATA lgc27<>+8(SB)/4, $0xbdebd1b8
+DATA lgc27<>+12(SB)/4, $0xbdebd1b8
+DATA lgc27<>+16(SB)/4, $0xbdebd1b8
+DATA lgc27<>+20(SB)/4, $0xbdebd1b8
+DATA lgc27<>+24(SB)/4, $0xbdebd1b8
+DATA lgc27<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3d9021bb
-DATA lgc28<>+4(SB)/4, $0x3d9021bb
-DATA lgc28<>+8(SB)/4, $0x3d9021bb
-DATA lgc28<>+12(SB)/4, $0x3d9021bb
-DATA lgc28<>+16(SB)/4, $0x3d9021bb
-DATA lgc28<>+20(SB)/4, $0x3d9021bb
-DATA lgc28<>+24(SB)/4, $0x3d9021bb
-DATA lgc28<>+28(SB)/4, $0x3d9021bb
+DATA lgc28<>+0(SB)/4, $0x3def251a
+DATA lgc28<>+4(SB)/4, $0x3def251a
+DATA lgc28<>+8(SB)/4, $0x3def251a
+DATA lgc28<>+12(SB)/4, $0x3def251a
+DATA lgc28<>+16(SB)/4, $0x3def251a
+DATA lgc28<>+20(SB)/4, $0x3def251a
+DATA lgc28<>+24(SB)/4, $0x3def251a
+DATA lgc28<>+28(SB)/4, $0x3def251a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbdebd1b8
-DATA lgc29<>+4(SB)/4, $0xbdebd1b8
-DATA lgc29<>+8(SB)/4, $0xbdebd1b8
-DATA lgc29<>+12(SB)/4, $0xbdebd1b8
-DATA lgc29<>+16(SB)/4, $0xbdebd1b8
-DATA lgc29<>+20(SB)/4, $0xbdebd1b8
-DATA lgc29<>+24(SB)/4, $0xbdebd1b8
-DATA lgc29<>+28(SB)/4, $0xbdebd1b8
+DATA lgc29<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3def251a
-DATA lgc30<>+4(SB)/4, $0x3def251a
-DATA lgc30<>+8(SB)/4, $0x3def251a
-DATA lgc30<>+12(SB)/4, $0x3def251a
-DATA lgc30<>+16(SB)/4, $0x3def251a
-DATA lgc30<>+20(SB)/4, $0x3def251a
-DATA lgc30<>+24(SB)/4, $0x3def251a
-DATA lgc30<>+28(SB)/4, $0x3def251a
+DATA lgc30<>+0(SB)/4, $0x3e11e9bf
+DATA lgc30<>+4(SB)/4, $0x3e11e9bf
+DATA lgc30<>+8(SB)/4, $0x3e11e9bf
+DATA lgc30<>+12(SB)/4, $0x3e11e9bf
+DATA lgc30<>+16(SB)/4, $0x3e11e9bf
+DATA lgc30<>+20(SB)/4, $0x3e11e9bf
+DATA lgc30<>+24(SB)/4, $0x3e11e9bf
+DATA lgc30<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+0(SB)/4, $0xbe2aae50
+DATA lgc31<>+4(SB)/4, $0xbe2aae50
+DATA lgc31<>+8(SB)/4, $0xbe2aae50
+DATA lgc31<>+12(SB)/4, $0xbe2aae50
+DATA lgc31<>+16(SB)/4, $0xbe2aae50
+DATA lgc31<>+20(SB)/4, $0xbe2aae50
+DATA lgc31<>+24(SB)/4, $0xbe2aae50
+DATA lgc31<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3e11e9bf
-DATA lgc32<>+4(SB)/4, $0x3e11e9bf
-DATA lgc32<>+8(SB)/4, $0x3e11e9bf
-DATA lgc32<>+12(SB)/4, $0x3e11e9bf
-DATA lgc32<>+16(SB)/4, $0x3e11e9bf
-DATA lgc32<>+20(SB)/4, $0x3e11e9bf
-DATA lgc32<>+24(SB)/4, $0x3e11e9bf
-DATA lgc32<>+28(SB)/4, $0x3e11e9bf
+DATA lgc32<>+0(SB)/4, $0x3e4cceac
+DATA lgc32<>+4(SB)/4, $0x3e4cceac
+DATA lgc32<>+8(SB)/4, $0x3e4cceac
+DATA lgc32<>+12(SB)/4, $0x3e4cceac
+DATA lgc32<>+16(SB)/4, $0x3e4cceac
+DATA lgc32<>+20(SB)/4, $0x3e4cceac
+DATA lgc32<>+24(SB)/4, $0x3e4cceac
+DATA lgc32<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbe2aae50
-DATA lgc33<>+4(SB)/4, $0xbe2aae50
-DATA lgc33<>+8(SB)/4, $0xbe2aae50
-DATA lgc33<>+12(SB)/4, $0xbe2aae50
-DATA lgc33<>+16(SB)/4, $0xbe2aae50
-DATA lgc33<>+20(SB)/4, $0xbe2aae50
-DATA lgc33<>+24(SB)/4, $0xbe2aae50
-DATA lgc33<>+28(SB)/4, $0xbe2aae50
+DATA lgc33<>+0(SB)/4, $0xbe7ffffc
+DATA lgc33<>+4(SB)/4, $0xbe7ffffc
+DATA lgc33<>+8(SB)/4, $0xbe7ffffc
+DATA lgc33<>+12(SB)/4, $0xbe7ffffc
+DATA lgc33<>+16(SB)/4, $0xbe7ffffc
+DATA lgc33<>+20(SB)/4, $0xbe7ffffc
+DATA lgc33<>+24(SB)/4, $0xbe7ffffc
+DATA lgc33<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3e4cceac
-DATA lgc34<>+4(SB)/4, $0x3e4cceac
-DATA lgc34<>+8(SB)/4, $0x3e4cceac
-DATA lgc34<>+12(SB)/4, $0x3e4cceac
-DATA lgc34<>+16(SB)/4, $0x3e4cceac
-DATA lgc34<>+20(SB)/4, $0x3e4cceac
-DATA lgc34<>+24(SB)/4, $0x3e4cceac
-DATA lgc34<>+28(SB)/4, $0x3e4cceac
+DATA lgc34<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbe7ffffc
-DATA lgc35<>+4(SB)/4, $0xbe7ffffc
-DATA lgc35<>+8(SB)/4, $0xbe7ffffc
-DATA lgc35<>+12(SB)/4, $0xbe7ffffc
-DATA lgc35<>+16(SB)/4, $0xbe7ffffc
-DATA lgc35<>+20(SB)/4, $0xbe7ffffc
-DATA lgc35<>+24(SB)/4, $0xbe7ffffc
-DATA lgc35<>+28(SB)/4, $0xbe7ffffc
+DATA lgc35<>+0(SB)/4, $0x7fc00000
+DATA lgc35<>+4(SB)/4, $0x7fc00000
+DATA lgc35<>+8(SB)/4, $0x7fc00000
+DATA lgc35<>+12(SB)/4, $0x7fc00000
+DATA lgc35<>+16(SB)/4, $0x7fc00000
+DATA lgc35<>+20(SB)/4, $0x7fc00000
+DATA lgc35<>+24(SB)/4, $0x7fc00000
+DATA lgc35<>+28(SB)/4, $0x7fc00000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+0(SB)/4, $0x7f800000
+DATA lgc36<>+4(SB)/4, $0x7f800000
+DATA lgc36<>+8(SB)/4, $0x7f800000
+DATA lgc36<>+12(SB)/4, $0x7f800000
+DATA lgc36<>+16(SB)/4, $0x7f800000
+DATA lgc36<>+20(SB)/4, $0x7f800000
+DATA lgc36<>+24(SB)/4, $0x7f800000
+DATA lgc36<>+28(SB)/4, $0x7f800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1272,30 +1252,30 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
-	VMULPS       lgc23<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc25<>+0(SB), Y2, Y2
+	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc26<>+0(SB), Y3, Y2
+	VPAND        lgc24<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc27<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc28<>+0(SB), Y5
+	VMOVAPS      lgc26<>+0(SB), Y5
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1306,9 +1286,9 @@ bulk_21:
 	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc15<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -1319,8 +1299,8 @@ bulk_21:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

@@ -215,18 +215,18 @@ indexdone_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc10<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc11<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
@@ -245,18 +245,18 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc11<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(AX), Y0, Y0
 	VMOVUPS      Y0, 384(AX)
 	VZEROUPPER
@@ -363,26 +363,6 @@ DATA lgc10<>+8(SB)/8, $0x4020000000000000
 DATA lgc10<>+16(SB)/8, $0x4020000000000000
 DATA lgc10<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
-
-DATA lgc11<>+0(SB)/4, $0x7fffffff
-DATA lgc11<>+4(SB)/4, $0x7fffffff
-DATA lgc11<>+8(SB)/4, $0x7fffffff
-DATA lgc11<>+12(SB)/4, $0x7fffffff
-DATA lgc11<>+16(SB)/4, $0x7fffffff
-DATA lgc11<>+20(SB)/4, $0x7fffffff
-DATA lgc11<>+24(SB)/4, $0x7fffffff
-DATA lgc11<>+28(SB)/4, $0x7fffffff
-GLOBL lgc11<>(SB), RODATA|NOPTR, $32
-
-DATA lgc12<>+0(SB)/4, $0x7f7fffff
-DATA lgc12<>+4(SB)/4, $0x7f7fffff
-DATA lgc12<>+8(SB)/4, $0x7f7fffff
-DATA lgc12<>+12(SB)/4, $0x7f7fffff
-DATA lgc12<>+16(SB)/4, $0x7f7fffff
-DATA lgc12<>+20(SB)/4, $0x7f7fffff
-DATA lgc12<>+24(SB)/4, $0x7f7fffff
-DATA lgc12<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2
@@ -581,7 +561,7 @@ indexdone_11:
 	VMOVUPS Y5, 256(DX)
 
 	// v22 = mul(0.00390625, diff)
-	VMULPS lgc13<>+0(SB), Y3, Y3
+	VMULPS lgc11<>+0(SB), Y3, Y3
 
 	// v23 = add(v22, v22)
 	VADDPS  Y3, Y3, Y3
@@ -671,18 +651,18 @@ inner_A_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc10<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc11<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	MOVQ         $+8, CX
@@ -701,32 +681,32 @@ chunkdone_8:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc11<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc12<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(AX), Y0, Y0
 	VMOVUPS      Y0, 384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc13<>+0(SB)/4, $0x3b800000
-DATA lgc13<>+4(SB)/4, $0x3b800000
-DATA lgc13<>+8(SB)/4, $0x3b800000
-DATA lgc13<>+12(SB)/4, $0x3b800000
-DATA lgc13<>+16(SB)/4, $0x3b800000
-DATA lgc13<>+20(SB)/4, $0x3b800000
-DATA lgc13<>+24(SB)/4, $0x3b800000
-DATA lgc13<>+28(SB)/4, $0x3b800000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+DATA lgc11<>+0(SB)/4, $0x3b800000
+DATA lgc11<>+4(SB)/4, $0x3b800000
+DATA lgc11<>+8(SB)/4, $0x3b800000
+DATA lgc11<>+12(SB)/4, $0x3b800000
+DATA lgc11<>+16(SB)/4, $0x3b800000
+DATA lgc11<>+20(SB)/4, $0x3b800000
+DATA lgc11<>+24(SB)/4, $0x3b800000
+DATA lgc11<>+28(SB)/4, $0x3b800000
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -740,27 +720,27 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      lgc12<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc13<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VMULPS       lgc14<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc18<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc15<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc16<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VMOVUPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
 	VMOVUPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc23<>+0(SB), Y4
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc8<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc25<>+0(SB), Y0, Y0
+	VPADDD       lgc23<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -775,125 +755,125 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0xc2d00000
-DATA lgc14<>+4(SB)/4, $0xc2d00000
-DATA lgc14<>+8(SB)/4, $0xc2d00000
-DATA lgc14<>+12(SB)/4, $0xc2d00000
-DATA lgc14<>+16(SB)/4, $0xc2d00000
-DATA lgc14<>+20(SB)/4, $0xc2d00000
-DATA lgc14<>+24(SB)/4, $0xc2d00000
-DATA lgc14<>+28(SB)/4, $0xc2d00000
+DATA lgc12<>+0(SB)/4, $0xc2d00000
+DATA lgc12<>+4(SB)/4, $0xc2d00000
+DATA lgc12<>+8(SB)/4, $0xc2d00000
+DATA lgc12<>+12(SB)/4, $0xc2d00000
+DATA lgc12<>+16(SB)/4, $0xc2d00000
+DATA lgc12<>+20(SB)/4, $0xc2d00000
+DATA lgc12<>+24(SB)/4, $0xc2d00000
+DATA lgc12<>+28(SB)/4, $0xc2d00000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x42b20000
+DATA lgc13<>+4(SB)/4, $0x42b20000
+DATA lgc13<>+8(SB)/4, $0x42b20000
+DATA lgc13<>+12(SB)/4, $0x42b20000
+DATA lgc13<>+16(SB)/4, $0x42b20000
+DATA lgc13<>+20(SB)/4, $0x42b20000
+DATA lgc13<>+24(SB)/4, $0x42b20000
+DATA lgc13<>+28(SB)/4, $0x42b20000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x42b20000
-DATA lgc15<>+4(SB)/4, $0x42b20000
-DATA lgc15<>+8(SB)/4, $0x42b20000
-DATA lgc15<>+12(SB)/4, $0x42b20000
-DATA lgc15<>+16(SB)/4, $0x42b20000
-DATA lgc15<>+20(SB)/4, $0x42b20000
-DATA lgc15<>+24(SB)/4, $0x42b20000
-DATA lgc15<>+28(SB)/4, $0x42b20000
+DATA lgc15<>+0(SB)/4, $0x3f318000
+DATA lgc15<>+4(SB)/4, $0x3f318000
+DATA lgc15<>+8(SB)/4, $0x3f318000
+DATA lgc15<>+12(SB)/4, $0x3f318000
+DATA lgc15<>+16(SB)/4, $0x3f318000
+DATA lgc15<>+20(SB)/4, $0x3f318000
+DATA lgc15<>+24(SB)/4, $0x3f318000
+DATA lgc15<>+28(SB)/4, $0x3f318000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+0(SB)/4, $0xb95e8083
+DATA lgc16<>+4(SB)/4, $0xb95e8083
+DATA lgc16<>+8(SB)/4, $0xb95e8083
+DATA lgc16<>+12(SB)/4, $0xb95e8083
+DATA lgc16<>+16(SB)/4, $0xb95e8083
+DATA lgc16<>+20(SB)/4, $0xb95e8083
+DATA lgc16<>+24(SB)/4, $0xb95e8083
+DATA lgc16<>+28(SB)/4, $0xb95e8083
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
+DATA lgc17<>+0(SB)/4, $0x39506967
+DATA lgc17<>+4(SB)/4, $0x39506967
+DATA lgc17<>+8(SB)/4, $0x39506967
+DATA lgc17<>+12(SB)/4, $0x39506967
+DATA lgc17<>+16(SB)/4, $0x39506967
+DATA lgc17<>+20(SB)/4, $0x39506967
+DATA lgc17<>+24(SB)/4, $0x39506967
+DATA lgc17<>+28(SB)/4, $0x39506967
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
+DATA lgc18<>+0(SB)/4, $0x3ab743ce
+DATA lgc18<>+4(SB)/4, $0x3ab743ce
+DATA lgc18<>+8(SB)/4, $0x3ab743ce
+DATA lgc18<>+12(SB)/4, $0x3ab743ce
+DATA lgc18<>+16(SB)/4, $0x3ab743ce
+DATA lgc18<>+20(SB)/4, $0x3ab743ce
+DATA lgc18<>+24(SB)/4, $0x3ab743ce
+DATA lgc18<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
+DATA lgc19<>+0(SB)/4, $0x3c088908
+DATA lgc19<>+4(SB)/4, $0x3c088908
+DATA lgc19<>+8(SB)/4, $0x3c088908
+DATA lgc19<>+12(SB)/4, $0x3c088908
+DATA lgc19<>+16(SB)/4, $0x3c088908
+DATA lgc19<>+20(SB)/4, $0x3c088908
+DATA lgc19<>+24(SB)/4, $0x3c088908
+DATA lgc19<>+28(SB)/4, $0x3c088908
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
+DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
+DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+0(SB)/4, $0x3f000000
+DATA lgc22<>+4(SB)/4, $0x3f000000
+DATA lgc22<>+8(SB)/4, $0x3f000000
+DATA lgc22<>+12(SB)/4, $0x3f000000
+DATA lgc22<>+16(SB)/4, $0x3f000000
+DATA lgc22<>+20(SB)/4, $0x3f000000
+DATA lgc22<>+24(SB)/4, $0x3f000000
+DATA lgc22<>+28(SB)/4, $0x3f000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+0(SB)/4, $0x000000fe
+DATA lgc23<>+4(SB)/4, $0x000000fe
+DATA lgc23<>+8(SB)/4, $0x000000fe
+DATA lgc23<>+12(SB)/4, $0x000000fe
+DATA lgc23<>+16(SB)/4, $0x000000fe
+DATA lgc23<>+20(SB)/4, $0x000000fe
+DATA lgc23<>+24(SB)/4, $0x000000fe
+DATA lgc23<>+28(SB)/4, $0x000000fe
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x3f000000
-DATA lgc24<>+4(SB)/4, $0x3f000000
-DATA lgc24<>+8(SB)/4, $0x3f000000
-DATA lgc24<>+12(SB)/4, $0x3f000000
-DATA lgc24<>+16(SB)/4, $0x3f000000
-DATA lgc24<>+20(SB)/4, $0x3f000000
-DATA lgc24<>+24(SB)/4, $0x3f000000
-DATA lgc24<>+28(SB)/4, $0x3f000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x000000fe
-DATA lgc25<>+4(SB)/4, $0x000000fe
-DATA lgc25<>+8(SB)/4, $0x000000fe
-DATA lgc25<>+12(SB)/4, $0x000000fe
-DATA lgc25<>+16(SB)/4, $0x000000fe
-DATA lgc25<>+20(SB)/4, $0x000000fe
-DATA lgc25<>+24(SB)/4, $0x000000fe
-DATA lgc25<>+28(SB)/4, $0x000000fe
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -907,43 +887,43 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc24<>+0(SB), Y0, Y1
+	VMULPS       lgc25<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPSUBD       lgc26<>+0(SB), Y3, Y3
+	VPAND        lgc27<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc28<>+0(SB), Y2, Y1
 	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
+	VMOVAPS      lgc30<>+0(SB), Y4
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -954,175 +934,175 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
+DATA lgc24<>+0(SB)/4, $0x00800000
+DATA lgc24<>+4(SB)/4, $0x00800000
+DATA lgc24<>+8(SB)/4, $0x00800000
+DATA lgc24<>+12(SB)/4, $0x00800000
+DATA lgc24<>+16(SB)/4, $0x00800000
+DATA lgc24<>+20(SB)/4, $0x00800000
+DATA lgc24<>+24(SB)/4, $0x00800000
+DATA lgc24<>+28(SB)/4, $0x00800000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x4b000000
+DATA lgc25<>+4(SB)/4, $0x4b000000
+DATA lgc25<>+8(SB)/4, $0x4b000000
+DATA lgc25<>+12(SB)/4, $0x4b000000
+DATA lgc25<>+16(SB)/4, $0x4b000000
+DATA lgc25<>+20(SB)/4, $0x4b000000
+DATA lgc25<>+24(SB)/4, $0x4b000000
+DATA lgc25<>+28(SB)/4, $0x4b000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x0000007f
+DATA lgc26<>+4(SB)/4, $0x0000007f
+DATA lgc26<>+8(SB)/4, $0x0000007f
+DATA lgc26<>+12(SB)/4, $0x0000007f
+DATA lgc26<>+16(SB)/4, $0x0000007f
+DATA lgc26<>+20(SB)/4, $0x0000007f
+DATA lgc26<>+24(SB)/4, $0x0000007f
+DATA lgc26<>+28(SB)/4, $0x0000007f
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
+DATA lgc27<>+0(SB)/4, $0xffffffe9
+DATA lgc27<>+4(SB)/4, $0xffffffe9
+DATA lgc27<>+8(SB)/4, $0xffffffe9
+DATA lgc27<>+12(SB)/4, $0xffffffe9
+DATA lgc27<>+16(SB)/4, $0xffffffe9
+DATA lgc27<>+20(SB)/4, $0xffffffe9
+DATA lgc27<>+24(SB)/4, $0xffffffe9
+DATA lgc27<>+28(SB)/4, $0xffffffe9
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0x007fffff
+DATA lgc28<>+4(SB)/4, $0x007fffff
+DATA lgc28<>+8(SB)/4, $0x007fffff
+DATA lgc28<>+12(SB)/4, $0x007fffff
+DATA lgc28<>+16(SB)/4, $0x007fffff
+DATA lgc28<>+20(SB)/4, $0x007fffff
+DATA lgc28<>+24(SB)/4, $0x007fffff
+DATA lgc28<>+28(SB)/4, $0x007fffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x3fb504f3
+DATA lgc29<>+4(SB)/4, $0x3fb504f3
+DATA lgc29<>+8(SB)/4, $0x3fb504f3
+DATA lgc29<>+12(SB)/4, $0x3fb504f3
+DATA lgc29<>+16(SB)/4, $0x3fb504f3
+DATA lgc29<>+20(SB)/4, $0x3fb504f3
+DATA lgc29<>+24(SB)/4, $0x3fb504f3
+DATA lgc29<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0x3d9021bb
+DATA lgc30<>+4(SB)/4, $0x3d9021bb
+DATA lgc30<>+8(SB)/4, $0x3d9021bb
+DATA lgc30<>+12(SB)/4, $0x3d9021bb
+DATA lgc30<>+16(SB)/4, $0x3d9021bb
+DATA lgc30<>+20(SB)/4, $0x3d9021bb
+DATA lgc30<>+24(SB)/4, $0x3d9021bb
+DATA lgc30<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0xbdebd1b8
+DATA lgc31<>+4(SB)/4, $0xbdebd1b8
+DATA lgc31<>+8(SB)/4, $0xbdebd1b8
+DATA lgc31<>+12(SB)/4, $0xbdebd1b8
+DATA lgc31<>+16(SB)/4, $0xbdebd1b8
+DATA lgc31<>+20(SB)/4, $0xbdebd1b8
+DATA lgc31<>+24(SB)/4, $0xbdebd1b8
+DATA lgc31<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x3def251a
+DATA lgc32<>+4(SB)/4, $0x3def251a
+DATA lgc32<>+8(SB)/4, $0x3def251a
+DATA lgc32<>+12(SB)/4, $0x3def251a
+DATA lgc32<>+16(SB)/4, $0x3def251a
+DATA lgc32<>+20(SB)/4, $0x3def251a
+DATA lgc32<>+24(SB)/4, $0x3def251a
+DATA lgc32<>+28(SB)/4, $0x3def251a
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0x3e11e9bf
+DATA lgc34<>+4(SB)/4, $0x3e11e9bf
+DATA lgc34<>+8(SB)/4, $0x3e11e9bf
+DATA lgc34<>+12(SB)/4, $0x3e11e9bf
+DATA lgc34<>+16(SB)/4, $0x3e11e9bf
+DATA lgc34<>+20(SB)/4, $0x3e11e9bf
+DATA lgc34<>+24(SB)/4, $0x3e11e9bf
+DATA lgc34<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0xbe2aae50
+DATA lgc35<>+4(SB)/4, $0xbe2aae50
+DATA lgc35<>+8(SB)/4, $0xbe2aae50
+DATA lgc35<>+12(SB)/4, $0xbe2aae50
+DATA lgc35<>+16(SB)/4, $0xbe2aae50
+DATA lgc35<>+20(SB)/4, $0xbe2aae50
+DATA lgc35<>+24(SB)/4, $0xbe2aae50
+DATA lgc35<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0x3e4cceac
+DATA lgc36<>+4(SB)/4, $0x3e4cceac
+DATA lgc36<>+8(SB)/4, $0x3e4cceac
+DATA lgc36<>+12(SB)/4, $0x3e4cceac
+DATA lgc36<>+16(SB)/4, $0x3e4cceac
+DATA lgc36<>+20(SB)/4, $0x3e4cceac
+DATA lgc36<>+24(SB)/4, $0x3e4cceac
+DATA lgc36<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0xbe7ffffc
+DATA lgc37<>+4(SB)/4, $0xbe7ffffc
+DATA lgc37<>+8(SB)/4, $0xbe7ffffc
+DATA lgc37<>+12(SB)/4, $0xbe7ffffc
+DATA lgc37<>+16(SB)/4, $0xbe7ffffc
+DATA lgc37<>+20(SB)/4, $0xbe7ffffc
+DATA lgc37<>+24(SB)/4, $0xbe7ffffc
+DATA lgc37<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0x7fc00000
+DATA lgc39<>+4(SB)/4, $0x7fc00000
+DATA lgc39<>+8(SB)/4, $0x7fc00000
+DATA lgc39<>+12(SB)/4, $0x7fc00000
+DATA lgc39<>+16(SB)/4, $0x7fc00000
+DATA lgc39<>+20(SB)/4, $0x7fc00000
+DATA lgc39<>+24(SB)/4, $0x7fc00000
+DATA lgc39<>+28(SB)/4, $0x7fc00000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0x7f800000
+DATA lgc40<>+4(SB)/4, $0x7f800000
+DATA lgc40<>+8(SB)/4, $0x7f800000
+DATA lgc40<>+12(SB)/4, $0x7f800000
+DATA lgc40<>+16(SB)/4, $0x7f800000
+DATA lgc40<>+20(SB)/4, $0x7f800000
+DATA lgc40<>+24(SB)/4, $0x7f800000
+DATA lgc40<>+28(SB)/4, $0x7f800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x7f800000
-DATA lgc42<>+4(SB)/4, $0x7f800000
-DATA lgc42<>+8(SB)/4, $0x7f800000
-DATA lgc42<>+12(SB)/4, $0x7f800000
-DATA lgc42<>+16(SB)/4, $0x7f800000
-DATA lgc42<>+20(SB)/4, $0x7f800000
-DATA lgc42<>+24(SB)/4, $0x7f800000
-DATA lgc42<>+28(SB)/4, $0x7f800000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1137,43 +1117,43 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc8<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
+	VPAND        lgc27<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc28<>+0(SB), Y3, Y2
 	VPOR         lgc8<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc29<>+0(SB), Y2, Y3
+	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc8<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
+	VMOVAPS      lgc30<>+0(SB), Y5
+	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc8<>+0(SB), Y1, Y2
@@ -1184,8 +1164,8 @@ bulk_18:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-72
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -289,95 +289,77 @@ blocks_2:
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y1
-	VANDPS        lgc26<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        64(DX), Z1, Z1
-	VMOVUPD       Z1, 64(DX)
-	VMOVUPS       lgc28<>+0(SB), Y1
-	VMOVUPS       Y1, 256(DX)
-	VMOVUPS       576(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        384(DX), Z2, Z2
-	VMOVUPD       Z2, 384(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 576(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       896(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        704(DX), Z2, Z2
-	VMOVUPD       Z2, 704(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 896(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1216(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1024(DX), Z2, Z2
-	VMOVUPD       Z2, 1024(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1216(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1536(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1344(DX), Z2, Z2
-	VMOVUPD       Z2, 1344(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1536(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       1856(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1664(DX), Z2, Z2
-	VMOVUPD       Z2, 1664(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 1856(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2176(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        1984(DX), Z2, Z2
-	VMOVUPD       Z2, 1984(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2176(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2624(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2304(DX), Z2, Z2
-	VMOVUPD       Z2, 2304(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2624(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       2944(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2752(DX), Z2, Z2
-	VMOVUPD       Z2, 2752(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 2944(DX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3264(DX), Y2
-	VANDPS        lgc26<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3072(DX), Z2, Z2
-	VMOVUPD       Z2, 3072(DX)
-	VMOVUPS       lgc28<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(DX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       256(DX), Y0
+	VMULPS        lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        64(DX), Z0, Z0
+	VMOVUPD       Z0, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 256(DX)
+	VMOVUPS       576(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        384(DX), Z0, Z0
+	VMOVUPD       Z0, 384(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 576(DX)
+	VMOVUPS       896(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        704(DX), Z0, Z0
+	VMOVUPD       Z0, 704(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 896(DX)
+	VMOVUPS       1216(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1024(DX), Z0, Z0
+	VMOVUPD       Z0, 1024(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1216(DX)
+	VMOVUPS       1536(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1344(DX), Z0, Z0
+	VMOVUPD       Z0, 1344(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1536(DX)
+	VMOVUPS       1856(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1664(DX), Z0, Z0
+	VMOVUPD       Z0, 1664(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 1856(DX)
+	VMOVUPS       2176(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        1984(DX), Z0, Z0
+	VMOVUPD       Z0, 1984(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 2176(DX)
+	VMOVUPS       2624(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2304(DX), Z0, Z0
+	VMOVUPD       Z0, 2304(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 2624(DX)
+	VMOVUPS       2944(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2752(DX), Z0, Z0
+	VMOVUPD       Z0, 2752(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 2944(DX)
+	VMOVUPS       3264(DX), Y0
+	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3072(DX), Z0, Z0
+	VMOVUPD       Z0, 3072(DX)
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VMOVUPS       Y0, 3264(DX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        3392(DX), Y0, Y0
 	VMOVUPS       Y0, 3392(DX)
 	MOVQ          $+4, DX
@@ -389,99 +371,81 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX), Z2, Z2
-	VMOVUPD      Z2, 384(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(CX), Z2, Z2
-	VMOVUPD      Z2, 704(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(CX), Z2, Z2
-	VMOVUPD      Z2, 1024(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1344(CX), Z2, Z2
-	VMOVUPD      Z2, 1344(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1856(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1664(CX), Z2, Z2
-	VMOVUPD      Z2, 1664(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1856(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2176(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1984(CX), Z2, Z2
-	VMOVUPD      Z2, 1984(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2304(CX), Z2, Z2
-	VMOVUPD      Z2, 2304(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2752(CX), Z2, Z2
-	VMOVUPD      Z2, 2752(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(CX), Z2, Z2
-	VMOVUPD      Z2, 3072(CX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX), Z0, Z0
+	VMOVUPD      Z0, 384(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(CX), Z0, Z0
+	VMOVUPD      Z0, 704(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(CX), Z0, Z0
+	VMOVUPD      Z0, 1024(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1344(CX), Z0, Z0
+	VMOVUPD      Z0, 1344(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1664(CX), Z0, Z0
+	VMOVUPD      Z0, 1664(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1856(CX)
+	VMOVUPS      2176(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1984(CX), Z0, Z0
+	VMOVUPD      Z0, 1984(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(CX)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2304(CX), Z0, Z0
+	VMOVUPD      Z0, 2304(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(CX), Z0, Z0
+	VMOVUPD      Z0, 2752(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(CX), Z0, Z0
+	VMOVUPD      Z0, 3072(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3392(CX), Y0, Y0
 	VMOVUPS      Y0, 3392(CX)
 	INCQ         AX
@@ -571,35 +535,15 @@ DATA lgc25<>+16(SB)/8, $0x4020000000000000
 DATA lgc25<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x7fffffff
-DATA lgc26<>+4(SB)/4, $0x7fffffff
-DATA lgc26<>+8(SB)/4, $0x7fffffff
-DATA lgc26<>+12(SB)/4, $0x7fffffff
-DATA lgc26<>+16(SB)/4, $0x7fffffff
-DATA lgc26<>+20(SB)/4, $0x7fffffff
-DATA lgc26<>+24(SB)/4, $0x7fffffff
-DATA lgc26<>+28(SB)/4, $0x7fffffff
+DATA lgc26<>+0(SB)/4, $0x00000000
+DATA lgc26<>+4(SB)/4, $0x00000000
+DATA lgc26<>+8(SB)/4, $0x00000000
+DATA lgc26<>+12(SB)/4, $0x00000000
+DATA lgc26<>+16(SB)/4, $0x00000000
+DATA lgc26<>+20(SB)/4, $0x00000000
+DATA lgc26<>+24(SB)/4, $0x00000000
+DATA lgc26<>+28(SB)/4, $0x00000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x7f7fffff
-DATA lgc27<>+4(SB)/4, $0x7f7fffff
-DATA lgc27<>+8(SB)/4, $0x7f7fffff
-DATA lgc27<>+12(SB)/4, $0x7f7fffff
-DATA lgc27<>+16(SB)/4, $0x7f7fffff
-DATA lgc27<>+20(SB)/4, $0x7f7fffff
-DATA lgc27<>+24(SB)/4, $0x7f7fffff
-DATA lgc27<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x00000000
-DATA lgc28<>+4(SB)/4, $0x00000000
-DATA lgc28<>+8(SB)/4, $0x00000000
-DATA lgc28<>+12(SB)/4, $0x00000000
-DATA lgc28<>+16(SB)/4, $0x00000000
-DATA lgc28<>+20(SB)/4, $0x00000000
-DATA lgc28<>+24(SB)/4, $0x00000000
-DATA lgc28<>+28(SB)/4, $0x00000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -658,12 +602,12 @@ blocks_5:
 	JNZ           noflush_6
 	VMOVUPD       lgc25<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc26<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc27<>+0(SB), Y1, Y1
+	VMULPS        lgc26<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(DX), Z0, Z0
 	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc28<>+0(SB), Y0
+	VMOVUPS       lgc26<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
@@ -677,18 +621,18 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -698,7 +642,7 @@ noflush_6:
 	RET
 
 // func fbPass1AVX512(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $192-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -711,7 +655,7 @@ TEXT ·fbPass1AVX512(SB), $192-96
 
 	// v39 = max(numKept, 1)
 	VMAXPS       Z0, Z1, Z0
-	VBROADCASTSS lgb29<>+0(SB), Z2
+	VBROADCASTSS lgb27<>+0(SB), Z2
 
 	// v80 = div(0.04, v39)
 	VDIVPS Z0, Z2, Z2
@@ -991,7 +935,7 @@ blocks_8:
 	VADDPS        3392(SI), Y2, Y2
 	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 3392(SI)
-	VBROADCASTSS  lgb30<>+0(SB), Z2
+	VBROADCASTSS  lgb28<>+0(SB), Z2
 
 	// v82 = lt(v72, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
@@ -999,7 +943,7 @@ blocks_8:
 
 	// v84 = add(k3, v72)
 	VADDPS       Z1, Z8, Z1
-	VBROADCASTSS lgb31<>+0(SB), Z3
+	VBROADCASTSS lgb29<>+0(SB), Z3
 
 	// v85 = where(v82, -1, v84)
 	VPTERNLOGD $0xca, Z1, Z3, Z2
@@ -1084,95 +1028,79 @@ blocks_8:
 	VMOVUPS Z3, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ      gradLogProb+80(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_9
-	VMOVUPD   lgc25<>+0(SB), Y0
-	MOVQ      state+24(FP), BX
-	VMOVUPS   704(BX), Y1
-	VANDPS    lgc26<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    512(BX), Z1, Z1
-	VMOVUPD   Z1, 512(BX)
-	VMOVUPS   lgc28<>+0(SB), Y1
-	VMOVUPS   Y1, 704(BX)
-	VMOVUPS   1024(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    832(BX), Z2, Z2
-	VMOVUPD   Z2, 832(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1024(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1344(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1152(BX), Z2, Z2
-	VMOVUPD   Z2, 1152(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1344(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1664(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1472(BX), Z2, Z2
-	VMOVUPD   Z2, 1472(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1664(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   1984(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1792(BX), Z2, Z2
-	VMOVUPD   Z2, 1792(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 1984(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2304(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2112(BX), Z2, Z2
-	VMOVUPD   Z2, 2112(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 2304(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2752(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2432(BX), Z2, Z2
-	VMOVUPD   Z2, 2432(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 2752(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3072(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2880(BX), Z2, Z2
-	VMOVUPD   Z2, 2880(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 3072(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3392(BX), Y2
-	VANDPS    lgc26<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3200(BX), Z2, Z2
-	VMOVUPD   Z2, 3200(BX)
-	VMOVUPS   lgc28<>+0(SB), Y2
-	VMOVUPS   Y2, 3392(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    3520(BX), Y0, Y0
-	VMOVUPS   Y0, 3520(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+80(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_9
+	VMOVUPD     lgc25<>+0(SB), Y0
+	MOVQ        state+24(FP), BX
+	VMOVUPS     704(BX), Y0
+	VMULPS      lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      512(BX), Z0, Z0
+	VMOVUPD     Z0, 512(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 704(BX)
+	VMOVUPS     1024(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      832(BX), Z0, Z0
+	VMOVUPD     Z0, 832(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1024(BX)
+	VMOVUPS     1344(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1152(BX), Z0, Z0
+	VMOVUPD     Z0, 1152(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1344(BX)
+	VMOVUPS     1664(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1472(BX), Z0, Z0
+	VMOVUPD     Z0, 1472(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1664(BX)
+	VMOVUPS     1984(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1792(BX), Z0, Z0
+	VMOVUPD     Z0, 1792(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 1984(BX)
+	VMOVUPS     2304(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2112(BX), Z0, Z0
+	VMOVUPD     Z0, 2112(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 2304(BX)
+	VMOVUPS     2752(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2432(BX), Z0, Z0
+	VMOVUPD     Z0, 2432(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 2752(BX)
+	VMOVUPS     3072(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2880(BX), Z0, Z0
+	VMOVUPD     Z0, 2880(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 3072(BX)
+	VMOVUPS     3392(BX), Y0
+	VFMADD231PS lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3200(BX), Z0, Z0
+	VMOVUPD     Z0, 3200(BX)
+	VMOVUPS     lgc26<>+0(SB), Y0
+	VMOVUPS     Y0, 3392(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      3520(BX), Y0, Y0
+	VMOVUPS     Y0, 3520(BX)
+	MOVQ        $+4, BX
 
 noflush_9:
 	ADDQ         $+16, DX
@@ -1181,90 +1109,74 @@ noflush_9:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc28<>+0(SB), X0
+	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+24(FP), DX
-	VMOVUPS      704(DX), Y1
-	VANDPS       lgc26<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc27<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       512(DX), Z1, Z1
-	VMOVUPD      Z1, 512(DX)
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VMOVUPS      Y1, 704(DX)
-	VMOVUPS      1024(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       832(DX), Z2, Z2
-	VMOVUPD      Z2, 832(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1024(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1344(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1152(DX), Z2, Z2
-	VMOVUPD      Z2, 1152(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1344(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1664(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1472(DX), Z2, Z2
-	VMOVUPD      Z2, 1472(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1664(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1792(DX), Z2, Z2
-	VMOVUPD      Z2, 1792(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2112(DX), Z2, Z2
-	VMOVUPD      Z2, 2112(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2432(DX), Z2, Z2
-	VMOVUPD      Z2, 2432(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2880(DX), Z2, Z2
-	VMOVUPD      Z2, 2880(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc26<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3200(DX), Z2, Z2
-	VMOVUPD      Z2, 3200(DX)
-	VMOVUPS      lgc28<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      704(DX), Y0
+	VMULPS       lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       512(DX), Z0, Z0
+	VMOVUPD      Z0, 512(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 704(DX)
+	VMOVUPS      1024(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       832(DX), Z0, Z0
+	VMOVUPD      Z0, 832(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1024(DX)
+	VMOVUPS      1344(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1152(DX), Z0, Z0
+	VMOVUPD      Z0, 1152(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1344(DX)
+	VMOVUPS      1664(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1472(DX), Z0, Z0
+	VMOVUPD      Z0, 1472(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1792(DX), Z0, Z0
+	VMOVUPD      Z0, 1792(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2112(DX), Z0, Z0
+	VMOVUPD      Z0, 2112(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2432(DX), Z0, Z0
+	VMOVUPD      Z0, 2432(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2880(DX), Z0, Z0
+	VMOVUPD      Z0, 2880(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3200(DX), Z0, Z0
+	VMOVUPD      Z0, 3200(DX)
+	VMOVUPS      lgc26<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
 	INCQ         CX
@@ -1273,11 +1185,11 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgb29<>+0(SB)/4, $0x3d23d70a
+DATA lgb27<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+
+DATA lgb28<>+0(SB)/4, $0xc2200000
+GLOBL lgb28<>(SB), RODATA|NOPTR, $4
+
+DATA lgb29<>+0(SB)/4, $0xbf800000
 GLOBL lgb29<>(SB), RODATA|NOPTR, $4
-
-DATA lgb30<>+0(SB)/4, $0xc2200000
-GLOBL lgb30<>(SB), RODATA|NOPTR, $4
-
-DATA lgb31<>+0(SB)/4, $0xbf800000
-GLOBL lgb31<>(SB), RODATA|NOPTR, $4

@@ -48,8 +48,7 @@ blocks_2:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+8(FP), SI
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -57,66 +56,63 @@ blocks_2:
 	VMOVUPD      Y3, 64(SI)(BX*8)
 	VADDPD       96(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 96(SI)(BX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      1856(SI)(DX*4), Y3
 	VMOVUPS      2112(SI)(DX*4), Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       lgc2<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      2368(SI)(DX*4), Y6
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VMOVUPS      2368(SI)(DX*4), Y5
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc5<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      704(SI)(DX*8), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 704(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      1088(SI)(DX*8), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 1088(SI)(DX*8)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       1472(SI)(DX*8), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 1472(SI)(DX*8)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc3<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      704(SI)(DX*8), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 704(SI)(DX*8)
+	VMAXPD       lgc3<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      1088(SI)(DX*8), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 1088(SI)(DX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       1472(SI)(DX*8), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 1472(SI)(DX*8)
+	VDIVPD       Y9, Y3, Y6
+	VFNMADD231PD Y3, Y6, Y4
+	VADDPD       Y5, Y6, Y6
 	VMOVUPD      736(SI)(DX*8), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 736(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      1120(SI)(DX*8), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 1120(SI)(DX*8)
+	VADDPD       Y1, Y3, Y5
+	VMOVUPD      Y5, 736(SI)(DX*8)
+	VMAXPD       lgc3<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      1120(SI)(DX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 1120(SI)(DX*8)
 	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
+	VMULPD       Y6, Y1, Y1
 	VADDPD       1504(SI)(DX*8), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
+	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y3, 1504(SI)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(SI)(DX*4)
 	VMOVUPS      Y1, 2112(SI)(DX*4)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       2624(SI), Y2, Y2
-	VMOVUPS      Y2, 2624(SI)
+	VCMPPS       $0x00, Y2, Y2, Y1
+	VANDPS       2624(SI), Y1, Y1
+	VMOVUPS      Y1, 2624(SI)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -129,83 +125,79 @@ noflush_3:
 	VMOVUPS      Y0, 448(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      448(BX)(DX*4), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      448(BX)(DX*4), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(BX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 96(BX)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 448(BX)(DX*4)
+	VADDPD       96(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 96(BX)(DX*8)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 448(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1856(BX)(CX*4), Y2
+	VMOVUPS      1856(BX)(CX*4), Y1
 	VMOVUPS      2112(BX)(CX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2368(BX)(CX*4), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      2368(BX)(CX*4), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      704(BX)(CX*8), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 704(BX)(CX*8)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      1088(BX)(CX*8), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 1088(BX)(CX*8)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       1472(BX)(CX*8), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 1472(BX)(CX*8)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      736(BX)(CX*8), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 736(BX)(CX*8)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      1120(BX)(CX*8), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 1120(BX)(CX*8)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       1504(BX)(CX*8), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 1504(BX)(CX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      704(BX)(CX*8), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 704(BX)(CX*8)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      1088(BX)(CX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 1088(BX)(CX*8)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       1472(BX)(CX*8), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 1472(BX)(CX*8)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      736(BX)(CX*8), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 736(BX)(CX*8)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      1120(BX)(CX*8), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 1120(BX)(CX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       1504(BX)(CX*8), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 1504(BX)(CX*8)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(BX)(CX*4)
 	VMOVUPS      Y0, 2112(BX)(CX*4)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       2624(BX), Y1, Y1
-	VMOVUPS      Y1, 2624(BX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       2624(BX), Y0, Y0
+	VMOVUPS      Y0, 2624(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_1
@@ -228,41 +220,21 @@ DATA lgc1<>+16(SB)/8, $0x4020000000000000
 DATA lgc1<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x7fffffff
-DATA lgc2<>+4(SB)/4, $0x7fffffff
-DATA lgc2<>+8(SB)/4, $0x7fffffff
-DATA lgc2<>+12(SB)/4, $0x7fffffff
-DATA lgc2<>+16(SB)/4, $0x7fffffff
-DATA lgc2<>+20(SB)/4, $0x7fffffff
-DATA lgc2<>+24(SB)/4, $0x7fffffff
-DATA lgc2<>+28(SB)/4, $0x7fffffff
+DATA lgc2<>+0(SB)/4, $0x00000000
+DATA lgc2<>+4(SB)/4, $0x00000000
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7f7fffff
-DATA lgc3<>+4(SB)/4, $0x7f7fffff
-DATA lgc3<>+8(SB)/4, $0x7f7fffff
-DATA lgc3<>+12(SB)/4, $0x7f7fffff
-DATA lgc3<>+16(SB)/4, $0x7f7fffff
-DATA lgc3<>+20(SB)/4, $0x7f7fffff
-DATA lgc3<>+24(SB)/4, $0x7f7fffff
-DATA lgc3<>+28(SB)/4, $0x7f7fffff
+DATA lgc3<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-DATA lgc4<>+0(SB)/4, $0x00000000
-DATA lgc4<>+4(SB)/4, $0x00000000
-DATA lgc4<>+8(SB)/4, $0x00000000
-DATA lgc4<>+12(SB)/4, $0x00000000
-DATA lgc4<>+16(SB)/4, $0x00000000
-DATA lgc4<>+20(SB)/4, $0x00000000
-DATA lgc4<>+24(SB)/4, $0x00000000
-DATA lgc4<>+28(SB)/4, $0x00000000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc5<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
@@ -274,7 +246,7 @@ outer0_4:
 	MOVQ         s1+8(FP), CX
 	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -309,15 +281,15 @@ blocks_5:
 	VZEROUPPER
 	RET
 
-DATA lgc6<>+0(SB)/4, $0x358637bd
-DATA lgc6<>+4(SB)/4, $0x358637bd
-DATA lgc6<>+8(SB)/4, $0x358637bd
-DATA lgc6<>+12(SB)/4, $0x358637bd
-DATA lgc6<>+16(SB)/4, $0x358637bd
-DATA lgc6<>+20(SB)/4, $0x358637bd
-DATA lgc6<>+24(SB)/4, $0x358637bd
-DATA lgc6<>+28(SB)/4, $0x358637bd
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+DATA lgc4<>+0(SB)/4, $0x358637bd
+DATA lgc4<>+4(SB)/4, $0x358637bd
+DATA lgc4<>+8(SB)/4, $0x358637bd
+DATA lgc4<>+12(SB)/4, $0x358637bd
+DATA lgc4<>+16(SB)/4, $0x358637bd
+DATA lgc4<>+20(SB)/4, $0x358637bd
+DATA lgc4<>+24(SB)/4, $0x358637bd
+DATA lgc4<>+28(SB)/4, $0x358637bd
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -344,7 +316,7 @@ blocks_8:
 	VSUBPS       Y1, Y0, Y0
 	MOVQ         s1+24(FP), SI
 	VBROADCASTSS (SI)(DI*4), Y1
-	VMOVUPS      lgc6<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 
 	// v5 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
@@ -357,8 +329,8 @@ blocks_8:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
-	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS   lgc7<>+0(SB), Y2
+	VPCMPGTD  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS   lgc5<>+0(SB), Y2
 
 	// v12 = where(mask, 1, 0)
 	VANDPS Y2, Y1, Y2
@@ -383,37 +355,37 @@ blocks_8:
 
 	// logWeight = sub(v15, v17)
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc8<>+0(SB), Y5
+	VMOVUPS lgc6<>+0(SB), Y5
 
 	// v22 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc9<>+0(SB), Y6
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMAXPS       Y4, Y6, Y6
-	VMOVUPS      lgc11<>+0(SB), Y7
+	VMOVUPS      lgc9<>+0(SB), Y7
 	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VMULPS       lgc10<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y9
+	VMOVUPS      lgc15<>+0(SB), Y10
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
 	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
-	VADDPS       lgc7<>+0(SB), Y9, Y9
+	VADDPS       lgc5<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPADDD       lgc19<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -423,18 +395,18 @@ blocks_8:
 
 	// v25 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y4, Y5, Y5
-	VANDPS  lgc7<>+0(SB), Y5, Y6
-	VMOVUPS lgc22<>+0(SB), Y7
-	VMOVUPS lgc23<>+0(SB), Y8
+	VANDPS  lgc5<>+0(SB), Y5, Y6
+	VMOVUPS lgc20<>+0(SB), Y7
+	VMOVUPS lgc21<>+0(SB), Y8
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
 	VBLENDVPS Y5, Y7, Y8, Y7
-	VMOVUPS   lgc24<>+0(SB), Y8
-	VMOVUPS   lgc25<>+0(SB), Y10
+	VMOVUPS   lgc22<>+0(SB), Y8
+	VMOVUPS   lgc23<>+0(SB), Y10
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
 	VBLENDVPS Y5, Y8, Y10, Y5
-	VMOVUPS   lgc4<>+0(SB), Y8
+	VMOVUPS   lgc2<>+0(SB), Y8
 
 	// v32 = ge(v18, 0)
 	VCMPPS  $0x1d, Y8, Y0, Y8
@@ -454,7 +426,7 @@ blocks_8:
 	VMULPS Y2, Y0, Y0
 
 	// v37 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
@@ -481,17 +453,17 @@ blocks_8:
 	VADDPS  3904(SI), Y0, Y0
 	VMOVUPS Y0, 3904(SI)
 	VMOVUPS (SP), Y0
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc23<>+0(SB), Y2
 
 	// v49 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
 
 	// logsumexp(v49) over [G N L]
 	VANDPS  Y9, Y1, Y2
-	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc25<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc26<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
+	VCMPPS  $0x00, lgc23<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4224(SI), Y3, Y3
 	VMOVUPS Y3, 4224(SI)
@@ -514,38 +486,38 @@ blocks_8:
 	VANDPS Y0, Y1, Y0
 
 	// k3 = expm1_minus_x(v63)
-	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      lgc8<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc11<>+0(SB), Y3
+	VMOVUPS      lgc9<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVUPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
 	VMOVUPS      lgc17<>+0(SB), Y2
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y2
 	VFMADD213PS  Y2, Y5, Y6
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
 	VMULPS       Y5, Y6, Y2
 	VFMADD213PS  Y4, Y5, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VADDPS       lgc5<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y4
-	VPADDD       lgc21<>+0(SB), Y4, Y4
+	VPADDD       lgc19<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y6, Y6
+	VSUBPS       lgc5<>+0(SB), Y6, Y6
 	VSUBPS       Y0, Y6, Y6
-	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y0
+	VCMPPS       $0x00, lgc2<>+0(SB), Y3, Y0
 	VBLENDVPS    Y0, Y2, Y6, Y6
 
 	// v65 = where(mask, k3, 0)
@@ -558,96 +530,84 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+40(FP), BX
-	VMOVUPS      2944(BX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2944(BX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2752(BX), Y2, Y2
 	VMOVUPD      Y2, 2752(BX)
-	VADDPD       2784(BX), Y1, Y1
-	VMOVUPD      Y1, 2784(BX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(BX)
-	VMOVUPS      3264(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(BX), Y3, Y3
-	VMOVUPD      Y3, 3072(BX)
-	VADDPD       3104(BX), Y2, Y2
-	VMOVUPD      Y2, 3104(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3584(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(BX), Y3, Y3
-	VMOVUPD      Y3, 3392(BX)
-	VADDPD       3424(BX), Y2, Y2
-	VMOVUPD      Y2, 3424(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3584(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3904(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3712(BX), Y3, Y3
-	VMOVUPD      Y3, 3712(BX)
-	VADDPD       3744(BX), Y2, Y2
-	VMOVUPD      Y2, 3744(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3904(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4352(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(BX), Y3, Y3
-	VMOVUPD      Y3, 4032(BX)
-	VADDPD       4064(BX), Y2, Y2
-	VMOVUPD      Y2, 4064(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4352(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4672(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4480(BX), Y3, Y3
-	VMOVUPD      Y3, 4480(BX)
-	VADDPD       4512(BX), Y2, Y2
-	VMOVUPD      Y2, 4512(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4672(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4992(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4800(BX), Y3, Y3
-	VMOVUPD      Y3, 4800(BX)
-	VADDPD       4832(BX), Y2, Y2
-	VMOVUPD      Y2, 4832(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4992(BX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2784(BX), Y0, Y0
+	VMOVUPD      Y0, 2784(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(BX)
+	VMOVUPS      3264(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(BX), Y2, Y2
+	VMOVUPD      Y2, 3072(BX)
+	VADDPD       3104(BX), Y0, Y0
+	VMOVUPD      Y0, 3104(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(BX)
+	VMOVUPS      3584(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3392(BX), Y2, Y2
+	VMOVUPD      Y2, 3392(BX)
+	VADDPD       3424(BX), Y0, Y0
+	VMOVUPD      Y0, 3424(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3584(BX)
+	VMOVUPS      3904(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(BX), Y2, Y2
+	VMOVUPD      Y2, 3712(BX)
+	VADDPD       3744(BX), Y0, Y0
+	VMOVUPD      Y0, 3744(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(BX)
+	VMOVUPS      4352(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(BX), Y2, Y2
+	VMOVUPD      Y2, 4032(BX)
+	VADDPD       4064(BX), Y0, Y0
+	VMOVUPD      Y0, 4064(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(BX)
+	VMOVUPS      4672(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(BX), Y2, Y2
+	VMOVUPD      Y2, 4480(BX)
+	VADDPD       4512(BX), Y0, Y0
+	VMOVUPD      Y0, 4512(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4672(BX)
+	VMOVUPS      4992(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4800(BX), Y2, Y2
+	VMOVUPD      Y2, 4800(BX)
+	VADDPD       4832(BX), Y0, Y0
+	VMOVUPD      Y0, 4832(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4992(BX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5120(BX), Y0, Y0
 	VMOVUPS      Y0, 5120(BX)
 	MOVQ         $+8, BX
@@ -658,100 +618,88 @@ noflush_9:
 	JL           blocks_8
 	MOVQ         $+8, DX
 	SUBQ         BX, DX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2944(DX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2944(DX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2752(DX), Y2, Y2
 	VMOVUPD      Y2, 2752(DX)
-	VADDPD       2784(DX), Y1, Y1
-	VMOVUPD      Y1, 2784(DX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(DX)
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3584(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3392(DX), Y3, Y3
-	VMOVUPD      Y3, 3392(DX)
-	VADDPD       3424(DX), Y2, Y2
-	VMOVUPD      Y2, 3424(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3584(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3904(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3712(DX), Y3, Y3
-	VMOVUPD      Y3, 3712(DX)
-	VADDPD       3744(DX), Y2, Y2
-	VMOVUPD      Y2, 3744(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3904(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4352(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y3, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y2, Y2
-	VMOVUPD      Y2, 4064(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4352(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4672(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4480(DX), Y3, Y3
-	VMOVUPD      Y3, 4480(DX)
-	VADDPD       4512(DX), Y2, Y2
-	VMOVUPD      Y2, 4512(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4672(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4992(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4800(DX), Y3, Y3
-	VMOVUPD      Y3, 4800(DX)
-	VADDPD       4832(DX), Y2, Y2
-	VMOVUPD      Y2, 4832(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4992(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VMOVUPS      3584(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3392(DX), Y2, Y2
+	VMOVUPD      Y2, 3392(DX)
+	VADDPD       3424(DX), Y0, Y0
+	VMOVUPD      Y0, 3424(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3584(DX)
+	VMOVUPS      3904(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3712(DX), Y2, Y2
+	VMOVUPD      Y2, 3712(DX)
+	VADDPD       3744(DX), Y0, Y0
+	VMOVUPD      Y0, 3744(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4352(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(DX), Y2, Y2
+	VMOVUPD      Y2, 4032(DX)
+	VADDPD       4064(DX), Y0, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(DX)
+	VMOVUPS      4672(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4480(DX), Y2, Y2
+	VMOVUPD      Y2, 4480(DX)
+	VADDPD       4512(DX), Y0, Y0
+	VMOVUPD      Y0, 4512(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4672(DX)
+	VMOVUPS      4992(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4800(DX), Y2, Y2
+	VMOVUPD      Y2, 4800(DX)
+	VADDPD       4832(DX), Y0, Y0
+	VMOVUPD      Y0, 4832(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4992(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5120(DX), Y0, Y0
 	VMOVUPS      Y0, 5120(DX)
 	INCQ         CX
@@ -763,225 +711,225 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc7<>+0(SB)/4, $0x3f800000
-DATA lgc7<>+4(SB)/4, $0x3f800000
-DATA lgc7<>+8(SB)/4, $0x3f800000
-DATA lgc7<>+12(SB)/4, $0x3f800000
-DATA lgc7<>+16(SB)/4, $0x3f800000
-DATA lgc7<>+20(SB)/4, $0x3f800000
-DATA lgc7<>+24(SB)/4, $0x3f800000
-DATA lgc7<>+28(SB)/4, $0x3f800000
+DATA lgc5<>+0(SB)/4, $0x3f800000
+DATA lgc5<>+4(SB)/4, $0x3f800000
+DATA lgc5<>+8(SB)/4, $0x3f800000
+DATA lgc5<>+12(SB)/4, $0x3f800000
+DATA lgc5<>+16(SB)/4, $0x3f800000
+DATA lgc5<>+20(SB)/4, $0x3f800000
+DATA lgc5<>+24(SB)/4, $0x3f800000
+DATA lgc5<>+28(SB)/4, $0x3f800000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/4, $0xbe647fbe
+DATA lgc6<>+4(SB)/4, $0xbe647fbe
+DATA lgc6<>+8(SB)/4, $0xbe647fbe
+DATA lgc6<>+12(SB)/4, $0xbe647fbe
+DATA lgc6<>+16(SB)/4, $0xbe647fbe
+DATA lgc6<>+20(SB)/4, $0xbe647fbe
+DATA lgc6<>+24(SB)/4, $0xbe647fbe
+DATA lgc6<>+28(SB)/4, $0xbe647fbe
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/4, $0x3e3ab281
+DATA lgc7<>+4(SB)/4, $0x3e3ab281
+DATA lgc7<>+8(SB)/4, $0x3e3ab281
+DATA lgc7<>+12(SB)/4, $0x3e3ab281
+DATA lgc7<>+16(SB)/4, $0x3e3ab281
+DATA lgc7<>+20(SB)/4, $0x3e3ab281
+DATA lgc7<>+24(SB)/4, $0x3e3ab281
+DATA lgc7<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xbe647fbe
-DATA lgc8<>+4(SB)/4, $0xbe647fbe
-DATA lgc8<>+8(SB)/4, $0xbe647fbe
-DATA lgc8<>+12(SB)/4, $0xbe647fbe
-DATA lgc8<>+16(SB)/4, $0xbe647fbe
-DATA lgc8<>+20(SB)/4, $0xbe647fbe
-DATA lgc8<>+24(SB)/4, $0xbe647fbe
-DATA lgc8<>+28(SB)/4, $0xbe647fbe
+DATA lgc8<>+0(SB)/4, $0xc2d00000
+DATA lgc8<>+4(SB)/4, $0xc2d00000
+DATA lgc8<>+8(SB)/4, $0xc2d00000
+DATA lgc8<>+12(SB)/4, $0xc2d00000
+DATA lgc8<>+16(SB)/4, $0xc2d00000
+DATA lgc8<>+20(SB)/4, $0xc2d00000
+DATA lgc8<>+24(SB)/4, $0xc2d00000
+DATA lgc8<>+28(SB)/4, $0xc2d00000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3e3ab281
-DATA lgc9<>+4(SB)/4, $0x3e3ab281
-DATA lgc9<>+8(SB)/4, $0x3e3ab281
-DATA lgc9<>+12(SB)/4, $0x3e3ab281
-DATA lgc9<>+16(SB)/4, $0x3e3ab281
-DATA lgc9<>+20(SB)/4, $0x3e3ab281
-DATA lgc9<>+24(SB)/4, $0x3e3ab281
-DATA lgc9<>+28(SB)/4, $0x3e3ab281
+DATA lgc9<>+0(SB)/4, $0x42b20000
+DATA lgc9<>+4(SB)/4, $0x42b20000
+DATA lgc9<>+8(SB)/4, $0x42b20000
+DATA lgc9<>+12(SB)/4, $0x42b20000
+DATA lgc9<>+16(SB)/4, $0x42b20000
+DATA lgc9<>+20(SB)/4, $0x42b20000
+DATA lgc9<>+24(SB)/4, $0x42b20000
+DATA lgc9<>+28(SB)/4, $0x42b20000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xc2d00000
-DATA lgc10<>+4(SB)/4, $0xc2d00000
-DATA lgc10<>+8(SB)/4, $0xc2d00000
-DATA lgc10<>+12(SB)/4, $0xc2d00000
-DATA lgc10<>+16(SB)/4, $0xc2d00000
-DATA lgc10<>+20(SB)/4, $0xc2d00000
-DATA lgc10<>+24(SB)/4, $0xc2d00000
-DATA lgc10<>+28(SB)/4, $0xc2d00000
+DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x42b20000
-DATA lgc11<>+4(SB)/4, $0x42b20000
-DATA lgc11<>+8(SB)/4, $0x42b20000
-DATA lgc11<>+12(SB)/4, $0x42b20000
-DATA lgc11<>+16(SB)/4, $0x42b20000
-DATA lgc11<>+20(SB)/4, $0x42b20000
-DATA lgc11<>+24(SB)/4, $0x42b20000
-DATA lgc11<>+28(SB)/4, $0x42b20000
+DATA lgc11<>+0(SB)/4, $0x3f318000
+DATA lgc11<>+4(SB)/4, $0x3f318000
+DATA lgc11<>+8(SB)/4, $0x3f318000
+DATA lgc11<>+12(SB)/4, $0x3f318000
+DATA lgc11<>+16(SB)/4, $0x3f318000
+DATA lgc11<>+20(SB)/4, $0x3f318000
+DATA lgc11<>+24(SB)/4, $0x3f318000
+DATA lgc11<>+28(SB)/4, $0x3f318000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+0(SB)/4, $0xb95e8083
+DATA lgc12<>+4(SB)/4, $0xb95e8083
+DATA lgc12<>+8(SB)/4, $0xb95e8083
+DATA lgc12<>+12(SB)/4, $0xb95e8083
+DATA lgc12<>+16(SB)/4, $0xb95e8083
+DATA lgc12<>+20(SB)/4, $0xb95e8083
+DATA lgc12<>+24(SB)/4, $0xb95e8083
+DATA lgc12<>+28(SB)/4, $0xb95e8083
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f318000
-DATA lgc13<>+4(SB)/4, $0x3f318000
-DATA lgc13<>+8(SB)/4, $0x3f318000
-DATA lgc13<>+12(SB)/4, $0x3f318000
-DATA lgc13<>+16(SB)/4, $0x3f318000
-DATA lgc13<>+20(SB)/4, $0x3f318000
-DATA lgc13<>+24(SB)/4, $0x3f318000
-DATA lgc13<>+28(SB)/4, $0x3f318000
+DATA lgc13<>+0(SB)/4, $0x39506967
+DATA lgc13<>+4(SB)/4, $0x39506967
+DATA lgc13<>+8(SB)/4, $0x39506967
+DATA lgc13<>+12(SB)/4, $0x39506967
+DATA lgc13<>+16(SB)/4, $0x39506967
+DATA lgc13<>+20(SB)/4, $0x39506967
+DATA lgc13<>+24(SB)/4, $0x39506967
+DATA lgc13<>+28(SB)/4, $0x39506967
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xb95e8083
-DATA lgc14<>+4(SB)/4, $0xb95e8083
-DATA lgc14<>+8(SB)/4, $0xb95e8083
-DATA lgc14<>+12(SB)/4, $0xb95e8083
-DATA lgc14<>+16(SB)/4, $0xb95e8083
-DATA lgc14<>+20(SB)/4, $0xb95e8083
-DATA lgc14<>+24(SB)/4, $0xb95e8083
-DATA lgc14<>+28(SB)/4, $0xb95e8083
+DATA lgc14<>+0(SB)/4, $0x3ab743ce
+DATA lgc14<>+4(SB)/4, $0x3ab743ce
+DATA lgc14<>+8(SB)/4, $0x3ab743ce
+DATA lgc14<>+12(SB)/4, $0x3ab743ce
+DATA lgc14<>+16(SB)/4, $0x3ab743ce
+DATA lgc14<>+20(SB)/4, $0x3ab743ce
+DATA lgc14<>+24(SB)/4, $0x3ab743ce
+DATA lgc14<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x39506967
-DATA lgc15<>+4(SB)/4, $0x39506967
-DATA lgc15<>+8(SB)/4, $0x39506967
-DATA lgc15<>+12(SB)/4, $0x39506967
-DATA lgc15<>+16(SB)/4, $0x39506967
-DATA lgc15<>+20(SB)/4, $0x39506967
-DATA lgc15<>+24(SB)/4, $0x39506967
-DATA lgc15<>+28(SB)/4, $0x39506967
+DATA lgc15<>+0(SB)/4, $0x3c088908
+DATA lgc15<>+4(SB)/4, $0x3c088908
+DATA lgc15<>+8(SB)/4, $0x3c088908
+DATA lgc15<>+12(SB)/4, $0x3c088908
+DATA lgc15<>+16(SB)/4, $0x3c088908
+DATA lgc15<>+20(SB)/4, $0x3c088908
+DATA lgc15<>+24(SB)/4, $0x3c088908
+DATA lgc15<>+28(SB)/4, $0x3c088908
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3ab743ce
-DATA lgc16<>+4(SB)/4, $0x3ab743ce
-DATA lgc16<>+8(SB)/4, $0x3ab743ce
-DATA lgc16<>+12(SB)/4, $0x3ab743ce
-DATA lgc16<>+16(SB)/4, $0x3ab743ce
-DATA lgc16<>+20(SB)/4, $0x3ab743ce
-DATA lgc16<>+24(SB)/4, $0x3ab743ce
-DATA lgc16<>+28(SB)/4, $0x3ab743ce
+DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3c088908
-DATA lgc17<>+4(SB)/4, $0x3c088908
-DATA lgc17<>+8(SB)/4, $0x3c088908
-DATA lgc17<>+12(SB)/4, $0x3c088908
-DATA lgc17<>+16(SB)/4, $0x3c088908
-DATA lgc17<>+20(SB)/4, $0x3c088908
-DATA lgc17<>+24(SB)/4, $0x3c088908
-DATA lgc17<>+28(SB)/4, $0x3c088908
+DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+0(SB)/4, $0x3f000000
+DATA lgc18<>+4(SB)/4, $0x3f000000
+DATA lgc18<>+8(SB)/4, $0x3f000000
+DATA lgc18<>+12(SB)/4, $0x3f000000
+DATA lgc18<>+16(SB)/4, $0x3f000000
+DATA lgc18<>+20(SB)/4, $0x3f000000
+DATA lgc18<>+24(SB)/4, $0x3f000000
+DATA lgc18<>+28(SB)/4, $0x3f000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+0(SB)/4, $0x000000fe
+DATA lgc19<>+4(SB)/4, $0x000000fe
+DATA lgc19<>+8(SB)/4, $0x000000fe
+DATA lgc19<>+12(SB)/4, $0x000000fe
+DATA lgc19<>+16(SB)/4, $0x000000fe
+DATA lgc19<>+20(SB)/4, $0x000000fe
+DATA lgc19<>+24(SB)/4, $0x000000fe
+DATA lgc19<>+28(SB)/4, $0x000000fe
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f000000
-DATA lgc20<>+4(SB)/4, $0x3f000000
-DATA lgc20<>+8(SB)/4, $0x3f000000
-DATA lgc20<>+12(SB)/4, $0x3f000000
-DATA lgc20<>+16(SB)/4, $0x3f000000
-DATA lgc20<>+20(SB)/4, $0x3f000000
-DATA lgc20<>+24(SB)/4, $0x3f000000
-DATA lgc20<>+28(SB)/4, $0x3f000000
+DATA lgc20<>+0(SB)/4, $0x3f99999a
+DATA lgc20<>+4(SB)/4, $0x3f99999a
+DATA lgc20<>+8(SB)/4, $0x3f99999a
+DATA lgc20<>+12(SB)/4, $0x3f99999a
+DATA lgc20<>+16(SB)/4, $0x3f99999a
+DATA lgc20<>+20(SB)/4, $0x3f99999a
+DATA lgc20<>+24(SB)/4, $0x3f99999a
+DATA lgc20<>+28(SB)/4, $0x3f99999a
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x000000fe
-DATA lgc21<>+4(SB)/4, $0x000000fe
-DATA lgc21<>+8(SB)/4, $0x000000fe
-DATA lgc21<>+12(SB)/4, $0x000000fe
-DATA lgc21<>+16(SB)/4, $0x000000fe
-DATA lgc21<>+20(SB)/4, $0x000000fe
-DATA lgc21<>+24(SB)/4, $0x000000fe
-DATA lgc21<>+28(SB)/4, $0x000000fe
+DATA lgc21<>+0(SB)/4, $0x7f800000
+DATA lgc21<>+4(SB)/4, $0x7f800000
+DATA lgc21<>+8(SB)/4, $0x7f800000
+DATA lgc21<>+12(SB)/4, $0x7f800000
+DATA lgc21<>+16(SB)/4, $0x7f800000
+DATA lgc21<>+20(SB)/4, $0x7f800000
+DATA lgc21<>+24(SB)/4, $0x7f800000
+DATA lgc21<>+28(SB)/4, $0x7f800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f99999a
-DATA lgc22<>+4(SB)/4, $0x3f99999a
-DATA lgc22<>+8(SB)/4, $0x3f99999a
-DATA lgc22<>+12(SB)/4, $0x3f99999a
-DATA lgc22<>+16(SB)/4, $0x3f99999a
-DATA lgc22<>+20(SB)/4, $0x3f99999a
-DATA lgc22<>+24(SB)/4, $0x3f99999a
-DATA lgc22<>+28(SB)/4, $0x3f99999a
+DATA lgc22<>+0(SB)/4, $0x3f4ccccd
+DATA lgc22<>+4(SB)/4, $0x3f4ccccd
+DATA lgc22<>+8(SB)/4, $0x3f4ccccd
+DATA lgc22<>+12(SB)/4, $0x3f4ccccd
+DATA lgc22<>+16(SB)/4, $0x3f4ccccd
+DATA lgc22<>+20(SB)/4, $0x3f4ccccd
+DATA lgc22<>+24(SB)/4, $0x3f4ccccd
+DATA lgc22<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x7f800000
-DATA lgc23<>+4(SB)/4, $0x7f800000
-DATA lgc23<>+8(SB)/4, $0x7f800000
-DATA lgc23<>+12(SB)/4, $0x7f800000
-DATA lgc23<>+16(SB)/4, $0x7f800000
-DATA lgc23<>+20(SB)/4, $0x7f800000
-DATA lgc23<>+24(SB)/4, $0x7f800000
-DATA lgc23<>+28(SB)/4, $0x7f800000
+DATA lgc23<>+0(SB)/4, $0xff800000
+DATA lgc23<>+4(SB)/4, $0xff800000
+DATA lgc23<>+8(SB)/4, $0xff800000
+DATA lgc23<>+12(SB)/4, $0xff800000
+DATA lgc23<>+16(SB)/4, $0xff800000
+DATA lgc23<>+20(SB)/4, $0xff800000
+DATA lgc23<>+24(SB)/4, $0xff800000
+DATA lgc23<>+28(SB)/4, $0xff800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f4ccccd
-DATA lgc24<>+4(SB)/4, $0x3f4ccccd
-DATA lgc24<>+8(SB)/4, $0x3f4ccccd
-DATA lgc24<>+12(SB)/4, $0x3f4ccccd
-DATA lgc24<>+16(SB)/4, $0x3f4ccccd
-DATA lgc24<>+20(SB)/4, $0x3f4ccccd
-DATA lgc24<>+24(SB)/4, $0x3f4ccccd
-DATA lgc24<>+28(SB)/4, $0x3f4ccccd
+DATA lgc24<>+0(SB)/4, $0x80000000
+DATA lgc24<>+4(SB)/4, $0x80000000
+DATA lgc24<>+8(SB)/4, $0x80000000
+DATA lgc24<>+12(SB)/4, $0x80000000
+DATA lgc24<>+16(SB)/4, $0x80000000
+DATA lgc24<>+20(SB)/4, $0x80000000
+DATA lgc24<>+24(SB)/4, $0x80000000
+DATA lgc24<>+28(SB)/4, $0x80000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xff800000
-DATA lgc25<>+4(SB)/4, $0xff800000
-DATA lgc25<>+8(SB)/4, $0xff800000
-DATA lgc25<>+12(SB)/4, $0xff800000
-DATA lgc25<>+16(SB)/4, $0xff800000
-DATA lgc25<>+20(SB)/4, $0xff800000
-DATA lgc25<>+24(SB)/4, $0xff800000
-DATA lgc25<>+28(SB)/4, $0xff800000
+DATA lgc25<>+0(SB)/4, $0xc22c0000
+DATA lgc25<>+4(SB)/4, $0xc22c0000
+DATA lgc25<>+8(SB)/4, $0xc22c0000
+DATA lgc25<>+12(SB)/4, $0xc22c0000
+DATA lgc25<>+16(SB)/4, $0xc22c0000
+DATA lgc25<>+20(SB)/4, $0xc22c0000
+DATA lgc25<>+24(SB)/4, $0xc22c0000
+DATA lgc25<>+28(SB)/4, $0xc22c0000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x80000000
-DATA lgc26<>+4(SB)/4, $0x80000000
-DATA lgc26<>+8(SB)/4, $0x80000000
-DATA lgc26<>+12(SB)/4, $0x80000000
-DATA lgc26<>+16(SB)/4, $0x80000000
-DATA lgc26<>+20(SB)/4, $0x80000000
-DATA lgc26<>+24(SB)/4, $0x80000000
-DATA lgc26<>+28(SB)/4, $0x80000000
+DATA lgc26<>+0(SB)/4, $0x42b00000
+DATA lgc26<>+4(SB)/4, $0x42b00000
+DATA lgc26<>+8(SB)/4, $0x42b00000
+DATA lgc26<>+12(SB)/4, $0x42b00000
+DATA lgc26<>+16(SB)/4, $0x42b00000
+DATA lgc26<>+20(SB)/4, $0x42b00000
+DATA lgc26<>+24(SB)/4, $0x42b00000
+DATA lgc26<>+28(SB)/4, $0x42b00000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0xc22c0000
-DATA lgc27<>+4(SB)/4, $0xc22c0000
-DATA lgc27<>+8(SB)/4, $0xc22c0000
-DATA lgc27<>+12(SB)/4, $0xc22c0000
-DATA lgc27<>+16(SB)/4, $0xc22c0000
-DATA lgc27<>+20(SB)/4, $0xc22c0000
-DATA lgc27<>+24(SB)/4, $0xc22c0000
-DATA lgc27<>+28(SB)/4, $0xc22c0000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -989,7 +937,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc7<>+0(SB), Y1
+	VMOVUPS      lgc5<>+0(SB), Y1
 
 	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -1012,7 +960,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v52 = mul(2, v51)
-	VMULPS       lgc29<>+0(SB), Y5, Y5
+	VMULPS       lgc27<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -1020,34 +968,34 @@ TEXT ·pass3AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v56 = exp(v55)
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
-	VMOVUPS      lgc11<>+0(SB), Y6
+	VMOVUPS      lgc9<>+0(SB), Y6
 	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc12<>+0(SB), Y5, Y6
+	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
 	VMOVUPS      lgc17<>+0(SB), Y9
 	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPADDD       lgc19<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VMOVUPS      lgc4<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y5
 
 	// v57 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
@@ -1064,7 +1012,7 @@ TEXT ·pass3AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc30<>+0(SB), Y1, Y5
+	VMULPS lgc28<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -1092,25 +1040,25 @@ TEXT ·pass3AVX2(SB), $0-104
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x40000000
-DATA lgc29<>+4(SB)/4, $0x40000000
-DATA lgc29<>+8(SB)/4, $0x40000000
-DATA lgc29<>+12(SB)/4, $0x40000000
-DATA lgc29<>+16(SB)/4, $0x40000000
-DATA lgc29<>+20(SB)/4, $0x40000000
-DATA lgc29<>+24(SB)/4, $0x40000000
-DATA lgc29<>+28(SB)/4, $0x40000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x40000000
+DATA lgc27<>+4(SB)/4, $0x40000000
+DATA lgc27<>+8(SB)/4, $0x40000000
+DATA lgc27<>+12(SB)/4, $0x40000000
+DATA lgc27<>+16(SB)/4, $0x40000000
+DATA lgc27<>+20(SB)/4, $0x40000000
+DATA lgc27<>+24(SB)/4, $0x40000000
+DATA lgc27<>+28(SB)/4, $0x40000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3d23d70a
-DATA lgc30<>+4(SB)/4, $0x3d23d70a
-DATA lgc30<>+8(SB)/4, $0x3d23d70a
-DATA lgc30<>+12(SB)/4, $0x3d23d70a
-DATA lgc30<>+16(SB)/4, $0x3d23d70a
-DATA lgc30<>+20(SB)/4, $0x3d23d70a
-DATA lgc30<>+24(SB)/4, $0x3d23d70a
-DATA lgc30<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x3d23d70a
+DATA lgc28<>+4(SB)/4, $0x3d23d70a
+DATA lgc28<>+8(SB)/4, $0x3d23d70a
+DATA lgc28<>+12(SB)/4, $0x3d23d70a
+DATA lgc28<>+16(SB)/4, $0x3d23d70a
+DATA lgc28<>+20(SB)/4, $0x3d23d70a
+DATA lgc28<>+24(SB)/4, $0x3d23d70a
+DATA lgc28<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -1133,8 +1081,8 @@ blocks_12:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
-	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS   lgc7<>+0(SB), Y2
+	VPCMPGTD  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS   lgc5<>+0(SB), Y2
 
 	// v12 = where(mask, 1, 0)
 	VANDPS Y2, Y1, Y1
@@ -1145,8 +1093,7 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc1<>+0(SB), Y1
 	MOVQ         state+8(FP), BX
-	VANDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc2<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1154,7 +1101,8 @@ blocks_12:
 	VMOVUPD      Y2, 64(BX)
 	VADDPD       96(BX), Y0, Y0
 	VMOVUPD      Y0, 96(BX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       384(BX), Y1, Y1
 	VMOVUPS      Y1, 384(BX)
 	MOVQ         $+8, BX
@@ -1167,22 +1115,22 @@ noflush_13:
 	VMOVUPS      Y0, 256(DX)
 	MOVQ         $+8, DX
 	SUBQ         BX, DX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(DX), Y2, Y2
 	VMOVUPD      Y2, 64(DX)
-	VADDPD       96(DX), Y1, Y1
-	VMOVUPD      Y1, 96(DX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(DX), Y0, Y0
 	VMOVUPS      Y0, 384(DX)
 	INCQ         CX
@@ -1238,8 +1186,7 @@ blocks_15:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+8(FP), SI
-	VANDPS       lgc2<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc2<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1247,66 +1194,63 @@ blocks_15:
 	VMOVUPD      Y3, 512(SI)(BX*8)
 	VADDPD       544(SI)(BX*8), Y0, Y0
 	VMOVUPD      Y0, 544(SI)(BX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      2304(SI)(DX*4), Y3
 	VMOVUPS      2560(SI)(DX*4), Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       lgc2<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc3<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      2816(SI)(DX*4), Y6
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VMOVUPS      2816(SI)(DX*4), Y5
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc5<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      1152(SI)(DX*8), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 1152(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      1536(SI)(DX*8), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 1536(SI)(DX*8)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       1920(SI)(DX*8), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 1920(SI)(DX*8)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc3<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      1152(SI)(DX*8), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 1152(SI)(DX*8)
+	VMAXPD       lgc3<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      1536(SI)(DX*8), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 1536(SI)(DX*8)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       1920(SI)(DX*8), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 1920(SI)(DX*8)
+	VDIVPD       Y9, Y3, Y6
+	VFNMADD231PD Y3, Y6, Y4
+	VADDPD       Y5, Y6, Y6
 	VMOVUPD      1184(SI)(DX*8), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 1184(SI)(DX*8)
-	VMAXPD       lgc5<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      1568(SI)(DX*8), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 1568(SI)(DX*8)
+	VADDPD       Y1, Y3, Y5
+	VMOVUPD      Y5, 1184(SI)(DX*8)
+	VMAXPD       lgc3<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      1568(SI)(DX*8), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 1568(SI)(DX*8)
 	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
+	VMULPD       Y6, Y1, Y1
 	VADDPD       1952(SI)(DX*8), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
+	VFMADD231PD  Y6, Y1, Y3
 	VMOVUPD      Y3, 1952(SI)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMOVUPS      Y1, 2304(SI)(DX*4)
 	VMOVUPS      Y1, 2560(SI)(DX*4)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       3072(SI), Y2, Y2
-	VMOVUPS      Y2, 3072(SI)
+	VCMPPS       $0x00, Y2, Y2, Y1
+	VANDPS       3072(SI), Y1, Y1
+	VMOVUPS      Y1, 3072(SI)
 	MOVQ         $+8, DX
 
 noflush_16:
@@ -1319,83 +1263,79 @@ noflush_16:
 	VMOVUPS      Y0, 896(BX)(CX*4)
 	MOVQ         $+8, CX
 	SUBQ         DX, CX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      896(BX)(DX*4), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      896(BX)(DX*4), Y1
+	VMULPS       lgc2<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       512(BX)(DX*8), Y3, Y3
 	VMOVUPD      Y3, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 544(BX)(DX*8)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 896(BX)(DX*4)
+	VADDPD       544(BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, 544(BX)(DX*8)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 896(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      2304(BX)(CX*4), Y2
+	VMOVUPS      2304(BX)(CX*4), Y1
 	VMOVUPS      2560(BX)(CX*4), Y3
-	VANDPS       lgc2<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc3<>+0(SB), Y4, Y4
-	VANDPS       lgc2<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc3<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2816(BX)(CX*4), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VMOVUPS      2816(BX)(CX*4), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc5<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      1152(BX)(CX*8), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 1152(BX)(CX*8)
-	VMAXPD       lgc5<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      1536(BX)(CX*8), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 1536(BX)(CX*8)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       1920(BX)(CX*8), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 1920(BX)(CX*8)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      1184(BX)(CX*8), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 1184(BX)(CX*8)
-	VMAXPD       lgc5<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      1568(BX)(CX*8), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 1568(BX)(CX*8)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       1952(BX)(CX*8), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 1952(BX)(CX*8)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc3<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      1152(BX)(CX*8), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 1152(BX)(CX*8)
+	VMAXPD       lgc3<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      1536(BX)(CX*8), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 1536(BX)(CX*8)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       1920(BX)(CX*8), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 1920(BX)(CX*8)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      1184(BX)(CX*8), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 1184(BX)(CX*8)
+	VMAXPD       lgc3<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      1568(BX)(CX*8), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 1568(BX)(CX*8)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       1952(BX)(CX*8), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 1952(BX)(CX*8)
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 2304(BX)(CX*4)
 	VMOVUPS      Y0, 2560(BX)(CX*4)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       3072(BX), Y1, Y1
-	VMOVUPS      Y1, 3072(BX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       3072(BX), Y0, Y0
+	VMOVUPS      Y0, 3072(BX)
 	INCQ         AX
 	CMPQ         AX, hi+24(FP)
 	JL           outer0_14
@@ -1412,7 +1352,7 @@ outer0_17:
 	MOVQ         s1+8(FP), CX
 	MOVQ         AX, DX
 	VBROADCASTSS (CX)(DX*4), Y0
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 
 	// v5 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1454,11 +1394,11 @@ TEXT ·fbPass3AVX2(SB), $256-96
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc7<>+0(SB), Y1
+	VMOVUPS      lgc5<>+0(SB), Y1
 
 	// v40 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc30<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v70 = div(0.04, v40)
 	VDIVPS Y0, Y2, Y2
@@ -1486,7 +1426,7 @@ outer1_20:
 	VSUBPS       Y1, Y0, Y0
 	MOVQ         s1+32(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y1
-	VMOVUPS      lgc6<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 
 	// v5 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
@@ -1505,7 +1445,7 @@ blocks_21:
 	ADDQ      R8, DI
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
-	VPCMPGTD  lgc4<>+0(SB), Y1, Y1
+	VPCMPGTD  lgc2<>+0(SB), Y1, Y1
 	MOVQ      logProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
 
@@ -1522,37 +1462,37 @@ blocks_21:
 
 	// logWeight = sub(v15, v17)
 	VSUBPS  Y4, Y2, Y2
-	VMOVUPS lgc8<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y4
 
 	// v22 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y2, Y4, Y4
-	VMOVUPS lgc9<>+0(SB), Y6
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
 	VMINPS Y4, Y6, Y4
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMAXPS       Y2, Y6, Y6
-	VMOVUPS      lgc11<>+0(SB), Y7
+	VMOVUPS      lgc9<>+0(SB), Y7
 	VMINPS       Y6, Y7, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
+	VMULPS       lgc10<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
 	VMULPS       Y6, Y6, Y8
-	VMOVUPS      lgc15<>+0(SB), Y9
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y9
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y9
+	VMOVUPS      lgc15<>+0(SB), Y10
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y10
+	VFMADD213PS  Y10, Y8, Y9
 	VMOVUPS      lgc17<>+0(SB), Y10
 	VFMADD213PS  lgc18<>+0(SB), Y6, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc19<>+0(SB), Y10
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y10
-	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y6, Y8, Y9
-	VADDPS       lgc7<>+0(SB), Y9, Y9
+	VADDPS       lgc5<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y6
-	VPADDD       lgc21<>+0(SB), Y6, Y6
+	VPADDD       lgc19<>+0(SB), Y6, Y6
 	VPSRLD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
 	VPSLLD       $0x17, Y7, Y7
@@ -1562,18 +1502,18 @@ blocks_21:
 
 	// v25 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y2, Y4, Y4
-	VANDPS  lgc7<>+0(SB), Y4, Y6
-	VMOVUPS lgc22<>+0(SB), Y7
-	VMOVUPS lgc23<>+0(SB), Y8
+	VANDPS  lgc5<>+0(SB), Y4, Y6
+	VMOVUPS lgc20<>+0(SB), Y7
+	VMOVUPS lgc21<>+0(SB), Y8
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
 	VBLENDVPS Y4, Y7, Y8, Y7
-	VMOVUPS   lgc24<>+0(SB), Y8
-	VMOVUPS   lgc25<>+0(SB), Y10
+	VMOVUPS   lgc22<>+0(SB), Y8
+	VMOVUPS   lgc23<>+0(SB), Y10
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
 	VBLENDVPS Y4, Y8, Y10, Y4
-	VMOVUPS   lgc4<>+0(SB), Y8
+	VMOVUPS   lgc2<>+0(SB), Y8
 
 	// v32 = ge(v18, 0)
 	VCMPPS  $0x1d, Y8, Y5, Y8
@@ -1595,7 +1535,7 @@ blocks_21:
 	VMULPS Y2, Y0, Y0
 
 	// v37 = neg(gain)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// v38 = where(mask, v37, 0)
 	VANDPS Y0, Y1, Y0
@@ -1624,7 +1564,7 @@ blocks_21:
 	VADDPS  4032(SI), Y0, Y0
 	VMOVUPS Y0, 4032(SI)
 	VMOVUPS 128(SP), Y0
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc23<>+0(SB), Y2
 
 	// v49 = where(mask, logWeight, -Inf)
 	VBLENDVPS Y1, Y0, Y2, Y0
@@ -1632,10 +1572,10 @@ blocks_21:
 
 	// logsumexp(v49) over [G N L]
 	VANDPS  Y9, Y1, Y2
-	VCMPPS  $0x15, lgc27<>+0(SB), Y0, Y3
-	VCMPPS  $0x1a, lgc28<>+0(SB), Y0, Y4
+	VCMPPS  $0x15, lgc25<>+0(SB), Y0, Y3
+	VCMPPS  $0x1a, lgc26<>+0(SB), Y0, Y4
 	VANDPS  Y4, Y3, Y3
-	VCMPPS  $0x00, lgc25<>+0(SB), Y0, Y4
+	VCMPPS  $0x00, lgc23<>+0(SB), Y0, Y4
 	VORPS   Y4, Y3, Y3
 	VANDPS  4352(SI), Y3, Y3
 	VMOVUPS Y3, 4352(SI)
@@ -1656,38 +1596,38 @@ blocks_21:
 	VANDPS Y0, Y1, Y0
 
 	// k3 = expm1_minus_x(v62)
-	VMOVUPS      lgc10<>+0(SB), Y2
+	VMOVUPS      lgc8<>+0(SB), Y2
 	VMAXPS       Y0, Y2, Y2
-	VMOVUPS      lgc11<>+0(SB), Y3
+	VMOVUPS      lgc9<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVUPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMOVUPS      lgc15<>+0(SB), Y2
+	VFMADD213PS  lgc16<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
 	VMOVUPS      lgc17<>+0(SB), Y2
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y2
 	VFMADD213PS  Y2, Y5, Y6
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
 	VMULPS       Y5, Y6, Y2
 	VFMADD213PS  Y4, Y5, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VADDPS       lgc5<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y4
-	VPADDD       lgc21<>+0(SB), Y4, Y4
+	VPADDD       lgc19<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y6, Y6
+	VSUBPS       lgc5<>+0(SB), Y6, Y6
 	VSUBPS       Y0, Y6, Y6
-	VCMPPS       $0x00, lgc4<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y3, Y3
 	VBLENDVPS    Y3, Y2, Y6, Y6
 
 	// v64 = where(mask, k3, 0)
@@ -1696,14 +1636,14 @@ blocks_21:
 	// sum(v64) over [G N L]
 	VADDPS  5120(SI), Y2, Y2
 	VMOVUPS Y2, 5120(SI)
-	VMOVUPS lgc31<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
 	// v72 = lt(v62, -40)
 	VCMPPS $0x11, Y2, Y0, Y2
 
 	// v74 = add(k3, v62)
 	VADDPS  Y0, Y6, Y0
-	VMOVUPS lgc32<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v75 = where(v72, -1, v74)
 	VBLENDVPS Y2, Y3, Y0, Y0
@@ -1717,8 +1657,8 @@ blocks_21:
 	VANDPS Y2, Y1, Y2
 
 	// v79 = neg(v78)
-	VXORPS  lgc26<>+0(SB), Y2, Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VXORPS  lgc24<>+0(SB), Y2, Y2
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v80 = ne(v79, 0)
 	VCMPPS  $0x04, Y3, Y2, Y4
@@ -1730,7 +1670,7 @@ blocks_21:
 	// v82 = where(v80, v81, v79)
 	VBLENDVPS Y4, Y5, Y2, Y2
 	VMOVUPS   224(SP), Y4
-	VMOVUPS   lgc4<>+0(SB), Y5
+	VMOVUPS   lgc2<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
 	// v83 = where(v32, v82, 0)
@@ -1775,7 +1715,7 @@ blocks_21:
 	VBLENDVPS Y3, Y4, Y2, Y2
 
 	// v96 = neg(v76)
-	VXORPS lgc26<>+0(SB), Y0, Y0
+	VXORPS lgc24<>+0(SB), Y0, Y0
 
 	// v97 = add(v96, v95)
 	VADDPS Y2, Y0, Y0
@@ -1790,83 +1730,73 @@ blocks_21:
 	JNZ          noflush_22
 	VMOVUPD      lgc1<>+0(SB), Y0
 	MOVQ         state+64(FP), BX
-	VMOVUPS      3392(BX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      3392(BX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3200(BX), Y2, Y2
 	VMOVUPD      Y2, 3200(BX)
-	VADDPD       3232(BX), Y1, Y1
-	VMOVUPD      Y1, 3232(BX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3392(BX)
-	VMOVUPS      3712(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(BX), Y3, Y3
-	VMOVUPD      Y3, 3520(BX)
-	VADDPD       3552(BX), Y2, Y2
-	VMOVUPD      Y2, 3552(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3712(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4032(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(BX), Y3, Y3
-	VMOVUPD      Y3, 3840(BX)
-	VADDPD       3872(BX), Y2, Y2
-	VMOVUPD      Y2, 3872(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4480(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4160(BX), Y3, Y3
-	VMOVUPD      Y3, 4160(BX)
-	VADDPD       4192(BX), Y2, Y2
-	VMOVUPD      Y2, 4192(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4480(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4800(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4608(BX), Y3, Y3
-	VMOVUPD      Y3, 4608(BX)
-	VADDPD       4640(BX), Y2, Y2
-	VMOVUPD      Y2, 4640(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4800(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5120(BX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4928(BX), Y3, Y3
-	VMOVUPD      Y3, 4928(BX)
-	VADDPD       4960(BX), Y2, Y2
-	VMOVUPD      Y2, 4960(BX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5120(BX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       3232(BX), Y0, Y0
+	VMOVUPD      Y0, 3232(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(BX)
+	VMOVUPS      3712(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3520(BX), Y2, Y2
+	VMOVUPD      Y2, 3520(BX)
+	VADDPD       3552(BX), Y0, Y0
+	VMOVUPD      Y0, 3552(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3712(BX)
+	VMOVUPS      4032(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3840(BX), Y2, Y2
+	VMOVUPD      Y2, 3840(BX)
+	VADDPD       3872(BX), Y0, Y0
+	VMOVUPD      Y0, 3872(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(BX)
+	VMOVUPS      4480(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4160(BX), Y2, Y2
+	VMOVUPD      Y2, 4160(BX)
+	VADDPD       4192(BX), Y0, Y0
+	VMOVUPD      Y0, 4192(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4480(BX)
+	VMOVUPS      4800(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4608(BX), Y2, Y2
+	VMOVUPD      Y2, 4608(BX)
+	VADDPD       4640(BX), Y0, Y0
+	VMOVUPD      Y0, 4640(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(BX)
+	VMOVUPS      5120(BX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(BX), Y2, Y2
+	VMOVUPD      Y2, 4928(BX)
+	VADDPD       4960(BX), Y0, Y0
+	VMOVUPD      Y0, 4960(BX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(BX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5248(BX), Y0, Y0
 	VMOVUPS      Y0, 5248(BX)
 	MOVQ         $+8, BX
@@ -1877,87 +1807,77 @@ noflush_22:
 	JL           blocks_21
 	MOVQ         $+8, DX
 	SUBQ         BX, DX
-	VMOVUPS      lgc4<>+0(SB), X0
+	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      3392(DX), Y1
-	VANDPS       lgc2<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc3<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      3392(DX), Y0
+	VMULPS       lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3200(DX), Y2, Y2
 	VMOVUPD      Y2, 3200(DX)
-	VADDPD       3232(DX), Y1, Y1
-	VMOVUPD      Y1, 3232(DX)
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 3392(DX)
-	VMOVUPS      3712(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3520(DX), Y3, Y3
-	VMOVUPD      Y3, 3520(DX)
-	VADDPD       3552(DX), Y2, Y2
-	VMOVUPD      Y2, 3552(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 3712(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4032(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3840(DX), Y3, Y3
-	VMOVUPD      Y3, 3840(DX)
-	VADDPD       3872(DX), Y2, Y2
-	VMOVUPD      Y2, 3872(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4480(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4160(DX), Y3, Y3
-	VMOVUPD      Y3, 4160(DX)
-	VADDPD       4192(DX), Y2, Y2
-	VMOVUPD      Y2, 4192(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4480(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4800(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4608(DX), Y3, Y3
-	VMOVUPD      Y3, 4608(DX)
-	VADDPD       4640(DX), Y2, Y2
-	VMOVUPD      Y2, 4640(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 4800(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5120(DX), Y2
-	VANDPS       lgc2<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc3<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4928(DX), Y3, Y3
-	VMOVUPD      Y3, 4928(DX)
-	VADDPD       4960(DX), Y2, Y2
-	VMOVUPD      Y2, 4960(DX)
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VMOVUPS      Y2, 5120(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
+	VMOVUPS      3712(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3520(DX), Y2, Y2
+	VMOVUPD      Y2, 3520(DX)
+	VADDPD       3552(DX), Y0, Y0
+	VMOVUPD      Y0, 3552(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 3712(DX)
+	VMOVUPS      4032(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3840(DX), Y2, Y2
+	VMOVUPD      Y2, 3840(DX)
+	VADDPD       3872(DX), Y0, Y0
+	VMOVUPD      Y0, 3872(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(DX)
+	VMOVUPS      4480(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4160(DX), Y2, Y2
+	VMOVUPD      Y2, 4160(DX)
+	VADDPD       4192(DX), Y0, Y0
+	VMOVUPD      Y0, 4192(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4480(DX)
+	VMOVUPS      4800(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4608(DX), Y2, Y2
+	VMOVUPD      Y2, 4608(DX)
+	VADDPD       4640(DX), Y0, Y0
+	VMOVUPD      Y0, 4640(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(DX)
+	VMOVUPS      5120(DX), Y0
+	VFMADD231PS  lgc2<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4928(DX), Y2, Y2
+	VMOVUPD      Y2, 4928(DX)
+	VADDPD       4960(DX), Y0, Y0
+	VMOVUPD      Y0, 4960(DX)
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5248(DX), Y0, Y0
 	VMOVUPS      Y0, 5248(DX)
 	INCQ         CX
@@ -1969,25 +1889,25 @@ noflush_22:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0xc2200000
-DATA lgc31<>+4(SB)/4, $0xc2200000
-DATA lgc31<>+8(SB)/4, $0xc2200000
-DATA lgc31<>+12(SB)/4, $0xc2200000
-DATA lgc31<>+16(SB)/4, $0xc2200000
-DATA lgc31<>+20(SB)/4, $0xc2200000
-DATA lgc31<>+24(SB)/4, $0xc2200000
-DATA lgc31<>+28(SB)/4, $0xc2200000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/4, $0xc2200000
+DATA lgc29<>+4(SB)/4, $0xc2200000
+DATA lgc29<>+8(SB)/4, $0xc2200000
+DATA lgc29<>+12(SB)/4, $0xc2200000
+DATA lgc29<>+16(SB)/4, $0xc2200000
+DATA lgc29<>+20(SB)/4, $0xc2200000
+DATA lgc29<>+24(SB)/4, $0xc2200000
+DATA lgc29<>+28(SB)/4, $0xc2200000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbf800000
-DATA lgc32<>+4(SB)/4, $0xbf800000
-DATA lgc32<>+8(SB)/4, $0xbf800000
-DATA lgc32<>+12(SB)/4, $0xbf800000
-DATA lgc32<>+16(SB)/4, $0xbf800000
-DATA lgc32<>+20(SB)/4, $0xbf800000
-DATA lgc32<>+24(SB)/4, $0xbf800000
-DATA lgc32<>+28(SB)/4, $0xbf800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc30<>+0(SB)/4, $0xbf800000
+DATA lgc30<>+4(SB)/4, $0xbf800000
+DATA lgc30<>+8(SB)/4, $0xbf800000
+DATA lgc30<>+12(SB)/4, $0xbf800000
+DATA lgc30<>+16(SB)/4, $0xbf800000
+DATA lgc30<>+20(SB)/4, $0xbf800000
+DATA lgc30<>+24(SB)/4, $0xbf800000
+DATA lgc30<>+28(SB)/4, $0xbf800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1995,7 +1915,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc7<>+0(SB), Y1
+	VMOVUPS      lgc5<>+0(SB), Y1
 
 	// v40 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
@@ -2018,7 +1938,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VBROADCASTSS (AX)(CX*4), Y5
 
 	// v52 = mul(2, v51)
-	VMULPS       lgc29<>+0(SB), Y5, Y5
+	VMULPS       lgc27<>+0(SB), Y5, Y5
 	MOVQ         s6+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
@@ -2026,34 +1946,34 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VSUBPS Y6, Y5, Y5
 
 	// v56 = exp(v55)
-	VMOVUPS      lgc10<>+0(SB), Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
 	VMAXPS       Y5, Y6, Y5
-	VMOVUPS      lgc11<>+0(SB), Y6
+	VMOVUPS      lgc9<>+0(SB), Y6
 	VMINPS       Y5, Y6, Y5
-	VMULPS       lgc12<>+0(SB), Y5, Y6
+	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMULPS       Y5, Y5, Y7
-	VMOVUPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y8
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y8
+	VMOVUPS      lgc15<>+0(SB), Y9
+	VFMADD213PS  lgc16<>+0(SB), Y5, Y9
+	VFMADD213PS  Y9, Y7, Y8
 	VMOVUPS      lgc17<>+0(SB), Y9
 	VFMADD213PS  lgc18<>+0(SB), Y5, Y9
 	VFMADD213PS  Y9, Y7, Y8
-	VMOVUPS      lgc19<>+0(SB), Y9
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y9
-	VFMADD213PS  Y9, Y7, Y8
 	VFMADD213PS  Y5, Y7, Y8
-	VADDPS       lgc7<>+0(SB), Y8, Y8
+	VADDPS       lgc5<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y6, Y5
-	VPADDD       lgc21<>+0(SB), Y5, Y5
+	VPADDD       lgc19<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
 	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y8, Y8
 	VMULPS       Y5, Y8, Y8
-	VMOVUPS      lgc4<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y5
 
 	// v57 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
@@ -2070,7 +1990,7 @@ TEXT ·fbPass4AVX2(SB), $0-104
 	VDIVPS Y1, Y5, Y1
 
 	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc30<>+0(SB), Y1, Y5
+	VMULPS lgc28<>+0(SB), Y1, Y5
 
 	// store lossObjective
 	MOVQ   lossObjective+56(FP), AX
@@ -2110,27 +2030,27 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      lgc8<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc11<>+0(SB), Y1
+	VMOVUPS      lgc9<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc12<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc14<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VMOVUPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VMOVUPS      lgc15<>+0(SB), Y4
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
 	VMOVUPS      lgc17<>+0(SB), Y4
 	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc21<>+0(SB), Y0, Y0
+	VPADDD       lgc19<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -2157,43 +2077,43 @@ bulk_25:
 	CMPQ         BX, DX
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc33<>+0(SB), Y0, Y1
-	VMULPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc35<>+0(SB), Y3, Y3
-	VPAND        lgc36<>+0(SB), Y1, Y1
+	VPSUBD       lgc33<>+0(SB), Y3, Y3
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc37<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPOR         lgc5<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
+	VSUBPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc39<>+0(SB), Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc25<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2204,165 +2124,165 @@ bulkdone_26:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x00800000
-DATA lgc33<>+4(SB)/4, $0x00800000
-DATA lgc33<>+8(SB)/4, $0x00800000
-DATA lgc33<>+12(SB)/4, $0x00800000
-DATA lgc33<>+16(SB)/4, $0x00800000
-DATA lgc33<>+20(SB)/4, $0x00800000
-DATA lgc33<>+24(SB)/4, $0x00800000
-DATA lgc33<>+28(SB)/4, $0x00800000
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x0000007f
+DATA lgc33<>+4(SB)/4, $0x0000007f
+DATA lgc33<>+8(SB)/4, $0x0000007f
+DATA lgc33<>+12(SB)/4, $0x0000007f
+DATA lgc33<>+16(SB)/4, $0x0000007f
+DATA lgc33<>+20(SB)/4, $0x0000007f
+DATA lgc33<>+24(SB)/4, $0x0000007f
+DATA lgc33<>+28(SB)/4, $0x0000007f
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x4b000000
-DATA lgc34<>+4(SB)/4, $0x4b000000
-DATA lgc34<>+8(SB)/4, $0x4b000000
-DATA lgc34<>+12(SB)/4, $0x4b000000
-DATA lgc34<>+16(SB)/4, $0x4b000000
-DATA lgc34<>+20(SB)/4, $0x4b000000
-DATA lgc34<>+24(SB)/4, $0x4b000000
-DATA lgc34<>+28(SB)/4, $0x4b000000
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x0000007f
-DATA lgc35<>+4(SB)/4, $0x0000007f
-DATA lgc35<>+8(SB)/4, $0x0000007f
-DATA lgc35<>+12(SB)/4, $0x0000007f
-DATA lgc35<>+16(SB)/4, $0x0000007f
-DATA lgc35<>+20(SB)/4, $0x0000007f
-DATA lgc35<>+24(SB)/4, $0x0000007f
-DATA lgc35<>+28(SB)/4, $0x0000007f
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xffffffe9
-DATA lgc36<>+4(SB)/4, $0xffffffe9
-DATA lgc36<>+8(SB)/4, $0xffffffe9
-DATA lgc36<>+12(SB)/4, $0xffffffe9
-DATA lgc36<>+16(SB)/4, $0xffffffe9
-DATA lgc36<>+20(SB)/4, $0xffffffe9
-DATA lgc36<>+24(SB)/4, $0xffffffe9
-DATA lgc36<>+28(SB)/4, $0xffffffe9
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x007fffff
-DATA lgc37<>+4(SB)/4, $0x007fffff
-DATA lgc37<>+8(SB)/4, $0x007fffff
-DATA lgc37<>+12(SB)/4, $0x007fffff
-DATA lgc37<>+16(SB)/4, $0x007fffff
-DATA lgc37<>+20(SB)/4, $0x007fffff
-DATA lgc37<>+24(SB)/4, $0x007fffff
-DATA lgc37<>+28(SB)/4, $0x007fffff
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3fb504f3
-DATA lgc38<>+4(SB)/4, $0x3fb504f3
-DATA lgc38<>+8(SB)/4, $0x3fb504f3
-DATA lgc38<>+12(SB)/4, $0x3fb504f3
-DATA lgc38<>+16(SB)/4, $0x3fb504f3
-DATA lgc38<>+20(SB)/4, $0x3fb504f3
-DATA lgc38<>+24(SB)/4, $0x3fb504f3
-DATA lgc38<>+28(SB)/4, $0x3fb504f3
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3d9021bb
-DATA lgc39<>+4(SB)/4, $0x3d9021bb
-DATA lgc39<>+8(SB)/4, $0x3d9021bb
-DATA lgc39<>+12(SB)/4, $0x3d9021bb
-DATA lgc39<>+16(SB)/4, $0x3d9021bb
-DATA lgc39<>+20(SB)/4, $0x3d9021bb
-DATA lgc39<>+24(SB)/4, $0x3d9021bb
-DATA lgc39<>+28(SB)/4, $0x3d9021bb
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdebd1b8
-DATA lgc40<>+4(SB)/4, $0xbdebd1b8
-DATA lgc40<>+8(SB)/4, $0xbdebd1b8
-DATA lgc40<>+12(SB)/4, $0xbdebd1b8
-DATA lgc40<>+16(SB)/4, $0xbdebd1b8
-DATA lgc40<>+20(SB)/4, $0xbdebd1b8
-DATA lgc40<>+24(SB)/4, $0xbdebd1b8
-DATA lgc40<>+28(SB)/4, $0xbdebd1b8
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3def251a
-DATA lgc41<>+4(SB)/4, $0x3def251a
-DATA lgc41<>+8(SB)/4, $0x3def251a
-DATA lgc41<>+12(SB)/4, $0x3def251a
-DATA lgc41<>+16(SB)/4, $0x3def251a
-DATA lgc41<>+20(SB)/4, $0x3def251a
-DATA lgc41<>+24(SB)/4, $0x3def251a
-DATA lgc41<>+28(SB)/4, $0x3def251a
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e11e9bf
-DATA lgc43<>+4(SB)/4, $0x3e11e9bf
-DATA lgc43<>+8(SB)/4, $0x3e11e9bf
-DATA lgc43<>+12(SB)/4, $0x3e11e9bf
-DATA lgc43<>+16(SB)/4, $0x3e11e9bf
-DATA lgc43<>+20(SB)/4, $0x3e11e9bf
-DATA lgc43<>+24(SB)/4, $0x3e11e9bf
-DATA lgc43<>+28(SB)/4, $0x3e11e9bf
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe2aae50
-DATA lgc44<>+4(SB)/4, $0xbe2aae50
-DATA lgc44<>+8(SB)/4, $0xbe2aae50
-DATA lgc44<>+12(SB)/4, $0xbe2aae50
-DATA lgc44<>+16(SB)/4, $0xbe2aae50
-DATA lgc44<>+20(SB)/4, $0xbe2aae50
-DATA lgc44<>+24(SB)/4, $0xbe2aae50
-DATA lgc44<>+28(SB)/4, $0xbe2aae50
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e4cceac
-DATA lgc45<>+4(SB)/4, $0x3e4cceac
-DATA lgc45<>+8(SB)/4, $0x3e4cceac
-DATA lgc45<>+12(SB)/4, $0x3e4cceac
-DATA lgc45<>+16(SB)/4, $0x3e4cceac
-DATA lgc45<>+20(SB)/4, $0x3e4cceac
-DATA lgc45<>+24(SB)/4, $0x3e4cceac
-DATA lgc45<>+28(SB)/4, $0x3e4cceac
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe7ffffc
-DATA lgc46<>+4(SB)/4, $0xbe7ffffc
-DATA lgc46<>+8(SB)/4, $0xbe7ffffc
-DATA lgc46<>+12(SB)/4, $0xbe7ffffc
-DATA lgc46<>+16(SB)/4, $0xbe7ffffc
-DATA lgc46<>+20(SB)/4, $0xbe7ffffc
-DATA lgc46<>+24(SB)/4, $0xbe7ffffc
-DATA lgc46<>+28(SB)/4, $0xbe7ffffc
+DATA lgc46<>+0(SB)/4, $0x7fc00000
+DATA lgc46<>+4(SB)/4, $0x7fc00000
+DATA lgc46<>+8(SB)/4, $0x7fc00000
+DATA lgc46<>+12(SB)/4, $0x7fc00000
+DATA lgc46<>+16(SB)/4, $0x7fc00000
+DATA lgc46<>+20(SB)/4, $0x7fc00000
+DATA lgc46<>+24(SB)/4, $0x7fc00000
+DATA lgc46<>+28(SB)/4, $0x7fc00000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0x7fc00000
-DATA lgc48<>+4(SB)/4, $0x7fc00000
-DATA lgc48<>+8(SB)/4, $0x7fc00000
-DATA lgc48<>+12(SB)/4, $0x7fc00000
-DATA lgc48<>+16(SB)/4, $0x7fc00000
-DATA lgc48<>+20(SB)/4, $0x7fc00000
-DATA lgc48<>+24(SB)/4, $0x7fc00000
-DATA lgc48<>+28(SB)/4, $0x7fc00000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2376,56 +2296,56 @@ bulk_27:
 	CMPQ         BX, DX
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc34<>+0(SB), Y1, Y3
+	VADDPS       lgc5<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc35<>+0(SB), Y4, Y4
-	VPAND        lgc36<>+0(SB), Y2, Y2
+	VPSUBD       lgc33<>+0(SB), Y4, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc37<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
-	VMULPS       lgc20<>+0(SB), Y2, Y5
+	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPOR         lgc5<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
+	VSUBPS       lgc5<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc39<>+0(SB), Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc25<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc23<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y1, Y2
+	VSUBPS       lgc5<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc25<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc23<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_27

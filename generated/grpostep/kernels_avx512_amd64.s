@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass2AVX512(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass2AVX512(SB), $64-80
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -264,68 +264,56 @@ blocks_3:
 	JNZ           noflush_4
 	VMOVUPD       lgc24<>+0(SB), Y0
 	MOVQ          state+40(FP), BX
-	VMOVUPS       2944(BX), Y1
-	VANDPS        lgc25<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        2752(BX), Z1, Z1
-	VMOVUPD       Z1, 2752(BX)
-	VMOVUPS       lgc27<>+0(SB), Y1
-	VMOVUPS       Y1, 2944(BX)
-	VMOVUPS       3264(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3072(BX), Z2, Z2
-	VMOVUPD       Z2, 3072(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3264(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3584(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3392(BX), Z2, Z2
-	VMOVUPD       Z2, 3392(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3584(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3904(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3712(BX), Z2, Z2
-	VMOVUPD       Z2, 3712(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 3904(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4352(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        4032(BX), Z2, Z2
-	VMOVUPD       Z2, 4032(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4352(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4672(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        4480(BX), Z2, Z2
-	VMOVUPD       Z2, 4480(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4672(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       4992(BX), Y2
-	VANDPS        lgc25<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        4800(BX), Z2, Z2
-	VMOVUPD       Z2, 4800(BX)
-	VMOVUPS       lgc27<>+0(SB), Y2
-	VMOVUPS       Y2, 4992(BX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       2944(BX), Y0
+	VMULPS        lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2752(BX), Z0, Z0
+	VMOVUPD       Z0, 2752(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 2944(BX)
+	VMOVUPS       3264(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3072(BX), Z0, Z0
+	VMOVUPD       Z0, 3072(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 3264(BX)
+	VMOVUPS       3584(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3392(BX), Z0, Z0
+	VMOVUPD       Z0, 3392(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 3584(BX)
+	VMOVUPS       3904(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3712(BX), Z0, Z0
+	VMOVUPD       Z0, 3712(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 3904(BX)
+	VMOVUPS       4352(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4032(BX), Z0, Z0
+	VMOVUPD       Z0, 4032(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 4352(BX)
+	VMOVUPS       4672(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4480(BX), Z0, Z0
+	VMOVUPD       Z0, 4480(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 4672(BX)
+	VMOVUPS       4992(BX), Y0
+	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        4800(BX), Z0, Z0
+	VMOVUPD       Z0, 4800(BX)
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VMOVUPS       Y0, 4992(BX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        5120(BX), Y0, Y0
 	VMOVUPS       Y0, 5120(BX)
 	MOVQ          $+4, BX
@@ -337,72 +325,60 @@ noflush_4:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc27<>+0(SB), X0
+	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2944(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2752(DX), Z1, Z1
-	VMOVUPD      Z1, 2752(DX)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(DX)
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(DX), Z2, Z2
-	VMOVUPD      Z2, 3072(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3584(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3392(DX), Z2, Z2
-	VMOVUPD      Z2, 3392(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3584(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3904(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3712(DX), Z2, Z2
-	VMOVUPD      Z2, 3712(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3904(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4352(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4032(DX), Z2, Z2
-	VMOVUPD      Z2, 4032(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4352(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4672(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4480(DX), Z2, Z2
-	VMOVUPD      Z2, 4480(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4672(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4992(DX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4800(DX), Z2, Z2
-	VMOVUPD      Z2, 4800(DX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4992(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2944(DX), Y0
+	VMULPS       lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(DX), Z0, Z0
+	VMOVUPD      Z0, 2752(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(DX), Z0, Z0
+	VMOVUPD      Z0, 3072(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VMOVUPS      3584(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3392(DX), Z0, Z0
+	VMOVUPD      Z0, 3392(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 3584(DX)
+	VMOVUPS      3904(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3712(DX), Z0, Z0
+	VMOVUPD      Z0, 3712(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4352(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4032(DX), Z0, Z0
+	VMOVUPD      Z0, 4032(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4352(DX)
+	VMOVUPS      4672(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4480(DX), Z0, Z0
+	VMOVUPD      Z0, 4480(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4672(DX)
+	VMOVUPS      4992(DX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4800(DX), Z0, Z0
+	VMOVUPD      Z0, 4800(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4992(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5120(DX), Y0, Y0
 	VMOVUPS      Y0, 5120(DX)
 	INCQ         CX
@@ -492,35 +468,15 @@ DATA lgc24<>+16(SB)/8, $0x4020000000000000
 DATA lgc24<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x7fffffff
-DATA lgc25<>+4(SB)/4, $0x7fffffff
-DATA lgc25<>+8(SB)/4, $0x7fffffff
-DATA lgc25<>+12(SB)/4, $0x7fffffff
-DATA lgc25<>+16(SB)/4, $0x7fffffff
-DATA lgc25<>+20(SB)/4, $0x7fffffff
-DATA lgc25<>+24(SB)/4, $0x7fffffff
-DATA lgc25<>+28(SB)/4, $0x7fffffff
+DATA lgc25<>+0(SB)/4, $0x00000000
+DATA lgc25<>+4(SB)/4, $0x00000000
+DATA lgc25<>+8(SB)/4, $0x00000000
+DATA lgc25<>+12(SB)/4, $0x00000000
+DATA lgc25<>+16(SB)/4, $0x00000000
+DATA lgc25<>+20(SB)/4, $0x00000000
+DATA lgc25<>+24(SB)/4, $0x00000000
+DATA lgc25<>+28(SB)/4, $0x00000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x7f7fffff
-DATA lgc26<>+4(SB)/4, $0x7f7fffff
-DATA lgc26<>+8(SB)/4, $0x7f7fffff
-DATA lgc26<>+12(SB)/4, $0x7f7fffff
-DATA lgc26<>+16(SB)/4, $0x7f7fffff
-DATA lgc26<>+20(SB)/4, $0x7f7fffff
-DATA lgc26<>+24(SB)/4, $0x7f7fffff
-DATA lgc26<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x00000000
-DATA lgc27<>+4(SB)/4, $0x00000000
-DATA lgc27<>+8(SB)/4, $0x00000000
-DATA lgc27<>+12(SB)/4, $0x00000000
-DATA lgc27<>+16(SB)/4, $0x00000000
-DATA lgc27<>+20(SB)/4, $0x00000000
-DATA lgc27<>+24(SB)/4, $0x00000000
-DATA lgc27<>+28(SB)/4, $0x00000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -560,12 +516,12 @@ blocks_7:
 	JNZ           noflush_8
 	VMOVUPD       lgc24<>+0(SB), Y1
 	MOVQ          state+8(FP), BX
-	VANDPS        lgc25<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc26<>+0(SB), Y1, Y1
+	VMULPS        lgc25<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(BX), Z0, Z0
 	VMOVUPD       Z0, 64(BX)
-	VMOVUPS       lgc27<>+0(SB), Y0
+	VMOVUPS       lgc25<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        384(BX), Y1, Y1
 	VMOVUPS       Y1, 384(BX)
 	MOVQ          $+4, BX
@@ -579,18 +535,18 @@ noflush_8:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc27<>+0(SB), X0
+	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX), Z1, Z1
-	VMOVUPD      Z1, 64(DX)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX), Z0, Z0
+	VMOVUPD      Z0, 64(DX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(DX), Y0, Y0
 	VMOVUPS      Y0, 384(DX)
 	INCQ         CX
@@ -603,7 +559,7 @@ noflush_8:
 	RET
 
 // func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass3AVX512(SB), $256-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -616,7 +572,7 @@ TEXT ·fbPass3AVX512(SB), $256-96
 
 	// v40 = max(numValid, 1)
 	VMAXPS       Z0, Z1, Z0
-	VBROADCASTSS lgb28<>+0(SB), Z2
+	VBROADCASTSS lgb26<>+0(SB), Z2
 
 	// v70 = div(0.04, v40)
 	VDIVPS Z0, Z2, Z2
@@ -867,7 +823,7 @@ blocks_11:
 	VADDPS        5120(DI), Y2, Y2
 	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 5120(DI)
-	VBROADCASTSS  lgb29<>+0(SB), Z2
+	VBROADCASTSS  lgb27<>+0(SB), Z2
 
 	// v72 = lt(v62, -40)
 	VCMPPS   $0x11, Z2, Z0, K1
@@ -875,7 +831,7 @@ blocks_11:
 
 	// v74 = add(k3, v62)
 	VADDPS       Z0, Z9, Z0
-	VBROADCASTSS lgb30<>+0(SB), Z3
+	VBROADCASTSS lgb28<>+0(SB), Z3
 
 	// v75 = where(v72, -1, v74)
 	VPTERNLOGD $0xca, Z0, Z3, Z2
@@ -954,68 +910,58 @@ blocks_11:
 	VANDPS Z0, Z1, Z0
 
 	// store gradLogProb
-	MOVQ      gradLogProb+80(FP), DI
-	VMOVUPS   Z0, (DI)(R8*4)
-	DECQ      SI
-	JNZ       noflush_12
-	VMOVUPD   lgc24<>+0(SB), Y0
-	MOVQ      state+64(FP), SI
-	VMOVUPS   3392(SI), Y1
-	VANDPS    lgc25<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    3200(SI), Z1, Z1
-	VMOVUPD   Z1, 3200(SI)
-	VMOVUPS   lgc27<>+0(SB), Y1
-	VMOVUPS   Y1, 3392(SI)
-	VMOVUPS   3712(SI), Y2
-	VANDPS    lgc25<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3520(SI), Z2, Z2
-	VMOVUPD   Z2, 3520(SI)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   Y2, 3712(SI)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   4032(SI), Y2
-	VANDPS    lgc25<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3840(SI), Z2, Z2
-	VMOVUPD   Z2, 3840(SI)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   Y2, 4032(SI)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   4480(SI), Y2
-	VANDPS    lgc25<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4160(SI), Z2, Z2
-	VMOVUPD   Z2, 4160(SI)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   Y2, 4480(SI)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   4800(SI), Y2
-	VANDPS    lgc25<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4608(SI), Z2, Z2
-	VMOVUPD   Z2, 4608(SI)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   Y2, 4800(SI)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   5120(SI), Y2
-	VANDPS    lgc25<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4928(SI), Z2, Z2
-	VMOVUPD   Z2, 4928(SI)
-	VMOVUPS   lgc27<>+0(SB), Y2
-	VMOVUPS   Y2, 5120(SI)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    5248(SI), Y0, Y0
-	VMOVUPS   Y0, 5248(SI)
-	MOVQ      $+4, SI
+	MOVQ        gradLogProb+80(FP), DI
+	VMOVUPS     Z0, (DI)(R8*4)
+	DECQ        SI
+	JNZ         noflush_12
+	VMOVUPD     lgc24<>+0(SB), Y0
+	MOVQ        state+64(FP), SI
+	VMOVUPS     3392(SI), Y0
+	VMULPS      lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3200(SI), Z0, Z0
+	VMOVUPD     Z0, 3200(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 3392(SI)
+	VMOVUPS     3712(SI), Y0
+	VFMADD231PS lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3520(SI), Z0, Z0
+	VMOVUPD     Z0, 3520(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 3712(SI)
+	VMOVUPS     4032(SI), Y0
+	VFMADD231PS lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3840(SI), Z0, Z0
+	VMOVUPD     Z0, 3840(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 4032(SI)
+	VMOVUPS     4480(SI), Y0
+	VFMADD231PS lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4160(SI), Z0, Z0
+	VMOVUPD     Z0, 4160(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 4480(SI)
+	VMOVUPS     4800(SI), Y0
+	VFMADD231PS lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4608(SI), Z0, Z0
+	VMOVUPD     Z0, 4608(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 4800(SI)
+	VMOVUPS     5120(SI), Y0
+	VFMADD231PS lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4928(SI), Z0, Z0
+	VMOVUPD     Z0, 4928(SI)
+	VMOVUPS     lgc25<>+0(SB), Y0
+	VMOVUPS     Y0, 5120(SI)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      5248(SI), Y0, Y0
+	VMOVUPS     Y0, 5248(SI)
+	MOVQ        $+4, SI
 
 noflush_12:
 	ADDQ         $+16, BX
@@ -1024,63 +970,53 @@ noflush_12:
 	MOVQ         $+4, BX
 	SUBQ         SI, BX
 	SHLQ         $0x01, BX
-	VMOVUPS      lgc27<>+0(SB), X0
+	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   BX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), BX
-	VMOVUPS      3392(BX), Y1
-	VANDPS       lgc25<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc26<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3200(BX), Z1, Z1
-	VMOVUPD      Z1, 3200(BX)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VMOVUPS      Y1, 3392(BX)
-	VMOVUPS      3712(BX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3520(BX), Z2, Z2
-	VMOVUPD      Z2, 3520(BX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 3712(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4032(BX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3840(BX), Z2, Z2
-	VMOVUPD      Z2, 3840(BX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4032(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4480(BX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4160(BX), Z2, Z2
-	VMOVUPD      Z2, 4160(BX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4480(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4800(BX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4608(BX), Z2, Z2
-	VMOVUPD      Z2, 4608(BX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 4800(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      5120(BX), Y2
-	VANDPS       lgc25<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4928(BX), Z2, Z2
-	VMOVUPD      Z2, 4928(BX)
-	VMOVUPS      lgc27<>+0(SB), Y2
-	VMOVUPS      Y2, 5120(BX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3392(BX), Y0
+	VMULPS       lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3200(BX), Z0, Z0
+	VMOVUPD      Z0, 3200(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(BX)
+	VMOVUPS      3712(BX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3520(BX), Z0, Z0
+	VMOVUPD      Z0, 3520(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 3712(BX)
+	VMOVUPS      4032(BX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3840(BX), Z0, Z0
+	VMOVUPD      Z0, 3840(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4032(BX)
+	VMOVUPS      4480(BX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4160(BX), Z0, Z0
+	VMOVUPD      Z0, 4160(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4480(BX)
+	VMOVUPS      4800(BX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4608(BX), Z0, Z0
+	VMOVUPD      Z0, 4608(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 4800(BX)
+	VMOVUPS      5120(BX), Y0
+	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4928(BX), Z0, Z0
+	VMOVUPD      Z0, 4928(BX)
+	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      Y0, 5120(BX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5248(BX), Y0, Y0
 	VMOVUPS      Y0, 5248(BX)
 	INCQ         DX
@@ -1092,11 +1028,11 @@ noflush_12:
 	VZEROUPPER
 	RET
 
-DATA lgb28<>+0(SB)/4, $0x3d23d70a
+DATA lgb26<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb26<>(SB), RODATA|NOPTR, $4
+
+DATA lgb27<>+0(SB)/4, $0xc2200000
+GLOBL lgb27<>(SB), RODATA|NOPTR, $4
+
+DATA lgb28<>+0(SB)/4, $0xbf800000
 GLOBL lgb28<>(SB), RODATA|NOPTR, $4
-
-DATA lgb29<>+0(SB)/4, $0xc2200000
-GLOBL lgb29<>(SB), RODATA|NOPTR, $4
-
-DATA lgb30<>+0(SB)/4, $0xbf800000
-GLOBL lgb30<>(SB), RODATA|NOPTR, $4

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX2(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
@@ -57,8 +57,7 @@ blocks_2:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+8(FP), SI
-	VANDPS       lgc3<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -68,17 +67,16 @@ blocks_2:
 	VMOVUPD      Y0, 96(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	IMUL3Q       $+8, DX, DX
-	VANDPS       lgc3<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc4<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1088(SI)(DX*8), Y4, Y4
-	VMOVUPD      Y4, 1088(SI)(DX*8)
+	VADDPD       1088(SI)(DX*8), Y3, Y3
+	VMOVUPD      Y3, 1088(SI)(DX*8)
 	VADDPD       1120(SI)(DX*8), Y1, Y1
 	VMOVUPD      Y1, 1120(SI)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       2112(SI), Y2, Y2
 	VMOVUPS      Y2, 2112(SI)
 	MOVQ         $+8, DX
@@ -101,32 +99,30 @@ noflush_3:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      704(BX)(DX*4), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(BX)(DX*8), Y2, Y2
 	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 96(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 704(BX)(DX*4)
+	VADDPD       96(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 96(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1728(BX)(CX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1088(BX)(CX*8), Y3, Y3
-	VMOVUPD      Y3, 1088(BX)(CX*8)
-	VADDPD       1120(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 1120(BX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1728(BX)(CX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1728(BX)(CX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1088(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 1088(BX)(CX*8)
+	VADDPD       1120(BX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 1120(BX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(BX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2112(BX), Y0, Y0
 	VMOVUPS      Y0, 2112(BX)
 	INCQ         AX
@@ -161,26 +157,6 @@ DATA lgc2<>+16(SB)/8, $0x4020000000000000
 DATA lgc2<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7fffffff
-DATA lgc3<>+4(SB)/4, $0x7fffffff
-DATA lgc3<>+8(SB)/4, $0x7fffffff
-DATA lgc3<>+12(SB)/4, $0x7fffffff
-DATA lgc3<>+16(SB)/4, $0x7fffffff
-DATA lgc3<>+20(SB)/4, $0x7fffffff
-DATA lgc3<>+24(SB)/4, $0x7fffffff
-DATA lgc3<>+28(SB)/4, $0x7fffffff
-GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-DATA lgc4<>+0(SB)/4, $0x7f7fffff
-DATA lgc4<>+4(SB)/4, $0x7f7fffff
-DATA lgc4<>+8(SB)/4, $0x7f7fffff
-DATA lgc4<>+12(SB)/4, $0x7f7fffff
-DATA lgc4<>+16(SB)/4, $0x7f7fffff
-DATA lgc4<>+20(SB)/4, $0x7f7fffff
-DATA lgc4<>+24(SB)/4, $0x7f7fffff
-DATA lgc4<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $64-72
@@ -211,27 +187,27 @@ outer0_4:
 	VANDPS Y3, Y0, Y0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMOVUPS      lgc5<>+0(SB), Y3
+	VMOVUPS      lgc3<>+0(SB), Y3
 	VMAXPS       Y1, Y3, Y1
-	VMOVUPS      lgc6<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VMINPS       Y1, Y3, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y3
+	VMULPS       lgc5<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y1
 	VMULPS       Y1, Y1, Y4
-	VMOVUPS      lgc10<>+0(SB), Y5
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y5
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y5
+	VMOVUPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y6
+	VFMADD213PS  Y6, Y4, Y5
 	VMOVUPS      lgc12<>+0(SB), Y6
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc14<>+0(SB), Y6
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y1, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y1
-	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y1, Y1
 	VPSRLD       $0x01, Y1, Y3
 	VPSUBD       Y3, Y1, Y1
 	VPSLLD       $0x17, Y3, Y3
@@ -241,11 +217,11 @@ outer0_4:
 
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y5, Y3, Y4
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMOVUPS lgc16<>+0(SB), Y6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y5, Y6, Y7
@@ -257,7 +233,7 @@ outer0_4:
 	VMULPS Y1, Y0, Y1
 
 	// v26 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc17<>+0(SB), Y1, Y1
 
 	// v32 = lt(v17, 0)
 	VCMPPS $0x11, Y2, Y0, Y4
@@ -329,29 +305,29 @@ blocks_5:
 	VSUBPS Y1, Y2, Y1
 
 	// k3 = expm1_minus_x(v44)
-	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y2
-	VMOVUPS      lgc6<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
 	VMOVUPS      lgc12<>+0(SB), Y2
 	VFMADD213PS  lgc13<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
-	VMOVUPS      lgc14<>+0(SB), Y2
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y2
 	VFMADD213PS  Y2, Y5, Y6
 	VMULPS       Y5, Y6, Y2
 	VFMADD213PS  Y4, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y4
-	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPADDD       lgc14<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
@@ -373,57 +349,51 @@ blocks_5:
 	JNZ          noflush_6
 	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2432(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2240(DX), Y2, Y2
 	VMOVUPD      Y2, 2240(DX)
-	VADDPD       2272(DX), Y1, Y1
-	VMOVUPD      Y1, 2272(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(DX)
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(DX), Y3, Y3
-	VMOVUPD      Y3, 2560(DX)
-	VADDPD       2592(DX), Y2, Y2
-	VMOVUPD      Y2, 2592(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(DX), Y3, Y3
-	VMOVUPD      Y3, 2880(DX)
-	VADDPD       2912(DX), Y2, Y2
-	VMOVUPD      Y2, 2912(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(DX), Y3, Y3
-	VMOVUPD      Y3, 3200(DX)
-	VADDPD       3232(DX), Y2, Y2
-	VMOVUPD      Y2, 3232(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2272(DX), Y0, Y0
+	VMOVUPD      Y0, 2272(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(DX)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(DX), Y2, Y2
+	VMOVUPD      Y2, 2560(DX)
+	VADDPD       2592(DX), Y0, Y0
+	VMOVUPD      Y0, 2592(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(DX), Y2, Y2
+	VMOVUPD      Y2, 2880(DX)
+	VADDPD       2912(DX), Y0, Y0
+	VMOVUPD      Y0, 2912(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(DX), Y2, Y2
+	VMOVUPD      Y2, 3200(DX)
+	VADDPD       3232(DX), Y0, Y0
+	VMOVUPD      Y0, 3232(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
 	MOVQ         $+8, DX
@@ -438,57 +408,51 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      2432(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2432(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2240(CX), Y2, Y2
 	VMOVUPD      Y2, 2240(CX)
-	VADDPD       2272(CX), Y1, Y1
-	VMOVUPD      Y1, 2272(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(CX)
-	VMOVUPS      2752(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(CX), Y3, Y3
-	VMOVUPD      Y3, 2560(CX)
-	VADDPD       2592(CX), Y2, Y2
-	VMOVUPD      Y2, 2592(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2880(CX), Y3, Y3
-	VMOVUPD      Y3, 2880(CX)
-	VADDPD       2912(CX), Y2, Y2
-	VMOVUPD      Y2, 2912(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3200(CX), Y3, Y3
-	VMOVUPD      Y3, 3200(CX)
-	VADDPD       3232(CX), Y2, Y2
-	VMOVUPD      Y2, 3232(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2272(CX), Y0, Y0
+	VMOVUPD      Y0, 2272(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VMOVUPS      3072(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2880(CX), Y2, Y2
+	VMOVUPD      Y2, 2880(CX)
+	VADDPD       2912(CX), Y0, Y0
+	VMOVUPD      Y0, 2912(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(CX)
+	VMOVUPS      3392(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3200(CX), Y2, Y2
+	VMOVUPD      Y2, 3200(CX)
+	VADDPD       3232(CX), Y0, Y0
+	VMOVUPD      Y0, 3232(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3520(CX), Y0, Y0
 	VMOVUPS      Y0, 3520(CX)
 	INCQ         AX
@@ -497,155 +461,155 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc5<>+0(SB)/4, $0xc2d00000
-DATA lgc5<>+4(SB)/4, $0xc2d00000
-DATA lgc5<>+8(SB)/4, $0xc2d00000
-DATA lgc5<>+12(SB)/4, $0xc2d00000
-DATA lgc5<>+16(SB)/4, $0xc2d00000
-DATA lgc5<>+20(SB)/4, $0xc2d00000
-DATA lgc5<>+24(SB)/4, $0xc2d00000
-DATA lgc5<>+28(SB)/4, $0xc2d00000
+DATA lgc3<>+0(SB)/4, $0xc2d00000
+DATA lgc3<>+4(SB)/4, $0xc2d00000
+DATA lgc3<>+8(SB)/4, $0xc2d00000
+DATA lgc3<>+12(SB)/4, $0xc2d00000
+DATA lgc3<>+16(SB)/4, $0xc2d00000
+DATA lgc3<>+20(SB)/4, $0xc2d00000
+DATA lgc3<>+24(SB)/4, $0xc2d00000
+DATA lgc3<>+28(SB)/4, $0xc2d00000
+GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/4, $0x42b20000
+DATA lgc4<>+4(SB)/4, $0x42b20000
+DATA lgc4<>+8(SB)/4, $0x42b20000
+DATA lgc4<>+12(SB)/4, $0x42b20000
+DATA lgc4<>+16(SB)/4, $0x42b20000
+DATA lgc4<>+20(SB)/4, $0x42b20000
+DATA lgc4<>+24(SB)/4, $0x42b20000
+DATA lgc4<>+28(SB)/4, $0x42b20000
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x42b20000
-DATA lgc6<>+4(SB)/4, $0x42b20000
-DATA lgc6<>+8(SB)/4, $0x42b20000
-DATA lgc6<>+12(SB)/4, $0x42b20000
-DATA lgc6<>+16(SB)/4, $0x42b20000
-DATA lgc6<>+20(SB)/4, $0x42b20000
-DATA lgc6<>+24(SB)/4, $0x42b20000
-DATA lgc6<>+28(SB)/4, $0x42b20000
+DATA lgc6<>+0(SB)/4, $0x3f318000
+DATA lgc6<>+4(SB)/4, $0x3f318000
+DATA lgc6<>+8(SB)/4, $0x3f318000
+DATA lgc6<>+12(SB)/4, $0x3f318000
+DATA lgc6<>+16(SB)/4, $0x3f318000
+DATA lgc6<>+20(SB)/4, $0x3f318000
+DATA lgc6<>+24(SB)/4, $0x3f318000
+DATA lgc6<>+28(SB)/4, $0x3f318000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+0(SB)/4, $0xb95e8083
+DATA lgc7<>+4(SB)/4, $0xb95e8083
+DATA lgc7<>+8(SB)/4, $0xb95e8083
+DATA lgc7<>+12(SB)/4, $0xb95e8083
+DATA lgc7<>+16(SB)/4, $0xb95e8083
+DATA lgc7<>+20(SB)/4, $0xb95e8083
+DATA lgc7<>+24(SB)/4, $0xb95e8083
+DATA lgc7<>+28(SB)/4, $0xb95e8083
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3f318000
-DATA lgc8<>+4(SB)/4, $0x3f318000
-DATA lgc8<>+8(SB)/4, $0x3f318000
-DATA lgc8<>+12(SB)/4, $0x3f318000
-DATA lgc8<>+16(SB)/4, $0x3f318000
-DATA lgc8<>+20(SB)/4, $0x3f318000
-DATA lgc8<>+24(SB)/4, $0x3f318000
-DATA lgc8<>+28(SB)/4, $0x3f318000
+DATA lgc8<>+0(SB)/4, $0x39506967
+DATA lgc8<>+4(SB)/4, $0x39506967
+DATA lgc8<>+8(SB)/4, $0x39506967
+DATA lgc8<>+12(SB)/4, $0x39506967
+DATA lgc8<>+16(SB)/4, $0x39506967
+DATA lgc8<>+20(SB)/4, $0x39506967
+DATA lgc8<>+24(SB)/4, $0x39506967
+DATA lgc8<>+28(SB)/4, $0x39506967
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0xb95e8083
-DATA lgc9<>+4(SB)/4, $0xb95e8083
-DATA lgc9<>+8(SB)/4, $0xb95e8083
-DATA lgc9<>+12(SB)/4, $0xb95e8083
-DATA lgc9<>+16(SB)/4, $0xb95e8083
-DATA lgc9<>+20(SB)/4, $0xb95e8083
-DATA lgc9<>+24(SB)/4, $0xb95e8083
-DATA lgc9<>+28(SB)/4, $0xb95e8083
+DATA lgc9<>+0(SB)/4, $0x3ab743ce
+DATA lgc9<>+4(SB)/4, $0x3ab743ce
+DATA lgc9<>+8(SB)/4, $0x3ab743ce
+DATA lgc9<>+12(SB)/4, $0x3ab743ce
+DATA lgc9<>+16(SB)/4, $0x3ab743ce
+DATA lgc9<>+20(SB)/4, $0x3ab743ce
+DATA lgc9<>+24(SB)/4, $0x3ab743ce
+DATA lgc9<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x39506967
-DATA lgc10<>+4(SB)/4, $0x39506967
-DATA lgc10<>+8(SB)/4, $0x39506967
-DATA lgc10<>+12(SB)/4, $0x39506967
-DATA lgc10<>+16(SB)/4, $0x39506967
-DATA lgc10<>+20(SB)/4, $0x39506967
-DATA lgc10<>+24(SB)/4, $0x39506967
-DATA lgc10<>+28(SB)/4, $0x39506967
+DATA lgc10<>+0(SB)/4, $0x3c088908
+DATA lgc10<>+4(SB)/4, $0x3c088908
+DATA lgc10<>+8(SB)/4, $0x3c088908
+DATA lgc10<>+12(SB)/4, $0x3c088908
+DATA lgc10<>+16(SB)/4, $0x3c088908
+DATA lgc10<>+20(SB)/4, $0x3c088908
+DATA lgc10<>+24(SB)/4, $0x3c088908
+DATA lgc10<>+28(SB)/4, $0x3c088908
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3ab743ce
-DATA lgc11<>+4(SB)/4, $0x3ab743ce
-DATA lgc11<>+8(SB)/4, $0x3ab743ce
-DATA lgc11<>+12(SB)/4, $0x3ab743ce
-DATA lgc11<>+16(SB)/4, $0x3ab743ce
-DATA lgc11<>+20(SB)/4, $0x3ab743ce
-DATA lgc11<>+24(SB)/4, $0x3ab743ce
-DATA lgc11<>+28(SB)/4, $0x3ab743ce
+DATA lgc11<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3c088908
-DATA lgc12<>+4(SB)/4, $0x3c088908
-DATA lgc12<>+8(SB)/4, $0x3c088908
-DATA lgc12<>+12(SB)/4, $0x3c088908
-DATA lgc12<>+16(SB)/4, $0x3c088908
-DATA lgc12<>+20(SB)/4, $0x3c088908
-DATA lgc12<>+24(SB)/4, $0x3c088908
-DATA lgc12<>+28(SB)/4, $0x3c088908
+DATA lgc12<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+0(SB)/4, $0x3f000000
+DATA lgc13<>+4(SB)/4, $0x3f000000
+DATA lgc13<>+8(SB)/4, $0x3f000000
+DATA lgc13<>+12(SB)/4, $0x3f000000
+DATA lgc13<>+16(SB)/4, $0x3f000000
+DATA lgc13<>+20(SB)/4, $0x3f000000
+DATA lgc13<>+24(SB)/4, $0x3f000000
+DATA lgc13<>+28(SB)/4, $0x3f000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+0(SB)/4, $0x000000fe
+DATA lgc14<>+4(SB)/4, $0x000000fe
+DATA lgc14<>+8(SB)/4, $0x000000fe
+DATA lgc14<>+12(SB)/4, $0x000000fe
+DATA lgc14<>+16(SB)/4, $0x000000fe
+DATA lgc14<>+20(SB)/4, $0x000000fe
+DATA lgc14<>+24(SB)/4, $0x000000fe
+DATA lgc14<>+28(SB)/4, $0x000000fe
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
+DATA lgc15<>+0(SB)/4, $0x3f99999a
+DATA lgc15<>+4(SB)/4, $0x3f99999a
+DATA lgc15<>+8(SB)/4, $0x3f99999a
+DATA lgc15<>+12(SB)/4, $0x3f99999a
+DATA lgc15<>+16(SB)/4, $0x3f99999a
+DATA lgc15<>+20(SB)/4, $0x3f99999a
+DATA lgc15<>+24(SB)/4, $0x3f99999a
+DATA lgc15<>+28(SB)/4, $0x3f99999a
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x000000fe
-DATA lgc16<>+4(SB)/4, $0x000000fe
-DATA lgc16<>+8(SB)/4, $0x000000fe
-DATA lgc16<>+12(SB)/4, $0x000000fe
-DATA lgc16<>+16(SB)/4, $0x000000fe
-DATA lgc16<>+20(SB)/4, $0x000000fe
-DATA lgc16<>+24(SB)/4, $0x000000fe
-DATA lgc16<>+28(SB)/4, $0x000000fe
+DATA lgc16<>+0(SB)/4, $0x3f4ccccd
+DATA lgc16<>+4(SB)/4, $0x3f4ccccd
+DATA lgc16<>+8(SB)/4, $0x3f4ccccd
+DATA lgc16<>+12(SB)/4, $0x3f4ccccd
+DATA lgc16<>+16(SB)/4, $0x3f4ccccd
+DATA lgc16<>+20(SB)/4, $0x3f4ccccd
+DATA lgc16<>+24(SB)/4, $0x3f4ccccd
+DATA lgc16<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f99999a
-DATA lgc17<>+4(SB)/4, $0x3f99999a
-DATA lgc17<>+8(SB)/4, $0x3f99999a
-DATA lgc17<>+12(SB)/4, $0x3f99999a
-DATA lgc17<>+16(SB)/4, $0x3f99999a
-DATA lgc17<>+20(SB)/4, $0x3f99999a
-DATA lgc17<>+24(SB)/4, $0x3f99999a
-DATA lgc17<>+28(SB)/4, $0x3f99999a
+DATA lgc17<>+0(SB)/4, $0x80000000
+DATA lgc17<>+4(SB)/4, $0x80000000
+DATA lgc17<>+8(SB)/4, $0x80000000
+DATA lgc17<>+12(SB)/4, $0x80000000
+DATA lgc17<>+16(SB)/4, $0x80000000
+DATA lgc17<>+20(SB)/4, $0x80000000
+DATA lgc17<>+24(SB)/4, $0x80000000
+DATA lgc17<>+28(SB)/4, $0x80000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x3f4ccccd
-DATA lgc18<>+4(SB)/4, $0x3f4ccccd
-DATA lgc18<>+8(SB)/4, $0x3f4ccccd
-DATA lgc18<>+12(SB)/4, $0x3f4ccccd
-DATA lgc18<>+16(SB)/4, $0x3f4ccccd
-DATA lgc18<>+20(SB)/4, $0x3f4ccccd
-DATA lgc18<>+24(SB)/4, $0x3f4ccccd
-DATA lgc18<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0x80000000
-DATA lgc19<>+4(SB)/4, $0x80000000
-DATA lgc19<>+8(SB)/4, $0x80000000
-DATA lgc19<>+12(SB)/4, $0x80000000
-DATA lgc19<>+16(SB)/4, $0x80000000
-DATA lgc19<>+20(SB)/4, $0x80000000
-DATA lgc19<>+24(SB)/4, $0x80000000
-DATA lgc19<>+28(SB)/4, $0x80000000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -674,7 +638,7 @@ TEXT ·pass2AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v49)
-	VMULPS lgc20<>+0(SB), Y0, Y3
+	VMULPS lgc18<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -694,15 +658,15 @@ TEXT ·pass2AVX2(SB), $0-64
 	VZEROUPPER
 	RET
 
-DATA lgc20<>+0(SB)/4, $0x3d23d70a
-DATA lgc20<>+4(SB)/4, $0x3d23d70a
-DATA lgc20<>+8(SB)/4, $0x3d23d70a
-DATA lgc20<>+12(SB)/4, $0x3d23d70a
-DATA lgc20<>+16(SB)/4, $0x3d23d70a
-DATA lgc20<>+20(SB)/4, $0x3d23d70a
-DATA lgc20<>+24(SB)/4, $0x3d23d70a
-DATA lgc20<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+DATA lgc18<>+0(SB)/4, $0x3d23d70a
+DATA lgc18<>+4(SB)/4, $0x3d23d70a
+DATA lgc18<>+8(SB)/4, $0x3d23d70a
+DATA lgc18<>+12(SB)/4, $0x3d23d70a
+DATA lgc18<>+16(SB)/4, $0x3d23d70a
+DATA lgc18<>+20(SB)/4, $0x3d23d70a
+DATA lgc18<>+24(SB)/4, $0x3d23d70a
+DATA lgc18<>+28(SB)/4, $0x3d23d70a
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2
@@ -732,8 +696,7 @@ blocks_8:
 	JNZ          noflush_9
 	VMOVUPD      lgc2<>+0(SB), Y1
 	MOVQ         state+8(FP), DX
-	VANDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -742,6 +705,7 @@ blocks_8:
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       384(DX), Y1, Y1
 	VMOVUPS      Y1, 384(DX)
 	MOVQ         $+8, DX
@@ -758,18 +722,18 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -779,7 +743,7 @@ noflush_9:
 	RET
 
 // func fbPass1AVX2(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $32-56
 	// values every block reads alike, computed once
 	MOVQ         numValid+0(FP), AX
@@ -846,8 +810,7 @@ blocks_11:
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+16(FP), SI
-	VANDPS       lgc3<>+0(SB), Y0, Y3
-	VCMPPS       $0x12, lgc4<>+0(SB), Y3, Y3
+	VMULPS       lgc0<>+0(SB), Y0, Y3
 	VCVTPS2PD    X0, Y4
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -857,29 +820,26 @@ blocks_11:
 	VMOVUPD      Y0, 544(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	IMUL3Q       $+8, DX, BX
-	VANDPS       lgc3<>+0(SB), Y1, Y4
-	VCMPPS       $0x12, lgc4<>+0(SB), Y4, Y4
-	VCVTPS2PD    X1, Y5
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1536(SI)(BX*8), Y5, Y5
-	VMOVUPD      Y5, 1536(SI)(BX*8)
+	VADDPD       1536(SI)(BX*8), Y4, Y4
+	VMOVUPD      Y4, 1536(SI)(BX*8)
 	VADDPD       1568(SI)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 1568(SI)(BX*8)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y4, Y3, Y3
 	IMUL3Q       $+8, DX, DX
-	VANDPS       lgc3<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc4<>+0(SB), Y4, Y4
-	VCVTPS2PD    X2, Y5
+	VFMADD231PS  lgc0<>+0(SB), Y2, Y3
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       2560(SI)(DX*8), Y5, Y5
-	VMOVUPD      Y5, 2560(SI)(DX*8)
+	VADDPD       2560(SI)(DX*8), Y4, Y4
+	VMOVUPD      Y4, 2560(SI)(DX*8)
 	VADDPD       2592(SI)(DX*8), Y2, Y2
 	VMOVUPD      Y2, 2592(SI)(DX*8)
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, Y3, Y3, Y3
 	VANDPS       3584(SI), Y3, Y3
 	VMOVUPS      Y3, 3584(SI)
 	MOVQ         $+8, DX
@@ -904,46 +864,42 @@ noflush_12:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+16(FP), BX
-	VMOVUPS      1152(BX)(DX*4), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1152(BX)(DX*4), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       512(BX)(DX*8), Y2, Y2
 	VMOVUPD      Y2, 512(BX)(DX*8)
-	VADDPD       544(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 544(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1152(BX)(DX*4)
+	VADDPD       544(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 544(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1152(BX)(DX*4)
 	IMUL3Q       $+8, CX, DX
-	VMOVUPS      2176(BX)(DX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1536(BX)(DX*8), Y3, Y3
-	VMOVUPD      Y3, 1536(BX)(DX*8)
-	VADDPD       1568(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 1568(BX)(DX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(BX)(DX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(BX)(DX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1536(BX)(DX*8)
+	VADDPD       1568(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 1568(BX)(DX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      3200(BX)(CX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2560(BX)(CX*8), Y3, Y3
-	VMOVUPD      Y3, 2560(BX)(CX*8)
-	VADDPD       2592(BX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 2592(BX)(CX*8)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(BX)(CX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(BX)(CX*4), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(BX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 2560(BX)(CX*8)
+	VADDPD       2592(BX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 2592(BX)(CX*8)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(BX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3584(BX), Y0, Y0
 	VMOVUPS      Y0, 3584(BX)
 	INCQ         AX
@@ -963,7 +919,7 @@ TEXT ·fbPass2AVX2(SB), $224-96
 
 	// v29 = max(numValid, 1)
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc18<>+0(SB), Y1
 
 	// v51 = div(0.04, v29)
 	VDIVPS  Y0, Y1, Y0
@@ -995,27 +951,27 @@ outer0_13:
 	VANDPS Y4, Y0, Y0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VMOVUPS      lgc5<>+0(SB), Y4
+	VMOVUPS      lgc3<>+0(SB), Y4
 	VMAXPS       Y2, Y4, Y2
-	VMOVUPS      lgc6<>+0(SB), Y4
+	VMOVUPS      lgc4<>+0(SB), Y4
 	VMINPS       Y2, Y4, Y2
-	VMULPS       lgc7<>+0(SB), Y2, Y4
+	VMULPS       lgc5<>+0(SB), Y2, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc9<>+0(SB), Y4, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y2
 	VMULPS       Y2, Y2, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y6
+	VMOVUPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y7
+	VFMADD213PS  Y7, Y5, Y6
 	VMOVUPS      lgc12<>+0(SB), Y7
 	VFMADD213PS  lgc13<>+0(SB), Y2, Y7
-	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc14<>+0(SB), Y7
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y2, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y2
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y4
 	VPSUBD       Y4, Y2, Y2
 	VPSLLD       $0x17, Y4, Y4
@@ -1025,11 +981,11 @@ outer0_13:
 
 	// v18 = ge(v16, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 
 	// v20 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y6, Y4, Y5
-	VMOVUPS lgc18<>+0(SB), Y7
+	VMOVUPS lgc16<>+0(SB), Y7
 
 	// v22 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS  Y6, Y7, Y8
@@ -1042,7 +998,7 @@ outer0_13:
 	VMULPS Y1, Y0, Y1
 
 	// v25 = neg(gain)
-	VXORPS lgc19<>+0(SB), Y1, Y1
+	VXORPS lgc17<>+0(SB), Y1, Y1
 
 	// v31 = lt(v16, 0)
 	VCMPPS $0x11, Y3, Y0, Y5
@@ -1069,7 +1025,7 @@ outer0_13:
 	VBROADCASTSS (CX)(DX*4), Y3
 
 	// v61 = neg(v60)
-	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// v62 = mul(v61, v16)
 	VMULPS Y0, Y3, Y0
@@ -1092,7 +1048,7 @@ outer0_13:
 
 	// v68 = where(v67, v64, 0)
 	VANDPS  Y0, Y4, Y0
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc15<>+0(SB), Y4
 
 	// v69 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
@@ -1170,29 +1126,29 @@ blocks_14:
 	VSUBPS Y1, Y2, Y1
 
 	// k3 = expm1_minus_x(v43)
-	VMOVUPS      lgc5<>+0(SB), Y2
+	VMOVUPS      lgc3<>+0(SB), Y2
 	VMAXPS       Y1, Y2, Y2
-	VMOVUPS      lgc6<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y4
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y4
 	VMULPS       Y4, Y4, Y5
-	VMOVUPS      lgc10<>+0(SB), Y6
-	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VMOVUPS      lgc8<>+0(SB), Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VMOVUPS      lgc10<>+0(SB), Y2
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y2
+	VFMADD213PS  Y2, Y5, Y6
 	VMOVUPS      lgc12<>+0(SB), Y2
 	VFMADD213PS  lgc13<>+0(SB), Y4, Y2
-	VFMADD213PS  Y2, Y5, Y6
-	VMOVUPS      lgc14<>+0(SB), Y2
-	VFMADD213PS  lgc15<>+0(SB), Y4, Y2
 	VFMADD213PS  Y2, Y5, Y6
 	VMULPS       Y5, Y6, Y2
 	VFMADD213PS  Y4, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y3, Y4
-	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPADDD       lgc14<>+0(SB), Y4, Y4
 	VPSRLD       $0x01, Y4, Y5
 	VPSUBD       Y5, Y4, Y4
 	VPSLLD       $0x17, Y5, Y5
@@ -1210,14 +1166,14 @@ blocks_14:
 	// sum(v46) over [B L]
 	VADDPS  4544(BX), Y2, Y2
 	VMOVUPS Y2, 4544(BX)
-	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v53 = lt(v43, -40)
 	VCMPPS $0x11, Y2, Y1, Y2
 
 	// v55 = add(k3, v43)
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc22<>+0(SB), Y3
+	VMOVUPS lgc20<>+0(SB), Y3
 
 	// v56 = where(v53, -1, v55)
 	VBLENDVPS Y2, Y3, Y1, Y1
@@ -1227,7 +1183,7 @@ blocks_14:
 	VMULPS Y1, Y2, Y1
 
 	// v79 = neg(v57)
-	VXORPS  lgc19<>+0(SB), Y1, Y1
+	VXORPS  lgc17<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
 	// v80 = add(v79, v78)
@@ -1243,44 +1199,40 @@ blocks_14:
 	JNZ          noflush_15
 	VMOVUPD      lgc2<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      3904(DX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      3904(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3712(DX), Y2, Y2
 	VMOVUPD      Y2, 3712(DX)
-	VADDPD       3744(DX), Y1, Y1
-	VMOVUPD      Y1, 3744(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 3904(DX)
-	VMOVUPS      4224(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y3, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VADDPD       4064(DX), Y2, Y2
-	VMOVUPD      Y2, 4064(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4224(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4544(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4352(DX), Y3, Y3
-	VMOVUPD      Y3, 4352(DX)
-	VADDPD       4384(DX), Y2, Y2
-	VMOVUPD      Y2, 4384(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4544(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       3744(DX), Y0, Y0
+	VMOVUPD      Y0, 3744(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4224(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(DX), Y2, Y2
+	VMOVUPD      Y2, 4032(DX)
+	VADDPD       4064(DX), Y0, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(DX)
+	VMOVUPS      4544(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4352(DX), Y2, Y2
+	VMOVUPD      Y2, 4352(DX)
+	VADDPD       4384(DX), Y0, Y0
+	VMOVUPD      Y0, 4384(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4544(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       4672(DX), Y0, Y0
 	VMOVUPS      Y0, 4672(DX)
 	MOVQ         $+8, DX
@@ -1295,44 +1247,40 @@ noflush_15:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      3904(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      3904(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       3712(CX), Y2, Y2
 	VMOVUPD      Y2, 3712(CX)
-	VADDPD       3744(CX), Y1, Y1
-	VMOVUPD      Y1, 3744(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 3904(CX)
-	VMOVUPS      4224(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(CX), Y3, Y3
-	VMOVUPD      Y3, 4032(CX)
-	VADDPD       4064(CX), Y2, Y2
-	VMOVUPD      Y2, 4064(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4224(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4544(CX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4352(CX), Y3, Y3
-	VMOVUPD      Y3, 4352(CX)
-	VADDPD       4384(CX), Y2, Y2
-	VMOVUPD      Y2, 4384(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 4544(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       3744(CX), Y0, Y0
+	VMOVUPD      Y0, 3744(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(CX)
+	VMOVUPS      4224(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4032(CX), Y2, Y2
+	VMOVUPD      Y2, 4032(CX)
+	VADDPD       4064(CX), Y0, Y0
+	VMOVUPD      Y0, 4064(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(CX)
+	VMOVUPS      4544(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4352(CX), Y2, Y2
+	VMOVUPD      Y2, 4352(CX)
+	VADDPD       4384(CX), Y0, Y0
+	VMOVUPD      Y0, 4384(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4544(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       4672(CX), Y0, Y0
 	VMOVUPS      Y0, 4672(CX)
 	INCQ         AX
@@ -1341,25 +1289,25 @@ noflush_15:
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0xc2200000
-DATA lgc21<>+4(SB)/4, $0xc2200000
-DATA lgc21<>+8(SB)/4, $0xc2200000
-DATA lgc21<>+12(SB)/4, $0xc2200000
-DATA lgc21<>+16(SB)/4, $0xc2200000
-DATA lgc21<>+20(SB)/4, $0xc2200000
-DATA lgc21<>+24(SB)/4, $0xc2200000
-DATA lgc21<>+28(SB)/4, $0xc2200000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+DATA lgc19<>+0(SB)/4, $0xc2200000
+DATA lgc19<>+4(SB)/4, $0xc2200000
+DATA lgc19<>+8(SB)/4, $0xc2200000
+DATA lgc19<>+12(SB)/4, $0xc2200000
+DATA lgc19<>+16(SB)/4, $0xc2200000
+DATA lgc19<>+20(SB)/4, $0xc2200000
+DATA lgc19<>+24(SB)/4, $0xc2200000
+DATA lgc19<>+28(SB)/4, $0xc2200000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xbf800000
-DATA lgc22<>+4(SB)/4, $0xbf800000
-DATA lgc22<>+8(SB)/4, $0xbf800000
-DATA lgc22<>+12(SB)/4, $0xbf800000
-DATA lgc22<>+16(SB)/4, $0xbf800000
-DATA lgc22<>+20(SB)/4, $0xbf800000
-DATA lgc22<>+24(SB)/4, $0xbf800000
-DATA lgc22<>+28(SB)/4, $0xbf800000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+DATA lgc20<>+0(SB)/4, $0xbf800000
+DATA lgc20<>+4(SB)/4, $0xbf800000
+DATA lgc20<>+8(SB)/4, $0xbf800000
+DATA lgc20<>+12(SB)/4, $0xbf800000
+DATA lgc20<>+16(SB)/4, $0xbf800000
+DATA lgc20<>+20(SB)/4, $0xbf800000
+DATA lgc20<>+24(SB)/4, $0xbf800000
+DATA lgc20<>+28(SB)/4, $0xbf800000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -1388,7 +1336,7 @@ TEXT ·fbPass3AVX2(SB), $0-64
 	VDIVPS Y0, Y3, Y0
 
 	// lossKLToRef = mul(0.04, v48)
-	VMULPS lgc20<>+0(SB), Y0, Y3
+	VMULPS lgc18<>+0(SB), Y0, Y3
 
 	// store lossObjective
 	MOVQ   lossObjective+32(FP), AX
@@ -1420,27 +1368,27 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc7<>+0(SB), Y0, Y1
+	VMULPS       lgc5<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc9<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc6<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc7<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y0, Y3
+	VMOVUPS      lgc8<>+0(SB), Y3
+	VFMADD213PS  lgc9<>+0(SB), Y0, Y3
+	VMOVUPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y4
+	VFMADD213PS  Y4, Y2, Y3
 	VMOVUPS      lgc12<>+0(SB), Y4
 	VFMADD213PS  lgc13<>+0(SB), Y0, Y4
-	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc14<>+0(SB), Y4
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc16<>+0(SB), Y0, Y0
+	VPADDD       lgc14<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -1467,43 +1415,43 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc23<>+0(SB), Y0, Y1
-	VMULPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc25<>+0(SB), Y3, Y3
-	VPAND        lgc26<>+0(SB), Y1, Y1
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
+	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc27<>+0(SB), Y2, Y1
+	VPAND        lgc25<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc29<>+0(SB), Y4
+	VMOVAPS      lgc27<>+0(SB), Y4
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1514,185 +1462,185 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc23<>+0(SB)/4, $0x00800000
-DATA lgc23<>+4(SB)/4, $0x00800000
-DATA lgc23<>+8(SB)/4, $0x00800000
-DATA lgc23<>+12(SB)/4, $0x00800000
-DATA lgc23<>+16(SB)/4, $0x00800000
-DATA lgc23<>+20(SB)/4, $0x00800000
-DATA lgc23<>+24(SB)/4, $0x00800000
-DATA lgc23<>+28(SB)/4, $0x00800000
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x4b000000
-DATA lgc24<>+4(SB)/4, $0x4b000000
-DATA lgc24<>+8(SB)/4, $0x4b000000
-DATA lgc24<>+12(SB)/4, $0x4b000000
-DATA lgc24<>+16(SB)/4, $0x4b000000
-DATA lgc24<>+20(SB)/4, $0x4b000000
-DATA lgc24<>+24(SB)/4, $0x4b000000
-DATA lgc24<>+28(SB)/4, $0x4b000000
+DATA lgc24<>+0(SB)/4, $0xffffffe9
+DATA lgc24<>+4(SB)/4, $0xffffffe9
+DATA lgc24<>+8(SB)/4, $0xffffffe9
+DATA lgc24<>+12(SB)/4, $0xffffffe9
+DATA lgc24<>+16(SB)/4, $0xffffffe9
+DATA lgc24<>+20(SB)/4, $0xffffffe9
+DATA lgc24<>+24(SB)/4, $0xffffffe9
+DATA lgc24<>+28(SB)/4, $0xffffffe9
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x0000007f
-DATA lgc25<>+4(SB)/4, $0x0000007f
-DATA lgc25<>+8(SB)/4, $0x0000007f
-DATA lgc25<>+12(SB)/4, $0x0000007f
-DATA lgc25<>+16(SB)/4, $0x0000007f
-DATA lgc25<>+20(SB)/4, $0x0000007f
-DATA lgc25<>+24(SB)/4, $0x0000007f
-DATA lgc25<>+28(SB)/4, $0x0000007f
+DATA lgc25<>+0(SB)/4, $0x007fffff
+DATA lgc25<>+4(SB)/4, $0x007fffff
+DATA lgc25<>+8(SB)/4, $0x007fffff
+DATA lgc25<>+12(SB)/4, $0x007fffff
+DATA lgc25<>+16(SB)/4, $0x007fffff
+DATA lgc25<>+20(SB)/4, $0x007fffff
+DATA lgc25<>+24(SB)/4, $0x007fffff
+DATA lgc25<>+28(SB)/4, $0x007fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xffffffe9
-DATA lgc26<>+4(SB)/4, $0xffffffe9
-DATA lgc26<>+8(SB)/4, $0xffffffe9
-DATA lgc26<>+12(SB)/4, $0xffffffe9
-DATA lgc26<>+16(SB)/4, $0xffffffe9
-DATA lgc26<>+20(SB)/4, $0xffffffe9
-DATA lgc26<>+24(SB)/4, $0xffffffe9
-DATA lgc26<>+28(SB)/4, $0xffffffe9
+DATA lgc26<>+0(SB)/4, $0x3fb504f3
+DATA lgc26<>+4(SB)/4, $0x3fb504f3
+DATA lgc26<>+8(SB)/4, $0x3fb504f3
+DATA lgc26<>+12(SB)/4, $0x3fb504f3
+DATA lgc26<>+16(SB)/4, $0x3fb504f3
+DATA lgc26<>+20(SB)/4, $0x3fb504f3
+DATA lgc26<>+24(SB)/4, $0x3fb504f3
+DATA lgc26<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x007fffff
-DATA lgc27<>+4(SB)/4, $0x007fffff
-DATA lgc27<>+8(SB)/4, $0x007fffff
-DATA lgc27<>+12(SB)/4, $0x007fffff
-DATA lgc27<>+16(SB)/4, $0x007fffff
-DATA lgc27<>+20(SB)/4, $0x007fffff
-DATA lgc27<>+24(SB)/4, $0x007fffff
-DATA lgc27<>+28(SB)/4, $0x007fffff
+DATA lgc27<>+0(SB)/4, $0x3d9021bb
+DATA lgc27<>+4(SB)/4, $0x3d9021bb
+DATA lgc27<>+8(SB)/4, $0x3d9021bb
+DATA lgc27<>+12(SB)/4, $0x3d9021bb
+DATA lgc27<>+16(SB)/4, $0x3d9021bb
+DATA lgc27<>+20(SB)/4, $0x3d9021bb
+DATA lgc27<>+24(SB)/4, $0x3d9021bb
+DATA lgc27<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3fb504f3
-DATA lgc28<>+4(SB)/4, $0x3fb504f3
-DATA lgc28<>+8(SB)/4, $0x3fb504f3
-DATA lgc28<>+12(SB)/4, $0x3fb504f3
-DATA lgc28<>+16(SB)/4, $0x3fb504f3
-DATA lgc28<>+20(SB)/4, $0x3fb504f3
-DATA lgc28<>+24(SB)/4, $0x3fb504f3
-DATA lgc28<>+28(SB)/4, $0x3fb504f3
+DATA lgc28<>+0(SB)/4, $0xbdebd1b8
+DATA lgc28<>+4(SB)/4, $0xbdebd1b8
+DATA lgc28<>+8(SB)/4, $0xbdebd1b8
+DATA lgc28<>+12(SB)/4, $0xbdebd1b8
+DATA lgc28<>+16(SB)/4, $0xbdebd1b8
+DATA lgc28<>+20(SB)/4, $0xbdebd1b8
+DATA lgc28<>+24(SB)/4, $0xbdebd1b8
+DATA lgc28<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3d9021bb
-DATA lgc29<>+4(SB)/4, $0x3d9021bb
-DATA lgc29<>+8(SB)/4, $0x3d9021bb
-DATA lgc29<>+12(SB)/4, $0x3d9021bb
-DATA lgc29<>+16(SB)/4, $0x3d9021bb
-DATA lgc29<>+20(SB)/4, $0x3d9021bb
-DATA lgc29<>+24(SB)/4, $0x3d9021bb
-DATA lgc29<>+28(SB)/4, $0x3d9021bb
+DATA lgc29<>+0(SB)/4, $0x3def251a
+DATA lgc29<>+4(SB)/4, $0x3def251a
+DATA lgc29<>+8(SB)/4, $0x3def251a
+DATA lgc29<>+12(SB)/4, $0x3def251a
+DATA lgc29<>+16(SB)/4, $0x3def251a
+DATA lgc29<>+20(SB)/4, $0x3def251a
+DATA lgc29<>+24(SB)/4, $0x3def251a
+DATA lgc29<>+28(SB)/4, $0x3def251a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdebd1b8
-DATA lgc30<>+4(SB)/4, $0xbdebd1b8
-DATA lgc30<>+8(SB)/4, $0xbdebd1b8
-DATA lgc30<>+12(SB)/4, $0xbdebd1b8
-DATA lgc30<>+16(SB)/4, $0xbdebd1b8
-DATA lgc30<>+20(SB)/4, $0xbdebd1b8
-DATA lgc30<>+24(SB)/4, $0xbdebd1b8
-DATA lgc30<>+28(SB)/4, $0xbdebd1b8
+DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3def251a
-DATA lgc31<>+4(SB)/4, $0x3def251a
-DATA lgc31<>+8(SB)/4, $0x3def251a
-DATA lgc31<>+12(SB)/4, $0x3def251a
-DATA lgc31<>+16(SB)/4, $0x3def251a
-DATA lgc31<>+20(SB)/4, $0x3def251a
-DATA lgc31<>+24(SB)/4, $0x3def251a
-DATA lgc31<>+28(SB)/4, $0x3def251a
+DATA lgc31<>+0(SB)/4, $0x3e11e9bf
+DATA lgc31<>+4(SB)/4, $0x3e11e9bf
+DATA lgc31<>+8(SB)/4, $0x3e11e9bf
+DATA lgc31<>+12(SB)/4, $0x3e11e9bf
+DATA lgc31<>+16(SB)/4, $0x3e11e9bf
+DATA lgc31<>+20(SB)/4, $0x3e11e9bf
+DATA lgc31<>+24(SB)/4, $0x3e11e9bf
+DATA lgc31<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc32<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc32<>+0(SB)/4, $0xbe2aae50
+DATA lgc32<>+4(SB)/4, $0xbe2aae50
+DATA lgc32<>+8(SB)/4, $0xbe2aae50
+DATA lgc32<>+12(SB)/4, $0xbe2aae50
+DATA lgc32<>+16(SB)/4, $0xbe2aae50
+DATA lgc32<>+20(SB)/4, $0xbe2aae50
+DATA lgc32<>+24(SB)/4, $0xbe2aae50
+DATA lgc32<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e11e9bf
-DATA lgc33<>+4(SB)/4, $0x3e11e9bf
-DATA lgc33<>+8(SB)/4, $0x3e11e9bf
-DATA lgc33<>+12(SB)/4, $0x3e11e9bf
-DATA lgc33<>+16(SB)/4, $0x3e11e9bf
-DATA lgc33<>+20(SB)/4, $0x3e11e9bf
-DATA lgc33<>+24(SB)/4, $0x3e11e9bf
-DATA lgc33<>+28(SB)/4, $0x3e11e9bf
+DATA lgc33<>+0(SB)/4, $0x3e4cceac
+DATA lgc33<>+4(SB)/4, $0x3e4cceac
+DATA lgc33<>+8(SB)/4, $0x3e4cceac
+DATA lgc33<>+12(SB)/4, $0x3e4cceac
+DATA lgc33<>+16(SB)/4, $0x3e4cceac
+DATA lgc33<>+20(SB)/4, $0x3e4cceac
+DATA lgc33<>+24(SB)/4, $0x3e4cceac
+DATA lgc33<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe2aae50
-DATA lgc34<>+4(SB)/4, $0xbe2aae50
-DATA lgc34<>+8(SB)/4, $0xbe2aae50
-DATA lgc34<>+12(SB)/4, $0xbe2aae50
-DATA lgc34<>+16(SB)/4, $0xbe2aae50
-DATA lgc34<>+20(SB)/4, $0xbe2aae50
-DATA lgc34<>+24(SB)/4, $0xbe2aae50
-DATA lgc34<>+28(SB)/4, $0xbe2aae50
+DATA lgc34<>+0(SB)/4, $0xbe7ffffc
+DATA lgc34<>+4(SB)/4, $0xbe7ffffc
+DATA lgc34<>+8(SB)/4, $0xbe7ffffc
+DATA lgc34<>+12(SB)/4, $0xbe7ffffc
+DATA lgc34<>+16(SB)/4, $0xbe7ffffc
+DATA lgc34<>+20(SB)/4, $0xbe7ffffc
+DATA lgc34<>+24(SB)/4, $0xbe7ffffc
+DATA lgc34<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3e4cceac
-DATA lgc35<>+4(SB)/4, $0x3e4cceac
-DATA lgc35<>+8(SB)/4, $0x3e4cceac
-DATA lgc35<>+12(SB)/4, $0x3e4cceac
-DATA lgc35<>+16(SB)/4, $0x3e4cceac
-DATA lgc35<>+20(SB)/4, $0x3e4cceac
-DATA lgc35<>+24(SB)/4, $0x3e4cceac
-DATA lgc35<>+28(SB)/4, $0x3e4cceac
+DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbe7ffffc
-DATA lgc36<>+4(SB)/4, $0xbe7ffffc
-DATA lgc36<>+8(SB)/4, $0xbe7ffffc
-DATA lgc36<>+12(SB)/4, $0xbe7ffffc
-DATA lgc36<>+16(SB)/4, $0xbe7ffffc
-DATA lgc36<>+20(SB)/4, $0xbe7ffffc
-DATA lgc36<>+24(SB)/4, $0xbe7ffffc
-DATA lgc36<>+28(SB)/4, $0xbe7ffffc
+DATA lgc36<>+0(SB)/4, $0xff800000
+DATA lgc36<>+4(SB)/4, $0xff800000
+DATA lgc36<>+8(SB)/4, $0xff800000
+DATA lgc36<>+12(SB)/4, $0xff800000
+DATA lgc36<>+16(SB)/4, $0xff800000
+DATA lgc36<>+20(SB)/4, $0xff800000
+DATA lgc36<>+24(SB)/4, $0xff800000
+DATA lgc36<>+28(SB)/4, $0xff800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc37<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc37<>+0(SB)/4, $0x7fc00000
+DATA lgc37<>+4(SB)/4, $0x7fc00000
+DATA lgc37<>+8(SB)/4, $0x7fc00000
+DATA lgc37<>+12(SB)/4, $0x7fc00000
+DATA lgc37<>+16(SB)/4, $0x7fc00000
+DATA lgc37<>+20(SB)/4, $0x7fc00000
+DATA lgc37<>+24(SB)/4, $0x7fc00000
+DATA lgc37<>+28(SB)/4, $0x7fc00000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xff800000
-DATA lgc38<>+4(SB)/4, $0xff800000
-DATA lgc38<>+8(SB)/4, $0xff800000
-DATA lgc38<>+12(SB)/4, $0xff800000
-DATA lgc38<>+16(SB)/4, $0xff800000
-DATA lgc38<>+20(SB)/4, $0xff800000
-DATA lgc38<>+24(SB)/4, $0xff800000
-DATA lgc38<>+28(SB)/4, $0xff800000
+DATA lgc38<>+0(SB)/4, $0x7f800000
+DATA lgc38<>+4(SB)/4, $0x7f800000
+DATA lgc38<>+8(SB)/4, $0x7f800000
+DATA lgc38<>+12(SB)/4, $0x7f800000
+DATA lgc38<>+16(SB)/4, $0x7f800000
+DATA lgc38<>+20(SB)/4, $0x7f800000
+DATA lgc38<>+24(SB)/4, $0x7f800000
+DATA lgc38<>+28(SB)/4, $0x7f800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x7fc00000
-DATA lgc39<>+4(SB)/4, $0x7fc00000
-DATA lgc39<>+8(SB)/4, $0x7fc00000
-DATA lgc39<>+12(SB)/4, $0x7fc00000
-DATA lgc39<>+16(SB)/4, $0x7fc00000
-DATA lgc39<>+20(SB)/4, $0x7fc00000
-DATA lgc39<>+24(SB)/4, $0x7fc00000
-DATA lgc39<>+28(SB)/4, $0x7fc00000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x7f800000
-DATA lgc40<>+4(SB)/4, $0x7f800000
-DATA lgc40<>+8(SB)/4, $0x7f800000
-DATA lgc40<>+12(SB)/4, $0x7f800000
-DATA lgc40<>+16(SB)/4, $0x7f800000
-DATA lgc40<>+20(SB)/4, $0x7f800000
-DATA lgc40<>+24(SB)/4, $0x7f800000
-DATA lgc40<>+28(SB)/4, $0x7f800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1707,43 +1655,43 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc23<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc25<>+0(SB), Y4, Y4
-	VPAND        lgc26<>+0(SB), Y2, Y2
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
+	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc27<>+0(SB), Y3, Y2
+	VPAND        lgc25<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc28<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc29<>+0(SB), Y5
+	VMOVAPS      lgc27<>+0(SB), Y5
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1753,9 +1701,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-48
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -64,20 +64,18 @@ blocks_2:
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, BX
 	MOVQ          state+8(FP), SI
-	VANDPS        lgc3<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc4<>+0(SB), Y2, Y2
+	VMULPS        lgc3<>+0(SB), Y0, Y2
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(SI)(BX*8), Z0, Z0
 	VMOVUPD       Z0, 64(SI)(BX*8)
-	VMOVUPS       lgc5<>+0(SB), Y0
+	VMOVUPS       lgc3<>+0(SB), Y0
 	IMUL3Q        $+8, DX, DX
-	VANDPS        lgc3<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc4<>+0(SB), Y3, Y3
+	VFMADD231PS   lgc3<>+0(SB), Y1, Y2
 	VCVTPS2PD     Y1, Z1
 	VADDPD        1088(SI)(DX*8), Z1, Z1
 	VMOVUPD       Z1, 1088(SI)(DX*8)
-	VMOVUPS       lgc5<>+0(SB), Y1
-	VANDPS        Y3, Y2, Y2
+	VMOVUPS       lgc3<>+0(SB), Y1
+	VCMPPS        $0x00, Y2, Y2, Y2
 	VANDPS        2112(SI), Y2, Y2
 	VMOVUPS       Y2, 2112(SI)
 	MOVQ          $+4, DX
@@ -95,30 +93,28 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(BX)(DX*8), Z1, Z1
-	VMOVUPD      Z1, 64(BX)(DX*8)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 704(BX)(DX*4)
+	VMOVUPS      704(BX)(DX*4), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(BX)(DX*8), Z0, Z0
+	VMOVUPD      Z0, 64(BX)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1728(BX)(CX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1088(BX)(CX*8), Z2, Z2
-	VMOVUPD      Z2, 1088(BX)(CX*8)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 1728(BX)(CX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1728(BX)(CX*4), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1088(BX)(CX*8), Z0, Z0
+	VMOVUPD      Z0, 1088(BX)(CX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(BX)(CX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       2112(BX), Y0, Y0
 	VMOVUPS      Y0, 2112(BX)
 	INCQ         AX
@@ -139,38 +135,18 @@ DATA lgc2<>+16(SB)/8, $0x4020000000000000
 DATA lgc2<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x7fffffff
-DATA lgc3<>+4(SB)/4, $0x7fffffff
-DATA lgc3<>+8(SB)/4, $0x7fffffff
-DATA lgc3<>+12(SB)/4, $0x7fffffff
-DATA lgc3<>+16(SB)/4, $0x7fffffff
-DATA lgc3<>+20(SB)/4, $0x7fffffff
-DATA lgc3<>+24(SB)/4, $0x7fffffff
-DATA lgc3<>+28(SB)/4, $0x7fffffff
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x7f7fffff
-DATA lgc4<>+4(SB)/4, $0x7f7fffff
-DATA lgc4<>+8(SB)/4, $0x7f7fffff
-DATA lgc4<>+12(SB)/4, $0x7f7fffff
-DATA lgc4<>+16(SB)/4, $0x7f7fffff
-DATA lgc4<>+20(SB)/4, $0x7f7fffff
-DATA lgc4<>+24(SB)/4, $0x7f7fffff
-DATA lgc4<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0x00000000
-DATA lgc5<>+4(SB)/4, $0x00000000
-DATA lgc5<>+8(SB)/4, $0x00000000
-DATA lgc5<>+12(SB)/4, $0x00000000
-DATA lgc5<>+16(SB)/4, $0x00000000
-DATA lgc5<>+20(SB)/4, $0x00000000
-DATA lgc5<>+24(SB)/4, $0x00000000
-DATA lgc5<>+28(SB)/4, $0x00000000
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass1AVX512(SB), $192-72
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -202,27 +178,27 @@ outer0_4:
 	VANDPS Z3, Z0, Z0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VBROADCASTSS      lgb6<>+0(SB), Z3
+	VBROADCASTSS      lgb4<>+0(SB), Z3
 	VMAXPS            Z1, Z3, Z1
-	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z3
 	VMINPS            Z1, Z3, Z1
-	VMULPS.BCST       lgb8<>+0(SB), Z1, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z1, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z1
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z1
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z1
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z1
 	VMULPS            Z1, Z1, Z4
-	VBROADCASTSS      lgb11<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z5
+	VBROADCASTSS      lgb9<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z1, Z5
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z1, Z6
+	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb13<>+0(SB), Z6
 	VFMADD213PS.BCST  lgb14<>+0(SB), Z1, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb15<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb16<>+0(SB), Z1, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z1, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z1
-	VPADDD.BCST       lgb17<>+0(SB), Z1, Z1
+	VPADDD.BCST       lgb15<>+0(SB), Z1, Z1
 	VPSRLD            $0x01, Z1, Z3
 	VPSUBD            Z3, Z1, Z1
 	VPSLLD            $0x17, Z3, Z3
@@ -233,11 +209,11 @@ outer0_4:
 	// v19 = ge(v17, 0)
 	VCMPPS       $0x1d, Z2, Z0, K1
 	VPMOVM2D     K1, Z1
-	VBROADCASTSS lgb18<>+0(SB), Z3
+	VBROADCASTSS lgb16<>+0(SB), Z3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS       Z5, Z3, Z4
-	VBROADCASTSS lgb19<>+0(SB), Z6
+	VBROADCASTSS lgb17<>+0(SB), Z6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Z5, Z6, Z7
@@ -249,7 +225,7 @@ outer0_4:
 	VMULPS Z1, Z0, Z1
 
 	// v26 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb18<>+0(SB), Z1, Z1
 
 	// v32 = lt(v17, 0)
 	VCMPPS   $0x11, Z2, Z0, K1
@@ -333,29 +309,29 @@ blocks_5:
 	VSUBPS Z1, Z2, Z1
 
 	// k3 = expm1_minus_x(v44)
-	VBROADCASTSS      lgb6<>+0(SB), Z2
+	VBROADCASTSS      lgb4<>+0(SB), Z2
 	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
 	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
 	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
 	VBROADCASTSS      lgb13<>+0(SB), Z2
 	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb15<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb16<>+0(SB), Z4, Z2
 	VFMADD213PS       Z2, Z5, Z6
 	VMULPS            Z5, Z6, Z2
 	VFMADD213PS       Z4, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb17<>+0(SB), Z4, Z4
+	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
 	VPSRLD            $0x01, Z4, Z5
 	VPSUBD            Z5, Z4, Z4
 	VPSLLD            $0x17, Z5, Z5
@@ -380,41 +356,35 @@ blocks_5:
 	JNZ           noflush_6
 	VMOVUPD       lgc2<>+0(SB), Y0
 	MOVQ          state+40(FP), BX
-	VMOVUPS       2432(BX), Y1
-	VANDPS        lgc3<>+0(SB), Y1, Y0
-	VCMPPS        $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD     Y1, Z1
-	VADDPD        2240(BX), Z1, Z1
-	VMOVUPD       Z1, 2240(BX)
-	VMOVUPS       lgc5<>+0(SB), Y1
-	VMOVUPS       Y1, 2432(BX)
-	VMOVUPS       2752(BX), Y2
-	VANDPS        lgc3<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2560(BX), Z2, Z2
-	VMOVUPD       Z2, 2560(BX)
-	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 2752(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3072(BX), Y2
-	VANDPS        lgc3<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        2880(BX), Z2, Z2
-	VMOVUPD       Z2, 2880(BX)
-	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 3072(BX)
-	VANDPS        Y1, Y0, Y0
-	VMOVUPS       3392(BX), Y2
-	VANDPS        lgc3<>+0(SB), Y2, Y1
-	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD     Y2, Z2
-	VADDPD        3200(BX), Z2, Z2
-	VMOVUPD       Z2, 3200(BX)
-	VMOVUPS       lgc5<>+0(SB), Y2
-	VMOVUPS       Y2, 3392(BX)
-	VANDPS        Y1, Y0, Y0
+	VMOVUPS       2432(BX), Y0
+	VMULPS        lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2240(BX), Z0, Z0
+	VMOVUPD       Z0, 2240(BX)
+	VMOVUPS       lgc3<>+0(SB), Y0
+	VMOVUPS       Y0, 2432(BX)
+	VMOVUPS       2752(BX), Y0
+	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2560(BX), Z0, Z0
+	VMOVUPD       Z0, 2560(BX)
+	VMOVUPS       lgc3<>+0(SB), Y0
+	VMOVUPS       Y0, 2752(BX)
+	VMOVUPS       3072(BX), Y0
+	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        2880(BX), Z0, Z0
+	VMOVUPD       Z0, 2880(BX)
+	VMOVUPS       lgc3<>+0(SB), Y0
+	VMOVUPS       Y0, 3072(BX)
+	VMOVUPS       3392(BX), Y0
+	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD     Y0, Z0
+	VADDPD        3200(BX), Z0, Z0
+	VMOVUPD       Z0, 3200(BX)
+	VMOVUPS       lgc3<>+0(SB), Y0
+	VMOVUPS       Y0, 3392(BX)
+	VCMPPS        $0x00, Y1, Y1, Y0
 	VANDPS        3520(BX), Y0, Y0
 	VMOVUPS       Y0, 3520(BX)
 	MOVQ          $+4, BX
@@ -426,45 +396,39 @@ noflush_6:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), DX
-	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2240(DX), Z1, Z1
-	VMOVUPD      Z1, 2240(DX)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 2432(DX)
-	VMOVUPS      2752(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2560(DX), Z2, Z2
-	VMOVUPD      Z2, 2560(DX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 2752(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3072(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2880(DX), Z2, Z2
-	VMOVUPD      Z2, 2880(DX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3072(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3392(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3200(DX), Z2, Z2
-	VMOVUPD      Z2, 3200(DX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3392(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2432(DX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2240(DX), Z0, Z0
+	VMOVUPD      Z0, 2240(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2432(DX)
+	VMOVUPS      2752(DX), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2560(DX), Z0, Z0
+	VMOVUPD      Z0, 2560(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(DX)
+	VMOVUPS      3072(DX), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2880(DX), Z0, Z0
+	VMOVUPD      Z0, 2880(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3072(DX)
+	VMOVUPS      3392(DX), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3200(DX), Z0, Z0
+	VMOVUPD      Z0, 3200(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3392(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
 	INCQ         CX
@@ -473,50 +437,50 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgb6<>+0(SB)/4, $0xc2d00000
+DATA lgb4<>+0(SB)/4, $0xc2d00000
+GLOBL lgb4<>(SB), RODATA|NOPTR, $4
+
+DATA lgb5<>+0(SB)/4, $0x42b20000
+GLOBL lgb5<>(SB), RODATA|NOPTR, $4
+
+DATA lgb6<>+0(SB)/4, $0x3fb8aa3b
 GLOBL lgb6<>(SB), RODATA|NOPTR, $4
 
-DATA lgb7<>+0(SB)/4, $0x42b20000
+DATA lgb7<>+0(SB)/4, $0x3f318000
 GLOBL lgb7<>(SB), RODATA|NOPTR, $4
 
-DATA lgb8<>+0(SB)/4, $0x3fb8aa3b
+DATA lgb8<>+0(SB)/4, $0xb95e8083
 GLOBL lgb8<>(SB), RODATA|NOPTR, $4
 
-DATA lgb9<>+0(SB)/4, $0x3f318000
+DATA lgb9<>+0(SB)/4, $0x39506967
 GLOBL lgb9<>(SB), RODATA|NOPTR, $4
 
-DATA lgb10<>+0(SB)/4, $0xb95e8083
+DATA lgb10<>+0(SB)/4, $0x3ab743ce
 GLOBL lgb10<>(SB), RODATA|NOPTR, $4
 
-DATA lgb11<>+0(SB)/4, $0x39506967
+DATA lgb11<>+0(SB)/4, $0x3c088908
 GLOBL lgb11<>(SB), RODATA|NOPTR, $4
 
-DATA lgb12<>+0(SB)/4, $0x3ab743ce
+DATA lgb12<>+0(SB)/4, $0x3d2aa9c1
 GLOBL lgb12<>(SB), RODATA|NOPTR, $4
 
-DATA lgb13<>+0(SB)/4, $0x3c088908
+DATA lgb13<>+0(SB)/4, $0x3e2aaaaa
 GLOBL lgb13<>(SB), RODATA|NOPTR, $4
 
-DATA lgb14<>+0(SB)/4, $0x3d2aa9c1
+DATA lgb14<>+0(SB)/4, $0x3f000000
 GLOBL lgb14<>(SB), RODATA|NOPTR, $4
 
-DATA lgb15<>+0(SB)/4, $0x3e2aaaaa
+DATA lgb15<>+0(SB)/4, $0x000000fe
 GLOBL lgb15<>(SB), RODATA|NOPTR, $4
 
-DATA lgb16<>+0(SB)/4, $0x3f000000
+DATA lgb16<>+0(SB)/4, $0x3f99999a
 GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgb17<>+0(SB)/4, $0x000000fe
+DATA lgb17<>+0(SB)/4, $0x3f4ccccd
 GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgb18<>+0(SB)/4, $0x3f99999a
+DATA lgb18<>+0(SB)/4, $0x80000000
 GLOBL lgb18<>(SB), RODATA|NOPTR, $4
-
-DATA lgb19<>+0(SB)/4, $0x3f4ccccd
-GLOBL lgb19<>(SB), RODATA|NOPTR, $4
-
-DATA lgb20<>+0(SB)/4, $0x80000000
-GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F
@@ -551,12 +515,12 @@ blocks_8:
 	JNZ           noflush_9
 	VMOVUPD       lgc2<>+0(SB), Y1
 	MOVQ          state+8(FP), DX
-	VANDPS        lgc3<>+0(SB), Y0, Y1
-	VCMPPS        $0x12, lgc4<>+0(SB), Y1, Y1
+	VMULPS        lgc3<>+0(SB), Y0, Y1
 	VCVTPS2PD     Y0, Z0
 	VADDPD        64(DX), Z0, Z0
 	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc5<>+0(SB), Y0
+	VMOVUPS       lgc3<>+0(SB), Y0
+	VCMPPS        $0x00, Y1, Y1, Y1
 	VANDPS        384(DX), Y1, Y1
 	VMOVUPS       Y1, 384(DX)
 	MOVQ          $+4, DX
@@ -570,18 +534,18 @@ noflush_9:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -591,7 +555,7 @@ noflush_9:
 	RET
 
 // func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $128-56
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -668,28 +632,24 @@ blocks_11:
 	MOVQ          CX, BX
 	IMUL3Q        $+8, BX, SI
 	MOVQ          state+16(FP), DI
-	VANDPS        lgc3<>+0(SB), Y0, Y3
-	VCMPPS        $0x12, lgc4<>+0(SB), Y3, Y3
+	VMULPS        lgc3<>+0(SB), Y0, Y3
 	VCVTPS2PD     Y0, Z0
 	VADDPD        512(DI)(SI*8), Z0, Z0
 	VMOVUPD       Z0, 512(DI)(SI*8)
-	VMOVUPS       lgc5<>+0(SB), Y0
+	VMOVUPS       lgc3<>+0(SB), Y0
 	IMUL3Q        $+8, BX, SI
-	VANDPS        lgc3<>+0(SB), Y1, Y4
-	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
+	VFMADD231PS   lgc3<>+0(SB), Y1, Y3
 	VCVTPS2PD     Y1, Z1
 	VADDPD        1536(DI)(SI*8), Z1, Z1
 	VMOVUPD       Z1, 1536(DI)(SI*8)
-	VMOVUPS       lgc5<>+0(SB), Y1
-	VANDPS        Y4, Y3, Y3
+	VMOVUPS       lgc3<>+0(SB), Y1
 	IMUL3Q        $+8, BX, BX
-	VANDPS        lgc3<>+0(SB), Y2, Y4
-	VCMPPS        $0x12, lgc4<>+0(SB), Y4, Y4
+	VFMADD231PS   lgc3<>+0(SB), Y2, Y3
 	VCVTPS2PD     Y2, Z2
 	VADDPD        2560(DI)(BX*8), Z2, Z2
 	VMOVUPD       Z2, 2560(DI)(BX*8)
-	VMOVUPS       lgc5<>+0(SB), Y2
-	VANDPS        Y4, Y3, Y3
+	VMOVUPS       lgc3<>+0(SB), Y2
+	VCMPPS        $0x00, Y3, Y3, Y3
 	VANDPS        3584(DI), Y3, Y3
 	VMOVUPS       Y3, 3584(DI)
 	MOVQ          $+4, BX
@@ -709,40 +669,36 @@ noflush_12:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         CX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+16(FP), SI
-	VMOVUPS      1152(SI)(BX*4), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       512(SI)(BX*8), Z1, Z1
-	VMOVUPD      Z1, 512(SI)(BX*8)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 1152(SI)(BX*4)
+	VMOVUPS      1152(SI)(BX*4), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       512(SI)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 512(SI)(BX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(SI)(BX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1536(SI)(BX*8), Z2, Z2
-	VMOVUPD      Z2, 1536(SI)(BX*8)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 2176(SI)(BX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2176(SI)(BX*4), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1536(SI)(BX*8), Z0, Z0
+	VMOVUPD      Z0, 1536(SI)(BX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 2176(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      3200(SI)(DX*4), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2560(SI)(DX*8), Z2, Z2
-	VMOVUPD      Z2, 2560(SI)(DX*8)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(SI)(DX*4)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3200(SI)(DX*4), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2560(SI)(DX*8), Z0, Z0
+	VMOVUPD      Z0, 2560(SI)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(SI)(DX*4)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       3584(SI), Y0, Y0
 	VMOVUPS      Y0, 3584(SI)
 	INCQ         CX
@@ -752,7 +708,7 @@ noflush_12:
 	RET
 
 // func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass2AVX512(SB), $320-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -765,7 +721,7 @@ TEXT ·fbPass2AVX512(SB), $320-96
 
 	// v29 = max(numValid, 1)
 	VMAXPS       Z0, Z1, Z0
-	VBROADCASTSS lgb21<>+0(SB), Z1
+	VBROADCASTSS lgb19<>+0(SB), Z1
 
 	// v51 = div(0.04, v29)
 	VDIVPS  Z0, Z1, Z0
@@ -798,27 +754,27 @@ outer0_13:
 	VANDPS Z4, Z0, Z0
 
 	// sequenceRatio = exp(logSequenceRatio)
-	VBROADCASTSS      lgb6<>+0(SB), Z4
+	VBROADCASTSS      lgb4<>+0(SB), Z4
 	VMAXPS            Z2, Z4, Z2
-	VBROADCASTSS      lgb7<>+0(SB), Z4
+	VBROADCASTSS      lgb5<>+0(SB), Z4
 	VMINPS            Z2, Z4, Z2
-	VMULPS.BCST       lgb8<>+0(SB), Z2, Z4
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z4
 	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z4, Z2
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z4, Z2
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z4, Z2
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z4, Z2
 	VMULPS            Z2, Z2, Z5
-	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z7
+	VFMADD213PS       Z7, Z5, Z6
 	VBROADCASTSS      lgb13<>+0(SB), Z7
 	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VBROADCASTSS      lgb15<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb16<>+0(SB), Z2, Z7
 	VFMADD213PS       Z7, Z5, Z6
 	VFMADD213PS       Z2, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z4, Z2
-	VPADDD.BCST       lgb17<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb15<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z4
 	VPSUBD            Z4, Z2, Z2
 	VPSLLD            $0x17, Z4, Z4
@@ -829,11 +785,11 @@ outer0_13:
 	// v18 = ge(v16, 0)
 	VCMPPS       $0x1d, Z3, Z0, K1
 	VPMOVM2D     K1, Z2
-	VBROADCASTSS lgb18<>+0(SB), Z4
+	VBROADCASTSS lgb16<>+0(SB), Z4
 
 	// v20 = min(sequenceRatio, 1.2) tie=first
 	VMINPS       Z6, Z4, Z5
-	VBROADCASTSS lgb19<>+0(SB), Z7
+	VBROADCASTSS lgb17<>+0(SB), Z7
 
 	// v22 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Z6, Z7, Z8
@@ -846,7 +802,7 @@ outer0_13:
 	VMULPS Z9, Z0, Z5
 
 	// v25 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb18<>+0(SB), Z5, Z5
 
 	// v31 = lt(v16, 0)
 	VCMPPS   $0x11, Z3, Z0, K1
@@ -875,7 +831,7 @@ outer0_13:
 	VBROADCASTSS (DX)(BX*4), Z9
 
 	// v61 = neg(v60)
-	VXORPS.BCST lgb20<>+0(SB), Z9, Z9
+	VXORPS.BCST lgb18<>+0(SB), Z9, Z9
 
 	// v62 = mul(v61, v16)
 	VMULPS Z0, Z9, Z0
@@ -981,29 +937,29 @@ blocks_14:
 	VSUBPS Z1, Z2, Z1
 
 	// k3 = expm1_minus_x(v43)
-	VBROADCASTSS      lgb6<>+0(SB), Z2
+	VBROADCASTSS      lgb4<>+0(SB), Z2
 	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb7<>+0(SB), Z3
+	VBROADCASTSS      lgb5<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
 	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
 	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb9<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
+	VBROADCASTSS      lgb11<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
+	VFMADD213PS       Z2, Z5, Z6
 	VBROADCASTSS      lgb13<>+0(SB), Z2
 	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb15<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb16<>+0(SB), Z4, Z2
 	VFMADD213PS       Z2, Z5, Z6
 	VMULPS            Z5, Z6, Z2
 	VFMADD213PS       Z4, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb17<>+0(SB), Z4, Z4
+	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
 	VPSRLD            $0x01, Z4, Z5
 	VPSUBD            Z5, Z4, Z4
 	VPSLLD            $0x17, Z5, Z5
@@ -1024,7 +980,7 @@ blocks_14:
 	VADDPS        4544(SI), Y2, Y2
 	VADDPS        Y2, Y3, Y2
 	VMOVUPS       Y2, 4544(SI)
-	VBROADCASTSS  lgb22<>+0(SB), Z2
+	VBROADCASTSS  lgb20<>+0(SB), Z2
 
 	// v53 = lt(v43, -40)
 	VCMPPS   $0x11, Z2, Z1, K1
@@ -1032,7 +988,7 @@ blocks_14:
 
 	// v55 = add(k3, v43)
 	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb23<>+0(SB), Z3
+	VBROADCASTSS lgb21<>+0(SB), Z3
 
 	// v56 = where(v53, -1, v55)
 	VPTERNLOGD $0xca, Z1, Z3, Z2
@@ -1042,7 +998,7 @@ blocks_14:
 	VMULPS Z2, Z1, Z1
 
 	// v79 = neg(v57)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb18<>+0(SB), Z1, Z1
 	VMOVUPS     192(AX), Z2
 
 	// v80 = add(v79, v78)
@@ -1052,41 +1008,37 @@ blocks_14:
 	VANDPS Z1, Z0, Z0
 
 	// store gradLogProb
-	MOVQ      gradLogProb+80(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_15
-	VMOVUPD   lgc2<>+0(SB), Y0
-	MOVQ      state+64(FP), BX
-	VMOVUPS   3904(BX), Y1
-	VANDPS    lgc3<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    3712(BX), Z1, Z1
-	VMOVUPD   Z1, 3712(BX)
-	VMOVUPS   lgc5<>+0(SB), Y1
-	VMOVUPS   Y1, 3904(BX)
-	VMOVUPS   4224(BX), Y2
-	VANDPS    lgc3<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4032(BX), Z2, Z2
-	VMOVUPD   Z2, 4032(BX)
-	VMOVUPS   lgc5<>+0(SB), Y2
-	VMOVUPS   Y2, 4224(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   4544(BX), Y2
-	VANDPS    lgc3<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    4352(BX), Z2, Z2
-	VMOVUPD   Z2, 4352(BX)
-	VMOVUPS   lgc5<>+0(SB), Y2
-	VMOVUPS   Y2, 4544(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    4672(BX), Y0, Y0
-	VMOVUPS   Y0, 4672(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+80(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_15
+	VMOVUPD     lgc2<>+0(SB), Y0
+	MOVQ        state+64(FP), BX
+	VMOVUPS     3904(BX), Y0
+	VMULPS      lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3712(BX), Z0, Z0
+	VMOVUPD     Z0, 3712(BX)
+	VMOVUPS     lgc3<>+0(SB), Y0
+	VMOVUPS     Y0, 3904(BX)
+	VMOVUPS     4224(BX), Y0
+	VFMADD231PS lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4032(BX), Z0, Z0
+	VMOVUPD     Z0, 4032(BX)
+	VMOVUPS     lgc3<>+0(SB), Y0
+	VMOVUPS     Y0, 4224(BX)
+	VMOVUPS     4544(BX), Y0
+	VFMADD231PS lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      4352(BX), Z0, Z0
+	VMOVUPD     Z0, 4352(BX)
+	VMOVUPS     lgc3<>+0(SB), Y0
+	VMOVUPS     Y0, 4544(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      4672(BX), Y0, Y0
+	VMOVUPS     Y0, 4672(BX)
+	MOVQ        $+4, BX
 
 noflush_15:
 	ADDQ         $+16, DX
@@ -1095,36 +1047,32 @@ noflush_15:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc5<>+0(SB), X0
+	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      3904(DX), Y1
-	VANDPS       lgc3<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc4<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3712(DX), Z1, Z1
-	VMOVUPD      Z1, 3712(DX)
-	VMOVUPS      lgc5<>+0(SB), Y1
-	VMOVUPS      Y1, 3904(DX)
-	VMOVUPS      4224(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4032(DX), Z2, Z2
-	VMOVUPD      Z2, 4032(DX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4224(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      4544(DX), Y2
-	VANDPS       lgc3<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4352(DX), Z2, Z2
-	VMOVUPD      Z2, 4352(DX)
-	VMOVUPS      lgc5<>+0(SB), Y2
-	VMOVUPS      Y2, 4544(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      3904(DX), Y0
+	VMULPS       lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3712(DX), Z0, Z0
+	VMOVUPD      Z0, 3712(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 3904(DX)
+	VMOVUPS      4224(DX), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4032(DX), Z0, Z0
+	VMOVUPD      Z0, 4032(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4224(DX)
+	VMOVUPS      4544(DX), Y0
+	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4352(DX), Z0, Z0
+	VMOVUPD      Z0, 4352(DX)
+	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      Y0, 4544(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       4672(DX), Y0, Y0
 	VMOVUPS      Y0, 4672(DX)
 	INCQ         CX
@@ -1133,11 +1081,11 @@ noflush_15:
 	VZEROUPPER
 	RET
 
-DATA lgb21<>+0(SB)/4, $0x3d23d70a
+DATA lgb19<>+0(SB)/4, $0x3d23d70a
+GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0xc2200000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0xbf800000
 GLOBL lgb21<>(SB), RODATA|NOPTR, $4
-
-DATA lgb22<>+0(SB)/4, $0xc2200000
-GLOBL lgb22<>(SB), RODATA|NOPTR, $4
-
-DATA lgb23<>+0(SB)/4, $0xbf800000
-GLOBL lgb23<>(SB), RODATA|NOPTR, $4

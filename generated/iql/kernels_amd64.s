@@ -231,57 +231,51 @@ inner_Q_4:
 	JNZ          noflush_5
 	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	MOVQ         $+8, CX
@@ -300,57 +294,51 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
@@ -568,26 +556,6 @@ DATA lgc21<>+16(SB)/8, $0x4020000000000000
 DATA lgc21<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x7fffffff
-DATA lgc22<>+4(SB)/4, $0x7fffffff
-DATA lgc22<>+8(SB)/4, $0x7fffffff
-DATA lgc22<>+12(SB)/4, $0x7fffffff
-DATA lgc22<>+16(SB)/4, $0x7fffffff
-DATA lgc22<>+20(SB)/4, $0x7fffffff
-DATA lgc22<>+24(SB)/4, $0x7fffffff
-DATA lgc22<>+28(SB)/4, $0x7fffffff
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x7f7fffff
-DATA lgc23<>+4(SB)/4, $0x7f7fffff
-DATA lgc23<>+8(SB)/4, $0x7f7fffff
-DATA lgc23<>+12(SB)/4, $0x7f7fffff
-DATA lgc23<>+16(SB)/4, $0x7f7fffff
-DATA lgc23<>+20(SB)/4, $0x7f7fffff
-DATA lgc23<>+24(SB)/4, $0x7f7fffff
-DATA lgc23<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $224-128
@@ -799,7 +767,7 @@ inner_Q_9:
 
 	// finish v48
 	// v51 = mul(0.0009765625, 0.5)
-	VMULPS lgc24<>+0(SB), Y3, Y3
+	VMULPS lgc22<>+0(SB), Y3, Y3
 
 	// v53 = mul(v51, valueDiff)
 	VMULPS Y2, Y3, Y2
@@ -811,7 +779,7 @@ inner_Q_9:
 	VXORPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS Y4, 128(SP)
 	VMOVUPS Y2, 160(SP)
-	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc22<>+0(SB), Y2
 	VMOVUPS lgc20<>+0(SB), Y3
 	XORQ    DX, DX
 
@@ -838,13 +806,13 @@ inner_Q_10:
 	VANDNPS Y2, Y6, Y8
 
 	// v57 = mul(0.0009765625, absDiff)
-	VMULPS lgc24<>+0(SB), Y5, Y5
+	VMULPS lgc22<>+0(SB), Y5, Y5
 
 	// v58 = where(v32, v57, 0)
 	VANDPS Y5, Y6, Y5
 
 	// v59 = mul(0.0009765625, v33)
-	VMULPS lgc24<>+0(SB), Y7, Y7
+	VMULPS lgc22<>+0(SB), Y7, Y7
 
 	// v60 = where(v32, v59, 0)
 	VANDPS Y7, Y6, Y6
@@ -867,7 +835,7 @@ inner_Q_10:
 	// v67 = mul(diff, 0)
 	VMULPS  lgc20<>+0(SB), Y4, Y4
 	VMOVUPS Y5, 192(SP)
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v68 = where(v65, -1, v67)
 	VBLENDVPS Y7, Y5, Y4, Y4
@@ -894,7 +862,7 @@ inner_Q_10:
 	VMOVUPS 96(SP), Y1
 
 	// gradLogProb = mul(-0.0009765625, v24)
-	VMULPS  lgc26<>+0(SB), Y1, Y1
+	VMULPS  lgc24<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y2
 
 	// store advantage
@@ -922,57 +890,51 @@ inner_Q_10:
 	JNZ          noflush_11
 	VMOVUPD      lgc21<>+0(SB), Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	MOVQ         $+8, CX
@@ -991,91 +953,85 @@ chunkdone_7:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc22<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc23<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc22<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc20<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x3a800000
-DATA lgc24<>+4(SB)/4, $0x3a800000
-DATA lgc24<>+8(SB)/4, $0x3a800000
-DATA lgc24<>+12(SB)/4, $0x3a800000
-DATA lgc24<>+16(SB)/4, $0x3a800000
-DATA lgc24<>+20(SB)/4, $0x3a800000
-DATA lgc24<>+24(SB)/4, $0x3a800000
-DATA lgc24<>+28(SB)/4, $0x3a800000
+DATA lgc22<>+0(SB)/4, $0x3a800000
+DATA lgc22<>+4(SB)/4, $0x3a800000
+DATA lgc22<>+8(SB)/4, $0x3a800000
+DATA lgc22<>+12(SB)/4, $0x3a800000
+DATA lgc22<>+16(SB)/4, $0x3a800000
+DATA lgc22<>+20(SB)/4, $0x3a800000
+DATA lgc22<>+24(SB)/4, $0x3a800000
+DATA lgc22<>+28(SB)/4, $0x3a800000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0xbf800000
+DATA lgc23<>+4(SB)/4, $0xbf800000
+DATA lgc23<>+8(SB)/4, $0xbf800000
+DATA lgc23<>+12(SB)/4, $0xbf800000
+DATA lgc23<>+16(SB)/4, $0xbf800000
+DATA lgc23<>+20(SB)/4, $0xbf800000
+DATA lgc23<>+24(SB)/4, $0xbf800000
+DATA lgc23<>+28(SB)/4, $0xbf800000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0xba800000
+DATA lgc24<>+4(SB)/4, $0xba800000
+DATA lgc24<>+8(SB)/4, $0xba800000
+DATA lgc24<>+12(SB)/4, $0xba800000
+DATA lgc24<>+16(SB)/4, $0xba800000
+DATA lgc24<>+20(SB)/4, $0xba800000
+DATA lgc24<>+24(SB)/4, $0xba800000
+DATA lgc24<>+28(SB)/4, $0xba800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0xbf800000
-DATA lgc25<>+4(SB)/4, $0xbf800000
-DATA lgc25<>+8(SB)/4, $0xbf800000
-DATA lgc25<>+12(SB)/4, $0xbf800000
-DATA lgc25<>+16(SB)/4, $0xbf800000
-DATA lgc25<>+20(SB)/4, $0xbf800000
-DATA lgc25<>+24(SB)/4, $0xbf800000
-DATA lgc25<>+28(SB)/4, $0xbf800000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0xba800000
-DATA lgc26<>+4(SB)/4, $0xba800000
-DATA lgc26<>+8(SB)/4, $0xba800000
-DATA lgc26<>+12(SB)/4, $0xba800000
-DATA lgc26<>+16(SB)/4, $0xba800000
-DATA lgc26<>+20(SB)/4, $0xba800000
-DATA lgc26<>+24(SB)/4, $0xba800000
-DATA lgc26<>+28(SB)/4, $0xba800000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1136,30 +1092,30 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
+	VMULPS       lgc26<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc29<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPAND        lgc28<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc29<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc16<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
+	VMOVAPS      lgc31<>+0(SB), Y4
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1170,7 +1126,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc3<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc2<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1183,165 +1139,165 @@ bulkdone_15:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
+DATA lgc25<>+0(SB)/4, $0x00800000
+DATA lgc25<>+4(SB)/4, $0x00800000
+DATA lgc25<>+8(SB)/4, $0x00800000
+DATA lgc25<>+12(SB)/4, $0x00800000
+DATA lgc25<>+16(SB)/4, $0x00800000
+DATA lgc25<>+20(SB)/4, $0x00800000
+DATA lgc25<>+24(SB)/4, $0x00800000
+DATA lgc25<>+28(SB)/4, $0x00800000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x4b000000
+DATA lgc26<>+4(SB)/4, $0x4b000000
+DATA lgc26<>+8(SB)/4, $0x4b000000
+DATA lgc26<>+12(SB)/4, $0x4b000000
+DATA lgc26<>+16(SB)/4, $0x4b000000
+DATA lgc26<>+20(SB)/4, $0x4b000000
+DATA lgc26<>+24(SB)/4, $0x4b000000
+DATA lgc26<>+28(SB)/4, $0x4b000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x0000007f
+DATA lgc27<>+4(SB)/4, $0x0000007f
+DATA lgc27<>+8(SB)/4, $0x0000007f
+DATA lgc27<>+12(SB)/4, $0x0000007f
+DATA lgc27<>+16(SB)/4, $0x0000007f
+DATA lgc27<>+20(SB)/4, $0x0000007f
+DATA lgc27<>+24(SB)/4, $0x0000007f
+DATA lgc27<>+28(SB)/4, $0x0000007f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
+DATA lgc28<>+0(SB)/4, $0xffffffe9
+DATA lgc28<>+4(SB)/4, $0xffffffe9
+DATA lgc28<>+8(SB)/4, $0xffffffe9
+DATA lgc28<>+12(SB)/4, $0xffffffe9
+DATA lgc28<>+16(SB)/4, $0xffffffe9
+DATA lgc28<>+20(SB)/4, $0xffffffe9
+DATA lgc28<>+24(SB)/4, $0xffffffe9
+DATA lgc28<>+28(SB)/4, $0xffffffe9
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x0000007f
-DATA lgc29<>+4(SB)/4, $0x0000007f
-DATA lgc29<>+8(SB)/4, $0x0000007f
-DATA lgc29<>+12(SB)/4, $0x0000007f
-DATA lgc29<>+16(SB)/4, $0x0000007f
-DATA lgc29<>+20(SB)/4, $0x0000007f
-DATA lgc29<>+24(SB)/4, $0x0000007f
-DATA lgc29<>+28(SB)/4, $0x0000007f
+DATA lgc29<>+0(SB)/4, $0x007fffff
+DATA lgc29<>+4(SB)/4, $0x007fffff
+DATA lgc29<>+8(SB)/4, $0x007fffff
+DATA lgc29<>+12(SB)/4, $0x007fffff
+DATA lgc29<>+16(SB)/4, $0x007fffff
+DATA lgc29<>+20(SB)/4, $0x007fffff
+DATA lgc29<>+24(SB)/4, $0x007fffff
+DATA lgc29<>+28(SB)/4, $0x007fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x3fb504f3
+DATA lgc30<>+4(SB)/4, $0x3fb504f3
+DATA lgc30<>+8(SB)/4, $0x3fb504f3
+DATA lgc30<>+12(SB)/4, $0x3fb504f3
+DATA lgc30<>+16(SB)/4, $0x3fb504f3
+DATA lgc30<>+20(SB)/4, $0x3fb504f3
+DATA lgc30<>+24(SB)/4, $0x3fb504f3
+DATA lgc30<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0x3d9021bb
+DATA lgc31<>+4(SB)/4, $0x3d9021bb
+DATA lgc31<>+8(SB)/4, $0x3d9021bb
+DATA lgc31<>+12(SB)/4, $0x3d9021bb
+DATA lgc31<>+16(SB)/4, $0x3d9021bb
+DATA lgc31<>+20(SB)/4, $0x3d9021bb
+DATA lgc31<>+24(SB)/4, $0x3d9021bb
+DATA lgc31<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0xbdebd1b8
+DATA lgc32<>+4(SB)/4, $0xbdebd1b8
+DATA lgc32<>+8(SB)/4, $0xbdebd1b8
+DATA lgc32<>+12(SB)/4, $0xbdebd1b8
+DATA lgc32<>+16(SB)/4, $0xbdebd1b8
+DATA lgc32<>+20(SB)/4, $0xbdebd1b8
+DATA lgc32<>+24(SB)/4, $0xbdebd1b8
+DATA lgc32<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x3def251a
+DATA lgc33<>+4(SB)/4, $0x3def251a
+DATA lgc33<>+8(SB)/4, $0x3def251a
+DATA lgc33<>+12(SB)/4, $0x3def251a
+DATA lgc33<>+16(SB)/4, $0x3def251a
+DATA lgc33<>+20(SB)/4, $0x3def251a
+DATA lgc33<>+24(SB)/4, $0x3def251a
+DATA lgc33<>+28(SB)/4, $0x3def251a
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0x3e11e9bf
+DATA lgc35<>+4(SB)/4, $0x3e11e9bf
+DATA lgc35<>+8(SB)/4, $0x3e11e9bf
+DATA lgc35<>+12(SB)/4, $0x3e11e9bf
+DATA lgc35<>+16(SB)/4, $0x3e11e9bf
+DATA lgc35<>+20(SB)/4, $0x3e11e9bf
+DATA lgc35<>+24(SB)/4, $0x3e11e9bf
+DATA lgc35<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0xbe2aae50
+DATA lgc36<>+4(SB)/4, $0xbe2aae50
+DATA lgc36<>+8(SB)/4, $0xbe2aae50
+DATA lgc36<>+12(SB)/4, $0xbe2aae50
+DATA lgc36<>+16(SB)/4, $0xbe2aae50
+DATA lgc36<>+20(SB)/4, $0xbe2aae50
+DATA lgc36<>+24(SB)/4, $0xbe2aae50
+DATA lgc36<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0x3e4cceac
+DATA lgc37<>+4(SB)/4, $0x3e4cceac
+DATA lgc37<>+8(SB)/4, $0x3e4cceac
+DATA lgc37<>+12(SB)/4, $0x3e4cceac
+DATA lgc37<>+16(SB)/4, $0x3e4cceac
+DATA lgc37<>+20(SB)/4, $0x3e4cceac
+DATA lgc37<>+24(SB)/4, $0x3e4cceac
+DATA lgc37<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0xbe7ffffc
+DATA lgc38<>+4(SB)/4, $0xbe7ffffc
+DATA lgc38<>+8(SB)/4, $0xbe7ffffc
+DATA lgc38<>+12(SB)/4, $0xbe7ffffc
+DATA lgc38<>+16(SB)/4, $0xbe7ffffc
+DATA lgc38<>+20(SB)/4, $0xbe7ffffc
+DATA lgc38<>+24(SB)/4, $0xbe7ffffc
+DATA lgc38<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0x7fc00000
+DATA lgc40<>+4(SB)/4, $0x7fc00000
+DATA lgc40<>+8(SB)/4, $0x7fc00000
+DATA lgc40<>+12(SB)/4, $0x7fc00000
+DATA lgc40<>+16(SB)/4, $0x7fc00000
+DATA lgc40<>+20(SB)/4, $0x7fc00000
+DATA lgc40<>+24(SB)/4, $0x7fc00000
+DATA lgc40<>+28(SB)/4, $0x7fc00000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1356,30 +1312,30 @@ bulk_16:
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc29<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPAND        lgc28<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc29<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
 	VMULPS       lgc16<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
+	VMOVAPS      lgc31<>+0(SB), Y5
+	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1390,7 +1346,7 @@ bulk_16:
 	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc3<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc2<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

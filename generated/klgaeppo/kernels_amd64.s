@@ -380,70 +380,62 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       4544(DX), Y1, Y1
 	VMOVUPS      Y1, 4544(DX)
 	MOVQ         $+8, DX
@@ -457,70 +449,62 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       4544(CX), Y0, Y0
 	VMOVUPS      Y0, 4544(CX)
 	INCQ         AX
@@ -845,16 +829,6 @@ DATA lgc31<>+16(SB)/8, $0x4020000000000000
 DATA lgc31<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x7f7fffff
-DATA lgc32<>+4(SB)/4, $0x7f7fffff
-DATA lgc32<>+8(SB)/4, $0x7f7fffff
-DATA lgc32<>+12(SB)/4, $0x7f7fffff
-DATA lgc32<>+16(SB)/4, $0x7f7fffff
-DATA lgc32<>+20(SB)/4, $0x7f7fffff
-DATA lgc32<>+24(SB)/4, $0x7f7fffff
-DATA lgc32<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-72
@@ -921,7 +895,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v101 = mul(2, logSumW)
-	VMULPS  lgc33<>+0(SB), Y2, Y2
+	VMULPS  lgc32<>+0(SB), Y2, Y2
 	MOVQ    s11+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -976,8 +950,7 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc31<>+0(SB), Y2
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc4<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VMULPS       lgc0<>+0(SB), Y0, Y2
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -986,17 +959,16 @@ blocks_4:
 	VADDPD       4704(CX), Y0, Y0
 	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VANDPS       lgc4<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
-	VCVTPS2PD    X1, Y4
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       4992(CX), Y4, Y4
-	VMOVUPD      Y4, 4992(CX)
+	VADDPD       4992(CX), Y3, Y3
+	VMOVUPD      Y3, 4992(CX)
 	VADDPD       5024(CX), Y1, Y1
 	VMOVUPD      Y1, 5024(CX)
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       5312(CX), Y2, Y2
 	VMOVUPS      Y2, 5312(CX)
 	MOVQ         $+8, CX
@@ -1018,45 +990,43 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      4864(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      4864(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       4672(AX), Y2, Y2
 	VMOVUPD      Y2, 4672(AX)
-	VADDPD       4704(AX), Y1, Y1
-	VMOVUPD      Y1, 4704(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 4864(AX)
-	VMOVUPS      5184(AX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4992(AX), Y3, Y3
-	VMOVUPD      Y3, 4992(AX)
-	VADDPD       5024(AX), Y2, Y2
-	VMOVUPD      Y2, 5024(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(AX)
+	VMOVUPS      5184(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4992(AX), Y2, Y2
+	VMOVUPD      Y2, 4992(AX)
+	VADDPD       5024(AX), Y0, Y0
+	VMOVUPD      Y0, 5024(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5312(AX), Y0, Y0
 	VMOVUPS      Y0, 5312(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
@@ -1166,7 +1136,7 @@ TEXT ·pass4AVX2(SB), $0-24
 
 	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
@@ -1177,15 +1147,15 @@ TEXT ·pass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x41800000
-DATA lgc34<>+4(SB)/4, $0x41800000
-DATA lgc34<>+8(SB)/4, $0x41800000
-DATA lgc34<>+12(SB)/4, $0x41800000
-DATA lgc34<>+16(SB)/4, $0x41800000
-DATA lgc34<>+20(SB)/4, $0x41800000
-DATA lgc34<>+24(SB)/4, $0x41800000
-DATA lgc34<>+28(SB)/4, $0x41800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x41800000
+DATA lgc33<>+4(SB)/4, $0x41800000
+DATA lgc33<>+8(SB)/4, $0x41800000
+DATA lgc33<>+12(SB)/4, $0x41800000
+DATA lgc33<>+16(SB)/4, $0x41800000
+DATA lgc33<>+20(SB)/4, $0x41800000
+DATA lgc33<>+24(SB)/4, $0x41800000
+DATA lgc33<>+28(SB)/4, $0x41800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1214,7 +1184,7 @@ blocks_9:
 	VDIVPS Y0, Y3, Y0
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc35<>+0(SB), Y0, Y0
+	VADDPS lgc34<>+0(SB), Y0, Y0
 
 	// v94 = div(residVar, v93)
 	VDIVPS Y0, Y2, Y0
@@ -1235,15 +1205,15 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x34000000
-DATA lgc35<>+4(SB)/4, $0x34000000
-DATA lgc35<>+8(SB)/4, $0x34000000
-DATA lgc35<>+12(SB)/4, $0x34000000
-DATA lgc35<>+16(SB)/4, $0x34000000
-DATA lgc35<>+20(SB)/4, $0x34000000
-DATA lgc35<>+24(SB)/4, $0x34000000
-DATA lgc35<>+28(SB)/4, $0x34000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1443,18 +1413,18 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc31<>+0(SB), Y1
 	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       1920(DX), Y1, Y1
 	VMOVUPS      Y1, 1920(DX)
 	MOVQ         $+8, DX
@@ -1468,18 +1438,18 @@ noflush_13:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1920(CX), Y0, Y0
 	VMOVUPS      Y0, 1920(CX)
 	INCQ         AX
@@ -1815,7 +1785,7 @@ blocks_15:
 
 	// v127 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc36<>+0(SB), Y7
+	VMOVUPS lgc35<>+0(SB), Y7
 
 	// v128 = where(v126, -1, v127)
 	VBLENDVPS Y6, Y7, Y3, Y3
@@ -1911,57 +1881,51 @@ blocks_15:
 	JNZ          noflush_16
 	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), DX
-	VMOVUPS      2240(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2240(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2048(DX), Y2, Y2
 	VMOVUPD      Y2, 2048(DX)
-	VADDPD       2080(DX), Y1, Y1
-	VMOVUPD      Y1, 2080(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(DX)
-	VMOVUPS      2560(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2368(DX), Y3, Y3
-	VMOVUPD      Y3, 2368(DX)
-	VADDPD       2400(DX), Y2, Y2
-	VMOVUPD      Y2, 2400(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2560(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2880(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2688(DX), Y3, Y3
-	VMOVUPD      Y3, 2688(DX)
-	VADDPD       2720(DX), Y2, Y2
-	VMOVUPD      Y2, 2720(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2880(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3200(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3008(DX), Y3, Y3
-	VMOVUPD      Y3, 3008(DX)
-	VADDPD       3040(DX), Y2, Y2
-	VMOVUPD      Y2, 3040(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2080(DX), Y0, Y0
+	VMOVUPD      Y0, 2080(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(DX)
+	VMOVUPS      2560(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(DX), Y2, Y2
+	VMOVUPD      Y2, 2368(DX)
+	VADDPD       2400(DX), Y0, Y0
+	VMOVUPD      Y0, 2400(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(DX)
+	VMOVUPS      2880(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(DX), Y2, Y2
+	VMOVUPD      Y2, 2688(DX)
+	VADDPD       2720(DX), Y0, Y0
+	VMOVUPD      Y0, 2720(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(DX)
+	VMOVUPS      3200(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(DX), Y2, Y2
+	VMOVUPD      Y2, 3008(DX)
+	VADDPD       3040(DX), Y0, Y0
+	VMOVUPD      Y0, 3040(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5696(DX), Y0, Y0
 	VMOVUPS      Y0, 5696(DX)
 	MOVQ         $+8, DX
@@ -1976,57 +1940,51 @@ noflush_16:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      2240(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      2240(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       2048(CX), Y2, Y2
 	VMOVUPD      Y2, 2048(CX)
-	VADDPD       2080(CX), Y1, Y1
-	VMOVUPD      Y1, 2080(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(CX)
-	VMOVUPS      2560(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2368(CX), Y3, Y3
-	VMOVUPD      Y3, 2368(CX)
-	VADDPD       2400(CX), Y2, Y2
-	VMOVUPD      Y2, 2400(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2560(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2880(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2688(CX), Y3, Y3
-	VMOVUPD      Y3, 2688(CX)
-	VADDPD       2720(CX), Y2, Y2
-	VMOVUPD      Y2, 2720(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2880(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3200(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3008(CX), Y3, Y3
-	VMOVUPD      Y3, 3008(CX)
-	VADDPD       3040(CX), Y2, Y2
-	VMOVUPD      Y2, 3040(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       2080(CX), Y0, Y0
+	VMOVUPD      Y0, 2080(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(CX)
+	VMOVUPS      2560(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2368(CX), Y2, Y2
+	VMOVUPD      Y2, 2368(CX)
+	VADDPD       2400(CX), Y0, Y0
+	VMOVUPD      Y0, 2400(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(CX)
+	VMOVUPS      2880(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2688(CX), Y2, Y2
+	VMOVUPD      Y2, 2688(CX)
+	VADDPD       2720(CX), Y0, Y0
+	VMOVUPD      Y0, 2720(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(CX)
+	VMOVUPS      3200(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3008(CX), Y2, Y2
+	VMOVUPD      Y2, 3008(CX)
+	VADDPD       3040(CX), Y0, Y0
+	VMOVUPD      Y0, 3040(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5696(CX), Y0, Y0
 	VMOVUPS      Y0, 5696(CX)
 	INCQ         AX
@@ -2035,15 +1993,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0xbf800000
-DATA lgc36<>+4(SB)/4, $0xbf800000
-DATA lgc36<>+8(SB)/4, $0xbf800000
-DATA lgc36<>+12(SB)/4, $0xbf800000
-DATA lgc36<>+16(SB)/4, $0xbf800000
-DATA lgc36<>+20(SB)/4, $0xbf800000
-DATA lgc36<>+24(SB)/4, $0xbf800000
-DATA lgc36<>+28(SB)/4, $0xbf800000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0xbf800000
+DATA lgc35<>+4(SB)/4, $0xbf800000
+DATA lgc35<>+8(SB)/4, $0xbf800000
+DATA lgc35<>+12(SB)/4, $0xbf800000
+DATA lgc35<>+16(SB)/4, $0xbf800000
+DATA lgc35<>+20(SB)/4, $0xbf800000
+DATA lgc35<>+24(SB)/4, $0xbf800000
+DATA lgc35<>+28(SB)/4, $0xbf800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
@@ -2122,7 +2080,7 @@ blocks_17:
 	VDIVPS Y2, Y4, Y2
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS lgc35<>+0(SB), Y2, Y2
+	VADDPS lgc34<>+0(SB), Y2, Y2
 
 	// v94 = div(residVar, v93)
 	VDIVPS Y2, Y3, Y2
@@ -2133,7 +2091,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v101 = mul(2, logSumW)
-	VMULPS  lgc33<>+0(SB), Y2, Y2
+	VMULPS  lgc32<>+0(SB), Y2, Y2
 	MOVQ    s11+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2193,31 +2151,29 @@ blocks_17:
 	JNZ          noflush_19
 	VMOVUPD      lgc31<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
-	VMOVUPS      6016(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      6016(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       5824(CX), Y2, Y2
 	VMOVUPD      Y2, 5824(CX)
-	VADDPD       5856(CX), Y1, Y1
-	VMOVUPD      Y1, 5856(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 6016(CX)
-	VMOVUPS      6336(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6144(CX), Y3, Y3
-	VMOVUPD      Y3, 6144(CX)
-	VADDPD       6176(CX), Y2, Y2
-	VMOVUPD      Y2, 6176(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 6336(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       5856(CX), Y0, Y0
+	VMOVUPD      Y0, 5856(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 6016(CX)
+	VMOVUPS      6336(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6144(CX), Y2, Y2
+	VMOVUPD      Y2, 6144(CX)
+	VADDPD       6176(CX), Y0, Y0
+	VMOVUPD      Y0, 6176(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 6336(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       6464(CX), Y0, Y0
 	VMOVUPS      Y0, 6464(CX)
 	MOVQ         $+8, CX
@@ -2236,31 +2192,29 @@ chunkdone_18:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      6016(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc32<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      6016(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       5824(AX), Y2, Y2
 	VMOVUPD      Y2, 5824(AX)
-	VADDPD       5856(AX), Y1, Y1
-	VMOVUPD      Y1, 5856(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 6016(AX)
-	VMOVUPS      6336(AX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       6144(AX), Y3, Y3
-	VMOVUPD      Y3, 6144(AX)
-	VADDPD       6176(AX), Y2, Y2
-	VMOVUPD      Y2, 6176(AX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 6336(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       5856(AX), Y0, Y0
+	VMOVUPD      Y0, 5856(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 6016(AX)
+	VMOVUPS      6336(AX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       6144(AX), Y2, Y2
+	VMOVUPD      Y2, 6144(AX)
+	VADDPD       6176(AX), Y0, Y0
+	VMOVUPD      Y0, 6176(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 6336(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       6464(AX), Y0, Y0
 	VMOVUPS      Y0, 6464(AX)
 	VZEROUPPER
@@ -2281,7 +2235,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc34<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
@@ -2351,22 +2305,23 @@ bulk_22:
 	CMPQ         BX, DX
 	JGE          bulkdone_23
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc39<>+0(SB), Y3, Y3
-	VPAND        lgc40<>+0(SB), Y1, Y1
+	VPSUBD       lgc38<>+0(SB), Y3, Y3
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc41<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc23<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc43<>+0(SB), Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
@@ -2374,7 +2329,6 @@ bulk_22:
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2385,7 +2339,7 @@ bulk_22:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc6<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -2398,165 +2352,165 @@ bulkdone_23:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
+DATA lgc38<>+0(SB)/4, $0x0000007f
+DATA lgc38<>+4(SB)/4, $0x0000007f
+DATA lgc38<>+8(SB)/4, $0x0000007f
+DATA lgc38<>+12(SB)/4, $0x0000007f
+DATA lgc38<>+16(SB)/4, $0x0000007f
+DATA lgc38<>+20(SB)/4, $0x0000007f
+DATA lgc38<>+24(SB)/4, $0x0000007f
+DATA lgc38<>+28(SB)/4, $0x0000007f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x0000007f
-DATA lgc39<>+4(SB)/4, $0x0000007f
-DATA lgc39<>+8(SB)/4, $0x0000007f
-DATA lgc39<>+12(SB)/4, $0x0000007f
-DATA lgc39<>+16(SB)/4, $0x0000007f
-DATA lgc39<>+20(SB)/4, $0x0000007f
-DATA lgc39<>+24(SB)/4, $0x0000007f
-DATA lgc39<>+28(SB)/4, $0x0000007f
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xffffffe9
-DATA lgc40<>+4(SB)/4, $0xffffffe9
-DATA lgc40<>+8(SB)/4, $0xffffffe9
-DATA lgc40<>+12(SB)/4, $0xffffffe9
-DATA lgc40<>+16(SB)/4, $0xffffffe9
-DATA lgc40<>+20(SB)/4, $0xffffffe9
-DATA lgc40<>+24(SB)/4, $0xffffffe9
-DATA lgc40<>+28(SB)/4, $0xffffffe9
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x007fffff
-DATA lgc41<>+4(SB)/4, $0x007fffff
-DATA lgc41<>+8(SB)/4, $0x007fffff
-DATA lgc41<>+12(SB)/4, $0x007fffff
-DATA lgc41<>+16(SB)/4, $0x007fffff
-DATA lgc41<>+20(SB)/4, $0x007fffff
-DATA lgc41<>+24(SB)/4, $0x007fffff
-DATA lgc41<>+28(SB)/4, $0x007fffff
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3fb504f3
-DATA lgc42<>+4(SB)/4, $0x3fb504f3
-DATA lgc42<>+8(SB)/4, $0x3fb504f3
-DATA lgc42<>+12(SB)/4, $0x3fb504f3
-DATA lgc42<>+16(SB)/4, $0x3fb504f3
-DATA lgc42<>+20(SB)/4, $0x3fb504f3
-DATA lgc42<>+24(SB)/4, $0x3fb504f3
-DATA lgc42<>+28(SB)/4, $0x3fb504f3
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3d9021bb
-DATA lgc43<>+4(SB)/4, $0x3d9021bb
-DATA lgc43<>+8(SB)/4, $0x3d9021bb
-DATA lgc43<>+12(SB)/4, $0x3d9021bb
-DATA lgc43<>+16(SB)/4, $0x3d9021bb
-DATA lgc43<>+20(SB)/4, $0x3d9021bb
-DATA lgc43<>+24(SB)/4, $0x3d9021bb
-DATA lgc43<>+28(SB)/4, $0x3d9021bb
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbdebd1b8
-DATA lgc44<>+4(SB)/4, $0xbdebd1b8
-DATA lgc44<>+8(SB)/4, $0xbdebd1b8
-DATA lgc44<>+12(SB)/4, $0xbdebd1b8
-DATA lgc44<>+16(SB)/4, $0xbdebd1b8
-DATA lgc44<>+20(SB)/4, $0xbdebd1b8
-DATA lgc44<>+24(SB)/4, $0xbdebd1b8
-DATA lgc44<>+28(SB)/4, $0xbdebd1b8
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3def251a
-DATA lgc45<>+4(SB)/4, $0x3def251a
-DATA lgc45<>+8(SB)/4, $0x3def251a
-DATA lgc45<>+12(SB)/4, $0x3def251a
-DATA lgc45<>+16(SB)/4, $0x3def251a
-DATA lgc45<>+20(SB)/4, $0x3def251a
-DATA lgc45<>+24(SB)/4, $0x3def251a
-DATA lgc45<>+28(SB)/4, $0x3def251a
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc46<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3e11e9bf
-DATA lgc47<>+4(SB)/4, $0x3e11e9bf
-DATA lgc47<>+8(SB)/4, $0x3e11e9bf
-DATA lgc47<>+12(SB)/4, $0x3e11e9bf
-DATA lgc47<>+16(SB)/4, $0x3e11e9bf
-DATA lgc47<>+20(SB)/4, $0x3e11e9bf
-DATA lgc47<>+24(SB)/4, $0x3e11e9bf
-DATA lgc47<>+28(SB)/4, $0x3e11e9bf
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbe2aae50
-DATA lgc48<>+4(SB)/4, $0xbe2aae50
-DATA lgc48<>+8(SB)/4, $0xbe2aae50
-DATA lgc48<>+12(SB)/4, $0xbe2aae50
-DATA lgc48<>+16(SB)/4, $0xbe2aae50
-DATA lgc48<>+20(SB)/4, $0xbe2aae50
-DATA lgc48<>+24(SB)/4, $0xbe2aae50
-DATA lgc48<>+28(SB)/4, $0xbe2aae50
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e4cceac
-DATA lgc49<>+4(SB)/4, $0x3e4cceac
-DATA lgc49<>+8(SB)/4, $0x3e4cceac
-DATA lgc49<>+12(SB)/4, $0x3e4cceac
-DATA lgc49<>+16(SB)/4, $0x3e4cceac
-DATA lgc49<>+20(SB)/4, $0x3e4cceac
-DATA lgc49<>+24(SB)/4, $0x3e4cceac
-DATA lgc49<>+28(SB)/4, $0x3e4cceac
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe7ffffc
-DATA lgc50<>+4(SB)/4, $0xbe7ffffc
-DATA lgc50<>+8(SB)/4, $0xbe7ffffc
-DATA lgc50<>+12(SB)/4, $0xbe7ffffc
-DATA lgc50<>+16(SB)/4, $0xbe7ffffc
-DATA lgc50<>+20(SB)/4, $0xbe7ffffc
-DATA lgc50<>+24(SB)/4, $0xbe7ffffc
-DATA lgc50<>+28(SB)/4, $0xbe7ffffc
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc51<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+0(SB)/4, $0x7fc00000
+DATA lgc51<>+4(SB)/4, $0x7fc00000
+DATA lgc51<>+8(SB)/4, $0x7fc00000
+DATA lgc51<>+12(SB)/4, $0x7fc00000
+DATA lgc51<>+16(SB)/4, $0x7fc00000
+DATA lgc51<>+20(SB)/4, $0x7fc00000
+DATA lgc51<>+24(SB)/4, $0x7fc00000
+DATA lgc51<>+28(SB)/4, $0x7fc00000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0x7fc00000
-DATA lgc52<>+4(SB)/4, $0x7fc00000
-DATA lgc52<>+8(SB)/4, $0x7fc00000
-DATA lgc52<>+12(SB)/4, $0x7fc00000
-DATA lgc52<>+16(SB)/4, $0x7fc00000
-DATA lgc52<>+20(SB)/4, $0x7fc00000
-DATA lgc52<>+24(SB)/4, $0x7fc00000
-DATA lgc52<>+28(SB)/4, $0x7fc00000
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2571,22 +2525,23 @@ bulk_24:
 	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc39<>+0(SB), Y4, Y4
-	VPAND        lgc40<>+0(SB), Y2, Y2
+	VPSUBD       lgc38<>+0(SB), Y4, Y4
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc41<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc23<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc43<>+0(SB), Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
@@ -2594,7 +2549,6 @@ bulk_24:
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2605,7 +2559,7 @@ bulk_24:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

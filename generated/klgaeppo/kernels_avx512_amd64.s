@@ -441,59 +441,51 @@ blocks_2:
 	VMOVUPS Z1, (SI)(DI*4)
 
 	// store valueTarget2
-	MOVQ      valueTarget+128(FP), SI
-	VMOVUPS   Z8, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_3
-	VMOVUPD   lgc33<>+0(SB), Y1
-	MOVQ      state+72(FP), BX
-	VMOVUPS   256(BX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    64(BX), Z2, Z2
-	VMOVUPD   Z2, 64(BX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 256(BX)
-	VMOVUPS   576(BX), Y3
-	VANDPS    lgc34<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    384(BX), Z3, Z3
-	VMOVUPD   Z3, 384(BX)
-	VMOVUPS   lgc10<>+0(SB), Y3
-	VMOVUPS   Y3, 576(BX)
-	VANDPS    Y2, Y1, Y1
-	VMOVUPS   896(BX), Y3
-	VANDPS    lgc34<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    704(BX), Z3, Z3
-	VMOVUPD   Z3, 704(BX)
-	VMOVUPS   lgc10<>+0(SB), Y3
-	VMOVUPS   Y3, 896(BX)
-	VANDPS    Y2, Y1, Y1
-	VMOVUPS   1216(BX), Y3
-	VANDPS    lgc34<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    1024(BX), Z3, Z3
-	VMOVUPD   Z3, 1024(BX)
-	VMOVUPS   lgc10<>+0(SB), Y3
-	VMOVUPS   Y3, 1216(BX)
-	VANDPS    Y2, Y1, Y1
-	VMOVUPS   1536(BX), Y3
-	VANDPS    lgc34<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc35<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    1344(BX), Z3, Z3
-	VMOVUPD   Z3, 1344(BX)
-	VMOVUPS   lgc10<>+0(SB), Y3
-	VMOVUPS   Y3, 1536(BX)
-	VANDPS    Y2, Y1, Y1
-	VANDPS    4544(BX), Y1, Y1
-	VMOVUPS   Y1, 4544(BX)
-	MOVQ      $+4, BX
+	MOVQ        valueTarget+128(FP), SI
+	VMOVUPS     Z8, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_3
+	VMOVUPD     lgc33<>+0(SB), Y1
+	MOVQ        state+72(FP), BX
+	VMOVUPS     256(BX), Y1
+	VMULPS      lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      64(BX), Z1, Z1
+	VMOVUPD     Z1, 64(BX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VMOVUPS     Y1, 256(BX)
+	VMOVUPS     576(BX), Y1
+	VFMADD231PS lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      384(BX), Z1, Z1
+	VMOVUPD     Z1, 384(BX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VMOVUPS     Y1, 576(BX)
+	VMOVUPS     896(BX), Y1
+	VFMADD231PS lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      704(BX), Z1, Z1
+	VMOVUPD     Z1, 704(BX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VMOVUPS     Y1, 896(BX)
+	VMOVUPS     1216(BX), Y1
+	VFMADD231PS lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      1024(BX), Z1, Z1
+	VMOVUPD     Z1, 1024(BX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VMOVUPS     Y1, 1216(BX)
+	VMOVUPS     1536(BX), Y1
+	VFMADD231PS lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      1344(BX), Z1, Z1
+	VMOVUPD     Z1, 1344(BX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VMOVUPS     Y1, 1536(BX)
+	VCMPPS      $0x00, Y2, Y2, Y1
+	VANDPS      4544(BX), Y1, Y1
+	VMOVUPS     Y1, 4544(BX)
+	MOVQ        $+4, BX
 
 noflush_3:
 	SUBQ         $+16, DX
@@ -505,50 +497,42 @@ noflush_3:
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(DX), Z1, Z1
-	VMOVUPD      Z1, 64(DX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 256(DX)
-	VMOVUPS      576(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(DX), Z2, Z2
-	VMOVUPD      Z2, 384(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 576(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       704(DX), Z2, Z2
-	VMOVUPD      Z2, 704(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 896(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1024(DX), Z2, Z2
-	VMOVUPD      Z2, 1024(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1344(DX), Z2, Z2
-	VMOVUPD      Z2, 1344(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(DX), Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(DX), Z0, Z0
+	VMOVUPD      Z0, 64(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(DX), Z0, Z0
+	VMOVUPD      Z0, 384(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       704(DX), Z0, Z0
+	VMOVUPD      Z0, 704(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1216(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1024(DX), Z0, Z0
+	VMOVUPD      Z0, 1024(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(DX)
+	VMOVUPS      1536(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1344(DX), Z0, Z0
+	VMOVUPD      Z0, 1344(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       4544(DX), Y0, Y0
 	VMOVUPS      Y0, 4544(DX)
 	INCQ         CX
@@ -742,28 +726,8 @@ DATA lgc33<>+16(SB)/8, $0x4020000000000000
 DATA lgc33<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7fffffff
-DATA lgc34<>+4(SB)/4, $0x7fffffff
-DATA lgc34<>+8(SB)/4, $0x7fffffff
-DATA lgc34<>+12(SB)/4, $0x7fffffff
-DATA lgc34<>+16(SB)/4, $0x7fffffff
-DATA lgc34<>+20(SB)/4, $0x7fffffff
-DATA lgc34<>+24(SB)/4, $0x7fffffff
-DATA lgc34<>+28(SB)/4, $0x7fffffff
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x7f7fffff
-DATA lgc35<>+4(SB)/4, $0x7f7fffff
-DATA lgc35<>+8(SB)/4, $0x7f7fffff
-DATA lgc35<>+12(SB)/4, $0x7f7fffff
-DATA lgc35<>+16(SB)/4, $0x7f7fffff
-DATA lgc35<>+20(SB)/4, $0x7f7fffff
-DATA lgc35<>+24(SB)/4, $0x7f7fffff
-DATA lgc35<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
 // func pass2AVX512(state *float64, lo int, hi int, s10 *float32, s11 *float32, s5 *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass2AVX512(SB), $64-48
 	LEAQ    63(SP), AX
 	ANDQ    $-64, AX
@@ -781,7 +745,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb36<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb34<>+0(SB), Z2, Z2
 	MOVQ        s11+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -841,19 +805,17 @@ blocks_4:
 	JNZ           noflush_6
 	VMOVUPD       lgc33<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VANDPS        lgc34<>+0(SB), Y0, Y2
-	VCMPPS        $0x12, lgc35<>+0(SB), Y2, Y2
+	VMULPS        lgc10<>+0(SB), Y0, Y2
 	VCVTPS2PD     Y0, Z0
 	VADDPD        4672(CX), Z0, Z0
 	VMOVUPD       Z0, 4672(CX)
 	VMOVUPS       lgc10<>+0(SB), Y0
-	VANDPS        lgc34<>+0(SB), Y1, Y3
-	VCMPPS        $0x12, lgc35<>+0(SB), Y3, Y3
+	VFMADD231PS   lgc10<>+0(SB), Y1, Y2
 	VCVTPS2PD     Y1, Z1
 	VADDPD        4992(CX), Z1, Z1
 	VMOVUPD       Z1, 4992(CX)
 	VMOVUPS       lgc10<>+0(SB), Y1
-	VANDPS        Y3, Y2, Y2
+	VCMPPS        $0x00, Y2, Y2, Y2
 	VANDPS        5312(CX), Y2, Y2
 	VMOVUPS       Y2, 5312(CX)
 	MOVQ          $+4, CX
@@ -876,30 +838,28 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      4864(AX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       4672(AX), Z1, Z1
-	VMOVUPD      Z1, 4672(AX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 4864(AX)
-	VMOVUPS      5184(AX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       4992(AX), Z2, Z2
-	VMOVUPD      Z2, 4992(AX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 5184(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      4864(AX), Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4672(AX), Z0, Z0
+	VMOVUPD      Z0, 4672(AX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(AX)
+	VMOVUPS      5184(AX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       4992(AX), Z0, Z0
+	VMOVUPD      Z0, 4992(AX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 5184(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5312(AX), Y0, Y0
 	VMOVUPS      Y0, 5312(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb36<>+0(SB)/4, $0x40000000
-GLOBL lgb36<>(SB), RODATA|NOPTR, $4
+DATA lgb34<>+0(SB)/4, $0x40000000
+GLOBL lgb34<>(SB), RODATA|NOPTR, $4
 
 // func pass3AVX512(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX512DQ, AVX512F
@@ -1042,7 +1002,7 @@ blocks_9:
 	VDIVPS Z0, Z3, Z0
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb37<>+0(SB), Z0, Z0
+	VADDPS.BCST lgb35<>+0(SB), Z0, Z0
 
 	// v94 = div(residVar, v93)
 	VDIVPS Z0, Z2, Z0
@@ -1063,8 +1023,8 @@ chunkdone_10:
 	VZEROUPPER
 	RET
 
-DATA lgb37<>+0(SB)/4, $0x34000000
-GLOBL lgb37<>(SB), RODATA|NOPTR, $4
+DATA lgb35<>+0(SB)/4, $0x34000000
+GLOBL lgb35<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -1306,14 +1266,14 @@ blocks_12:
 	JNZ       noflush_13
 	VMOVUPD   lgc33<>+0(SB), Y1
 	MOVQ      state+72(FP), DX
-	VMOVUPS   256(DX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    64(DX), Z2, Z2
-	VMOVUPD   Z2, 64(DX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 256(DX)
+	VMOVUPS   256(DX), Y1
+	VMULPS    lgc10<>+0(SB), Y1, Y2
+	VCVTPS2PD Y1, Z1
+	VADDPD    64(DX), Z1, Z1
+	VMOVUPD   Z1, 64(DX)
+	VMOVUPS   lgc10<>+0(SB), Y1
+	VMOVUPS   Y1, 256(DX)
+	VCMPPS    $0x00, Y2, Y2, Y1
 	VANDPS    1920(DX), Y1, Y1
 	VMOVUPS   Y1, 1920(DX)
 	MOVQ      $+4, DX
@@ -1328,14 +1288,14 @@ noflush_13:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1920(CX), Y0, Y0
 	VMOVUPS      Y0, 1920(CX)
 	INCQ         AX
@@ -1345,7 +1305,7 @@ noflush_13:
 	RET
 
 // func fbPass1AVX512(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $512-112
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -1715,7 +1675,7 @@ blocks_15:
 
 	// v127 = mul(diff, 0)
 	VMULPS.BCST  lgb0<>+0(SB), Z3, Z3
-	VBROADCASTSS lgb38<>+0(SB), Z6
+	VBROADCASTSS lgb36<>+0(SB), Z6
 
 	// v128 = where(v126, -1, v127)
 	VPTERNLOGD   $0xca, Z3, Z6, Z5
@@ -1811,50 +1771,44 @@ blocks_15:
 	VMOVUPS Z2, (SI)(DI*4)
 
 	// store gradLogProb
-	MOVQ      gradLogProb+96(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_16
-	VMOVUPD   lgc33<>+0(SB), Y0
-	MOVQ      state+56(FP), BX
-	VMOVUPS   2240(BX), Y1
-	VANDPS    lgc34<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    2048(BX), Z1, Z1
-	VMOVUPD   Z1, 2048(BX)
-	VMOVUPS   lgc10<>+0(SB), Y1
-	VMOVUPS   Y1, 2240(BX)
-	VMOVUPS   2560(BX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2368(BX), Z2, Z2
-	VMOVUPD   Z2, 2368(BX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 2560(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2880(BX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2688(BX), Z2, Z2
-	VMOVUPD   Z2, 2688(BX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 2880(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3200(BX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3008(BX), Z2, Z2
-	VMOVUPD   Z2, 3008(BX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 3200(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    5696(BX), Y0, Y0
-	VMOVUPS   Y0, 5696(BX)
-	MOVQ      $+4, BX
+	MOVQ        gradLogProb+96(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_16
+	VMOVUPD     lgc33<>+0(SB), Y0
+	MOVQ        state+56(FP), BX
+	VMOVUPS     2240(BX), Y0
+	VMULPS      lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2048(BX), Z0, Z0
+	VMOVUPD     Z0, 2048(BX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 2240(BX)
+	VMOVUPS     2560(BX), Y0
+	VFMADD231PS lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2368(BX), Z0, Z0
+	VMOVUPD     Z0, 2368(BX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 2560(BX)
+	VMOVUPS     2880(BX), Y0
+	VFMADD231PS lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2688(BX), Z0, Z0
+	VMOVUPD     Z0, 2688(BX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 2880(BX)
+	VMOVUPS     3200(BX), Y0
+	VFMADD231PS lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3008(BX), Z0, Z0
+	VMOVUPD     Z0, 3008(BX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 3200(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      5696(BX), Y0, Y0
+	VMOVUPS     Y0, 5696(BX)
+	MOVQ        $+4, BX
 
 noflush_16:
 	ADDQ         $+16, DX
@@ -1867,41 +1821,35 @@ noflush_16:
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), DX
-	VMOVUPS      2240(DX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2048(DX), Z1, Z1
-	VMOVUPD      Z1, 2048(DX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(DX)
-	VMOVUPS      2560(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2368(DX), Z2, Z2
-	VMOVUPD      Z2, 2368(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 2560(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2880(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2688(DX), Z2, Z2
-	VMOVUPD      Z2, 2688(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 2880(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3200(DX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3008(DX), Z2, Z2
-	VMOVUPD      Z2, 3008(DX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 3200(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      2240(DX), Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2048(DX), Z0, Z0
+	VMOVUPD      Z0, 2048(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 2240(DX)
+	VMOVUPS      2560(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2368(DX), Z0, Z0
+	VMOVUPD      Z0, 2368(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 2560(DX)
+	VMOVUPS      2880(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2688(DX), Z0, Z0
+	VMOVUPD      Z0, 2688(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 2880(DX)
+	VMOVUPS      3200(DX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3008(DX), Z0, Z0
+	VMOVUPD      Z0, 3008(DX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 3200(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       5696(DX), Y0, Y0
 	VMOVUPS      Y0, 5696(DX)
 	INCQ         CX
@@ -1910,11 +1858,11 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgb38<>+0(SB)/4, $0xbf800000
-GLOBL lgb38<>(SB), RODATA|NOPTR, $4
+DATA lgb36<>+0(SB)/4, $0xbf800000
+GLOBL lgb36<>(SB), RODATA|NOPTR, $4
 
 // func fbPass3AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
-// Requires: AVX, AVX2, AVX512DQ, AVX512F
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass3AVX512(SB), $64-72
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
@@ -1943,7 +1891,7 @@ blocks_17:
 	VDIVPS Z2, Z4, Z2
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb37<>+0(SB), Z2, Z2
+	VADDPS.BCST lgb35<>+0(SB), Z2, Z2
 
 	// v94 = div(residVar, v93)
 	VDIVPS Z2, Z3, Z2
@@ -1954,7 +1902,7 @@ blocks_17:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb36<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb34<>+0(SB), Z2, Z2
 	MOVQ        s11+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -2013,32 +1961,30 @@ blocks_17:
 	VMOVUPS       Y2, 6336(DX)
 
 	// store explainedVariance
-	MOVQ      explainedVariance+64(FP), DX
-	VMOVUPS   Z1, (DX)(BX*4)
-	DECQ      CX
-	JNZ       noflush_19
-	VMOVUPD   lgc33<>+0(SB), Y0
-	MOVQ      state+56(FP), CX
-	VMOVUPS   6016(CX), Y1
-	VANDPS    lgc34<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    5824(CX), Z1, Z1
-	VMOVUPD   Z1, 5824(CX)
-	VMOVUPS   lgc10<>+0(SB), Y1
-	VMOVUPS   Y1, 6016(CX)
-	VMOVUPS   6336(CX), Y2
-	VANDPS    lgc34<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    6144(CX), Z2, Z2
-	VMOVUPD   Z2, 6144(CX)
-	VMOVUPS   lgc10<>+0(SB), Y2
-	VMOVUPS   Y2, 6336(CX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    6464(CX), Y0, Y0
-	VMOVUPS   Y0, 6464(CX)
-	MOVQ      $+4, CX
+	MOVQ        explainedVariance+64(FP), DX
+	VMOVUPS     Z1, (DX)(BX*4)
+	DECQ        CX
+	JNZ         noflush_19
+	VMOVUPD     lgc33<>+0(SB), Y0
+	MOVQ        state+56(FP), CX
+	VMOVUPS     6016(CX), Y0
+	VMULPS      lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      5824(CX), Z0, Z0
+	VMOVUPD     Z0, 5824(CX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 6016(CX)
+	VMOVUPS     6336(CX), Y0
+	VFMADD231PS lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      6144(CX), Z0, Z0
+	VMOVUPD     Z0, 6144(CX)
+	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     Y0, 6336(CX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      6464(CX), Y0, Y0
+	VMOVUPS     Y0, 6464(CX)
+	MOVQ        $+4, CX
 
 noflush_19:
 	ADDQ $+16, AX
@@ -2055,23 +2001,21 @@ chunkdone_18:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+56(FP), AX
-	VMOVUPS      6016(AX), Y1
-	VANDPS       lgc34<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc35<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       5824(AX), Z1, Z1
-	VMOVUPD      Z1, 5824(AX)
-	VMOVUPS      lgc10<>+0(SB), Y1
-	VMOVUPS      Y1, 6016(AX)
-	VMOVUPS      6336(AX), Y2
-	VANDPS       lgc34<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc35<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       6144(AX), Z2, Z2
-	VMOVUPD      Z2, 6144(AX)
-	VMOVUPS      lgc10<>+0(SB), Y2
-	VMOVUPS      Y2, 6336(AX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      6016(AX), Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       5824(AX), Z0, Z0
+	VMOVUPD      Z0, 5824(AX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 6016(AX)
+	VMOVUPS      6336(AX), Y0
+	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       6144(AX), Z0, Z0
+	VMOVUPD      Z0, 6144(AX)
+	VMOVUPS      lgc10<>+0(SB), Y0
+	VMOVUPS      Y0, 6336(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       6464(AX), Y0, Y0
 	VMOVUPS      Y0, 6464(AX)
 	VZEROUPPER

@@ -188,122 +188,106 @@ blocks_1:
 	JNZ          noflush_3
 	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(CX), Z2, Z2
-	VMOVUPD      Z2, 64(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      576(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       384(CX), Z3, Z3
-	VMOVUPD      Z3, 384(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       704(CX), Z3, Z3
-	VMOVUPD      Z3, 704(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1024(CX), Z3, Z3
-	VMOVUPD      Z3, 1024(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1344(CX), Z3, Z3
-	VMOVUPD      Z3, 1344(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2240(CX), Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(CX), Z1, Z1
+	VMOVUPD      Z1, 704(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(CX), Z1, Z1
+	VMOVUPD      Z1, 1024(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(CX), Z1, Z1
+	VMOVUPD      Z1, 1344(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
 	VMOVUPS      2368(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2496(CX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      2496(CX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      1664(CX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 1664(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      1856(CX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 1856(CX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       2048(CX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 2048(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 2240(CX)
-	VMOVUPS      Y2, 2368(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      3200(CX), Y2
-	VMOVUPS      3328(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      3456(CX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      2624(CX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 2624(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      2816(CX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      1664(CX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 1664(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      1856(CX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 2816(CX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       3008(CX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 3008(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 1856(CX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       2048(CX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 2048(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      3456(CX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      2624(CX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 2624(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      2816(CX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 2816(CX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       3008(CX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 3008(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
 	VMOVUPS      Y0, 3328(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       3584(CX), Y1, Y1
-	VMOVUPS      Y1, 3584(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       3584(CX), Y0, Y0
+	VMOVUPS      Y0, 3584(CX)
 	MOVQ         $+4, CX
 
 noflush_3:
@@ -317,126 +301,110 @@ chunkdone_2:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc20<>+0(SB), X0
+	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(AX), Z2, Z2
-	VMOVUPD      Z2, 64(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      576(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       384(AX), Z3, Z3
-	VMOVUPD      Z3, 384(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       704(AX), Z3, Z3
-	VMOVUPD      Z3, 704(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 896(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1024(AX), Z3, Z3
-	VMOVUPD      Z3, 1024(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1344(AX), Z3, Z3
-	VMOVUPD      Z3, 1344(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2240(AX), Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(AX), Z1, Z1
+	VMOVUPD      Z1, 384(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(AX), Z1, Z1
+	VMOVUPD      Z1, 704(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(AX), Z1, Z1
+	VMOVUPD      Z1, 1024(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(AX), Z1, Z1
+	VMOVUPD      Z1, 1344(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
 	VMOVUPS      2368(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2496(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      2496(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      1664(AX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 1664(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      1856(AX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 1856(AX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       2048(AX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 2048(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 2240(AX)
-	VMOVUPS      Y2, 2368(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      3200(AX), Y2
-	VMOVUPS      3328(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      3456(AX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      2624(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 2624(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      2816(AX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      1664(AX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 1664(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      1856(AX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 2816(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       3008(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 3008(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 1856(AX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       2048(AX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 2048(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      3456(AX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      2624(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 2624(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      2816(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 2816(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       3008(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 3008(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
 	VMOVUPS      Y0, 3328(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       3584(AX), Y1, Y1
-	VMOVUPS      Y1, 3584(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       3584(AX), Y0, Y0
+	VMOVUPS      Y0, 3584(AX)
 	VZEROUPPER
 	RET
 
@@ -504,41 +472,21 @@ DATA lgc17<>+16(SB)/8, $0x4020000000000000
 DATA lgc17<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x7fffffff
-DATA lgc18<>+4(SB)/4, $0x7fffffff
-DATA lgc18<>+8(SB)/4, $0x7fffffff
-DATA lgc18<>+12(SB)/4, $0x7fffffff
-DATA lgc18<>+16(SB)/4, $0x7fffffff
-DATA lgc18<>+20(SB)/4, $0x7fffffff
-DATA lgc18<>+24(SB)/4, $0x7fffffff
-DATA lgc18<>+28(SB)/4, $0x7fffffff
+DATA lgc18<>+0(SB)/4, $0x00000000
+DATA lgc18<>+4(SB)/4, $0x00000000
+DATA lgc18<>+8(SB)/4, $0x00000000
+DATA lgc18<>+12(SB)/4, $0x00000000
+DATA lgc18<>+16(SB)/4, $0x00000000
+DATA lgc18<>+20(SB)/4, $0x00000000
+DATA lgc18<>+24(SB)/4, $0x00000000
+DATA lgc18<>+28(SB)/4, $0x00000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7f7fffff
-DATA lgc19<>+4(SB)/4, $0x7f7fffff
-DATA lgc19<>+8(SB)/4, $0x7f7fffff
-DATA lgc19<>+12(SB)/4, $0x7f7fffff
-DATA lgc19<>+16(SB)/4, $0x7f7fffff
-DATA lgc19<>+20(SB)/4, $0x7f7fffff
-DATA lgc19<>+24(SB)/4, $0x7f7fffff
-DATA lgc19<>+28(SB)/4, $0x7f7fffff
+DATA lgc19<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc19<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc19<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc19<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x00000000
-DATA lgc20<>+8(SB)/4, $0x00000000
-DATA lgc20<>+12(SB)/4, $0x00000000
-DATA lgc20<>+16(SB)/4, $0x00000000
-DATA lgc20<>+20(SB)/4, $0x00000000
-DATA lgc20<>+24(SB)/4, $0x00000000
-DATA lgc20<>+28(SB)/4, $0x00000000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc21<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc21<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc21<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -713,19 +661,19 @@ blocks_4:
 	VMOVUPS       Y11, 3200(DX)
 	VMOVUPS       Y12, 3328(DX)
 	VMOVUPS       Y13, 3456(DX)
-	VBROADCASTSS  lgb22<>+0(SB), Z1
+	VBROADCASTSS  lgb20<>+0(SB), Z1
 
 	// v42 = where(v28, 0, 0.0009765625)
 	VANDNPS Z1, Z8, Z1
 
 	// v43 = mul(0.0009765625, absDiff)
-	VMULPS.BCST lgb22<>+0(SB), Z6, Z6
+	VMULPS.BCST lgb20<>+0(SB), Z6, Z6
 
 	// v44 = where(v28, v43, 0)
 	VANDPS Z6, Z8, Z6
 
 	// v45 = mul(0.0009765625, v29)
-	VMULPS.BCST lgb22<>+0(SB), Z9, Z9
+	VMULPS.BCST lgb20<>+0(SB), Z9, Z9
 
 	// v46 = where(v28, v45, 0)
 	VANDPS Z9, Z8, Z8
@@ -738,7 +686,7 @@ blocks_4:
 
 	// v49 = add(v47, v48)
 	VADDPS       Z6, Z1, Z1
-	VBROADCASTSS lgb23<>+0(SB), Z6
+	VBROADCASTSS lgb21<>+0(SB), Z6
 
 	// v50 = gt(diff, 0)
 	VCMPPS   $0x1e, Z6, Z4, K1
@@ -749,8 +697,8 @@ blocks_4:
 	VPMOVM2D K1, Z9
 
 	// v53 = mul(diff, 0)
-	VMULPS.BCST  lgb23<>+0(SB), Z4, Z4
-	VBROADCASTSS lgb24<>+0(SB), Z10
+	VMULPS.BCST  lgb21<>+0(SB), Z4, Z4
+	VBROADCASTSS lgb22<>+0(SB), Z10
 
 	// v54 = where(v51, -1, v53)
 	VPTERNLOGD $0xca, Z4, Z10, Z9
@@ -773,7 +721,7 @@ blocks_4:
 	VXORPS.BCST lgb13<>+0(SB), Z7, Z1
 
 	// v63 = mul(-0.0009765625, advantage)
-	VMULPS.BCST lgb25<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb23<>+0(SB), Z2, Z2
 
 	// v64 = ne(v63, 0)
 	VCMPPS   $0x04, Z6, Z2, K1
@@ -784,8 +732,8 @@ blocks_4:
 
 	// gradLogProb = where(v64, v65, v63)
 	VPTERNLOGD   $0xca, Z2, Z5, Z4
-	VBROADCASTSS lgb26<>+0(SB), Z2
-	VBROADCASTSS lgb27<>+0(SB), Z5
+	VBROADCASTSS lgb24<>+0(SB), Z2
+	VBROADCASTSS lgb25<>+0(SB), Z5
 
 	// store compositeEntropyMoveEntropy
 	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
@@ -814,122 +762,106 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc17<>+0(SB), Y0
 	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(CX), Z2, Z2
-	VMOVUPD      Z2, 64(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      576(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       384(CX), Z3, Z3
-	VMOVUPD      Z3, 384(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 576(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       704(CX), Z3, Z3
-	VMOVUPD      Z3, 704(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 896(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1024(CX), Z3, Z3
-	VMOVUPD      Z3, 1024(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1344(CX), Z3, Z3
-	VMOVUPD      Z3, 1344(CX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(CX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2240(CX), Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(CX), Z1, Z1
+	VMOVUPD      Z1, 704(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(CX), Z1, Z1
+	VMOVUPD      Z1, 1024(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(CX), Z1, Z1
+	VMOVUPD      Z1, 1344(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      2240(CX), Y1
 	VMOVUPS      2368(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2496(CX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      2496(CX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      1664(CX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 1664(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      1856(CX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 1856(CX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       2048(CX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 2048(CX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 2240(CX)
-	VMOVUPS      Y2, 2368(CX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      3200(CX), Y2
-	VMOVUPS      3328(CX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      3456(CX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      2624(CX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 2624(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      2816(CX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      1664(CX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 1664(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      1856(CX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 2816(CX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       3008(CX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 3008(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 1856(CX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       2048(CX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 2048(CX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(CX)
+	VMOVUPS      Y1, 2368(CX)
+	VMOVUPS      3200(CX), Y1
+	VMOVUPS      3328(CX), Y3
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      3456(CX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      2624(CX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 2624(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      2816(CX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 2816(CX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       3008(CX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 3008(CX)
+	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(CX)
 	VMOVUPS      Y0, 3328(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       3584(CX), Y1, Y1
-	VMOVUPS      Y1, 3584(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       3584(CX), Y0, Y0
+	VMOVUPS      Y0, 3584(CX)
 	MOVQ         $+4, CX
 
 noflush_6:
@@ -943,143 +875,127 @@ chunkdone_5:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc20<>+0(SB), X0
+	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y2
-	VANDPS       lgc18<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(AX), Z2, Z2
-	VMOVUPD      Z2, 64(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 256(AX)
-	VMOVUPS      576(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       384(AX), Z3, Z3
-	VMOVUPD      Z3, 384(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 576(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       704(AX), Z3, Z3
-	VMOVUPD      Z3, 704(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 896(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1024(AX), Z3, Z3
-	VMOVUPD      Z3, 1024(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc19<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       1344(AX), Z3, Z3
-	VMOVUPD      Z3, 1344(AX)
-	VMOVUPS      lgc20<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(AX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      2240(AX), Y2
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(AX), Z1, Z1
+	VMOVUPD      Z1, 384(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VMOVUPS      896(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(AX), Z1, Z1
+	VMOVUPD      Z1, 704(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 896(AX)
+	VMOVUPS      1216(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(AX), Z1, Z1
+	VMOVUPD      Z1, 1024(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(AX)
+	VMOVUPS      1536(AX), Y1
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(AX), Z1, Z1
+	VMOVUPD      Z1, 1344(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(AX)
+	VMOVUPS      2240(AX), Y1
 	VMOVUPS      2368(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      2496(AX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      2496(AX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z7
-	VMAXPD       Z6, Z7, Z8
-	VDIVPD       Z8, Z2, Z8
-	VFNMADD231PD Z2, Z8, Z3
-	VADDPD       Z5, Z8, Z8
-	VMOVUPD      1664(AX), Z2
-	VADDPD       Z7, Z2, Z5
-	VMOVUPD      Z5, 1664(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z7, Z5
-	VMOVUPD      1856(AX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z5, Z6
-	VMOVUPD      Z6, 1856(AX)
-	VMULPD       Z5, Z2, Z5
-	VMULPD       Z7, Z5, Z5
-	VADDPD       2048(AX), Z3, Z2
-	VFMADD231PD  Z7, Z5, Z2
-	VMOVUPD      Z2, 2048(AX)
-	VMOVUPS      lgc20<>+0(SB), Y2
-	VMOVUPS      Y2, 2240(AX)
-	VMOVUPS      Y2, 2368(AX)
-	VANDPS       Y4, Y1, Y1
-	VMOVUPS      3200(AX), Y2
-	VMOVUPS      3328(AX), Y3
-	VANDPS       lgc18<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc19<>+0(SB), Y4, Y4
-	VANDPS       lgc18<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc19<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      3456(AX), Y5
-	VCVTPS2PD    Y2, Z2
-	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc21<>+0(SB), Z6
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      2624(AX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 2624(AX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      2816(AX), Z5
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z6
+	VMAXPD       Z5, Z6, Z7
+	VDIVPD       Z7, Z1, Z7
+	VFNMADD231PD Z1, Z7, Z3
+	VADDPD       Z4, Z7, Z7
+	VMOVUPD      1664(AX), Z1
+	VADDPD       Z6, Z1, Z4
+	VMOVUPD      Z4, 1664(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z6, Z4
+	VMOVUPD      1856(AX), Z5
 	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 2816(AX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       3008(AX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 3008(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VFMADD231PD  Z6, Z4, Z5
+	VMOVUPD      Z5, 1856(AX)
+	VMULPD       Z4, Z1, Z4
+	VMULPD       Z6, Z4, Z4
+	VADDPD       2048(AX), Z3, Z1
+	VFMADD231PD  Z6, Z4, Z1
+	VMOVUPD      Z1, 2048(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(AX)
+	VMOVUPS      Y1, 2368(AX)
+	VMOVUPS      3200(AX), Y1
+	VMOVUPS      3328(AX), Y3
+	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VMOVUPS      3456(AX), Y4
+	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc19<>+0(SB), Z5
+	VBROADCASTSD X0, Z0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      2624(AX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 2624(AX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      2816(AX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 2816(AX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       3008(AX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 3008(AX)
+	VMOVUPS      lgc18<>+0(SB), Y0
 	VMOVUPS      Y0, 3200(AX)
 	VMOVUPS      Y0, 3328(AX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       3584(AX), Y1, Y1
-	VMOVUPS      Y1, 3584(AX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       3584(AX), Y0, Y0
+	VMOVUPS      Y0, 3584(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb22<>+0(SB)/4, $0x3a800000
+DATA lgb20<>+0(SB)/4, $0x3a800000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4
+
+DATA lgb21<>+0(SB)/4, $0x00000000
+GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgb22<>+0(SB)/4, $0xbf800000
 GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgb23<>+0(SB)/4, $0x00000000
+DATA lgb23<>+0(SB)/4, $0xba800000
 GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgb24<>+0(SB)/4, $0xbf800000
+DATA lgb24<>+0(SB)/4, $0xb723d70a
 GLOBL lgb24<>(SB), RODATA|NOPTR, $4
 
-DATA lgb25<>+0(SB)/4, $0xba800000
+DATA lgb25<>+0(SB)/4, $0xb84ccccd
 GLOBL lgb25<>(SB), RODATA|NOPTR, $4
-
-DATA lgb26<>+0(SB)/4, $0xb723d70a
-GLOBL lgb26<>(SB), RODATA|NOPTR, $4
-
-DATA lgb27<>+0(SB)/4, $0xb84ccccd
-GLOBL lgb27<>(SB), RODATA|NOPTR, $4

@@ -623,57 +623,51 @@ inner_Q_6:
 	JNZ          noflush_7
 	VMOVUPD      lgc27<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc28<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	MOVQ         $+8, CX
@@ -692,57 +686,51 @@ chunkdone_3:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc28<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
@@ -825,26 +813,6 @@ DATA lgc27<>+8(SB)/8, $0x4020000000000000
 DATA lgc27<>+16(SB)/8, $0x4020000000000000
 DATA lgc27<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x7fffffff
-DATA lgc28<>+4(SB)/4, $0x7fffffff
-DATA lgc28<>+8(SB)/4, $0x7fffffff
-DATA lgc28<>+12(SB)/4, $0x7fffffff
-DATA lgc28<>+16(SB)/4, $0x7fffffff
-DATA lgc28<>+20(SB)/4, $0x7fffffff
-DATA lgc28<>+24(SB)/4, $0x7fffffff
-DATA lgc28<>+28(SB)/4, $0x7fffffff
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x7f7fffff
-DATA lgc29<>+4(SB)/4, $0x7f7fffff
-DATA lgc29<>+8(SB)/4, $0x7f7fffff
-DATA lgc29<>+12(SB)/4, $0x7f7fffff
-DATA lgc29<>+16(SB)/4, $0x7f7fffff
-DATA lgc29<>+20(SB)/4, $0x7f7fffff
-DATA lgc29<>+24(SB)/4, $0x7f7fffff
-DATA lgc29<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, lo int, hi int, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
@@ -944,7 +912,7 @@ TEXT ·fbPass0AVX2(SB), $288-144
 	VXORPS lgc19<>+0(SB), Y4, Y1
 
 	// v98 = mul(0.00390625, v15)
-	VMULPS  lgc30<>+0(SB), Y0, Y2
+	VMULPS  lgc28<>+0(SB), Y0, Y2
 	VMOVUPS Y0, (SP)
 	VMOVUPS Y1, 32(SP)
 	VMOVUPS Y2, 64(SP)
@@ -1168,7 +1136,7 @@ inner_Q_12:
 	VMOVUPS Y3, Y0
 
 	// v72 = mul(0.001953125, v60)
-	VMULPS lgc31<>+0(SB), Y1, Y1
+	VMULPS lgc29<>+0(SB), Y1, Y1
 
 	// sum(v72) over [B]
 	VADDPS  1536(DX), Y1, Y1
@@ -1198,19 +1166,19 @@ inner_Q_13:
 
 	// v49 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc32<>+0(SB), Y5
+	VMOVUPS lgc30<>+0(SB), Y5
 
 	// v80 = where(v48, 0, 0.000390625)
 	VANDNPS Y5, Y3, Y5
 
 	// v81 = mul(0.000390625, absDiff)
-	VMULPS lgc32<>+0(SB), Y1, Y1
+	VMULPS lgc30<>+0(SB), Y1, Y1
 
 	// v82 = where(v48, v81, 0)
 	VANDPS Y1, Y3, Y1
 
 	// v83 = mul(0.000390625, v49)
-	VMULPS lgc32<>+0(SB), Y4, Y4
+	VMULPS lgc30<>+0(SB), Y4, Y4
 
 	// v84 = where(v48, v83, 0)
 	VANDPS Y4, Y3, Y3
@@ -1233,7 +1201,7 @@ inner_Q_13:
 
 	// v91 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y6
+	VMOVUPS lgc31<>+0(SB), Y6
 
 	// v92 = where(v89, -1, v91)
 	VBLENDVPS Y5, Y6, Y0, Y0
@@ -1253,7 +1221,7 @@ inner_Q_13:
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
-	VMOVUPS lgc34<>+0(SB), Y0
+	VMOVUPS lgc32<>+0(SB), Y0
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+104(FP), SI
@@ -1285,70 +1253,62 @@ inner_Q_13:
 	JNZ          noflush_14
 	VMOVUPD      lgc27<>+0(SB), Y0
 	MOVQ         state+88(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc28<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1664(CX), Y0, Y0
 	VMOVUPS      Y0, 1664(CX)
 	MOVQ         $+8, CX
@@ -1367,124 +1327,116 @@ chunkdone_9:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+88(FP), AX
-	VMOVUPS      256(AX), Y1
-	VANDPS       lgc28<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc29<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(AX), Y0
+	VMULPS       lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(AX), Y2, Y2
 	VMOVUPD      Y2, 64(AX)
-	VADDPD       96(AX), Y1, Y1
-	VMOVUPD      Y1, 96(AX)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(AX), Y3, Y3
-	VMOVUPD      Y3, 384(AX)
-	VADDPD       416(AX), Y2, Y2
-	VMOVUPD      Y2, 416(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 576(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(AX), Y3, Y3
-	VMOVUPD      Y3, 704(AX)
-	VADDPD       736(AX), Y2, Y2
-	VMOVUPD      Y2, 736(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 896(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(AX), Y3, Y3
-	VMOVUPD      Y3, 1024(AX)
-	VADDPD       1056(AX), Y2, Y2
-	VMOVUPD      Y2, 1056(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(AX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(AX), Y2
-	VANDPS       lgc28<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(AX), Y3, Y3
-	VMOVUPD      Y3, 1344(AX)
-	VADDPD       1376(AX), Y2, Y2
-	VMOVUPD      Y2, 1376(AX)
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(AX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      576(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
+	VADDPD       416(AX), Y0, Y0
+	VMOVUPD      Y0, 416(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 576(AX)
+	VMOVUPS      896(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
+	VADDPD       736(AX), Y0, Y0
+	VMOVUPD      Y0, 736(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 896(AX)
+	VMOVUPS      1216(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
+	VADDPD       1056(AX), Y0, Y0
+	VMOVUPD      Y0, 1056(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(AX)
+	VMOVUPS      1536(AX), Y0
+	VFMADD231PS  lgc17<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
+	VADDPD       1376(AX), Y0, Y0
+	VMOVUPD      Y0, 1376(AX)
+	VMOVUPS      lgc17<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       1664(AX), Y0, Y0
 	VMOVUPS      Y0, 1664(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x3b800000
-DATA lgc30<>+4(SB)/4, $0x3b800000
-DATA lgc30<>+8(SB)/4, $0x3b800000
-DATA lgc30<>+12(SB)/4, $0x3b800000
-DATA lgc30<>+16(SB)/4, $0x3b800000
-DATA lgc30<>+20(SB)/4, $0x3b800000
-DATA lgc30<>+24(SB)/4, $0x3b800000
-DATA lgc30<>+28(SB)/4, $0x3b800000
+DATA lgc28<>+0(SB)/4, $0x3b800000
+DATA lgc28<>+4(SB)/4, $0x3b800000
+DATA lgc28<>+8(SB)/4, $0x3b800000
+DATA lgc28<>+12(SB)/4, $0x3b800000
+DATA lgc28<>+16(SB)/4, $0x3b800000
+DATA lgc28<>+20(SB)/4, $0x3b800000
+DATA lgc28<>+24(SB)/4, $0x3b800000
+DATA lgc28<>+28(SB)/4, $0x3b800000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3b000000
+DATA lgc29<>+4(SB)/4, $0x3b000000
+DATA lgc29<>+8(SB)/4, $0x3b000000
+DATA lgc29<>+12(SB)/4, $0x3b000000
+DATA lgc29<>+16(SB)/4, $0x3b000000
+DATA lgc29<>+20(SB)/4, $0x3b000000
+DATA lgc29<>+24(SB)/4, $0x3b000000
+DATA lgc29<>+28(SB)/4, $0x3b000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x39cccccd
+DATA lgc30<>+4(SB)/4, $0x39cccccd
+DATA lgc30<>+8(SB)/4, $0x39cccccd
+DATA lgc30<>+12(SB)/4, $0x39cccccd
+DATA lgc30<>+16(SB)/4, $0x39cccccd
+DATA lgc30<>+20(SB)/4, $0x39cccccd
+DATA lgc30<>+24(SB)/4, $0x39cccccd
+DATA lgc30<>+28(SB)/4, $0x39cccccd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3b000000
-DATA lgc31<>+4(SB)/4, $0x3b000000
-DATA lgc31<>+8(SB)/4, $0x3b000000
-DATA lgc31<>+12(SB)/4, $0x3b000000
-DATA lgc31<>+16(SB)/4, $0x3b000000
-DATA lgc31<>+20(SB)/4, $0x3b000000
-DATA lgc31<>+24(SB)/4, $0x3b000000
-DATA lgc31<>+28(SB)/4, $0x3b000000
+DATA lgc31<>+0(SB)/4, $0xbf800000
+DATA lgc31<>+4(SB)/4, $0xbf800000
+DATA lgc31<>+8(SB)/4, $0xbf800000
+DATA lgc31<>+12(SB)/4, $0xbf800000
+DATA lgc31<>+16(SB)/4, $0xbf800000
+DATA lgc31<>+20(SB)/4, $0xbf800000
+DATA lgc31<>+24(SB)/4, $0xbf800000
+DATA lgc31<>+28(SB)/4, $0xbf800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x39cccccd
-DATA lgc32<>+4(SB)/4, $0x39cccccd
-DATA lgc32<>+8(SB)/4, $0x39cccccd
-DATA lgc32<>+12(SB)/4, $0x39cccccd
-DATA lgc32<>+16(SB)/4, $0x39cccccd
-DATA lgc32<>+20(SB)/4, $0x39cccccd
-DATA lgc32<>+24(SB)/4, $0x39cccccd
-DATA lgc32<>+28(SB)/4, $0x39cccccd
+DATA lgc32<>+0(SB)/4, $0xb9cccccd
+DATA lgc32<>+4(SB)/4, $0xb9cccccd
+DATA lgc32<>+8(SB)/4, $0xb9cccccd
+DATA lgc32<>+12(SB)/4, $0xb9cccccd
+DATA lgc32<>+16(SB)/4, $0xb9cccccd
+DATA lgc32<>+20(SB)/4, $0xb9cccccd
+DATA lgc32<>+24(SB)/4, $0xb9cccccd
+DATA lgc32<>+28(SB)/4, $0xb9cccccd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0xbf800000
-DATA lgc33<>+4(SB)/4, $0xbf800000
-DATA lgc33<>+8(SB)/4, $0xbf800000
-DATA lgc33<>+12(SB)/4, $0xbf800000
-DATA lgc33<>+16(SB)/4, $0xbf800000
-DATA lgc33<>+20(SB)/4, $0xbf800000
-DATA lgc33<>+24(SB)/4, $0xbf800000
-DATA lgc33<>+28(SB)/4, $0xbf800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0xb9cccccd
-DATA lgc34<>+4(SB)/4, $0xb9cccccd
-DATA lgc34<>+8(SB)/4, $0xb9cccccd
-DATA lgc34<>+12(SB)/4, $0xb9cccccd
-DATA lgc34<>+16(SB)/4, $0xb9cccccd
-DATA lgc34<>+20(SB)/4, $0xb9cccccd
-DATA lgc34<>+24(SB)/4, $0xb9cccccd
-DATA lgc34<>+28(SB)/4, $0xb9cccccd
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(logAlpha *float32, selectedModels *bool, s0 *float32, alpha *float32, emptyModelSubset *float32, gradLogAlpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1702,30 +1654,30 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc33<>+0(SB), Y0, Y1
+	VMULPS       lgc34<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc37<>+0(SB), Y3, Y3
-	VPAND        lgc38<>+0(SB), Y1, Y1
+	VPSUBD       lgc35<>+0(SB), Y3, Y3
+	VPAND        lgc36<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc39<>+0(SB), Y2, Y1
+	VPAND        lgc37<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc41<>+0(SB), Y4
+	VMOVAPS      lgc39<>+0(SB), Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1736,7 +1688,7 @@ bulk_18:
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc22<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc20<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1749,165 +1701,165 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
+DATA lgc33<>+0(SB)/4, $0x00800000
+DATA lgc33<>+4(SB)/4, $0x00800000
+DATA lgc33<>+8(SB)/4, $0x00800000
+DATA lgc33<>+12(SB)/4, $0x00800000
+DATA lgc33<>+16(SB)/4, $0x00800000
+DATA lgc33<>+20(SB)/4, $0x00800000
+DATA lgc33<>+24(SB)/4, $0x00800000
+DATA lgc33<>+28(SB)/4, $0x00800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x4b000000
+DATA lgc34<>+4(SB)/4, $0x4b000000
+DATA lgc34<>+8(SB)/4, $0x4b000000
+DATA lgc34<>+12(SB)/4, $0x4b000000
+DATA lgc34<>+16(SB)/4, $0x4b000000
+DATA lgc34<>+20(SB)/4, $0x4b000000
+DATA lgc34<>+24(SB)/4, $0x4b000000
+DATA lgc34<>+28(SB)/4, $0x4b000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x0000007f
+DATA lgc35<>+4(SB)/4, $0x0000007f
+DATA lgc35<>+8(SB)/4, $0x0000007f
+DATA lgc35<>+12(SB)/4, $0x0000007f
+DATA lgc35<>+16(SB)/4, $0x0000007f
+DATA lgc35<>+20(SB)/4, $0x0000007f
+DATA lgc35<>+24(SB)/4, $0x0000007f
+DATA lgc35<>+28(SB)/4, $0x0000007f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
+DATA lgc36<>+0(SB)/4, $0xffffffe9
+DATA lgc36<>+4(SB)/4, $0xffffffe9
+DATA lgc36<>+8(SB)/4, $0xffffffe9
+DATA lgc36<>+12(SB)/4, $0xffffffe9
+DATA lgc36<>+16(SB)/4, $0xffffffe9
+DATA lgc36<>+20(SB)/4, $0xffffffe9
+DATA lgc36<>+24(SB)/4, $0xffffffe9
+DATA lgc36<>+28(SB)/4, $0xffffffe9
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x0000007f
-DATA lgc37<>+4(SB)/4, $0x0000007f
-DATA lgc37<>+8(SB)/4, $0x0000007f
-DATA lgc37<>+12(SB)/4, $0x0000007f
-DATA lgc37<>+16(SB)/4, $0x0000007f
-DATA lgc37<>+20(SB)/4, $0x0000007f
-DATA lgc37<>+24(SB)/4, $0x0000007f
-DATA lgc37<>+28(SB)/4, $0x0000007f
+DATA lgc37<>+0(SB)/4, $0x007fffff
+DATA lgc37<>+4(SB)/4, $0x007fffff
+DATA lgc37<>+8(SB)/4, $0x007fffff
+DATA lgc37<>+12(SB)/4, $0x007fffff
+DATA lgc37<>+16(SB)/4, $0x007fffff
+DATA lgc37<>+20(SB)/4, $0x007fffff
+DATA lgc37<>+24(SB)/4, $0x007fffff
+DATA lgc37<>+28(SB)/4, $0x007fffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xffffffe9
-DATA lgc38<>+4(SB)/4, $0xffffffe9
-DATA lgc38<>+8(SB)/4, $0xffffffe9
-DATA lgc38<>+12(SB)/4, $0xffffffe9
-DATA lgc38<>+16(SB)/4, $0xffffffe9
-DATA lgc38<>+20(SB)/4, $0xffffffe9
-DATA lgc38<>+24(SB)/4, $0xffffffe9
-DATA lgc38<>+28(SB)/4, $0xffffffe9
+DATA lgc38<>+0(SB)/4, $0x3fb504f3
+DATA lgc38<>+4(SB)/4, $0x3fb504f3
+DATA lgc38<>+8(SB)/4, $0x3fb504f3
+DATA lgc38<>+12(SB)/4, $0x3fb504f3
+DATA lgc38<>+16(SB)/4, $0x3fb504f3
+DATA lgc38<>+20(SB)/4, $0x3fb504f3
+DATA lgc38<>+24(SB)/4, $0x3fb504f3
+DATA lgc38<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x007fffff
-DATA lgc39<>+4(SB)/4, $0x007fffff
-DATA lgc39<>+8(SB)/4, $0x007fffff
-DATA lgc39<>+12(SB)/4, $0x007fffff
-DATA lgc39<>+16(SB)/4, $0x007fffff
-DATA lgc39<>+20(SB)/4, $0x007fffff
-DATA lgc39<>+24(SB)/4, $0x007fffff
-DATA lgc39<>+28(SB)/4, $0x007fffff
+DATA lgc39<>+0(SB)/4, $0x3d9021bb
+DATA lgc39<>+4(SB)/4, $0x3d9021bb
+DATA lgc39<>+8(SB)/4, $0x3d9021bb
+DATA lgc39<>+12(SB)/4, $0x3d9021bb
+DATA lgc39<>+16(SB)/4, $0x3d9021bb
+DATA lgc39<>+20(SB)/4, $0x3d9021bb
+DATA lgc39<>+24(SB)/4, $0x3d9021bb
+DATA lgc39<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3fb504f3
-DATA lgc40<>+4(SB)/4, $0x3fb504f3
-DATA lgc40<>+8(SB)/4, $0x3fb504f3
-DATA lgc40<>+12(SB)/4, $0x3fb504f3
-DATA lgc40<>+16(SB)/4, $0x3fb504f3
-DATA lgc40<>+20(SB)/4, $0x3fb504f3
-DATA lgc40<>+24(SB)/4, $0x3fb504f3
-DATA lgc40<>+28(SB)/4, $0x3fb504f3
+DATA lgc40<>+0(SB)/4, $0xbdebd1b8
+DATA lgc40<>+4(SB)/4, $0xbdebd1b8
+DATA lgc40<>+8(SB)/4, $0xbdebd1b8
+DATA lgc40<>+12(SB)/4, $0xbdebd1b8
+DATA lgc40<>+16(SB)/4, $0xbdebd1b8
+DATA lgc40<>+20(SB)/4, $0xbdebd1b8
+DATA lgc40<>+24(SB)/4, $0xbdebd1b8
+DATA lgc40<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3d9021bb
-DATA lgc41<>+4(SB)/4, $0x3d9021bb
-DATA lgc41<>+8(SB)/4, $0x3d9021bb
-DATA lgc41<>+12(SB)/4, $0x3d9021bb
-DATA lgc41<>+16(SB)/4, $0x3d9021bb
-DATA lgc41<>+20(SB)/4, $0x3d9021bb
-DATA lgc41<>+24(SB)/4, $0x3d9021bb
-DATA lgc41<>+28(SB)/4, $0x3d9021bb
+DATA lgc41<>+0(SB)/4, $0x3def251a
+DATA lgc41<>+4(SB)/4, $0x3def251a
+DATA lgc41<>+8(SB)/4, $0x3def251a
+DATA lgc41<>+12(SB)/4, $0x3def251a
+DATA lgc41<>+16(SB)/4, $0x3def251a
+DATA lgc41<>+20(SB)/4, $0x3def251a
+DATA lgc41<>+24(SB)/4, $0x3def251a
+DATA lgc41<>+28(SB)/4, $0x3def251a
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdebd1b8
-DATA lgc42<>+4(SB)/4, $0xbdebd1b8
-DATA lgc42<>+8(SB)/4, $0xbdebd1b8
-DATA lgc42<>+12(SB)/4, $0xbdebd1b8
-DATA lgc42<>+16(SB)/4, $0xbdebd1b8
-DATA lgc42<>+20(SB)/4, $0xbdebd1b8
-DATA lgc42<>+24(SB)/4, $0xbdebd1b8
-DATA lgc42<>+28(SB)/4, $0xbdebd1b8
+DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3def251a
-DATA lgc43<>+4(SB)/4, $0x3def251a
-DATA lgc43<>+8(SB)/4, $0x3def251a
-DATA lgc43<>+12(SB)/4, $0x3def251a
-DATA lgc43<>+16(SB)/4, $0x3def251a
-DATA lgc43<>+20(SB)/4, $0x3def251a
-DATA lgc43<>+24(SB)/4, $0x3def251a
-DATA lgc43<>+28(SB)/4, $0x3def251a
+DATA lgc43<>+0(SB)/4, $0x3e11e9bf
+DATA lgc43<>+4(SB)/4, $0x3e11e9bf
+DATA lgc43<>+8(SB)/4, $0x3e11e9bf
+DATA lgc43<>+12(SB)/4, $0x3e11e9bf
+DATA lgc43<>+16(SB)/4, $0x3e11e9bf
+DATA lgc43<>+20(SB)/4, $0x3e11e9bf
+DATA lgc43<>+24(SB)/4, $0x3e11e9bf
+DATA lgc43<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+0(SB)/4, $0xbe2aae50
+DATA lgc44<>+4(SB)/4, $0xbe2aae50
+DATA lgc44<>+8(SB)/4, $0xbe2aae50
+DATA lgc44<>+12(SB)/4, $0xbe2aae50
+DATA lgc44<>+16(SB)/4, $0xbe2aae50
+DATA lgc44<>+20(SB)/4, $0xbe2aae50
+DATA lgc44<>+24(SB)/4, $0xbe2aae50
+DATA lgc44<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e11e9bf
-DATA lgc45<>+4(SB)/4, $0x3e11e9bf
-DATA lgc45<>+8(SB)/4, $0x3e11e9bf
-DATA lgc45<>+12(SB)/4, $0x3e11e9bf
-DATA lgc45<>+16(SB)/4, $0x3e11e9bf
-DATA lgc45<>+20(SB)/4, $0x3e11e9bf
-DATA lgc45<>+24(SB)/4, $0x3e11e9bf
-DATA lgc45<>+28(SB)/4, $0x3e11e9bf
+DATA lgc45<>+0(SB)/4, $0x3e4cceac
+DATA lgc45<>+4(SB)/4, $0x3e4cceac
+DATA lgc45<>+8(SB)/4, $0x3e4cceac
+DATA lgc45<>+12(SB)/4, $0x3e4cceac
+DATA lgc45<>+16(SB)/4, $0x3e4cceac
+DATA lgc45<>+20(SB)/4, $0x3e4cceac
+DATA lgc45<>+24(SB)/4, $0x3e4cceac
+DATA lgc45<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe2aae50
-DATA lgc46<>+4(SB)/4, $0xbe2aae50
-DATA lgc46<>+8(SB)/4, $0xbe2aae50
-DATA lgc46<>+12(SB)/4, $0xbe2aae50
-DATA lgc46<>+16(SB)/4, $0xbe2aae50
-DATA lgc46<>+20(SB)/4, $0xbe2aae50
-DATA lgc46<>+24(SB)/4, $0xbe2aae50
-DATA lgc46<>+28(SB)/4, $0xbe2aae50
+DATA lgc46<>+0(SB)/4, $0xbe7ffffc
+DATA lgc46<>+4(SB)/4, $0xbe7ffffc
+DATA lgc46<>+8(SB)/4, $0xbe7ffffc
+DATA lgc46<>+12(SB)/4, $0xbe7ffffc
+DATA lgc46<>+16(SB)/4, $0xbe7ffffc
+DATA lgc46<>+20(SB)/4, $0xbe7ffffc
+DATA lgc46<>+24(SB)/4, $0xbe7ffffc
+DATA lgc46<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3e4cceac
-DATA lgc47<>+4(SB)/4, $0x3e4cceac
-DATA lgc47<>+8(SB)/4, $0x3e4cceac
-DATA lgc47<>+12(SB)/4, $0x3e4cceac
-DATA lgc47<>+16(SB)/4, $0x3e4cceac
-DATA lgc47<>+20(SB)/4, $0x3e4cceac
-DATA lgc47<>+24(SB)/4, $0x3e4cceac
-DATA lgc47<>+28(SB)/4, $0x3e4cceac
+DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbe7ffffc
-DATA lgc48<>+4(SB)/4, $0xbe7ffffc
-DATA lgc48<>+8(SB)/4, $0xbe7ffffc
-DATA lgc48<>+12(SB)/4, $0xbe7ffffc
-DATA lgc48<>+16(SB)/4, $0xbe7ffffc
-DATA lgc48<>+20(SB)/4, $0xbe7ffffc
-DATA lgc48<>+24(SB)/4, $0xbe7ffffc
-DATA lgc48<>+28(SB)/4, $0xbe7ffffc
+DATA lgc48<>+0(SB)/4, $0x7fc00000
+DATA lgc48<>+4(SB)/4, $0x7fc00000
+DATA lgc48<>+8(SB)/4, $0x7fc00000
+DATA lgc48<>+12(SB)/4, $0x7fc00000
+DATA lgc48<>+16(SB)/4, $0x7fc00000
+DATA lgc48<>+20(SB)/4, $0x7fc00000
+DATA lgc48<>+24(SB)/4, $0x7fc00000
+DATA lgc48<>+28(SB)/4, $0x7fc00000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
-GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1922,30 +1874,30 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc34<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc37<>+0(SB), Y4, Y4
-	VPAND        lgc38<>+0(SB), Y2, Y2
+	VPSUBD       lgc35<>+0(SB), Y4, Y4
+	VPAND        lgc36<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc39<>+0(SB), Y3, Y2
+	VPAND        lgc37<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc41<>+0(SB), Y5
+	VMOVAPS      lgc39<>+0(SB), Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1956,7 +1908,7 @@ bulk_20:
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc22<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc20<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

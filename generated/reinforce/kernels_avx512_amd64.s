@@ -151,32 +151,30 @@ blocks_2:
 	VMOVUPS Z2, (BX)(SI*4)
 
 	// store valueTarget2
-	MOVQ      valueTarget+72(FP), BX
-	VMOVUPS   Z3, (BX)(SI*4)
-	DECQ      DX
-	JNZ       noflush_3
-	VMOVUPD   lgc13<>+0(SB), Y1
-	MOVQ      state+48(FP), DX
-	VMOVUPS   256(DX), Y2
-	VANDPS    lgc14<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    64(DX), Z2, Z2
-	VMOVUPD   Z2, 64(DX)
-	VMOVUPS   lgc16<>+0(SB), Y2
-	VMOVUPS   Y2, 256(DX)
-	VMOVUPS   576(DX), Y3
-	VANDPS    lgc14<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc15<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    384(DX), Z3, Z3
-	VMOVUPD   Z3, 384(DX)
-	VMOVUPS   lgc16<>+0(SB), Y3
-	VMOVUPS   Y3, 576(DX)
-	VANDPS    Y2, Y1, Y1
-	VANDPS    704(DX), Y1, Y1
-	VMOVUPS   Y1, 704(DX)
-	MOVQ      $+4, DX
+	MOVQ        valueTarget+72(FP), BX
+	VMOVUPS     Z3, (BX)(SI*4)
+	DECQ        DX
+	JNZ         noflush_3
+	VMOVUPD     lgc13<>+0(SB), Y1
+	MOVQ        state+48(FP), DX
+	VMOVUPS     256(DX), Y1
+	VMULPS      lgc14<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      64(DX), Z1, Z1
+	VMOVUPD     Z1, 64(DX)
+	VMOVUPS     lgc14<>+0(SB), Y1
+	VMOVUPS     Y1, 256(DX)
+	VMOVUPS     576(DX), Y1
+	VFMADD231PS lgc14<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      384(DX), Z1, Z1
+	VMOVUPD     Z1, 384(DX)
+	VMOVUPS     lgc14<>+0(SB), Y1
+	VMOVUPS     Y1, 576(DX)
+	VCMPPS      $0x00, Y2, Y2, Y1
+	VANDPS      704(DX), Y1, Y1
+	VMOVUPS     Y1, 704(DX)
+	MOVQ        $+4, DX
 
 noflush_3:
 	SUBQ         $+16, CX
@@ -184,27 +182,25 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc14<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc14<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc15<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc14<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX), Z2, Z2
-	VMOVUPD      Z2, 384(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc14<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc14<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX), Z0, Z0
+	VMOVUPD      Z0, 384(CX)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       704(CX), Y0, Y0
 	VMOVUPS      Y0, 704(CX)
 	INCQ         AX
@@ -310,35 +306,15 @@ DATA lgc13<>+16(SB)/8, $0x4020000000000000
 DATA lgc13<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x7fffffff
-DATA lgc14<>+4(SB)/4, $0x7fffffff
-DATA lgc14<>+8(SB)/4, $0x7fffffff
-DATA lgc14<>+12(SB)/4, $0x7fffffff
-DATA lgc14<>+16(SB)/4, $0x7fffffff
-DATA lgc14<>+20(SB)/4, $0x7fffffff
-DATA lgc14<>+24(SB)/4, $0x7fffffff
-DATA lgc14<>+28(SB)/4, $0x7fffffff
+DATA lgc14<>+0(SB)/4, $0x00000000
+DATA lgc14<>+4(SB)/4, $0x00000000
+DATA lgc14<>+8(SB)/4, $0x00000000
+DATA lgc14<>+12(SB)/4, $0x00000000
+DATA lgc14<>+16(SB)/4, $0x00000000
+DATA lgc14<>+20(SB)/4, $0x00000000
+DATA lgc14<>+24(SB)/4, $0x00000000
+DATA lgc14<>+28(SB)/4, $0x00000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0x7f7fffff
-DATA lgc15<>+4(SB)/4, $0x7f7fffff
-DATA lgc15<>+8(SB)/4, $0x7f7fffff
-DATA lgc15<>+12(SB)/4, $0x7f7fffff
-DATA lgc15<>+16(SB)/4, $0x7f7fffff
-DATA lgc15<>+20(SB)/4, $0x7f7fffff
-DATA lgc15<>+24(SB)/4, $0x7f7fffff
-DATA lgc15<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x00000000
-DATA lgc16<>+4(SB)/4, $0x00000000
-DATA lgc16<>+8(SB)/4, $0x00000000
-DATA lgc16<>+12(SB)/4, $0x00000000
-DATA lgc16<>+16(SB)/4, $0x00000000
-DATA lgc16<>+20(SB)/4, $0x00000000
-DATA lgc16<>+24(SB)/4, $0x00000000
-DATA lgc16<>+28(SB)/4, $0x00000000
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -482,19 +458,19 @@ blocks_5:
 	VADDPS        576(BX), Y8, Y8
 	VADDPS        Y8, Y10, Y8
 	VMOVUPS       Y8, 576(BX)
-	VBROADCASTSS  lgb17<>+0(SB), Z8
+	VBROADCASTSS  lgb15<>+0(SB), Z8
 
 	// v34 = where(v26, 0, 0.0009765625)
 	VANDNPS Z8, Z6, Z8
 
 	// v35 = mul(0.0009765625, absDiff)
-	VMULPS.BCST lgb17<>+0(SB), Z5, Z5
+	VMULPS.BCST lgb15<>+0(SB), Z5, Z5
 
 	// v36 = where(v26, v35, 0)
 	VANDPS Z5, Z6, Z5
 
 	// v37 = mul(0.0009765625, v27)
-	VMULPS.BCST lgb17<>+0(SB), Z7, Z7
+	VMULPS.BCST lgb15<>+0(SB), Z7, Z7
 
 	// v38 = where(v26, v37, 0)
 	VANDPS Z7, Z6, Z6
@@ -519,7 +495,7 @@ blocks_5:
 
 	// v45 = mul(diff, 0)
 	VMULPS.BCST  lgb0<>+0(SB), Z4, Z4
-	VBROADCASTSS lgb18<>+0(SB), Z9
+	VBROADCASTSS lgb16<>+0(SB), Z9
 
 	// v46 = where(v43, -1, v45)
 	VPTERNLOGD $0xca, Z4, Z9, Z8
@@ -542,7 +518,7 @@ blocks_5:
 	VXORPS.BCST lgb11<>+0(SB), Z1, Z1
 
 	// gradLogProb = mul(-0.0009765625, gae)
-	VMULPS.BCST lgb19<>+0(SB), Z2, Z4
+	VMULPS.BCST lgb17<>+0(SB), Z2, Z4
 
 	// store advantage
 	MOVQ    advantage+64(FP), BX
@@ -557,32 +533,30 @@ blocks_5:
 	VMOVUPS Z1, (BX)(SI*4)
 
 	// store gradLogProb
-	MOVQ      gradLogProb+88(FP), BX
-	VMOVUPS   Z4, (BX)(SI*4)
-	DECQ      DX
-	JNZ       noflush_6
-	VMOVUPD   lgc13<>+0(SB), Y1
-	MOVQ      state+48(FP), DX
-	VMOVUPS   256(DX), Y2
-	VANDPS    lgc14<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    64(DX), Z2, Z2
-	VMOVUPD   Z2, 64(DX)
-	VMOVUPS   lgc16<>+0(SB), Y2
-	VMOVUPS   Y2, 256(DX)
-	VMOVUPS   576(DX), Y3
-	VANDPS    lgc14<>+0(SB), Y3, Y2
-	VCMPPS    $0x12, lgc15<>+0(SB), Y2, Y2
-	VCVTPS2PD Y3, Z3
-	VADDPD    384(DX), Z3, Z3
-	VMOVUPD   Z3, 384(DX)
-	VMOVUPS   lgc16<>+0(SB), Y3
-	VMOVUPS   Y3, 576(DX)
-	VANDPS    Y2, Y1, Y1
-	VANDPS    704(DX), Y1, Y1
-	VMOVUPS   Y1, 704(DX)
-	MOVQ      $+4, DX
+	MOVQ        gradLogProb+88(FP), BX
+	VMOVUPS     Z4, (BX)(SI*4)
+	DECQ        DX
+	JNZ         noflush_6
+	VMOVUPD     lgc13<>+0(SB), Y1
+	MOVQ        state+48(FP), DX
+	VMOVUPS     256(DX), Y1
+	VMULPS      lgc14<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      64(DX), Z1, Z1
+	VMOVUPD     Z1, 64(DX)
+	VMOVUPS     lgc14<>+0(SB), Y1
+	VMOVUPS     Y1, 256(DX)
+	VMOVUPS     576(DX), Y1
+	VFMADD231PS lgc14<>+0(SB), Y1, Y2
+	VCVTPS2PD   Y1, Z1
+	VADDPD      384(DX), Z1, Z1
+	VMOVUPD     Z1, 384(DX)
+	VMOVUPS     lgc14<>+0(SB), Y1
+	VMOVUPS     Y1, 576(DX)
+	VCMPPS      $0x00, Y2, Y2, Y1
+	VANDPS      704(DX), Y1, Y1
+	VMOVUPS     Y1, 704(DX)
+	MOVQ        $+4, DX
 
 noflush_6:
 	SUBQ         $+16, CX
@@ -590,27 +564,25 @@ noflush_6:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc16<>+0(SB), X0
+	VMOVUPS      lgc14<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc14<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc15<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc14<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc15<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       384(CX), Z2, Z2
-	VMOVUPD      Z2, 384(CX)
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc14<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       64(CX), Z0, Z0
+	VMOVUPD      Z0, 64(CX)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc14<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       384(CX), Z0, Z0
+	VMOVUPD      Z0, 384(CX)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       704(CX), Y0, Y0
 	VMOVUPS      Y0, 704(CX)
 	INCQ         AX
@@ -619,11 +591,11 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgb17<>+0(SB)/4, $0x3a800000
+DATA lgb15<>+0(SB)/4, $0x3a800000
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
+
+DATA lgb16<>+0(SB)/4, $0xbf800000
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
+
+DATA lgb17<>+0(SB)/4, $0xba800000
 GLOBL lgb17<>(SB), RODATA|NOPTR, $4
-
-DATA lgb18<>+0(SB)/4, $0xbf800000
-GLOBL lgb18<>(SB), RODATA|NOPTR, $4
-
-DATA lgb19<>+0(SB)/4, $0xba800000
-GLOBL lgb19<>(SB), RODATA|NOPTR, $4

@@ -691,70 +691,62 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31616(DX), Y1, Y1
 	VMOVUPS      Y1, 31616(DX)
 	MOVQ         $+8, DX
@@ -768,70 +760,62 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31616(CX), Y0, Y0
 	VMOVUPS      Y0, 31616(CX)
 	INCQ         AX
@@ -1172,16 +1156,6 @@ DATA lgc33<>+16(SB)/8, $0x4020000000000000
 DATA lgc33<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7f7fffff
-DATA lgc34<>+4(SB)/4, $0x7f7fffff
-DATA lgc34<>+8(SB)/4, $0x7f7fffff
-DATA lgc34<>+12(SB)/4, $0x7f7fffff
-DATA lgc34<>+16(SB)/4, $0x7f7fffff
-DATA lgc34<>+20(SB)/4, $0x7f7fffff
-DATA lgc34<>+24(SB)/4, $0x7f7fffff
-DATA lgc34<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
 // func pass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-64
@@ -1200,7 +1174,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v72 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc35<>+0(SB), Y1, Y1
+	VADDPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1214,7 +1188,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v79 = mul(2, logSumW)
-	VMULPS  lgc36<>+0(SB), Y2, Y2
+	VMULPS  lgc35<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1260,8 +1234,7 @@ blocks_4:
 	JNZ          noflush_6
 	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1270,6 +1243,7 @@ blocks_4:
 	VADDPD       31776(CX), Y0, Y0
 	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32064(CX), Y1, Y1
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
@@ -1292,7 +1266,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v72 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc35<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -1308,7 +1282,7 @@ chunkdone_5:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v79 = mul(2, logSumW)
-	VMULPS     lgc36<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -1367,42 +1341,42 @@ notail_7:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      31936(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       31744(AX), Y2, Y2
 	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y1, Y1
-	VMOVUPD      Y1, 31776(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 31936(AX)
+	VADDPD       31776(AX), Y0, Y0
+	VMOVUPD      Y0, 31776(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 31936(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32064(AX), Y0, Y0
 	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x34000000
-DATA lgc35<>+4(SB)/4, $0x34000000
-DATA lgc35<>+8(SB)/4, $0x34000000
-DATA lgc35<>+12(SB)/4, $0x34000000
-DATA lgc35<>+16(SB)/4, $0x34000000
-DATA lgc35<>+20(SB)/4, $0x34000000
-DATA lgc35<>+24(SB)/4, $0x34000000
-DATA lgc35<>+28(SB)/4, $0x34000000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x40000000
-DATA lgc36<>+4(SB)/4, $0x40000000
-DATA lgc36<>+8(SB)/4, $0x40000000
-DATA lgc36<>+12(SB)/4, $0x40000000
-DATA lgc36<>+16(SB)/4, $0x40000000
-DATA lgc36<>+20(SB)/4, $0x40000000
-DATA lgc36<>+24(SB)/4, $0x40000000
-DATA lgc36<>+28(SB)/4, $0x40000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x40000000
+DATA lgc35<>+4(SB)/4, $0x40000000
+DATA lgc35<>+8(SB)/4, $0x40000000
+DATA lgc35<>+12(SB)/4, $0x40000000
+DATA lgc35<>+16(SB)/4, $0x40000000
+DATA lgc35<>+20(SB)/4, $0x40000000
+DATA lgc35<>+24(SB)/4, $0x40000000
+DATA lgc35<>+28(SB)/4, $0x40000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextStateValue *float32, valueTarget *float32, nextDone *bool, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -1473,7 +1447,7 @@ blocks_9:
 	SUBQ         CX, BX
 	VMOVQ        BX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VPCMPGTD     lgc36<>+0(SB), Y4, Y4
 	MOVQ         valueTarget+40(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y4, Y5
 	VBLENDVPS    Y4, Y5, Y3, Y4
@@ -1539,12 +1513,12 @@ blocks_9:
 
 	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y0, Y2, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 	VMOVUPS lgc19<>+0(SB), Y3
 
 	// v40 = where(v37, 1.2000000078829447, +Inf)
 	VBLENDVPS Y0, Y2, Y3, Y2
-	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc38<>+0(SB), Y3
 	VMOVUPS   lgc31<>+0(SB), Y4
 
 	// v43 = where(v37, 0.8000000028326788, -Inf)
@@ -1581,18 +1555,18 @@ blocks_9:
 	JNZ          noflush_10
 	VMOVUPD      lgc33<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
-	VMOVUPS      32384(DX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32384(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32192(DX), Y2, Y2
 	VMOVUPD      Y2, 32192(DX)
-	VADDPD       32224(DX), Y1, Y1
-	VMOVUPD      Y1, 32224(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32384(DX)
+	VADDPD       32224(DX), Y0, Y0
+	VMOVUPD      Y0, 32224(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32384(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32512(DX), Y0, Y0
 	VMOVUPS      Y0, 32512(DX)
 	MOVQ         $+8, DX
@@ -1674,7 +1648,7 @@ noflush_10:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VPCMPGTD     lgc36<>+0(SB), Y4, Y4
 	VMOVUPS      lgc2<>+0(SB), Y5
 	VANDPS       Y5, Y4, Y4
 	MOVQ         valueTarget+40(FP), CX
@@ -1757,12 +1731,12 @@ noflush_10:
 
 	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y0, Y2, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 	VMOVUPS lgc19<>+0(SB), Y3
 
 	// v40 = where(v37, 1.2000000078829447, +Inf)
 	VBLENDVPS Y0, Y2, Y3, Y2
-	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc38<>+0(SB), Y3
 	VMOVUPS   lgc31<>+0(SB), Y4
 
 	// v43 = where(v37, 0.8000000028326788, -Inf)
@@ -1807,18 +1781,18 @@ noflush_10:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      32384(CX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32384(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32192(CX), Y2, Y2
 	VMOVUPD      Y2, 32192(CX)
-	VADDPD       32224(CX), Y1, Y1
-	VMOVUPD      Y1, 32224(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32384(CX)
+	VADDPD       32224(CX), Y0, Y0
+	VMOVUPD      Y0, 32224(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32384(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32512(CX), Y0, Y0
 	VMOVUPS      Y0, 32512(CX)
 	INCQ         AX
@@ -1827,35 +1801,35 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00000000
-DATA lgc37<>+4(SB)/4, $0x00000001
-DATA lgc37<>+8(SB)/4, $0x00000002
-DATA lgc37<>+12(SB)/4, $0x00000003
-DATA lgc37<>+16(SB)/4, $0x00000004
-DATA lgc37<>+20(SB)/4, $0x00000005
-DATA lgc37<>+24(SB)/4, $0x00000006
-DATA lgc37<>+28(SB)/4, $0x00000007
+DATA lgc36<>+0(SB)/4, $0x00000000
+DATA lgc36<>+4(SB)/4, $0x00000001
+DATA lgc36<>+8(SB)/4, $0x00000002
+DATA lgc36<>+12(SB)/4, $0x00000003
+DATA lgc36<>+16(SB)/4, $0x00000004
+DATA lgc36<>+20(SB)/4, $0x00000005
+DATA lgc36<>+24(SB)/4, $0x00000006
+DATA lgc36<>+28(SB)/4, $0x00000007
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x3f99999a
+DATA lgc37<>+4(SB)/4, $0x3f99999a
+DATA lgc37<>+8(SB)/4, $0x3f99999a
+DATA lgc37<>+12(SB)/4, $0x3f99999a
+DATA lgc37<>+16(SB)/4, $0x3f99999a
+DATA lgc37<>+20(SB)/4, $0x3f99999a
+DATA lgc37<>+24(SB)/4, $0x3f99999a
+DATA lgc37<>+28(SB)/4, $0x3f99999a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3f99999a
-DATA lgc38<>+4(SB)/4, $0x3f99999a
-DATA lgc38<>+8(SB)/4, $0x3f99999a
-DATA lgc38<>+12(SB)/4, $0x3f99999a
-DATA lgc38<>+16(SB)/4, $0x3f99999a
-DATA lgc38<>+20(SB)/4, $0x3f99999a
-DATA lgc38<>+24(SB)/4, $0x3f99999a
-DATA lgc38<>+28(SB)/4, $0x3f99999a
+DATA lgc38<>+0(SB)/4, $0x3f4ccccd
+DATA lgc38<>+4(SB)/4, $0x3f4ccccd
+DATA lgc38<>+8(SB)/4, $0x3f4ccccd
+DATA lgc38<>+12(SB)/4, $0x3f4ccccd
+DATA lgc38<>+16(SB)/4, $0x3f4ccccd
+DATA lgc38<>+20(SB)/4, $0x3f4ccccd
+DATA lgc38<>+24(SB)/4, $0x3f4ccccd
+DATA lgc38<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0x3f4ccccd
-DATA lgc39<>+4(SB)/4, $0x3f4ccccd
-DATA lgc39<>+8(SB)/4, $0x3f4ccccd
-DATA lgc39<>+12(SB)/4, $0x3f4ccccd
-DATA lgc39<>+16(SB)/4, $0x3f4ccccd
-DATA lgc39<>+20(SB)/4, $0x3f4ccccd
-DATA lgc39<>+24(SB)/4, $0x3f4ccccd
-DATA lgc39<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -1863,7 +1837,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v82, 64)
 	VDIVPS Y1, Y0, Y0
@@ -1874,15 +1848,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x42800000
-DATA lgc40<>+4(SB)/4, $0x42800000
-DATA lgc40<>+8(SB)/4, $0x42800000
-DATA lgc40<>+12(SB)/4, $0x42800000
-DATA lgc40<>+16(SB)/4, $0x42800000
-DATA lgc40<>+20(SB)/4, $0x42800000
-DATA lgc40<>+24(SB)/4, $0x42800000
-DATA lgc40<>+28(SB)/4, $0x42800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x42800000
+DATA lgc39<>+4(SB)/4, $0x42800000
+DATA lgc39<>+8(SB)/4, $0x42800000
+DATA lgc39<>+12(SB)/4, $0x42800000
+DATA lgc39<>+16(SB)/4, $0x42800000
+DATA lgc39<>+20(SB)/4, $0x42800000
+DATA lgc39<>+24(SB)/4, $0x42800000
+DATA lgc39<>+28(SB)/4, $0x42800000
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, gradStateValue *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -2278,21 +2252,21 @@ outer0_11:
 	VMOVUPS      152(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v86 = where(v63, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 56(SP), Y3
 
 	// v87 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc41<>+0(SB), Y3, Y3
+	VMULPS lgc40<>+0(SB), Y3, Y3
 
 	// v88 = where(v63, v87, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 24(SP), Y4
 
 	// v89 = mul(3.7114014251781474e-05, v64)
-	VMULPS lgc41<>+0(SB), Y4, Y4
+	VMULPS lgc40<>+0(SB), Y4, Y4
 
 	// v90 = where(v63, v89, 0)
 	VANDPS Y4, Y2, Y2
@@ -2316,7 +2290,7 @@ outer0_11:
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc42<>+0(SB), Y6
+	VMOVUPS lgc41<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2336,7 +2310,7 @@ outer0_11:
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
-	VMOVUPS lgc43<>+0(SB), Y2
+	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 88(SP), Y3
 
 	// store valueTarget
@@ -2645,21 +2619,21 @@ blocks_12:
 	VMOVUPS      312(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VCMPPS       $0x04, Y2, Y1, Y2
-	VMOVUPS      lgc41<>+0(SB), Y1
+	VMOVUPS      lgc40<>+0(SB), Y1
 
 	// v86 = where(v63, 0, 3.7114014251781474e-05)
 	VANDNPS Y1, Y2, Y1
 	VMOVUPS 216(SP), Y3
 
 	// v87 = mul(3.7114014251781474e-05, absDiff)
-	VMULPS lgc41<>+0(SB), Y3, Y3
+	VMULPS lgc40<>+0(SB), Y3, Y3
 
 	// v88 = where(v63, v87, 0)
 	VANDPS  Y3, Y2, Y3
 	VMOVUPS 184(SP), Y4
 
 	// v89 = mul(3.7114014251781474e-05, v64)
-	VMULPS lgc41<>+0(SB), Y4, Y4
+	VMULPS lgc40<>+0(SB), Y4, Y4
 
 	// v90 = where(v63, v89, 0)
 	VANDPS Y4, Y2, Y2
@@ -2683,7 +2657,7 @@ blocks_12:
 
 	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc42<>+0(SB), Y6
+	VMOVUPS lgc41<>+0(SB), Y6
 
 	// v98 = where(v95, -1, v97)
 	VBLENDVPS Y5, Y6, Y2, Y2
@@ -2703,7 +2677,7 @@ blocks_12:
 
 	// gradStateValue = neg(v102)
 	VXORPS  lgc28<>+0(SB), Y1, Y1
-	VMOVUPS lgc43<>+0(SB), Y2
+	VMOVUPS lgc42<>+0(SB), Y2
 	VMOVUPS 248(SP), Y3
 
 	// store valueTarget
@@ -2721,70 +2695,62 @@ blocks_12:
 	JNZ          noflush_13
 	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+64(FP), DX
-	VMOVUPS      256(DX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(DX), Y3, Y3
 	VMOVUPD      Y3, 64(DX)
-	VADDPD       96(DX), Y2, Y2
-	VMOVUPD      Y2, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      576(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       384(DX), Y4, Y4
-	VMOVUPD      Y4, 384(DX)
-	VADDPD       416(DX), Y3, Y3
-	VMOVUPD      Y3, 416(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 576(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      896(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       704(DX), Y4, Y4
-	VMOVUPD      Y4, 704(DX)
-	VADDPD       736(DX), Y3, Y3
-	VMOVUPD      Y3, 736(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 896(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1216(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1024(DX), Y4, Y4
-	VMOVUPD      Y4, 1024(DX)
-	VADDPD       1056(DX), Y3, Y3
-	VMOVUPD      Y3, 1056(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1216(DX)
-	VANDPS       Y2, Y1, Y1
-	VMOVUPS      1536(DX), Y3
-	VANDPS       lgc17<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc34<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       1344(DX), Y4, Y4
-	VMOVUPD      Y4, 1344(DX)
-	VADDPD       1376(DX), Y3, Y3
-	VMOVUPD      Y3, 1376(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 1536(DX)
-	VANDPS       Y2, Y1, Y1
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VCMPPS       $0x00, Y2, Y2, Y1
 	VANDPS       31616(DX), Y1, Y1
 	VMOVUPS      Y1, 31616(DX)
 	MOVQ         $+8, DX
@@ -2798,70 +2764,62 @@ noflush_13:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      256(CX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      256(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       64(CX), Y2, Y2
 	VMOVUPD      Y2, 64(CX)
-	VADDPD       96(CX), Y1, Y1
-	VMOVUPD      Y1, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       384(CX), Y3, Y3
-	VMOVUPD      Y3, 384(CX)
-	VADDPD       416(CX), Y2, Y2
-	VMOVUPD      Y2, 416(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 576(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      896(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       704(CX), Y3, Y3
-	VMOVUPD      Y3, 704(CX)
-	VADDPD       736(CX), Y2, Y2
-	VMOVUPD      Y2, 736(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 896(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1216(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1024(CX), Y3, Y3
-	VMOVUPD      Y3, 1024(CX)
-	VADDPD       1056(CX), Y2, Y2
-	VMOVUPD      Y2, 1056(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1216(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      1536(CX), Y2
-	VANDPS       lgc17<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1344(CX), Y3, Y3
-	VMOVUPD      Y3, 1344(CX)
-	VADDPD       1376(CX), Y2, Y2
-	VMOVUPD      Y2, 1376(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1536(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       31616(CX), Y0, Y0
 	VMOVUPS      Y0, 31616(CX)
 	INCQ         AX
@@ -2870,35 +2828,35 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-DATA lgc41<>+0(SB)/4, $0x381baadf
-DATA lgc41<>+4(SB)/4, $0x381baadf
-DATA lgc41<>+8(SB)/4, $0x381baadf
-DATA lgc41<>+12(SB)/4, $0x381baadf
-DATA lgc41<>+16(SB)/4, $0x381baadf
-DATA lgc41<>+20(SB)/4, $0x381baadf
-DATA lgc41<>+24(SB)/4, $0x381baadf
-DATA lgc41<>+28(SB)/4, $0x381baadf
+DATA lgc40<>+0(SB)/4, $0x381baadf
+DATA lgc40<>+4(SB)/4, $0x381baadf
+DATA lgc40<>+8(SB)/4, $0x381baadf
+DATA lgc40<>+12(SB)/4, $0x381baadf
+DATA lgc40<>+16(SB)/4, $0x381baadf
+DATA lgc40<>+20(SB)/4, $0x381baadf
+DATA lgc40<>+24(SB)/4, $0x381baadf
+DATA lgc40<>+28(SB)/4, $0x381baadf
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0xbf800000
+DATA lgc41<>+4(SB)/4, $0xbf800000
+DATA lgc41<>+8(SB)/4, $0xbf800000
+DATA lgc41<>+12(SB)/4, $0xbf800000
+DATA lgc41<>+16(SB)/4, $0xbf800000
+DATA lgc41<>+20(SB)/4, $0xbf800000
+DATA lgc41<>+24(SB)/4, $0xbf800000
+DATA lgc41<>+28(SB)/4, $0xbf800000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbf800000
-DATA lgc42<>+4(SB)/4, $0xbf800000
-DATA lgc42<>+8(SB)/4, $0xbf800000
-DATA lgc42<>+12(SB)/4, $0xbf800000
-DATA lgc42<>+16(SB)/4, $0xbf800000
-DATA lgc42<>+20(SB)/4, $0xbf800000
-DATA lgc42<>+24(SB)/4, $0xbf800000
-DATA lgc42<>+28(SB)/4, $0xbf800000
+DATA lgc42<>+0(SB)/4, $0xb4c7411d
+DATA lgc42<>+4(SB)/4, $0xb4c7411d
+DATA lgc42<>+8(SB)/4, $0xb4c7411d
+DATA lgc42<>+12(SB)/4, $0xb4c7411d
+DATA lgc42<>+16(SB)/4, $0xb4c7411d
+DATA lgc42<>+20(SB)/4, $0xb4c7411d
+DATA lgc42<>+24(SB)/4, $0xb4c7411d
+DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0xb4c7411d
-DATA lgc43<>+4(SB)/4, $0xb4c7411d
-DATA lgc43<>+8(SB)/4, $0xb4c7411d
-DATA lgc43<>+12(SB)/4, $0xb4c7411d
-DATA lgc43<>+16(SB)/4, $0xb4c7411d
-DATA lgc43<>+20(SB)/4, $0xb4c7411d
-DATA lgc43<>+24(SB)/4, $0xb4c7411d
-DATA lgc43<>+28(SB)/4, $0xb4c7411d
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2918,7 +2876,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v72 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc35<>+0(SB), Y1, Y1
+	VADDPS  lgc34<>+0(SB), Y1, Y1
 	MOVQ    s0+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2932,7 +2890,7 @@ blocks_14:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v79 = mul(2, logSumW)
-	VMULPS  lgc36<>+0(SB), Y2, Y2
+	VMULPS  lgc35<>+0(SB), Y2, Y2
 	MOVQ    s3+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2978,8 +2936,7 @@ blocks_14:
 	JNZ          noflush_16
 	VMOVUPD      lgc33<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc34<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2988,6 +2945,7 @@ blocks_14:
 	VADDPD       31776(CX), Y0, Y0
 	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       32064(CX), Y1, Y1
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
@@ -3010,7 +2968,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y0, Y0
 
 	// v72 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc35<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       s0+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
@@ -3026,7 +2984,7 @@ chunkdone_15:
 	VMASKMOVPS (AX)(DX*4), Y1, Y1
 
 	// v79 = mul(2, logSumW)
-	VMULPS     lgc36<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       s3+48(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(DX*4), Y2, Y2
@@ -3085,18 +3043,18 @@ notail_17:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      31936(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       31744(AX), Y2, Y2
 	VMOVUPD      Y2, 31744(AX)
-	VADDPD       31776(AX), Y1, Y1
-	VMOVUPD      Y1, 31776(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 31936(AX)
+	VADDPD       31776(AX), Y0, Y0
+	VMOVUPD      Y0, 31776(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 31936(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32064(AX), Y0, Y0
 	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER
@@ -3171,7 +3129,7 @@ blocks_19:
 	SUBQ         CX, BX
 	VMOVQ        BX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VPCMPGTD     lgc36<>+0(SB), Y4, Y4
 	MOVQ         valueTarget+40(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y4, Y5
 	VBLENDVPS    Y4, Y5, Y3, Y4
@@ -3237,12 +3195,12 @@ blocks_19:
 
 	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y0, Y2, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 	VMOVUPS lgc19<>+0(SB), Y3
 
 	// v40 = where(v37, 1.2000000078829447, +Inf)
 	VBLENDVPS Y0, Y2, Y3, Y2
-	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc38<>+0(SB), Y3
 	VMOVUPS   lgc31<>+0(SB), Y4
 
 	// v43 = where(v37, 0.8000000028326788, -Inf)
@@ -3273,7 +3231,7 @@ blocks_19:
 	VMOVUPS Y5, 32384(BX)
 
 	// v106 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y5
+	VMULPS lgc43<>+0(SB), Y1, Y5
 
 	// v107 = where(v45, v106, 0)
 	VANDPS Y5, Y4, Y7
@@ -3325,18 +3283,18 @@ blocks_19:
 	JNZ          noflush_20
 	VMOVUPD      lgc33<>+0(SB), Y0
 	MOVQ         state+72(FP), DX
-	VMOVUPS      32384(DX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32384(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32192(DX), Y2, Y2
 	VMOVUPD      Y2, 32192(DX)
-	VADDPD       32224(DX), Y1, Y1
-	VMOVUPD      Y1, 32224(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32384(DX)
+	VADDPD       32224(DX), Y0, Y0
+	VMOVUPD      Y0, 32224(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32384(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32512(DX), Y0, Y0
 	VMOVUPS      Y0, 32512(DX)
 	MOVQ         $+8, DX
@@ -3418,7 +3376,7 @@ noflush_20:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPGTD     lgc37<>+0(SB), Y4, Y4
+	VPCMPGTD     lgc36<>+0(SB), Y4, Y4
 	VMOVUPS      lgc2<>+0(SB), Y5
 	VANDPS       Y5, Y4, Y4
 	MOVQ         valueTarget+40(FP), CX
@@ -3501,12 +3459,12 @@ noflush_20:
 
 	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y0, Y2, Y0
-	VMOVUPS lgc38<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 	VMOVUPS lgc19<>+0(SB), Y3
 
 	// v40 = where(v37, 1.2000000078829447, +Inf)
 	VBLENDVPS Y0, Y2, Y3, Y2
-	VMOVUPS   lgc39<>+0(SB), Y3
+	VMOVUPS   lgc38<>+0(SB), Y3
 	VMOVUPS   lgc31<>+0(SB), Y4
 
 	// v43 = where(v37, 0.8000000028326788, -Inf)
@@ -3542,7 +3500,7 @@ noflush_20:
 	VMOVUPS      Y5, 32384(CX)
 
 	// v106 = mul(-3.7114014251781474e-05, v30)
-	VMULPS lgc44<>+0(SB), Y1, Y5
+	VMULPS lgc43<>+0(SB), Y1, Y5
 
 	// v107 = where(v45, v106, 0)
 	VANDPS Y5, Y4, Y7
@@ -3598,18 +3556,18 @@ noflush_20:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+72(FP), CX
-	VMOVUPS      32384(CX), Y1
-	VANDPS       lgc17<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc34<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      32384(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       32192(CX), Y2, Y2
 	VMOVUPD      Y2, 32192(CX)
-	VADDPD       32224(CX), Y1, Y1
-	VMOVUPD      Y1, 32224(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 32384(CX)
+	VADDPD       32224(CX), Y0, Y0
+	VMOVUPD      Y0, 32224(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 32384(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32512(CX), Y0, Y0
 	VMOVUPS      Y0, 32512(CX)
 	INCQ         AX
@@ -3618,15 +3576,15 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/4, $0xb81baadf
-DATA lgc44<>+4(SB)/4, $0xb81baadf
-DATA lgc44<>+8(SB)/4, $0xb81baadf
-DATA lgc44<>+12(SB)/4, $0xb81baadf
-DATA lgc44<>+16(SB)/4, $0xb81baadf
-DATA lgc44<>+20(SB)/4, $0xb81baadf
-DATA lgc44<>+24(SB)/4, $0xb81baadf
-DATA lgc44<>+28(SB)/4, $0xb81baadf
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+DATA lgc43<>+0(SB)/4, $0xb81baadf
+DATA lgc43<>+4(SB)/4, $0xb81baadf
+DATA lgc43<>+8(SB)/4, $0xb81baadf
+DATA lgc43<>+12(SB)/4, $0xb81baadf
+DATA lgc43<>+16(SB)/4, $0xb81baadf
+DATA lgc43<>+20(SB)/4, $0xb81baadf
+DATA lgc43<>+24(SB)/4, $0xb81baadf
+DATA lgc43<>+28(SB)/4, $0xb81baadf
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -3634,7 +3592,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc40<>+0(SB), Y1
+	VMOVUPS      lgc39<>+0(SB), Y1
 
 	// ess = div(v82, 64)
 	VDIVPS Y1, Y0, Y0
@@ -3704,22 +3662,23 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc45<>+0(SB), Y0, Y1
-	VMULPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc44<>+0(SB), Y0, Y1
+	VMULPS       lgc45<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc47<>+0(SB), Y3, Y3
-	VPAND        lgc48<>+0(SB), Y1, Y1
+	VPSUBD       lgc46<>+0(SB), Y3, Y3
+	VPAND        lgc47<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc49<>+0(SB), Y2, Y1
+	VPAND        lgc48<>+0(SB), Y2, Y1
 	VPOR         lgc14<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc50<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc49<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc51<>+0(SB), Y4
+	VMOVAPS      lgc50<>+0(SB), Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
@@ -3727,7 +3686,6 @@ bulk_23:
 	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc59<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3738,7 +3696,7 @@ bulk_23:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc60<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc59<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -3751,165 +3709,165 @@ bulkdone_24:
 	VZEROUPPER
 	RET
 
-DATA lgc45<>+0(SB)/4, $0x00800000
-DATA lgc45<>+4(SB)/4, $0x00800000
-DATA lgc45<>+8(SB)/4, $0x00800000
-DATA lgc45<>+12(SB)/4, $0x00800000
-DATA lgc45<>+16(SB)/4, $0x00800000
-DATA lgc45<>+20(SB)/4, $0x00800000
-DATA lgc45<>+24(SB)/4, $0x00800000
-DATA lgc45<>+28(SB)/4, $0x00800000
+DATA lgc44<>+0(SB)/4, $0x00800000
+DATA lgc44<>+4(SB)/4, $0x00800000
+DATA lgc44<>+8(SB)/4, $0x00800000
+DATA lgc44<>+12(SB)/4, $0x00800000
+DATA lgc44<>+16(SB)/4, $0x00800000
+DATA lgc44<>+20(SB)/4, $0x00800000
+DATA lgc44<>+24(SB)/4, $0x00800000
+DATA lgc44<>+28(SB)/4, $0x00800000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x4b000000
+DATA lgc45<>+4(SB)/4, $0x4b000000
+DATA lgc45<>+8(SB)/4, $0x4b000000
+DATA lgc45<>+12(SB)/4, $0x4b000000
+DATA lgc45<>+16(SB)/4, $0x4b000000
+DATA lgc45<>+20(SB)/4, $0x4b000000
+DATA lgc45<>+24(SB)/4, $0x4b000000
+DATA lgc45<>+28(SB)/4, $0x4b000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x4b000000
-DATA lgc46<>+4(SB)/4, $0x4b000000
-DATA lgc46<>+8(SB)/4, $0x4b000000
-DATA lgc46<>+12(SB)/4, $0x4b000000
-DATA lgc46<>+16(SB)/4, $0x4b000000
-DATA lgc46<>+20(SB)/4, $0x4b000000
-DATA lgc46<>+24(SB)/4, $0x4b000000
-DATA lgc46<>+28(SB)/4, $0x4b000000
+DATA lgc46<>+0(SB)/4, $0x0000007f
+DATA lgc46<>+4(SB)/4, $0x0000007f
+DATA lgc46<>+8(SB)/4, $0x0000007f
+DATA lgc46<>+12(SB)/4, $0x0000007f
+DATA lgc46<>+16(SB)/4, $0x0000007f
+DATA lgc46<>+20(SB)/4, $0x0000007f
+DATA lgc46<>+24(SB)/4, $0x0000007f
+DATA lgc46<>+28(SB)/4, $0x0000007f
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x0000007f
-DATA lgc47<>+4(SB)/4, $0x0000007f
-DATA lgc47<>+8(SB)/4, $0x0000007f
-DATA lgc47<>+12(SB)/4, $0x0000007f
-DATA lgc47<>+16(SB)/4, $0x0000007f
-DATA lgc47<>+20(SB)/4, $0x0000007f
-DATA lgc47<>+24(SB)/4, $0x0000007f
-DATA lgc47<>+28(SB)/4, $0x0000007f
+DATA lgc47<>+0(SB)/4, $0xffffffe9
+DATA lgc47<>+4(SB)/4, $0xffffffe9
+DATA lgc47<>+8(SB)/4, $0xffffffe9
+DATA lgc47<>+12(SB)/4, $0xffffffe9
+DATA lgc47<>+16(SB)/4, $0xffffffe9
+DATA lgc47<>+20(SB)/4, $0xffffffe9
+DATA lgc47<>+24(SB)/4, $0xffffffe9
+DATA lgc47<>+28(SB)/4, $0xffffffe9
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xffffffe9
-DATA lgc48<>+4(SB)/4, $0xffffffe9
-DATA lgc48<>+8(SB)/4, $0xffffffe9
-DATA lgc48<>+12(SB)/4, $0xffffffe9
-DATA lgc48<>+16(SB)/4, $0xffffffe9
-DATA lgc48<>+20(SB)/4, $0xffffffe9
-DATA lgc48<>+24(SB)/4, $0xffffffe9
-DATA lgc48<>+28(SB)/4, $0xffffffe9
+DATA lgc48<>+0(SB)/4, $0x007fffff
+DATA lgc48<>+4(SB)/4, $0x007fffff
+DATA lgc48<>+8(SB)/4, $0x007fffff
+DATA lgc48<>+12(SB)/4, $0x007fffff
+DATA lgc48<>+16(SB)/4, $0x007fffff
+DATA lgc48<>+20(SB)/4, $0x007fffff
+DATA lgc48<>+24(SB)/4, $0x007fffff
+DATA lgc48<>+28(SB)/4, $0x007fffff
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x007fffff
-DATA lgc49<>+4(SB)/4, $0x007fffff
-DATA lgc49<>+8(SB)/4, $0x007fffff
-DATA lgc49<>+12(SB)/4, $0x007fffff
-DATA lgc49<>+16(SB)/4, $0x007fffff
-DATA lgc49<>+20(SB)/4, $0x007fffff
-DATA lgc49<>+24(SB)/4, $0x007fffff
-DATA lgc49<>+28(SB)/4, $0x007fffff
+DATA lgc49<>+0(SB)/4, $0x3fb504f3
+DATA lgc49<>+4(SB)/4, $0x3fb504f3
+DATA lgc49<>+8(SB)/4, $0x3fb504f3
+DATA lgc49<>+12(SB)/4, $0x3fb504f3
+DATA lgc49<>+16(SB)/4, $0x3fb504f3
+DATA lgc49<>+20(SB)/4, $0x3fb504f3
+DATA lgc49<>+24(SB)/4, $0x3fb504f3
+DATA lgc49<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3fb504f3
-DATA lgc50<>+4(SB)/4, $0x3fb504f3
-DATA lgc50<>+8(SB)/4, $0x3fb504f3
-DATA lgc50<>+12(SB)/4, $0x3fb504f3
-DATA lgc50<>+16(SB)/4, $0x3fb504f3
-DATA lgc50<>+20(SB)/4, $0x3fb504f3
-DATA lgc50<>+24(SB)/4, $0x3fb504f3
-DATA lgc50<>+28(SB)/4, $0x3fb504f3
+DATA lgc50<>+0(SB)/4, $0x3d9021bb
+DATA lgc50<>+4(SB)/4, $0x3d9021bb
+DATA lgc50<>+8(SB)/4, $0x3d9021bb
+DATA lgc50<>+12(SB)/4, $0x3d9021bb
+DATA lgc50<>+16(SB)/4, $0x3d9021bb
+DATA lgc50<>+20(SB)/4, $0x3d9021bb
+DATA lgc50<>+24(SB)/4, $0x3d9021bb
+DATA lgc50<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3d9021bb
-DATA lgc51<>+4(SB)/4, $0x3d9021bb
-DATA lgc51<>+8(SB)/4, $0x3d9021bb
-DATA lgc51<>+12(SB)/4, $0x3d9021bb
-DATA lgc51<>+16(SB)/4, $0x3d9021bb
-DATA lgc51<>+20(SB)/4, $0x3d9021bb
-DATA lgc51<>+24(SB)/4, $0x3d9021bb
-DATA lgc51<>+28(SB)/4, $0x3d9021bb
+DATA lgc51<>+0(SB)/4, $0xbdebd1b8
+DATA lgc51<>+4(SB)/4, $0xbdebd1b8
+DATA lgc51<>+8(SB)/4, $0xbdebd1b8
+DATA lgc51<>+12(SB)/4, $0xbdebd1b8
+DATA lgc51<>+16(SB)/4, $0xbdebd1b8
+DATA lgc51<>+20(SB)/4, $0xbdebd1b8
+DATA lgc51<>+24(SB)/4, $0xbdebd1b8
+DATA lgc51<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbdebd1b8
-DATA lgc52<>+4(SB)/4, $0xbdebd1b8
-DATA lgc52<>+8(SB)/4, $0xbdebd1b8
-DATA lgc52<>+12(SB)/4, $0xbdebd1b8
-DATA lgc52<>+16(SB)/4, $0xbdebd1b8
-DATA lgc52<>+20(SB)/4, $0xbdebd1b8
-DATA lgc52<>+24(SB)/4, $0xbdebd1b8
-DATA lgc52<>+28(SB)/4, $0xbdebd1b8
+DATA lgc52<>+0(SB)/4, $0x3def251a
+DATA lgc52<>+4(SB)/4, $0x3def251a
+DATA lgc52<>+8(SB)/4, $0x3def251a
+DATA lgc52<>+12(SB)/4, $0x3def251a
+DATA lgc52<>+16(SB)/4, $0x3def251a
+DATA lgc52<>+20(SB)/4, $0x3def251a
+DATA lgc52<>+24(SB)/4, $0x3def251a
+DATA lgc52<>+28(SB)/4, $0x3def251a
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3def251a
-DATA lgc53<>+4(SB)/4, $0x3def251a
-DATA lgc53<>+8(SB)/4, $0x3def251a
-DATA lgc53<>+12(SB)/4, $0x3def251a
-DATA lgc53<>+16(SB)/4, $0x3def251a
-DATA lgc53<>+20(SB)/4, $0x3def251a
-DATA lgc53<>+24(SB)/4, $0x3def251a
-DATA lgc53<>+28(SB)/4, $0x3def251a
+DATA lgc53<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc53<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc54<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc54<>+0(SB)/4, $0x3e11e9bf
+DATA lgc54<>+4(SB)/4, $0x3e11e9bf
+DATA lgc54<>+8(SB)/4, $0x3e11e9bf
+DATA lgc54<>+12(SB)/4, $0x3e11e9bf
+DATA lgc54<>+16(SB)/4, $0x3e11e9bf
+DATA lgc54<>+20(SB)/4, $0x3e11e9bf
+DATA lgc54<>+24(SB)/4, $0x3e11e9bf
+DATA lgc54<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x3e11e9bf
-DATA lgc55<>+4(SB)/4, $0x3e11e9bf
-DATA lgc55<>+8(SB)/4, $0x3e11e9bf
-DATA lgc55<>+12(SB)/4, $0x3e11e9bf
-DATA lgc55<>+16(SB)/4, $0x3e11e9bf
-DATA lgc55<>+20(SB)/4, $0x3e11e9bf
-DATA lgc55<>+24(SB)/4, $0x3e11e9bf
-DATA lgc55<>+28(SB)/4, $0x3e11e9bf
+DATA lgc55<>+0(SB)/4, $0xbe2aae50
+DATA lgc55<>+4(SB)/4, $0xbe2aae50
+DATA lgc55<>+8(SB)/4, $0xbe2aae50
+DATA lgc55<>+12(SB)/4, $0xbe2aae50
+DATA lgc55<>+16(SB)/4, $0xbe2aae50
+DATA lgc55<>+20(SB)/4, $0xbe2aae50
+DATA lgc55<>+24(SB)/4, $0xbe2aae50
+DATA lgc55<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xbe2aae50
-DATA lgc56<>+4(SB)/4, $0xbe2aae50
-DATA lgc56<>+8(SB)/4, $0xbe2aae50
-DATA lgc56<>+12(SB)/4, $0xbe2aae50
-DATA lgc56<>+16(SB)/4, $0xbe2aae50
-DATA lgc56<>+20(SB)/4, $0xbe2aae50
-DATA lgc56<>+24(SB)/4, $0xbe2aae50
-DATA lgc56<>+28(SB)/4, $0xbe2aae50
+DATA lgc56<>+0(SB)/4, $0x3e4cceac
+DATA lgc56<>+4(SB)/4, $0x3e4cceac
+DATA lgc56<>+8(SB)/4, $0x3e4cceac
+DATA lgc56<>+12(SB)/4, $0x3e4cceac
+DATA lgc56<>+16(SB)/4, $0x3e4cceac
+DATA lgc56<>+20(SB)/4, $0x3e4cceac
+DATA lgc56<>+24(SB)/4, $0x3e4cceac
+DATA lgc56<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x3e4cceac
-DATA lgc57<>+4(SB)/4, $0x3e4cceac
-DATA lgc57<>+8(SB)/4, $0x3e4cceac
-DATA lgc57<>+12(SB)/4, $0x3e4cceac
-DATA lgc57<>+16(SB)/4, $0x3e4cceac
-DATA lgc57<>+20(SB)/4, $0x3e4cceac
-DATA lgc57<>+24(SB)/4, $0x3e4cceac
-DATA lgc57<>+28(SB)/4, $0x3e4cceac
+DATA lgc57<>+0(SB)/4, $0xbe7ffffc
+DATA lgc57<>+4(SB)/4, $0xbe7ffffc
+DATA lgc57<>+8(SB)/4, $0xbe7ffffc
+DATA lgc57<>+12(SB)/4, $0xbe7ffffc
+DATA lgc57<>+16(SB)/4, $0xbe7ffffc
+DATA lgc57<>+20(SB)/4, $0xbe7ffffc
+DATA lgc57<>+24(SB)/4, $0xbe7ffffc
+DATA lgc57<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0xbe7ffffc
-DATA lgc58<>+4(SB)/4, $0xbe7ffffc
-DATA lgc58<>+8(SB)/4, $0xbe7ffffc
-DATA lgc58<>+12(SB)/4, $0xbe7ffffc
-DATA lgc58<>+16(SB)/4, $0xbe7ffffc
-DATA lgc58<>+20(SB)/4, $0xbe7ffffc
-DATA lgc58<>+24(SB)/4, $0xbe7ffffc
-DATA lgc58<>+28(SB)/4, $0xbe7ffffc
+DATA lgc58<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc58<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc59<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc59<>+0(SB)/4, $0x7fc00000
+DATA lgc59<>+4(SB)/4, $0x7fc00000
+DATA lgc59<>+8(SB)/4, $0x7fc00000
+DATA lgc59<>+12(SB)/4, $0x7fc00000
+DATA lgc59<>+16(SB)/4, $0x7fc00000
+DATA lgc59<>+20(SB)/4, $0x7fc00000
+DATA lgc59<>+24(SB)/4, $0x7fc00000
+DATA lgc59<>+28(SB)/4, $0x7fc00000
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-DATA lgc60<>+0(SB)/4, $0x7fc00000
-DATA lgc60<>+4(SB)/4, $0x7fc00000
-DATA lgc60<>+8(SB)/4, $0x7fc00000
-DATA lgc60<>+12(SB)/4, $0x7fc00000
-DATA lgc60<>+16(SB)/4, $0x7fc00000
-DATA lgc60<>+20(SB)/4, $0x7fc00000
-DATA lgc60<>+24(SB)/4, $0x7fc00000
-DATA lgc60<>+28(SB)/4, $0x7fc00000
-GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3924,22 +3882,23 @@ bulk_25:
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc45<>+0(SB), Y1, Y2
-	VMULPS       lgc46<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc44<>+0(SB), Y1, Y2
+	VMULPS       lgc45<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc47<>+0(SB), Y4, Y4
-	VPAND        lgc48<>+0(SB), Y2, Y2
+	VPSUBD       lgc46<>+0(SB), Y4, Y4
+	VPAND        lgc47<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc49<>+0(SB), Y3, Y2
+	VPAND        lgc48<>+0(SB), Y3, Y2
 	VPOR         lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc50<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc49<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc51<>+0(SB), Y5
+	VMOVAPS      lgc50<>+0(SB), Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
@@ -3947,7 +3906,6 @@ bulk_25:
 	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc59<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3958,7 +3916,7 @@ bulk_25:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc60<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc59<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

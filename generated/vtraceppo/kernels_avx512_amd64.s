@@ -86,12 +86,12 @@ blocks_1:
 	JNZ       noflush_3
 	VMOVUPD   lgc15<>+0(SB), Y1
 	MOVQ      state+0(FP), CX
-	VANDPS    lgc16<>+0(SB), Y0, Y1
-	VCMPPS    $0x12, lgc17<>+0(SB), Y1, Y1
+	VMULPS    lgc16<>+0(SB), Y0, Y1
 	VCVTPS2PD Y0, Z0
 	VADDPD    31744(CX), Z0, Z0
 	VMOVUPD   Z0, 31744(CX)
-	VMOVUPS   lgc18<>+0(SB), Y0
+	VMOVUPS   lgc16<>+0(SB), Y0
+	VCMPPS    $0x00, Y1, Y1, Y1
 	VANDPS    32064(CX), Y1, Y1
 	VMOVUPS   Y1, 32064(CX)
 	MOVQ      $+4, CX
@@ -109,18 +109,18 @@ chunkdone_2:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc16<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       31744(AX), Z1, Z1
-	VMOVUPD      Z1, 31744(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 31936(AX)
+	VMOVUPS      31936(AX), Y0
+	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       31744(AX), Z0, Z0
+	VMOVUPD      Z0, 31744(AX)
+	VMOVUPS      lgc16<>+0(SB), Y0
+	VMOVUPS      Y0, 31936(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32064(AX), Y0, Y0
 	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER
@@ -177,35 +177,15 @@ DATA lgc15<>+16(SB)/8, $0x4020000000000000
 DATA lgc15<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x7fffffff
-DATA lgc16<>+4(SB)/4, $0x7fffffff
-DATA lgc16<>+8(SB)/4, $0x7fffffff
-DATA lgc16<>+12(SB)/4, $0x7fffffff
-DATA lgc16<>+16(SB)/4, $0x7fffffff
-DATA lgc16<>+20(SB)/4, $0x7fffffff
-DATA lgc16<>+24(SB)/4, $0x7fffffff
-DATA lgc16<>+28(SB)/4, $0x7fffffff
+DATA lgc16<>+0(SB)/4, $0x00000000
+DATA lgc16<>+4(SB)/4, $0x00000000
+DATA lgc16<>+8(SB)/4, $0x00000000
+DATA lgc16<>+12(SB)/4, $0x00000000
+DATA lgc16<>+16(SB)/4, $0x00000000
+DATA lgc16<>+20(SB)/4, $0x00000000
+DATA lgc16<>+24(SB)/4, $0x00000000
+DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x7f7fffff
-DATA lgc17<>+4(SB)/4, $0x7f7fffff
-DATA lgc17<>+8(SB)/4, $0x7f7fffff
-DATA lgc17<>+12(SB)/4, $0x7f7fffff
-DATA lgc17<>+16(SB)/4, $0x7f7fffff
-DATA lgc17<>+20(SB)/4, $0x7f7fffff
-DATA lgc17<>+24(SB)/4, $0x7f7fffff
-DATA lgc17<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX512(state *float64, lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
@@ -289,12 +269,12 @@ blocks_4:
 	JNZ       noflush_6
 	VMOVUPD   lgc15<>+0(SB), Y1
 	MOVQ      state+0(FP), CX
-	VANDPS    lgc16<>+0(SB), Y0, Y1
-	VCMPPS    $0x12, lgc17<>+0(SB), Y1, Y1
+	VMULPS    lgc16<>+0(SB), Y0, Y1
 	VCVTPS2PD Y0, Z0
 	VADDPD    31744(CX), Z0, Z0
 	VMOVUPD   Z0, 31744(CX)
-	VMOVUPS   lgc18<>+0(SB), Y0
+	VMOVUPS   lgc16<>+0(SB), Y0
+	VCMPPS    $0x00, Y1, Y1, Y1
 	VANDPS    32064(CX), Y1, Y1
 	VMOVUPS   Y1, 32064(CX)
 	MOVQ      $+4, CX
@@ -312,18 +292,18 @@ chunkdone_5:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc18<>+0(SB), X0
+	VMOVUPS      lgc16<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      31936(AX), Y1
-	VANDPS       lgc16<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc17<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       31744(AX), Z1, Z1
-	VMOVUPD      Z1, 31744(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 31936(AX)
+	VMOVUPS      31936(AX), Y0
+	VMULPS       lgc16<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       31744(AX), Z0, Z0
+	VMOVUPD      Z0, 31744(AX)
+	VMOVUPS      lgc16<>+0(SB), Y0
+	VMOVUPS      Y0, 31936(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       32064(AX), Y0, Y0
 	VMOVUPS      Y0, 32064(AX)
 	VZEROUPPER

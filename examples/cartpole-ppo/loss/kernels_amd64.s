@@ -110,76 +110,72 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VMOVUPS      256(DX), Y2
+	VMULPS       lgc0<>+0(SB), Y2, Y3
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y4, Y4
 	VMOVUPD      Y4, 64(DX)
-	VADDPD       96(DX), Y3, Y3
-	VMOVUPD      Y3, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 256(DX)
-	VMOVUPS      960(DX), Y3
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
-	VANDPS       lgc4<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc13<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VFMADD231PS  lgc0<>+0(SB), Y2, Y3
+	VFMADD231PS  lgc0<>+0(SB), Y4, Y3
+	VMOVUPS      1216(DX), Y5
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc14<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      384(DX), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 384(DX)
-	VMAXPD       lgc14<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      576(DX), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 576(DX)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       768(DX), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 768(DX)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
-	VMOVUPD      416(DX), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 416(DX)
-	VMAXPD       lgc14<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      608(DX), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 608(DX)
-	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
-	VADDPD       800(DX), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
-	VMOVUPD      Y3, 800(DX)
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc13<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(DX), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 384(DX)
+	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      576(DX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(DX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(DX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(DX)
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y4
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(DX), Y2
+	VADDPD       Y1, Y2, Y5
+	VMOVUPD      Y5, 416(DX)
+	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      608(DX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 608(DX)
+	VMULPD       Y1, Y2, Y1
+	VMULPD       Y6, Y1, Y1
+	VADDPD       800(DX), Y4, Y2
+	VFMADD231PD  Y6, Y1, Y2
+	VMOVUPD      Y2, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(DX), Y2, Y2
-	VMOVUPS      Y2, 1344(DX)
+	VCMPPS       $0x00, Y3, Y3, Y1
+	VANDPS       1344(DX), Y1, Y1
+	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -191,76 +187,72 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y2, Y2
-	VMOVUPD      Y2, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      960(CX), Y2
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc4<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc13<>+0(SB), Y4, Y4
-	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc0<>+0(SB), Y3, Y2
+	VMOVUPS      1216(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc14<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc14<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc14<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 800(CX)
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc13<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      384(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 384(CX)
+	VMAXPD       lgc13<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       768(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 768(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 416(CX)
+	VMAXPD       lgc13<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      608(CX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
@@ -393,21 +385,11 @@ DATA lgc12<>+16(SB)/8, $0x4020000000000000
 DATA lgc12<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x7f7fffff
-DATA lgc13<>+4(SB)/4, $0x7f7fffff
-DATA lgc13<>+8(SB)/4, $0x7f7fffff
-DATA lgc13<>+12(SB)/4, $0x7f7fffff
-DATA lgc13<>+16(SB)/4, $0x7f7fffff
-DATA lgc13<>+20(SB)/4, $0x7f7fffff
-DATA lgc13<>+24(SB)/4, $0x7f7fffff
-DATA lgc13<>+28(SB)/4, $0x7f7fffff
+DATA lgc13<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc13<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc14<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc14<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc14<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
@@ -416,7 +398,7 @@ TEXT ·pass1AVX2(SB), $392-96
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v23 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -431,7 +413,7 @@ outer0_4:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc14<>+0(SB), X1
+	VMOVSD     lgc13<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -443,7 +425,7 @@ blocks_5:
 	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc16<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -497,7 +479,7 @@ blocks_5:
 
 	// advantageNormalized = div(v21, v23)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 104(SP)
 	VMOVUPS Y1, 136(SP)
 	VMOVUPS Y2, 168(SP)
@@ -529,25 +511,25 @@ inner_A_7:
 	VSUBPS Y3, Y0, Y0
 
 	// v30 = exp(v29)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc19<>+0(SB), Y3, Y4
+	VMULPS       lgc18<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMOVUPS      lgc24<>+0(SB), Y7
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VMOVUPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc26<>+0(SB), Y7
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VMOVUPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -557,7 +539,7 @@ inner_A_7:
 
 	// sum(v30) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -575,22 +557,23 @@ inner_A_7:
 	VMOVUPS Y1, Y0
 
 	// v32 = log(v31)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y1
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
-	VMULPS       lgc27<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -598,18 +581,17 @@ inner_A_7:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc17<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -669,10 +651,10 @@ indexdone_9:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc47<>+0(SB), Y1, Y1
-	VMOVUPS    lgc48<>+0(SB), Y3
+	VPMINSD    lgc45<>+0(SB), Y1, Y1
+	VPMULLD    lgc45<>+0(SB), Y1, Y1
+	VPADDD     lgc46<>+0(SB), Y1, Y1
+	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (DI)(Y1*4), Y4
 	VMOVUPS    200(SP), Y1
@@ -687,38 +669,38 @@ indexdone_9:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc49<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 264(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc17<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc51<>+0(SB), Y7
+	VMOVUPS      lgc50<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS      lgc25<>+0(SB), Y10
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc27<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -729,13 +711,13 @@ indexdone_9:
 	// v44 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y4, Y6, Y5
 	VANDPS  lgc1<>+0(SB), Y5, Y6
-	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc51<>+0(SB), Y7
 	VMOVUPS lgc6<>+0(SB), Y8
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
 	VBLENDVPS Y5, Y7, Y8, Y7
-	VMOVUPS   lgc53<>+0(SB), Y8
-	VMOVUPS   lgc17<>+0(SB), Y10
+	VMOVUPS   lgc52<>+0(SB), Y8
+	VMOVUPS   lgc16<>+0(SB), Y10
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
 	VBLENDVPS Y5, Y8, Y10, Y5
@@ -761,7 +743,7 @@ indexdone_9:
 	VMULPS Y0, Y8, Y0
 
 	// v57 = neg(gain)
-	VXORPS lgc54<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y0, Y0
 
 	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
@@ -792,7 +774,7 @@ indexdone_9:
 	VSUBPS Y0, Y1, Y0
 
 	// v68 = mul(-0.01, entropy)
-	VMULPS lgc55<>+0(SB), Y0, Y1
+	VMULPS lgc54<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y0, Y0
@@ -812,7 +794,7 @@ indexdone_9:
 	VMULPS Y1, Y1, Y2
 
 	// v74 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y2, Y2
+	VMULPS lgc26<>+0(SB), Y2, Y2
 
 	// mean(v74) over [N T]
 	VADDPS  3264(BX), Y2, Y2
@@ -865,10 +847,10 @@ indexdone_9:
 	VMOVUPS      296(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc56<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc57<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc55<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
@@ -899,83 +881,73 @@ indexdone_9:
 	JNZ          noflush_10
 	VMOVUPD      lgc12<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1472(DX), Y2, Y2
 	VMOVUPD      Y2, 1472(DX)
-	VADDPD       1504(DX), Y1, Y1
-	VMOVUPD      Y1, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(DX)
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(DX), Y3, Y3
-	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y2, Y2
-	VMOVUPD      Y2, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
@@ -990,83 +962,73 @@ noflush_10:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1664(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1472(CX), Y2, Y2
 	VMOVUPD      Y2, 1472(CX)
-	VADDPD       1504(CX), Y1, Y1
-	VMOVUPD      Y1, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(CX)
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(CX), Y3, Y3
-	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y2, Y2
-	VMOVUPD      Y2, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2304(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(CX), Y0, Y0
 	VMOVUPS      Y0, 13248(CX)
 	INCQ         AX
@@ -1075,435 +1037,435 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc15<>+0(SB)/4, $0x358637bd
-DATA lgc15<>+4(SB)/4, $0x358637bd
-DATA lgc15<>+8(SB)/4, $0x358637bd
-DATA lgc15<>+12(SB)/4, $0x358637bd
-DATA lgc15<>+16(SB)/4, $0x358637bd
-DATA lgc15<>+20(SB)/4, $0x358637bd
-DATA lgc15<>+24(SB)/4, $0x358637bd
-DATA lgc15<>+28(SB)/4, $0x358637bd
+DATA lgc14<>+0(SB)/4, $0x358637bd
+DATA lgc14<>+4(SB)/4, $0x358637bd
+DATA lgc14<>+8(SB)/4, $0x358637bd
+DATA lgc14<>+12(SB)/4, $0x358637bd
+DATA lgc14<>+16(SB)/4, $0x358637bd
+DATA lgc14<>+20(SB)/4, $0x358637bd
+DATA lgc14<>+24(SB)/4, $0x358637bd
+DATA lgc14<>+28(SB)/4, $0x358637bd
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
+
+DATA lgc15<>+0(SB)/4, $0xffffffff
+DATA lgc15<>+4(SB)/4, $0xffffffff
+DATA lgc15<>+8(SB)/4, $0x00000000
+DATA lgc15<>+12(SB)/4, $0x00000000
+DATA lgc15<>+16(SB)/4, $0x00000000
+DATA lgc15<>+20(SB)/4, $0x00000000
+DATA lgc15<>+24(SB)/4, $0x00000000
+DATA lgc15<>+28(SB)/4, $0x00000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffffff
-DATA lgc16<>+4(SB)/4, $0xffffffff
-DATA lgc16<>+8(SB)/4, $0x00000000
-DATA lgc16<>+12(SB)/4, $0x00000000
-DATA lgc16<>+16(SB)/4, $0x00000000
-DATA lgc16<>+20(SB)/4, $0x00000000
-DATA lgc16<>+24(SB)/4, $0x00000000
-DATA lgc16<>+28(SB)/4, $0x00000000
+DATA lgc16<>+0(SB)/4, $0xff800000
+DATA lgc16<>+4(SB)/4, $0xff800000
+DATA lgc16<>+8(SB)/4, $0xff800000
+DATA lgc16<>+12(SB)/4, $0xff800000
+DATA lgc16<>+16(SB)/4, $0xff800000
+DATA lgc16<>+20(SB)/4, $0xff800000
+DATA lgc16<>+24(SB)/4, $0xff800000
+DATA lgc16<>+28(SB)/4, $0xff800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xff800000
-DATA lgc17<>+4(SB)/4, $0xff800000
-DATA lgc17<>+8(SB)/4, $0xff800000
-DATA lgc17<>+12(SB)/4, $0xff800000
-DATA lgc17<>+16(SB)/4, $0xff800000
-DATA lgc17<>+20(SB)/4, $0xff800000
-DATA lgc17<>+24(SB)/4, $0xff800000
-DATA lgc17<>+28(SB)/4, $0xff800000
+DATA lgc17<>+0(SB)/4, $0xc2d00000
+DATA lgc17<>+4(SB)/4, $0xc2d00000
+DATA lgc17<>+8(SB)/4, $0xc2d00000
+DATA lgc17<>+12(SB)/4, $0xc2d00000
+DATA lgc17<>+16(SB)/4, $0xc2d00000
+DATA lgc17<>+20(SB)/4, $0xc2d00000
+DATA lgc17<>+24(SB)/4, $0xc2d00000
+DATA lgc17<>+28(SB)/4, $0xc2d00000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xc2d00000
-DATA lgc18<>+4(SB)/4, $0xc2d00000
-DATA lgc18<>+8(SB)/4, $0xc2d00000
-DATA lgc18<>+12(SB)/4, $0xc2d00000
-DATA lgc18<>+16(SB)/4, $0xc2d00000
-DATA lgc18<>+20(SB)/4, $0xc2d00000
-DATA lgc18<>+24(SB)/4, $0xc2d00000
-DATA lgc18<>+28(SB)/4, $0xc2d00000
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f318000
-DATA lgc20<>+4(SB)/4, $0x3f318000
-DATA lgc20<>+8(SB)/4, $0x3f318000
-DATA lgc20<>+12(SB)/4, $0x3f318000
-DATA lgc20<>+16(SB)/4, $0x3f318000
-DATA lgc20<>+20(SB)/4, $0x3f318000
-DATA lgc20<>+24(SB)/4, $0x3f318000
-DATA lgc20<>+28(SB)/4, $0x3f318000
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xb95e8083
-DATA lgc21<>+4(SB)/4, $0xb95e8083
-DATA lgc21<>+8(SB)/4, $0xb95e8083
-DATA lgc21<>+12(SB)/4, $0xb95e8083
-DATA lgc21<>+16(SB)/4, $0xb95e8083
-DATA lgc21<>+20(SB)/4, $0xb95e8083
-DATA lgc21<>+24(SB)/4, $0xb95e8083
-DATA lgc21<>+28(SB)/4, $0xb95e8083
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x39506967
-DATA lgc22<>+4(SB)/4, $0x39506967
-DATA lgc22<>+8(SB)/4, $0x39506967
-DATA lgc22<>+12(SB)/4, $0x39506967
-DATA lgc22<>+16(SB)/4, $0x39506967
-DATA lgc22<>+20(SB)/4, $0x39506967
-DATA lgc22<>+24(SB)/4, $0x39506967
-DATA lgc22<>+28(SB)/4, $0x39506967
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3ab743ce
-DATA lgc23<>+4(SB)/4, $0x3ab743ce
-DATA lgc23<>+8(SB)/4, $0x3ab743ce
-DATA lgc23<>+12(SB)/4, $0x3ab743ce
-DATA lgc23<>+16(SB)/4, $0x3ab743ce
-DATA lgc23<>+20(SB)/4, $0x3ab743ce
-DATA lgc23<>+24(SB)/4, $0x3ab743ce
-DATA lgc23<>+28(SB)/4, $0x3ab743ce
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3c088908
-DATA lgc24<>+4(SB)/4, $0x3c088908
-DATA lgc24<>+8(SB)/4, $0x3c088908
-DATA lgc24<>+12(SB)/4, $0x3c088908
-DATA lgc24<>+16(SB)/4, $0x3c088908
-DATA lgc24<>+20(SB)/4, $0x3c088908
-DATA lgc24<>+24(SB)/4, $0x3c088908
-DATA lgc24<>+28(SB)/4, $0x3c088908
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f000000
-DATA lgc27<>+4(SB)/4, $0x3f000000
-DATA lgc27<>+8(SB)/4, $0x3f000000
-DATA lgc27<>+12(SB)/4, $0x3f000000
-DATA lgc27<>+16(SB)/4, $0x3f000000
-DATA lgc27<>+20(SB)/4, $0x3f000000
-DATA lgc27<>+24(SB)/4, $0x3f000000
-DATA lgc27<>+28(SB)/4, $0x3f000000
+DATA lgc27<>+0(SB)/4, $0x000000fe
+DATA lgc27<>+4(SB)/4, $0x000000fe
+DATA lgc27<>+8(SB)/4, $0x000000fe
+DATA lgc27<>+12(SB)/4, $0x000000fe
+DATA lgc27<>+16(SB)/4, $0x000000fe
+DATA lgc27<>+20(SB)/4, $0x000000fe
+DATA lgc27<>+24(SB)/4, $0x000000fe
+DATA lgc27<>+28(SB)/4, $0x000000fe
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x000000fe
-DATA lgc28<>+4(SB)/4, $0x000000fe
-DATA lgc28<>+8(SB)/4, $0x000000fe
-DATA lgc28<>+12(SB)/4, $0x000000fe
-DATA lgc28<>+16(SB)/4, $0x000000fe
-DATA lgc28<>+20(SB)/4, $0x000000fe
-DATA lgc28<>+24(SB)/4, $0x000000fe
-DATA lgc28<>+28(SB)/4, $0x000000fe
+DATA lgc28<>+0(SB)/4, $0xff7fffff
+DATA lgc28<>+4(SB)/4, $0xff7fffff
+DATA lgc28<>+8(SB)/4, $0xff7fffff
+DATA lgc28<>+12(SB)/4, $0xff7fffff
+DATA lgc28<>+16(SB)/4, $0xff7fffff
+DATA lgc28<>+20(SB)/4, $0xff7fffff
+DATA lgc28<>+24(SB)/4, $0xff7fffff
+DATA lgc28<>+28(SB)/4, $0xff7fffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff7fffff
-DATA lgc29<>+4(SB)/4, $0xff7fffff
-DATA lgc29<>+8(SB)/4, $0xff7fffff
-DATA lgc29<>+12(SB)/4, $0xff7fffff
-DATA lgc29<>+16(SB)/4, $0xff7fffff
-DATA lgc29<>+20(SB)/4, $0xff7fffff
-DATA lgc29<>+24(SB)/4, $0xff7fffff
-DATA lgc29<>+28(SB)/4, $0xff7fffff
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0x0000007f
+DATA lgc31<>+4(SB)/4, $0x0000007f
+DATA lgc31<>+8(SB)/4, $0x0000007f
+DATA lgc31<>+12(SB)/4, $0x0000007f
+DATA lgc31<>+16(SB)/4, $0x0000007f
+DATA lgc31<>+20(SB)/4, $0x0000007f
+DATA lgc31<>+24(SB)/4, $0x0000007f
+DATA lgc31<>+28(SB)/4, $0x0000007f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x0000007f
-DATA lgc32<>+4(SB)/4, $0x0000007f
-DATA lgc32<>+8(SB)/4, $0x0000007f
-DATA lgc32<>+12(SB)/4, $0x0000007f
-DATA lgc32<>+16(SB)/4, $0x0000007f
-DATA lgc32<>+20(SB)/4, $0x0000007f
-DATA lgc32<>+24(SB)/4, $0x0000007f
-DATA lgc32<>+28(SB)/4, $0x0000007f
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x00000001
+DATA lgc45<>+4(SB)/4, $0x00000001
+DATA lgc45<>+8(SB)/4, $0x00000001
+DATA lgc45<>+12(SB)/4, $0x00000001
+DATA lgc45<>+16(SB)/4, $0x00000001
+DATA lgc45<>+20(SB)/4, $0x00000001
+DATA lgc45<>+24(SB)/4, $0x00000001
+DATA lgc45<>+28(SB)/4, $0x00000001
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x00000001
-DATA lgc46<>+4(SB)/4, $0x00000001
-DATA lgc46<>+8(SB)/4, $0x00000001
-DATA lgc46<>+12(SB)/4, $0x00000001
-DATA lgc46<>+16(SB)/4, $0x00000001
-DATA lgc46<>+20(SB)/4, $0x00000001
-DATA lgc46<>+24(SB)/4, $0x00000001
-DATA lgc46<>+28(SB)/4, $0x00000001
+DATA lgc46<>+0(SB)/4, $0x00000000
+DATA lgc46<>+4(SB)/4, $0x00000002
+DATA lgc46<>+8(SB)/4, $0x00000004
+DATA lgc46<>+12(SB)/4, $0x00000006
+DATA lgc46<>+16(SB)/4, $0x00000008
+DATA lgc46<>+20(SB)/4, $0x0000000a
+DATA lgc46<>+24(SB)/4, $0x0000000c
+DATA lgc46<>+28(SB)/4, $0x0000000e
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x00000000
-DATA lgc47<>+4(SB)/4, $0x00000002
-DATA lgc47<>+8(SB)/4, $0x00000004
-DATA lgc47<>+12(SB)/4, $0x00000006
-DATA lgc47<>+16(SB)/4, $0x00000008
-DATA lgc47<>+20(SB)/4, $0x0000000a
-DATA lgc47<>+24(SB)/4, $0x0000000c
-DATA lgc47<>+28(SB)/4, $0x0000000e
+DATA lgc47<>+0(SB)/4, $0xffffffff
+DATA lgc47<>+4(SB)/4, $0xffffffff
+DATA lgc47<>+8(SB)/4, $0xffffffff
+DATA lgc47<>+12(SB)/4, $0xffffffff
+DATA lgc47<>+16(SB)/4, $0xffffffff
+DATA lgc47<>+20(SB)/4, $0xffffffff
+DATA lgc47<>+24(SB)/4, $0xffffffff
+DATA lgc47<>+28(SB)/4, $0xffffffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xffffffff
-DATA lgc48<>+4(SB)/4, $0xffffffff
-DATA lgc48<>+8(SB)/4, $0xffffffff
-DATA lgc48<>+12(SB)/4, $0xffffffff
-DATA lgc48<>+16(SB)/4, $0xffffffff
-DATA lgc48<>+20(SB)/4, $0xffffffff
-DATA lgc48<>+24(SB)/4, $0xffffffff
-DATA lgc48<>+28(SB)/4, $0xffffffff
+DATA lgc48<>+0(SB)/4, $0xbe647fbe
+DATA lgc48<>+4(SB)/4, $0xbe647fbe
+DATA lgc48<>+8(SB)/4, $0xbe647fbe
+DATA lgc48<>+12(SB)/4, $0xbe647fbe
+DATA lgc48<>+16(SB)/4, $0xbe647fbe
+DATA lgc48<>+20(SB)/4, $0xbe647fbe
+DATA lgc48<>+24(SB)/4, $0xbe647fbe
+DATA lgc48<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe647fbe
-DATA lgc49<>+4(SB)/4, $0xbe647fbe
-DATA lgc49<>+8(SB)/4, $0xbe647fbe
-DATA lgc49<>+12(SB)/4, $0xbe647fbe
-DATA lgc49<>+16(SB)/4, $0xbe647fbe
-DATA lgc49<>+20(SB)/4, $0xbe647fbe
-DATA lgc49<>+24(SB)/4, $0xbe647fbe
-DATA lgc49<>+28(SB)/4, $0xbe647fbe
+DATA lgc49<>+0(SB)/4, $0x3e3ab281
+DATA lgc49<>+4(SB)/4, $0x3e3ab281
+DATA lgc49<>+8(SB)/4, $0x3e3ab281
+DATA lgc49<>+12(SB)/4, $0x3e3ab281
+DATA lgc49<>+16(SB)/4, $0x3e3ab281
+DATA lgc49<>+20(SB)/4, $0x3e3ab281
+DATA lgc49<>+24(SB)/4, $0x3e3ab281
+DATA lgc49<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e3ab281
-DATA lgc50<>+4(SB)/4, $0x3e3ab281
-DATA lgc50<>+8(SB)/4, $0x3e3ab281
-DATA lgc50<>+12(SB)/4, $0x3e3ab281
-DATA lgc50<>+16(SB)/4, $0x3e3ab281
-DATA lgc50<>+20(SB)/4, $0x3e3ab281
-DATA lgc50<>+24(SB)/4, $0x3e3ab281
-DATA lgc50<>+28(SB)/4, $0x3e3ab281
+DATA lgc50<>+0(SB)/4, $0x42b20000
+DATA lgc50<>+4(SB)/4, $0x42b20000
+DATA lgc50<>+8(SB)/4, $0x42b20000
+DATA lgc50<>+12(SB)/4, $0x42b20000
+DATA lgc50<>+16(SB)/4, $0x42b20000
+DATA lgc50<>+20(SB)/4, $0x42b20000
+DATA lgc50<>+24(SB)/4, $0x42b20000
+DATA lgc50<>+28(SB)/4, $0x42b20000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x42b20000
-DATA lgc51<>+4(SB)/4, $0x42b20000
-DATA lgc51<>+8(SB)/4, $0x42b20000
-DATA lgc51<>+12(SB)/4, $0x42b20000
-DATA lgc51<>+16(SB)/4, $0x42b20000
-DATA lgc51<>+20(SB)/4, $0x42b20000
-DATA lgc51<>+24(SB)/4, $0x42b20000
-DATA lgc51<>+28(SB)/4, $0x42b20000
+DATA lgc51<>+0(SB)/4, $0x3f99999a
+DATA lgc51<>+4(SB)/4, $0x3f99999a
+DATA lgc51<>+8(SB)/4, $0x3f99999a
+DATA lgc51<>+12(SB)/4, $0x3f99999a
+DATA lgc51<>+16(SB)/4, $0x3f99999a
+DATA lgc51<>+20(SB)/4, $0x3f99999a
+DATA lgc51<>+24(SB)/4, $0x3f99999a
+DATA lgc51<>+28(SB)/4, $0x3f99999a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3f99999a
-DATA lgc52<>+4(SB)/4, $0x3f99999a
-DATA lgc52<>+8(SB)/4, $0x3f99999a
-DATA lgc52<>+12(SB)/4, $0x3f99999a
-DATA lgc52<>+16(SB)/4, $0x3f99999a
-DATA lgc52<>+20(SB)/4, $0x3f99999a
-DATA lgc52<>+24(SB)/4, $0x3f99999a
-DATA lgc52<>+28(SB)/4, $0x3f99999a
+DATA lgc52<>+0(SB)/4, $0x3f4ccccd
+DATA lgc52<>+4(SB)/4, $0x3f4ccccd
+DATA lgc52<>+8(SB)/4, $0x3f4ccccd
+DATA lgc52<>+12(SB)/4, $0x3f4ccccd
+DATA lgc52<>+16(SB)/4, $0x3f4ccccd
+DATA lgc52<>+20(SB)/4, $0x3f4ccccd
+DATA lgc52<>+24(SB)/4, $0x3f4ccccd
+DATA lgc52<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3f4ccccd
-DATA lgc53<>+4(SB)/4, $0x3f4ccccd
-DATA lgc53<>+8(SB)/4, $0x3f4ccccd
-DATA lgc53<>+12(SB)/4, $0x3f4ccccd
-DATA lgc53<>+16(SB)/4, $0x3f4ccccd
-DATA lgc53<>+20(SB)/4, $0x3f4ccccd
-DATA lgc53<>+24(SB)/4, $0x3f4ccccd
-DATA lgc53<>+28(SB)/4, $0x3f4ccccd
+DATA lgc53<>+0(SB)/4, $0x80000000
+DATA lgc53<>+4(SB)/4, $0x80000000
+DATA lgc53<>+8(SB)/4, $0x80000000
+DATA lgc53<>+12(SB)/4, $0x80000000
+DATA lgc53<>+16(SB)/4, $0x80000000
+DATA lgc53<>+20(SB)/4, $0x80000000
+DATA lgc53<>+24(SB)/4, $0x80000000
+DATA lgc53<>+28(SB)/4, $0x80000000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x80000000
-DATA lgc54<>+4(SB)/4, $0x80000000
-DATA lgc54<>+8(SB)/4, $0x80000000
-DATA lgc54<>+12(SB)/4, $0x80000000
-DATA lgc54<>+16(SB)/4, $0x80000000
-DATA lgc54<>+20(SB)/4, $0x80000000
-DATA lgc54<>+24(SB)/4, $0x80000000
-DATA lgc54<>+28(SB)/4, $0x80000000
+DATA lgc54<>+0(SB)/4, $0xbc23d70a
+DATA lgc54<>+4(SB)/4, $0xbc23d70a
+DATA lgc54<>+8(SB)/4, $0xbc23d70a
+DATA lgc54<>+12(SB)/4, $0xbc23d70a
+DATA lgc54<>+16(SB)/4, $0xbc23d70a
+DATA lgc54<>+20(SB)/4, $0xbc23d70a
+DATA lgc54<>+24(SB)/4, $0xbc23d70a
+DATA lgc54<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0xbc23d70a
-DATA lgc55<>+4(SB)/4, $0xbc23d70a
-DATA lgc55<>+8(SB)/4, $0xbc23d70a
-DATA lgc55<>+12(SB)/4, $0xbc23d70a
-DATA lgc55<>+16(SB)/4, $0xbc23d70a
-DATA lgc55<>+20(SB)/4, $0xbc23d70a
-DATA lgc55<>+24(SB)/4, $0xbc23d70a
-DATA lgc55<>+28(SB)/4, $0xbc23d70a
+DATA lgc55<>+0(SB)/4, $0xc2ae0000
+DATA lgc55<>+4(SB)/4, $0xc2ae0000
+DATA lgc55<>+8(SB)/4, $0xc2ae0000
+DATA lgc55<>+12(SB)/4, $0xc2ae0000
+DATA lgc55<>+16(SB)/4, $0xc2ae0000
+DATA lgc55<>+20(SB)/4, $0xc2ae0000
+DATA lgc55<>+24(SB)/4, $0xc2ae0000
+DATA lgc55<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xc2ae0000
-DATA lgc56<>+4(SB)/4, $0xc2ae0000
-DATA lgc56<>+8(SB)/4, $0xc2ae0000
-DATA lgc56<>+12(SB)/4, $0xc2ae0000
-DATA lgc56<>+16(SB)/4, $0xc2ae0000
-DATA lgc56<>+20(SB)/4, $0xc2ae0000
-DATA lgc56<>+24(SB)/4, $0xc2ae0000
-DATA lgc56<>+28(SB)/4, $0xc2ae0000
+DATA lgc56<>+0(SB)/4, $0x42b00000
+DATA lgc56<>+4(SB)/4, $0x42b00000
+DATA lgc56<>+8(SB)/4, $0x42b00000
+DATA lgc56<>+12(SB)/4, $0x42b00000
+DATA lgc56<>+16(SB)/4, $0x42b00000
+DATA lgc56<>+20(SB)/4, $0x42b00000
+DATA lgc56<>+24(SB)/4, $0x42b00000
+DATA lgc56<>+28(SB)/4, $0x42b00000
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x42b00000
-DATA lgc57<>+4(SB)/4, $0x42b00000
-DATA lgc57<>+8(SB)/4, $0x42b00000
-DATA lgc57<>+12(SB)/4, $0x42b00000
-DATA lgc57<>+16(SB)/4, $0x42b00000
-DATA lgc57<>+20(SB)/4, $0x42b00000
-DATA lgc57<>+24(SB)/4, $0x42b00000
-DATA lgc57<>+28(SB)/4, $0x42b00000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1521,7 +1483,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y1, Y1
+	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1535,7 +1497,7 @@ blocks_11:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v86 = mul(2, logSumW)
-	VMULPS  lgc59<>+0(SB), Y2, Y2
+	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -1543,27 +1505,27 @@ blocks_11:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v87)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc51<>+0(SB), Y3
+	VMOVUPS      lgc50<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc26<>+0(SB), Y6
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VMOVUPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -1581,8 +1543,7 @@ blocks_11:
 	JNZ          noflush_13
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1591,6 +1552,7 @@ blocks_11:
 	VADDPD       13408(CX), Y0, Y0
 	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       13696(CX), Y1, Y1
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
@@ -1611,42 +1573,42 @@ chunkdone_12:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      13568(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       13376(AX), Y2, Y2
 	VMOVUPD      Y2, 13376(AX)
-	VADDPD       13408(AX), Y1, Y1
-	VMOVUPD      Y1, 13408(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 13568(AX)
+	VADDPD       13408(AX), Y0, Y0
+	VMOVUPD      Y0, 13408(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13568(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x34000000
-DATA lgc58<>+4(SB)/4, $0x34000000
-DATA lgc58<>+8(SB)/4, $0x34000000
-DATA lgc58<>+12(SB)/4, $0x34000000
-DATA lgc58<>+16(SB)/4, $0x34000000
-DATA lgc58<>+20(SB)/4, $0x34000000
-DATA lgc58<>+24(SB)/4, $0x34000000
-DATA lgc58<>+28(SB)/4, $0x34000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc57<>+0(SB)/4, $0x34000000
+DATA lgc57<>+4(SB)/4, $0x34000000
+DATA lgc57<>+8(SB)/4, $0x34000000
+DATA lgc57<>+12(SB)/4, $0x34000000
+DATA lgc57<>+16(SB)/4, $0x34000000
+DATA lgc57<>+20(SB)/4, $0x34000000
+DATA lgc57<>+24(SB)/4, $0x34000000
+DATA lgc57<>+28(SB)/4, $0x34000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x40000000
-DATA lgc59<>+4(SB)/4, $0x40000000
-DATA lgc59<>+8(SB)/4, $0x40000000
-DATA lgc59<>+12(SB)/4, $0x40000000
-DATA lgc59<>+16(SB)/4, $0x40000000
-DATA lgc59<>+20(SB)/4, $0x40000000
-DATA lgc59<>+24(SB)/4, $0x40000000
-DATA lgc59<>+28(SB)/4, $0x40000000
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x40000000
+DATA lgc58<>+4(SB)/4, $0x40000000
+DATA lgc58<>+8(SB)/4, $0x40000000
+DATA lgc58<>+12(SB)/4, $0x40000000
+DATA lgc58<>+16(SB)/4, $0x40000000
+DATA lgc58<>+20(SB)/4, $0x40000000
+DATA lgc58<>+24(SB)/4, $0x40000000
+DATA lgc58<>+28(SB)/4, $0x40000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
@@ -1654,7 +1616,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v89, 2)
 	VDIVPS Y1, Y0, Y0
@@ -1771,76 +1733,72 @@ blocks_15:
 	JNZ          noflush_16
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y3
-	VANDPS       lgc4<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc13<>+0(SB), Y2, Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VMOVUPS      256(DX), Y2
+	VMULPS       lgc0<>+0(SB), Y2, Y3
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VADDPD       64(DX), Y4, Y4
 	VMOVUPD      Y4, 64(DX)
-	VADDPD       96(DX), Y3, Y3
-	VMOVUPD      Y3, 96(DX)
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMOVUPS      Y3, 256(DX)
-	VMOVUPS      960(DX), Y3
+	VADDPD       96(DX), Y2, Y2
+	VMOVUPD      Y2, 96(DX)
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
-	VANDPS       lgc4<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc13<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X4, Y8
+	VFMADD231PS  lgc0<>+0(SB), Y2, Y3
+	VFMADD231PS  lgc0<>+0(SB), Y4, Y3
+	VMOVUPS      1216(DX), Y5
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VCVTPS2PD    X6, Y9
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
-	VMAXPD       lgc14<>+0(SB), Y1, Y10
-	VDIVPD       Y10, Y7, Y11
-	VFNMADD231PD Y7, Y11, Y8
-	VADDPD       Y9, Y11, Y11
-	VMOVUPD      384(DX), Y7
-	VADDPD       Y1, Y7, Y9
-	VMOVUPD      Y9, 384(DX)
-	VMAXPD       lgc14<>+0(SB), Y9, Y9
-	VDIVPD       Y9, Y1, Y9
-	VMOVUPD      576(DX), Y12
-	VSUBPD       Y12, Y11, Y11
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      Y12, 576(DX)
-	VMULPD       Y9, Y7, Y9
-	VMULPD       Y11, Y9, Y9
-	VADDPD       768(DX), Y8, Y7
-	VFMADD231PD  Y11, Y9, Y7
-	VMOVUPD      Y7, 768(DX)
-	VDIVPD       Y10, Y3, Y7
-	VFNMADD231PD Y3, Y7, Y4
-	VADDPD       Y6, Y7, Y7
-	VMOVUPD      416(DX), Y3
-	VADDPD       Y1, Y3, Y6
-	VMOVUPD      Y6, 416(DX)
-	VMAXPD       lgc14<>+0(SB), Y6, Y6
-	VDIVPD       Y6, Y1, Y1
-	VMOVUPD      608(DX), Y6
-	VSUBPD       Y6, Y7, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y6, 608(DX)
-	VMULPD       Y1, Y3, Y1
-	VMULPD       Y7, Y1, Y1
-	VADDPD       800(DX), Y4, Y3
-	VFMADD231PD  Y7, Y1, Y3
-	VMOVUPD      Y3, 800(DX)
+	VCVTPS2PD    X5, Y8
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VMAXPD       lgc13<>+0(SB), Y1, Y9
+	VDIVPD       Y9, Y6, Y10
+	VFNMADD231PD Y6, Y10, Y7
+	VADDPD       Y8, Y10, Y10
+	VMOVUPD      384(DX), Y6
+	VADDPD       Y1, Y6, Y8
+	VMOVUPD      Y8, 384(DX)
+	VMAXPD       lgc13<>+0(SB), Y8, Y8
+	VDIVPD       Y8, Y1, Y8
+	VMOVUPD      576(DX), Y11
+	VSUBPD       Y11, Y10, Y10
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      Y11, 576(DX)
+	VMULPD       Y8, Y6, Y8
+	VMULPD       Y10, Y8, Y8
+	VADDPD       768(DX), Y7, Y6
+	VFMADD231PD  Y10, Y8, Y6
+	VMOVUPD      Y6, 768(DX)
+	VDIVPD       Y9, Y2, Y6
+	VFNMADD231PD Y2, Y6, Y4
+	VADDPD       Y5, Y6, Y6
+	VMOVUPD      416(DX), Y2
+	VADDPD       Y1, Y2, Y5
+	VMOVUPD      Y5, 416(DX)
+	VMAXPD       lgc13<>+0(SB), Y5, Y5
+	VDIVPD       Y5, Y1, Y1
+	VMOVUPD      608(DX), Y5
+	VSUBPD       Y5, Y6, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VMOVUPD      Y5, 608(DX)
+	VMULPD       Y1, Y2, Y1
+	VMULPD       Y6, Y1, Y1
+	VADDPD       800(DX), Y4, Y2
+	VFMADD231PD  Y6, Y1, Y2
+	VMOVUPD      Y2, 800(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(DX), Y2, Y2
-	VMOVUPS      Y2, 1344(DX)
+	VCMPPS       $0x00, Y3, Y3, Y1
+	VANDPS       1344(DX), Y1, Y1
+	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
 
 noflush_16:
@@ -1852,76 +1810,72 @@ noflush_16:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc0<>+0(SB), Y1, Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
 	VADDPD       64(CX), Y3, Y3
 	VMOVUPD      Y3, 64(CX)
-	VADDPD       96(CX), Y2, Y2
-	VMOVUPD      Y2, 96(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      960(CX), Y2
+	VADDPD       96(CX), Y1, Y1
+	VMOVUPD      Y1, 96(CX)
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc4<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc13<>+0(SB), Y4, Y4
-	VANDPS       lgc4<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc13<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VCVTPS2PD    X3, Y7
+	VFMADD231PS  lgc0<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc0<>+0(SB), Y3, Y2
+	VMOVUPS      1216(CX), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VCVTPS2PD    X3, Y6
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	VCVTPS2PD    X5, Y8
-	VEXTRACTF128 $0x01, Y5, X5
-	VCVTPS2PD    X5, Y5
-	VMAXPD       lgc14<>+0(SB), Y0, Y9
-	VDIVPD       Y9, Y6, Y10
-	VFNMADD231PD Y6, Y10, Y7
-	VADDPD       Y8, Y10, Y10
-	VMOVUPD      384(CX), Y6
-	VADDPD       Y0, Y6, Y8
-	VMOVUPD      Y8, 384(CX)
-	VMAXPD       lgc14<>+0(SB), Y8, Y8
-	VDIVPD       Y8, Y0, Y8
-	VMOVUPD      576(CX), Y11
-	VSUBPD       Y11, Y10, Y10
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      Y11, 576(CX)
-	VMULPD       Y8, Y6, Y8
-	VMULPD       Y10, Y8, Y8
-	VADDPD       768(CX), Y7, Y6
-	VFMADD231PD  Y10, Y8, Y6
-	VMOVUPD      Y6, 768(CX)
-	VDIVPD       Y9, Y2, Y6
-	VFNMADD231PD Y2, Y6, Y3
-	VADDPD       Y5, Y6, Y6
-	VMOVUPD      416(CX), Y2
-	VADDPD       Y0, Y2, Y5
-	VMOVUPD      Y5, 416(CX)
-	VMAXPD       lgc14<>+0(SB), Y5, Y5
-	VDIVPD       Y5, Y0, Y0
-	VMOVUPD      608(CX), Y5
-	VSUBPD       Y5, Y6, Y6
-	VFMADD231PD  Y6, Y0, Y5
-	VMOVUPD      Y5, 608(CX)
-	VMULPD       Y0, Y2, Y0
-	VMULPD       Y6, Y0, Y0
-	VADDPD       800(CX), Y3, Y2
-	VFMADD231PD  Y6, Y0, Y2
-	VMOVUPD      Y2, 800(CX)
+	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMAXPD       lgc13<>+0(SB), Y0, Y8
+	VDIVPD       Y8, Y5, Y9
+	VFNMADD231PD Y5, Y9, Y6
+	VADDPD       Y7, Y9, Y9
+	VMOVUPD      384(CX), Y5
+	VADDPD       Y0, Y5, Y7
+	VMOVUPD      Y7, 384(CX)
+	VMAXPD       lgc13<>+0(SB), Y7, Y7
+	VDIVPD       Y7, Y0, Y7
+	VMOVUPD      576(CX), Y10
+	VSUBPD       Y10, Y9, Y9
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      Y10, 576(CX)
+	VMULPD       Y7, Y5, Y7
+	VMULPD       Y9, Y7, Y7
+	VADDPD       768(CX), Y6, Y5
+	VFMADD231PD  Y9, Y7, Y5
+	VMOVUPD      Y5, 768(CX)
+	VDIVPD       Y8, Y1, Y5
+	VFNMADD231PD Y1, Y5, Y3
+	VADDPD       Y4, Y5, Y5
+	VMOVUPD      416(CX), Y1
+	VADDPD       Y0, Y1, Y4
+	VMOVUPD      Y4, 416(CX)
+	VMAXPD       lgc13<>+0(SB), Y4, Y4
+	VDIVPD       Y4, Y0, Y0
+	VMOVUPD      608(CX), Y4
+	VSUBPD       Y4, Y5, Y5
+	VFMADD231PD  Y5, Y0, Y4
+	VMOVUPD      Y4, 608(CX)
+	VMULPD       Y0, Y1, Y0
+	VMULPD       Y5, Y0, Y0
+	VADDPD       800(CX), Y3, Y1
+	VFMADD231PD  Y5, Y0, Y1
+	VMOVUPD      Y1, 800(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_14
@@ -1935,7 +1889,7 @@ TEXT ·fbPass1AVX2(SB), $840-112
 	MOVQ         s2+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v23 = max(std, 1e-06)
 	VMAXPS  Y0, Y1, Y0
@@ -1950,7 +1904,7 @@ outer0_17:
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X0
 	VCVTSI2SDQ CX, X0, X0
-	VMOVSD     lgc14<>+0(SB), X1
+	VMOVSD     lgc13<>+0(SB), X1
 	VDIVSD     X0, X1, X0
 	VMOVSD     X0, 32(SP)
 	MOVQ       $+8, DX
@@ -1962,7 +1916,7 @@ blocks_18:
 	IMUL3Q     $+256, AX, SI
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, SI
-	VMOVUPS    lgc16<>+0(SB), Y0
+	VMOVUPS    lgc15<>+0(SB), Y0
 	VMASKMOVPS (BX)(SI*4), Y0, Y1
 	VMASKMOVPS 8(BX)(SI*4), Y0, Y2
 	VMASKMOVPS 16(BX)(SI*4), Y0, Y3
@@ -2016,7 +1970,7 @@ blocks_18:
 
 	// advantageNormalized = div(v21, v23)
 	VDIVPS  Y3, Y2, Y2
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS lgc16<>+0(SB), Y3
 	VMOVUPS Y0, 232(SP)
 	VMOVUPS Y1, 264(SP)
 	VMOVUPS Y2, 296(SP)
@@ -2048,25 +2002,25 @@ inner_A_20:
 	VSUBPS Y3, Y0, Y0
 
 	// v30 = exp(v29)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y0, Y3, Y3
-	VMULPS       lgc19<>+0(SB), Y3, Y4
+	VMULPS       lgc18<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc21<>+0(SB), Y4, Y3
 	VMULPS       Y3, Y3, Y5
-	VMOVUPS      lgc22<>+0(SB), Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMOVUPS      lgc24<>+0(SB), Y7
-	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VMOVUPS      lgc23<>+0(SB), Y7
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
-	VMOVUPS      lgc26<>+0(SB), Y7
-	VFMADD213PS  lgc27<>+0(SB), Y3, Y7
+	VMOVUPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
 	VFMADD213PS  Y7, Y5, Y6
 	VFMADD213PS  Y3, Y5, Y6
 	VADDPS       lgc1<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y4, Y3
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSRLD       $0x01, Y3, Y4
 	VPSUBD       Y4, Y3, Y3
 	VPSLLD       $0x17, Y4, Y4
@@ -2077,7 +2031,7 @@ inner_A_20:
 
 	// sum(v30) over [A]
 	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y3, Y0
@@ -2095,22 +2049,23 @@ inner_A_20:
 	VMOVUPS Y1, Y0
 
 	// v32 = log(v31)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y1
+	VPAND        lgc33<>+0(SB), Y3, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y3
-	VMULPS       lgc27<>+0(SB), Y1, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y3
+	VMULPS       lgc26<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y5
@@ -2118,18 +2073,17 @@ inner_A_20:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc17<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -2189,10 +2143,10 @@ indexdone_22:
 	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc47<>+0(SB), Y1, Y1
-	VMOVUPS    lgc48<>+0(SB), Y3
+	VPMINSD    lgc45<>+0(SB), Y1, Y1
+	VPMULLD    lgc45<>+0(SB), Y1, Y1
+	VPADDD     lgc46<>+0(SB), Y1, Y1
+	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y1*4), Y4
 	VMOVUPS    328(SP), Y1
@@ -2207,38 +2161,38 @@ indexdone_22:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc49<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc50<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 392(SP)
 
 	// ratio = exp(logWeight)
-	VMOVUPS      lgc18<>+0(SB), Y5
+	VMOVUPS      lgc17<>+0(SB), Y5
 	VMAXPS       Y4, Y5, Y5
-	VMOVUPS      lgc51<>+0(SB), Y7
+	VMOVUPS      lgc50<>+0(SB), Y7
 	VMINPS       Y5, Y7, Y5
-	VMULPS       lgc19<>+0(SB), Y5, Y7
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y7, Y5
 	VMULPS       Y5, Y5, Y8
-	VMOVUPS      lgc22<>+0(SB), Y9
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y9
-	VMOVUPS      lgc24<>+0(SB), Y10
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y10
+	VMOVUPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y9
+	VMOVUPS      lgc23<>+0(SB), Y10
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
-	VMOVUPS      lgc26<>+0(SB), Y10
-	VFMADD213PS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS      lgc25<>+0(SB), Y10
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y10
 	VFMADD213PS  Y10, Y8, Y9
 	VFMADD213PS  Y5, Y8, Y9
 	VADDPS       lgc1<>+0(SB), Y9, Y9
 	VCVTPS2DQ    Y7, Y5
-	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPADDD       lgc27<>+0(SB), Y5, Y5
 	VPSRLD       $0x01, Y5, Y7
 	VPSUBD       Y7, Y5, Y5
 	VPSLLD       $0x17, Y7, Y7
@@ -2249,13 +2203,13 @@ indexdone_22:
 	// v44 = ne(logWeightClip, logWeight)
 	VCMPPS  $0x04, Y4, Y6, Y5
 	VANDPS  lgc1<>+0(SB), Y5, Y6
-	VMOVUPS lgc52<>+0(SB), Y7
+	VMOVUPS lgc51<>+0(SB), Y7
 	VMOVUPS lgc6<>+0(SB), Y8
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
 	VBLENDVPS Y5, Y7, Y8, Y7
-	VMOVUPS   lgc53<>+0(SB), Y8
-	VMOVUPS   lgc17<>+0(SB), Y10
+	VMOVUPS   lgc52<>+0(SB), Y8
+	VMOVUPS   lgc16<>+0(SB), Y10
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
 	VBLENDVPS Y5, Y8, Y10, Y5
@@ -2283,7 +2237,7 @@ indexdone_22:
 	VMULPS Y0, Y8, Y0
 
 	// v57 = neg(gain)
-	VXORPS lgc54<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y0, Y0
 
 	// mean(v57) over [N T]
 	MOVQ    state+64(FP), BX
@@ -2314,7 +2268,7 @@ indexdone_22:
 	VSUBPS Y0, Y1, Y1
 
 	// v68 = mul(-0.01, entropy)
-	VMULPS lgc55<>+0(SB), Y1, Y2
+	VMULPS lgc54<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  2624(BX), Y1, Y1
@@ -2334,7 +2288,7 @@ indexdone_22:
 	VMULPS Y2, Y2, Y3
 
 	// v74 = mul(0.5, l2)
-	VMULPS lgc27<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v74) over [N T]
 	VADDPS  3264(BX), Y3, Y3
@@ -2390,10 +2344,10 @@ indexdone_22:
 	VMOVUPS      424(SP), Y0
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc56<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc57<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc55<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc56<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       11456(BX), Y1, Y1
 	VMOVUPS      Y1, 11456(BX)
@@ -2413,14 +2367,14 @@ indexdone_22:
 	VMOVUPS      648(SP), Y0
 
 	// v92 = mul(0.001953125, diff)
-	VMULPS lgc60<>+0(SB), Y0, Y0
+	VMULPS lgc59<>+0(SB), Y0, Y0
 
 	// v93 = add(v92, v92)
 	VADDPS Y0, Y0, Y0
 
 	// gradStateValue = neg(v93)
-	VXORPS  lgc54<>+0(SB), Y0, Y0
-	VMOVUPS lgc61<>+0(SB), Y1
+	VXORPS  lgc53<>+0(SB), Y0, Y0
+	VMOVUPS lgc60<>+0(SB), Y1
 	VMOVUPS 456(SP), Y2
 
 	// v97 = div(3.90625e-05, v31)
@@ -2431,11 +2385,11 @@ indexdone_22:
 	VDIVPS Y2, Y3, Y3
 
 	// v99 = mul(-3.90625e-05, v98)
-	VMULPS  lgc62<>+0(SB), Y3, Y3
+	VMULPS  lgc61<>+0(SB), Y3, Y3
 	VMOVUPS 296(SP), Y4
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc63<>+0(SB), Y4, Y4
+	VMULPS  lgc62<>+0(SB), Y4, Y4
 	VMOVUPS 584(SP), Y5
 	VMOVUPS lgc0<>+0(SB), Y6
 	VCMPPS  $0x04, Y6, Y5, Y6
@@ -2484,10 +2438,10 @@ indexdone_22:
 	VBLENDVPS Y5, Y6, Y0, Y0
 
 	// v121 = neg(v120)
-	VXORPS lgc54<>+0(SB), Y0, Y5
+	VXORPS lgc53<>+0(SB), Y0, Y5
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc62<>+0(SB), Y5, Y5
+	VADDPS lgc61<>+0(SB), Y5, Y5
 
 	// v126 = ne(v122, 0)
 	VCMPPS $0x04, Y4, Y5, Y4
@@ -2512,7 +2466,7 @@ inner_A_23:
 
 	// v29 = sub(logits, v27)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc29<>+0(SB), Y1
+	VMOVUPS lgc28<>+0(SB), Y1
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
@@ -2636,7 +2590,7 @@ indexdone_25:
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
-	VMOVUPS      lgc16<>+0(SB), Y8
+	VMOVUPS      lgc15<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
 	VUNPCKLPS    Y3, Y2, Y1
@@ -2673,83 +2627,73 @@ indexdone_25:
 	JNZ          noflush_26
 	VMOVUPD      lgc12<>+0(SB), Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(DX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1472(DX), Y2, Y2
 	VMOVUPD      Y2, 1472(DX)
-	VADDPD       1504(DX), Y1, Y1
-	VMOVUPD      Y1, 1504(DX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(DX)
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(DX), Y3, Y3
-	VMOVUPD      Y3, 1792(DX)
-	VADDPD       1824(DX), Y2, Y2
-	VMOVUPD      Y2, 1824(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(DX), Y3, Y3
-	VMOVUPD      Y3, 2112(DX)
-	VADDPD       2144(DX), Y2, Y2
-	VMOVUPD      Y2, 2144(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(DX), Y3, Y3
-	VMOVUPD      Y3, 2432(DX)
-	VADDPD       2464(DX), Y2, Y2
-	VMOVUPD      Y2, 2464(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(DX), Y3, Y3
-	VMOVUPD      Y3, 2752(DX)
-	VADDPD       2784(DX), Y2, Y2
-	VMOVUPD      Y2, 2784(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(DX), Y3, Y3
-	VMOVUPD      Y3, 3072(DX)
-	VADDPD       3104(DX), Y2, Y2
-	VMOVUPD      Y2, 3104(DX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       1504(DX), Y0, Y0
+	VMOVUPD      Y0, 1504(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(DX), Y2, Y2
+	VMOVUPD      Y2, 1792(DX)
+	VADDPD       1824(DX), Y0, Y0
+	VMOVUPD      Y0, 1824(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(DX), Y2, Y2
+	VMOVUPD      Y2, 2112(DX)
+	VADDPD       2144(DX), Y0, Y0
+	VMOVUPD      Y0, 2144(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(DX), Y2, Y2
+	VMOVUPD      Y2, 2432(DX)
+	VADDPD       2464(DX), Y0, Y0
+	VMOVUPD      Y0, 2464(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(DX), Y2, Y2
+	VMOVUPD      Y2, 2752(DX)
+	VADDPD       2784(DX), Y0, Y0
+	VMOVUPD      Y0, 2784(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(DX), Y2, Y2
+	VMOVUPD      Y2, 3072(DX)
+	VADDPD       3104(DX), Y0, Y0
+	VMOVUPD      Y0, 3104(DX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	MOVQ         $+8, DX
@@ -2764,83 +2708,73 @@ noflush_26:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), CX
-	VMOVUPS      1664(CX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      1664(CX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       1472(CX), Y2, Y2
 	VMOVUPD      Y2, 1472(CX)
-	VADDPD       1504(CX), Y1, Y1
-	VMOVUPD      Y1, 1504(CX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(CX)
-	VMOVUPS      1984(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       1792(CX), Y3, Y3
-	VMOVUPD      Y3, 1792(CX)
-	VADDPD       1824(CX), Y2, Y2
-	VMOVUPD      Y2, 1824(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2112(CX), Y3, Y3
-	VMOVUPD      Y3, 2112(CX)
-	VADDPD       2144(CX), Y2, Y2
-	VMOVUPD      Y2, 2144(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2432(CX), Y3, Y3
-	VMOVUPD      Y3, 2432(CX)
-	VADDPD       2464(CX), Y2, Y2
-	VMOVUPD      Y2, 2464(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2752(CX), Y3, Y3
-	VMOVUPD      Y3, 2752(CX)
-	VADDPD       2784(CX), Y2, Y2
-	VMOVUPD      Y2, 2784(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(CX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(CX), Y2
-	VANDPS       lgc4<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       3072(CX), Y3, Y3
-	VMOVUPD      Y3, 3072(CX)
-	VADDPD       3104(CX), Y2, Y2
-	VMOVUPD      Y2, 3104(CX)
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(CX)
-	VANDPS       Y1, Y0, Y0
+	VADDPD       1504(CX), Y0, Y0
+	VMOVUPD      Y0, 1504(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(CX)
+	VMOVUPS      1984(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1792(CX), Y2, Y2
+	VMOVUPD      Y2, 1792(CX)
+	VADDPD       1824(CX), Y0, Y0
+	VMOVUPD      Y0, 1824(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(CX)
+	VMOVUPS      2304(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2112(CX), Y2, Y2
+	VMOVUPD      Y2, 2112(CX)
+	VADDPD       2144(CX), Y0, Y0
+	VMOVUPD      Y0, 2144(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(CX)
+	VMOVUPS      2624(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2432(CX), Y2, Y2
+	VMOVUPD      Y2, 2432(CX)
+	VADDPD       2464(CX), Y0, Y0
+	VMOVUPD      Y0, 2464(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(CX)
+	VMOVUPS      2944(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2752(CX), Y2, Y2
+	VMOVUPD      Y2, 2752(CX)
+	VADDPD       2784(CX), Y0, Y0
+	VMOVUPD      Y0, 2784(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(CX)
+	VMOVUPS      3264(CX), Y0
+	VFMADD231PS  lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       3072(CX), Y2, Y2
+	VMOVUPD      Y2, 3072(CX)
+	VADDPD       3104(CX), Y0, Y0
+	VMOVUPD      Y0, 3104(CX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(CX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(CX), Y0, Y0
 	VMOVUPS      Y0, 13248(CX)
 	INCQ         AX
@@ -2849,45 +2783,45 @@ noflush_26:
 	VZEROUPPER
 	RET
 
-DATA lgc60<>+0(SB)/4, $0x3b000000
-DATA lgc60<>+4(SB)/4, $0x3b000000
-DATA lgc60<>+8(SB)/4, $0x3b000000
-DATA lgc60<>+12(SB)/4, $0x3b000000
-DATA lgc60<>+16(SB)/4, $0x3b000000
-DATA lgc60<>+20(SB)/4, $0x3b000000
-DATA lgc60<>+24(SB)/4, $0x3b000000
-DATA lgc60<>+28(SB)/4, $0x3b000000
+DATA lgc59<>+0(SB)/4, $0x3b000000
+DATA lgc59<>+4(SB)/4, $0x3b000000
+DATA lgc59<>+8(SB)/4, $0x3b000000
+DATA lgc59<>+12(SB)/4, $0x3b000000
+DATA lgc59<>+16(SB)/4, $0x3b000000
+DATA lgc59<>+20(SB)/4, $0x3b000000
+DATA lgc59<>+24(SB)/4, $0x3b000000
+DATA lgc59<>+28(SB)/4, $0x3b000000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+
+DATA lgc60<>+0(SB)/4, $0x3823d70a
+DATA lgc60<>+4(SB)/4, $0x3823d70a
+DATA lgc60<>+8(SB)/4, $0x3823d70a
+DATA lgc60<>+12(SB)/4, $0x3823d70a
+DATA lgc60<>+16(SB)/4, $0x3823d70a
+DATA lgc60<>+20(SB)/4, $0x3823d70a
+DATA lgc60<>+24(SB)/4, $0x3823d70a
+DATA lgc60<>+28(SB)/4, $0x3823d70a
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0x3823d70a
-DATA lgc61<>+4(SB)/4, $0x3823d70a
-DATA lgc61<>+8(SB)/4, $0x3823d70a
-DATA lgc61<>+12(SB)/4, $0x3823d70a
-DATA lgc61<>+16(SB)/4, $0x3823d70a
-DATA lgc61<>+20(SB)/4, $0x3823d70a
-DATA lgc61<>+24(SB)/4, $0x3823d70a
-DATA lgc61<>+28(SB)/4, $0x3823d70a
+DATA lgc61<>+0(SB)/4, $0xb823d70a
+DATA lgc61<>+4(SB)/4, $0xb823d70a
+DATA lgc61<>+8(SB)/4, $0xb823d70a
+DATA lgc61<>+12(SB)/4, $0xb823d70a
+DATA lgc61<>+16(SB)/4, $0xb823d70a
+DATA lgc61<>+20(SB)/4, $0xb823d70a
+DATA lgc61<>+24(SB)/4, $0xb823d70a
+DATA lgc61<>+28(SB)/4, $0xb823d70a
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0xb823d70a
-DATA lgc62<>+4(SB)/4, $0xb823d70a
-DATA lgc62<>+8(SB)/4, $0xb823d70a
-DATA lgc62<>+12(SB)/4, $0xb823d70a
-DATA lgc62<>+16(SB)/4, $0xb823d70a
-DATA lgc62<>+20(SB)/4, $0xb823d70a
-DATA lgc62<>+24(SB)/4, $0xb823d70a
-DATA lgc62<>+28(SB)/4, $0xb823d70a
+DATA lgc62<>+0(SB)/4, $0xbb800000
+DATA lgc62<>+4(SB)/4, $0xbb800000
+DATA lgc62<>+8(SB)/4, $0xbb800000
+DATA lgc62<>+12(SB)/4, $0xbb800000
+DATA lgc62<>+16(SB)/4, $0xbb800000
+DATA lgc62<>+20(SB)/4, $0xbb800000
+DATA lgc62<>+24(SB)/4, $0xbb800000
+DATA lgc62<>+28(SB)/4, $0xbb800000
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
-
-DATA lgc63<>+0(SB)/4, $0xbb800000
-DATA lgc63<>+4(SB)/4, $0xbb800000
-DATA lgc63<>+8(SB)/4, $0xbb800000
-DATA lgc63<>+12(SB)/4, $0xbb800000
-DATA lgc63<>+16(SB)/4, $0xbb800000
-DATA lgc63<>+20(SB)/4, $0xbb800000
-DATA lgc63<>+24(SB)/4, $0xbb800000
-DATA lgc63<>+28(SB)/4, $0xbb800000
-GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2905,7 +2839,7 @@ blocks_27:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc58<>+0(SB), Y1, Y1
+	VADDPS  lgc57<>+0(SB), Y1, Y1
 	MOVQ    s3+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2919,7 +2853,7 @@ blocks_27:
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v86 = mul(2, logSumW)
-	VMULPS  lgc59<>+0(SB), Y2, Y2
+	VMULPS  lgc58<>+0(SB), Y2, Y2
 	MOVQ    s6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
@@ -2927,27 +2861,27 @@ blocks_27:
 	VSUBPS Y3, Y2, Y2
 
 	// essCol = exp(v87)
-	VMOVUPS      lgc18<>+0(SB), Y3
+	VMOVUPS      lgc17<>+0(SB), Y3
 	VMAXPS       Y2, Y3, Y2
-	VMOVUPS      lgc51<>+0(SB), Y3
+	VMOVUPS      lgc50<>+0(SB), Y3
 	VMINPS       Y2, Y3, Y2
-	VMULPS       lgc19<>+0(SB), Y2, Y3
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
 	VMULPS       Y2, Y2, Y4
-	VMOVUPS      lgc22<>+0(SB), Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VMOVUPS      lgc24<>+0(SB), Y6
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y6
+	VMOVUPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VMOVUPS      lgc23<>+0(SB), Y6
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
-	VMOVUPS      lgc26<>+0(SB), Y6
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y6
+	VMOVUPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y6
 	VFMADD213PS  Y6, Y4, Y5
 	VFMADD213PS  Y2, Y4, Y5
 	VADDPS       lgc1<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y3, Y2
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSRLD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
 	VPSLLD       $0x17, Y3, Y3
@@ -2965,8 +2899,7 @@ blocks_27:
 	JNZ          noflush_29
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+0(FP), CX
-	VANDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc0<>+0(SB), Y0, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2975,6 +2908,7 @@ blocks_27:
 	VADDPD       13408(CX), Y0, Y0
 	VMOVUPD      Y0, 13408(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       13696(CX), Y1, Y1
 	VMOVUPS      Y1, 13696(CX)
 	MOVQ         $+8, CX
@@ -2995,18 +2929,18 @@ chunkdone_28:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc4<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc13<>+0(SB), Y0, Y0
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      13568(AX), Y0
+	VMULPS       lgc0<>+0(SB), Y0, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
 	VADDPD       13376(AX), Y2, Y2
 	VMOVUPD      Y2, 13376(AX)
-	VADDPD       13408(AX), Y1, Y1
-	VMOVUPD      Y1, 13408(AX)
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 13568(AX)
+	VADDPD       13408(AX), Y0, Y0
+	VMOVUPD      Y0, 13408(AX)
+	VMOVUPS      lgc0<>+0(SB), Y0
+	VMOVUPS      Y0, 13568(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
@@ -3018,7 +2952,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc59<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// ess = div(v89, 2)
 	VDIVPS Y1, Y0, Y0
@@ -3041,27 +2975,27 @@ bulk_30:
 	CMPQ         BX, DX
 	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
-	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      lgc17<>+0(SB), Y1
 	VMAXPS       Y0, Y1, Y0
-	VMOVUPS      lgc51<>+0(SB), Y1
+	VMOVUPS      lgc50<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
-	VMULPS       lgc19<>+0(SB), Y0, Y1
+	VMULPS       lgc18<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS lgc19<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc20<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc21<>+0(SB), Y1, Y0
 	VMULPS       Y0, Y0, Y2
-	VMOVUPS      lgc22<>+0(SB), Y3
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VMOVUPS      lgc24<>+0(SB), Y4
-	VFMADD213PS  lgc25<>+0(SB), Y0, Y4
+	VMOVUPS      lgc21<>+0(SB), Y3
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
+	VMOVUPS      lgc23<>+0(SB), Y4
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
-	VMOVUPS      lgc26<>+0(SB), Y4
-	VFMADD213PS  lgc27<>+0(SB), Y0, Y4
+	VMOVUPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y0, Y4
 	VFMADD213PS  Y4, Y2, Y3
 	VFMADD213PS  Y0, Y2, Y3
 	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y1, Y0
-	VPADDD       lgc28<>+0(SB), Y0, Y0
+	VPADDD       lgc27<>+0(SB), Y0, Y0
 	VPSRLD       $0x01, Y0, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPSLLD       $0x17, Y1, Y1
@@ -3088,22 +3022,23 @@ bulk_32:
 	CMPQ         BX, DX
 	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc32<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPSUBD       lgc31<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
@@ -3111,18 +3046,17 @@ bulk_32:
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc6<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -3148,22 +3082,23 @@ bulk_34:
 	JGE          bulkdone_35
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc32<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPSUBD       lgc31<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
-	VMULPS       lgc27<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
@@ -3171,18 +3106,17 @@ bulk_34:
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc6<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
@@ -3194,7 +3128,7 @@ bulk_34:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc6<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -132,51 +132,47 @@ blocks_2:
 	JNZ          noflush_3
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y3
-	VANDPS       lgc13<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc14<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       64(DX), Z3, Z3
-	VMOVUPD      Z3, 64(DX)
-	VMOVUPS      lgc15<>+0(SB), Y3
-	VMOVUPS      Y3, 256(DX)
-	VMOVUPS      960(DX), Y3
+	VMOVUPS      256(DX), Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(DX), Z2, Z2
+	VMOVUPD      Z2, 64(DX)
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc13<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
-	VANDPS       lgc13<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc14<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    Y3, Z3
+	VFMADD231PS  lgc13<>+0(SB), Y2, Y3
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y3
+	VMOVUPS      1216(DX), Y5
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y4, Z4
-	VCVTPS2PD    Y6, Z6
-	VBROADCASTSD lgc16<>+0(SB), Z7
+	VCVTPS2PD    Y5, Z5
+	VBROADCASTSD lgc14<>+0(SB), Z6
 	VBROADCASTSD X1, Z1
-	VMAXPD       Z7, Z1, Z8
-	VDIVPD       Z8, Z3, Z8
-	VFNMADD231PD Z3, Z8, Z4
-	VADDPD       Z6, Z8, Z8
-	VMOVUPD      384(DX), Z3
-	VADDPD       Z1, Z3, Z6
-	VMOVUPD      Z6, 384(DX)
-	VMAXPD       Z7, Z6, Z6
-	VDIVPD       Z6, Z1, Z1
-	VMOVUPD      576(DX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z1, Z6
-	VMOVUPD      Z6, 576(DX)
-	VMULPD       Z1, Z3, Z1
-	VMULPD       Z7, Z1, Z1
-	VADDPD       768(DX), Z4, Z3
-	VFMADD231PD  Z7, Z1, Z3
-	VMOVUPD      Z3, 768(DX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMAXPD       Z6, Z1, Z7
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z4
+	VADDPD       Z5, Z7, Z7
+	VMOVUPD      384(DX), Z2
+	VADDPD       Z1, Z2, Z5
+	VMOVUPD      Z5, 384(DX)
+	VMAXPD       Z6, Z5, Z5
+	VDIVPD       Z5, Z1, Z1
+	VMOVUPD      576(DX), Z5
+	VSUBPD       Z5, Z7, Z6
+	VFMADD231PD  Z6, Z1, Z5
+	VMOVUPD      Z5, 576(DX)
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z6, Z1, Z1
+	VADDPD       768(DX), Z4, Z2
+	VFMADD231PD  Z6, Z1, Z2
+	VMOVUPD      Z2, 768(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(DX), Y2, Y2
-	VMOVUPS      Y2, 1344(DX)
+	VCMPPS       $0x00, Y3, Y3, Y1
+	VANDPS       1344(DX), Y1, Y1
+	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+4, DX
 
 noflush_3:
@@ -185,55 +181,51 @@ noflush_3:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(CX), Z2, Z2
-	VMOVUPD      Z2, 64(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      960(CX), Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc13<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc14<>+0(SB), Y4, Y4
-	VANDPS       lgc13<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y2
+	VMOVUPS      1216(CX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc16<>+0(SB), Z6
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc14<>+0(SB), Z5
 	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(CX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 384(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      576(CX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 576(CX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       768(CX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 768(CX)
-	VMOVUPS      lgc15<>+0(SB), Y0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      384(CX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 384(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      576(CX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 576(CX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       768(CX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 768(CX)
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
@@ -341,41 +333,21 @@ DATA lgc12<>+16(SB)/8, $0x4020000000000000
 DATA lgc12<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x7fffffff
-DATA lgc13<>+4(SB)/4, $0x7fffffff
-DATA lgc13<>+8(SB)/4, $0x7fffffff
-DATA lgc13<>+12(SB)/4, $0x7fffffff
-DATA lgc13<>+16(SB)/4, $0x7fffffff
-DATA lgc13<>+20(SB)/4, $0x7fffffff
-DATA lgc13<>+24(SB)/4, $0x7fffffff
-DATA lgc13<>+28(SB)/4, $0x7fffffff
+DATA lgc13<>+0(SB)/4, $0x00000000
+DATA lgc13<>+4(SB)/4, $0x00000000
+DATA lgc13<>+8(SB)/4, $0x00000000
+DATA lgc13<>+12(SB)/4, $0x00000000
+DATA lgc13<>+16(SB)/4, $0x00000000
+DATA lgc13<>+20(SB)/4, $0x00000000
+DATA lgc13<>+24(SB)/4, $0x00000000
+DATA lgc13<>+28(SB)/4, $0x00000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x7f7fffff
-DATA lgc14<>+4(SB)/4, $0x7f7fffff
-DATA lgc14<>+8(SB)/4, $0x7f7fffff
-DATA lgc14<>+12(SB)/4, $0x7f7fffff
-DATA lgc14<>+16(SB)/4, $0x7f7fffff
-DATA lgc14<>+20(SB)/4, $0x7f7fffff
-DATA lgc14<>+24(SB)/4, $0x7f7fffff
-DATA lgc14<>+28(SB)/4, $0x7f7fffff
+DATA lgc14<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc14<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0x00000000
-DATA lgc15<>+4(SB)/4, $0x00000000
-DATA lgc15<>+8(SB)/4, $0x00000000
-DATA lgc15<>+12(SB)/4, $0x00000000
-DATA lgc15<>+16(SB)/4, $0x00000000
-DATA lgc15<>+20(SB)/4, $0x00000000
-DATA lgc15<>+24(SB)/4, $0x00000000
-DATA lgc15<>+28(SB)/4, $0x00000000
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc16<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc16<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc16<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -387,7 +359,7 @@ TEXT ·pass1AVX512(SB), $520-96
 	MOVQ         s2+0(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSS (CX)(DX*4), Z0
-	VBROADCASTSS lgb17<>+0(SB), Z1
+	VBROADCASTSS lgb15<>+0(SB), Z1
 
 	// v23 = max(std, 1e-06)
 	VMAXPS  Z0, Z1, Z0
@@ -402,7 +374,7 @@ outer0_4:
 	INCQ         DX
 	VBROADCASTSS lgb0<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
-	VMOVSD       lgc16<>+0(SB), X1
+	VMOVSD       lgc14<>+0(SB), X1
 	VDIVSD       X0, X1, X0
 	VMOVSD       X0, (SP)
 	MOVQ         $+4, BX
@@ -517,7 +489,7 @@ blocks_5:
 
 	// advantageNormalized = div(v21, v23)
 	VDIVPS       Z3, Z2, Z2
-	VBROADCASTSS lgb18<>+0(SB), Z3
+	VBROADCASTSS lgb16<>+0(SB), Z3
 	VMOVUPS      Z0, 192(AX)
 	VMOVUPS      Z1, 256(AX)
 	VMOVUPS      Z2, 320(AX)
@@ -549,25 +521,25 @@ inner_A_7:
 	VSUBPS Z3, Z0, Z0
 
 	// v30 = exp(v29)
-	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VBROADCASTSS      lgb17<>+0(SB), Z3
 	VMAXPS            Z0, Z3, Z3
-	VMULPS.BCST       lgb20<>+0(SB), Z3, Z4
+	VMULPS.BCST       lgb18<>+0(SB), Z3, Z4
 	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z4, Z3
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z4, Z3
 	VMULPS            Z3, Z3, Z5
-	VBROADCASTSS      lgb23<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb21<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
 	VBROADCASTSS      lgb25<>+0(SB), Z7
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VBROADCASTSS      lgb27<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z3, Z7
 	VFMADD213PS       Z7, Z5, Z6
 	VFMADD213PS       Z3, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z4, Z3
-	VPADDD.BCST       lgb29<>+0(SB), Z3, Z3
+	VPADDD.BCST       lgb27<>+0(SB), Z3, Z3
 	VPSRLD            $0x01, Z3, Z4
 	VPSUBD            Z4, Z3, Z3
 	VPSLLD            $0x17, Z4, Z4
@@ -577,7 +549,7 @@ inner_A_7:
 
 	// sum(v30) over [A]
 	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb30<>+0(SB), Z3
+	VBROADCASTSS lgb28<>+0(SB), Z3
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Z0, Z3, Z0
@@ -595,45 +567,45 @@ inner_A_7:
 	VMOVUPS Z1, Z0
 
 	// v32 = log(v31)
-	VCMPPS.BCST       $0x11, lgb31<>+0(SB), Z0, K1
+	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VMULPS.BCST       lgb32<>+0(SB), Z0, Z3
+	VMULPS.BCST       lgb30<>+0(SB), Z0, Z3
 	VPTERNLOGD        $0xe2, Z0, Z1, Z3
 	VPSRLD            $0x17, Z3, Z4
-	VPSUBD.BCST       lgb33<>+0(SB), Z4, Z4
-	VPANDD.BCST       lgb34<>+0(SB), Z1, Z1
+	VPSUBD.BCST       lgb31<>+0(SB), Z4, Z4
+	VPANDD.BCST       lgb32<>+0(SB), Z1, Z1
 	VPADDD            Z1, Z4, Z4
-	VPANDD.BCST       lgb35<>+0(SB), Z3, Z1
+	VPANDD.BCST       lgb33<>+0(SB), Z3, Z1
 	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
-	VCMPPS.BCST       $0x1e, lgb36<>+0(SB), Z1, K1
+	VCMPPS.BCST       $0x1e, lgb34<>+0(SB), Z1, K1
 	VPMOVM2D          K1, Z3
-	VMULPS.BCST       lgb28<>+0(SB), Z1, Z5
+	VMULPS.BCST       lgb26<>+0(SB), Z1, Z5
 	VPTERNLOGD        $0xb8, Z5, Z3, Z1
 	VPSUBD            Z3, Z4, Z4
 	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
 	VMULPS            Z1, Z1, Z3
-	VBROADCASTSS      lgb37<>+0(SB), Z5
+	VBROADCASTSS      lgb35<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb44<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb45<>+0(SB), Z1, Z5
 	VMULPS            Z1, Z5, Z5
 	VMULPS            Z3, Z5, Z5
 	VCVTDQ2PS         Z4, Z4
-	VFMADD231PS.BCST  lgb22<>+0(SB), Z4, Z5
-	VFNMADD231PS.BCST lgb28<>+0(SB), Z3, Z5
+	VFMADD231PS.BCST  lgb20<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb26<>+0(SB), Z3, Z5
 	VADDPS            Z1, Z5, Z5
-	VFMADD231PS.BCST  lgb21<>+0(SB), Z4, Z5
+	VFMADD231PS.BCST  lgb19<>+0(SB), Z4, Z5
 	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb18<>+0(SB), Z1, Z5
+	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z1, Z5
 	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb46<>+0(SB), Z1, Z5
+	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z1, Z5
 	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
 	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
@@ -656,9 +628,9 @@ inner_A_7:
 	LEAQ         (R8)(SI*4), R8
 	VCVTTPS2DQ   Z1, Z1
 	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
-	VPMINSD.BCST lgb47<>+0(SB), Z1, Z1
-	VPMULLD.BCST lgb47<>+0(SB), Z1, Z1
-	VPADDD       lgc48<>+0(SB), Z1, Z1
+	VPMINSD.BCST lgb45<>+0(SB), Z1, Z1
+	VPMULLD.BCST lgb45<>+0(SB), Z1, Z1
+	VPADDD       lgc46<>+0(SB), Z1, Z1
 	VBROADCASTSS lgb0<>+0(SB), Z3
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
@@ -675,37 +647,37 @@ inner_A_7:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS       Z3, Z1, Z4
-	VBROADCASTSS lgb49<>+0(SB), Z6
+	VBROADCASTSS lgb47<>+0(SB), Z6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS       Z4, Z6, Z6
-	VBROADCASTSS lgb50<>+0(SB), Z7
+	VBROADCASTSS lgb48<>+0(SB), Z7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS Z6, Z7, Z6
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb19<>+0(SB), Z7
+	VBROADCASTSS      lgb17<>+0(SB), Z7
 	VMAXPS            Z4, Z7, Z7
-	VBROADCASTSS      lgb51<>+0(SB), Z8
+	VBROADCASTSS      lgb49<>+0(SB), Z8
 	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb20<>+0(SB), Z7, Z8
+	VMULPS.BCST       lgb18<>+0(SB), Z7, Z8
 	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z8, Z7
 	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb23<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb21<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb23<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
 	VBROADCASTSS      lgb25<>+0(SB), Z11
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb27<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z7, Z11
 	VFMADD213PS       Z11, Z9, Z10
 	VFMADD213PS       Z7, Z9, Z10
 	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
 	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb29<>+0(SB), Z7, Z7
+	VPADDD.BCST       lgb27<>+0(SB), Z7, Z7
 	VPSRLD            $0x01, Z7, Z8
 	VPSUBD            Z8, Z7, Z7
 	VPSLLD            $0x17, Z8, Z8
@@ -717,14 +689,14 @@ inner_A_7:
 	VCMPPS       $0x04, Z4, Z6, K1
 	VPMOVM2D     K1, Z6
 	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb52<>+0(SB), Z8
+	VBROADCASTSS lgb50<>+0(SB), Z8
 	VBROADCASTSS lgb6<>+0(SB), Z9
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
 	VMOVUPS      Z6, Z11
 	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb53<>+0(SB), Z8
-	VBROADCASTSS lgb18<>+0(SB), Z9
+	VBROADCASTSS lgb51<>+0(SB), Z8
+	VBROADCASTSS lgb16<>+0(SB), Z9
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
 	VPTERNLOGD   $0xca, Z9, Z8, Z6
@@ -748,7 +720,7 @@ inner_A_7:
 	VMULPS Z9, Z8, Z6
 
 	// v57 = neg(gain)
-	VXORPS.BCST lgb54<>+0(SB), Z6, Z6
+	VXORPS.BCST lgb52<>+0(SB), Z6, Z6
 
 	// mean(v57) over [N T]
 	VEXTRACTF64X4 $0x01, Z6, Y8
@@ -782,7 +754,7 @@ inner_A_7:
 	VSUBPS Z0, Z5, Z0
 
 	// v68 = mul(-0.01, entropy)
-	VMULPS.BCST lgb55<>+0(SB), Z0, Z1
+	VMULPS.BCST lgb53<>+0(SB), Z0, Z1
 
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z0, Y2
@@ -806,7 +778,7 @@ inner_A_7:
 	VMULPS Z1, Z1, Z2
 
 	// v74 = mul(0.5, l2)
-	VMULPS.BCST lgb28<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb26<>+0(SB), Z2, Z2
 
 	// mean(v74) over [N T]
 	VEXTRACTF64X4 $0x01, Z2, Y3
@@ -904,10 +876,10 @@ inner_A_7:
 	// logsumexp(logWeight) over [N]
 	VEXTRACTF64X4 $0x01, Z4, Y1
 	VEXTRACTF64X4 $0x01, Z10, Y2
-	VCMPPS        $0x15, lgc56<>+0(SB), Y4, Y3
-	VCMPPS        $0x1a, lgc57<>+0(SB), Y4, Y5
+	VCMPPS        $0x15, lgc54<>+0(SB), Y4, Y3
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y4, Y5
 	VANDPS        Y5, Y3, Y3
-	VCMPPS        $0x00, lgc58<>+0(SB), Y4, Y5
+	VCMPPS        $0x00, lgc56<>+0(SB), Y4, Y5
 	VORPS         Y5, Y3, Y3
 	VANDPS        11456(SI), Y3, Y3
 	VMOVUPS       Y3, 11456(SI)
@@ -924,10 +896,10 @@ inner_A_7:
 	VMULPD        Y4, Y4, Y3
 	VADDPD        12128(SI)(R8*8), Y3, Y3
 	VMOVUPD       Y3, 12128(SI)(R8*8)
-	VCMPPS        $0x15, lgc56<>+0(SB), Y1, Y3
-	VCMPPS        $0x1a, lgc57<>+0(SB), Y1, Y4
+	VCMPPS        $0x15, lgc54<>+0(SB), Y1, Y3
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y1, Y4
 	VANDPS        Y4, Y3, Y3
-	VCMPPS        $0x00, lgc58<>+0(SB), Y1, Y4
+	VCMPPS        $0x00, lgc56<>+0(SB), Y1, Y4
 	VORPS         Y4, Y3, Y3
 	VANDPS        11456(SI), Y3, Y3
 	VMOVUPS       Y3, 11456(SI)
@@ -951,68 +923,58 @@ inner_A_7:
 	VMOVUPS Z1, (SI)(DI*4)
 
 	// store valueTarget2
-	MOVQ      valueTarget+80(FP), SI
-	VMOVUPS   Z0, (SI)(DI*4)
-	DECQ      BX
-	JNZ       noflush_8
-	VMOVUPD   lgc12<>+0(SB), Y0
-	MOVQ      state+64(FP), BX
-	VMOVUPS   1664(BX), Y1
-	VANDPS    lgc13<>+0(SB), Y1, Y0
-	VCMPPS    $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD Y1, Z1
-	VADDPD    1472(BX), Z1, Z1
-	VMOVUPD   Z1, 1472(BX)
-	VMOVUPS   lgc15<>+0(SB), Y1
-	VMOVUPS   Y1, 1664(BX)
-	VMOVUPS   1984(BX), Y2
-	VANDPS    lgc13<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    1792(BX), Z2, Z2
-	VMOVUPD   Z2, 1792(BX)
-	VMOVUPS   lgc15<>+0(SB), Y2
-	VMOVUPS   Y2, 1984(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2304(BX), Y2
-	VANDPS    lgc13<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2112(BX), Z2, Z2
-	VMOVUPD   Z2, 2112(BX)
-	VMOVUPS   lgc15<>+0(SB), Y2
-	VMOVUPS   Y2, 2304(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2624(BX), Y2
-	VANDPS    lgc13<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2432(BX), Z2, Z2
-	VMOVUPD   Z2, 2432(BX)
-	VMOVUPS   lgc15<>+0(SB), Y2
-	VMOVUPS   Y2, 2624(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   2944(BX), Y2
-	VANDPS    lgc13<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    2752(BX), Z2, Z2
-	VMOVUPD   Z2, 2752(BX)
-	VMOVUPS   lgc15<>+0(SB), Y2
-	VMOVUPS   Y2, 2944(BX)
-	VANDPS    Y1, Y0, Y0
-	VMOVUPS   3264(BX), Y2
-	VANDPS    lgc13<>+0(SB), Y2, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD Y2, Z2
-	VADDPD    3072(BX), Z2, Z2
-	VMOVUPD   Z2, 3072(BX)
-	VMOVUPS   lgc15<>+0(SB), Y2
-	VMOVUPS   Y2, 3264(BX)
-	VANDPS    Y1, Y0, Y0
-	VANDPS    13248(BX), Y0, Y0
-	VMOVUPS   Y0, 13248(BX)
-	MOVQ      $+4, BX
+	MOVQ        valueTarget+80(FP), SI
+	VMOVUPS     Z0, (SI)(DI*4)
+	DECQ        BX
+	JNZ         noflush_8
+	VMOVUPD     lgc12<>+0(SB), Y0
+	MOVQ        state+64(FP), BX
+	VMOVUPS     1664(BX), Y0
+	VMULPS      lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1472(BX), Z0, Z0
+	VMOVUPD     Z0, 1472(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 1664(BX)
+	VMOVUPS     1984(BX), Y0
+	VFMADD231PS lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      1792(BX), Z0, Z0
+	VMOVUPD     Z0, 1792(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 1984(BX)
+	VMOVUPS     2304(BX), Y0
+	VFMADD231PS lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2112(BX), Z0, Z0
+	VMOVUPD     Z0, 2112(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 2304(BX)
+	VMOVUPS     2624(BX), Y0
+	VFMADD231PS lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2432(BX), Z0, Z0
+	VMOVUPD     Z0, 2432(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 2624(BX)
+	VMOVUPS     2944(BX), Y0
+	VFMADD231PS lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      2752(BX), Z0, Z0
+	VMOVUPD     Z0, 2752(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 2944(BX)
+	VMOVUPS     3264(BX), Y0
+	VFMADD231PS lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD   Y0, Z0
+	VADDPD      3072(BX), Z0, Z0
+	VMOVUPD     Z0, 3072(BX)
+	VMOVUPS     lgc13<>+0(SB), Y0
+	VMOVUPS     Y0, 3264(BX)
+	VCMPPS      $0x00, Y1, Y1, Y0
+	VANDPS      13248(BX), Y0, Y0
+	VMOVUPS     Y0, 13248(BX)
+	MOVQ        $+4, BX
 
 noflush_8:
 	ADDQ         $+16, DX
@@ -1021,63 +983,53 @@ noflush_8:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y1
-	VANDPS       lgc13<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(DX), Z1, Z1
-	VMOVUPD      Z1, 1472(DX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(DX)
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1792(DX), Z2, Z2
-	VMOVUPD      Z2, 1792(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2112(DX), Z2, Z2
-	VMOVUPD      Z2, 2112(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2432(DX), Z2, Z2
-	VMOVUPD      Z2, 2432(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2752(DX), Z2, Z2
-	VMOVUPD      Z2, 2752(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(DX), Z2, Z2
-	VMOVUPD      Z2, 3072(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(DX), Y0
+	VMULPS       lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1472(DX), Z0, Z0
+	VMOVUPD      Z0, 1472(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1792(DX), Z0, Z0
+	VMOVUPD      Z0, 1792(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2112(DX), Z0, Z0
+	VMOVUPD      Z0, 2112(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2432(DX), Z0, Z0
+	VMOVUPD      Z0, 2432(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(DX), Z0, Z0
+	VMOVUPD      Z0, 2752(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(DX), Z0, Z0
+	VMOVUPD      Z0, 3072(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	INCQ         CX
@@ -1086,167 +1038,167 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgb17<>+0(SB)/4, $0x358637bd
+DATA lgb15<>+0(SB)/4, $0x358637bd
+GLOBL lgb15<>(SB), RODATA|NOPTR, $4
+
+DATA lgb16<>+0(SB)/4, $0xff800000
+GLOBL lgb16<>(SB), RODATA|NOPTR, $4
+
+DATA lgb17<>+0(SB)/4, $0xc2d00000
 GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgb18<>+0(SB)/4, $0xff800000
+DATA lgb18<>+0(SB)/4, $0x3fb8aa3b
 GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgb19<>+0(SB)/4, $0xc2d00000
+DATA lgb19<>+0(SB)/4, $0x3f318000
 GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgb20<>+0(SB)/4, $0x3fb8aa3b
+DATA lgb20<>+0(SB)/4, $0xb95e8083
 GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgb21<>+0(SB)/4, $0x3f318000
+DATA lgb21<>+0(SB)/4, $0x39506967
 GLOBL lgb21<>(SB), RODATA|NOPTR, $4
 
-DATA lgb22<>+0(SB)/4, $0xb95e8083
+DATA lgb22<>+0(SB)/4, $0x3ab743ce
 GLOBL lgb22<>(SB), RODATA|NOPTR, $4
 
-DATA lgb23<>+0(SB)/4, $0x39506967
+DATA lgb23<>+0(SB)/4, $0x3c088908
 GLOBL lgb23<>(SB), RODATA|NOPTR, $4
 
-DATA lgb24<>+0(SB)/4, $0x3ab743ce
+DATA lgb24<>+0(SB)/4, $0x3d2aa9c1
 GLOBL lgb24<>(SB), RODATA|NOPTR, $4
 
-DATA lgb25<>+0(SB)/4, $0x3c088908
+DATA lgb25<>+0(SB)/4, $0x3e2aaaaa
 GLOBL lgb25<>(SB), RODATA|NOPTR, $4
 
-DATA lgb26<>+0(SB)/4, $0x3d2aa9c1
+DATA lgb26<>+0(SB)/4, $0x3f000000
 GLOBL lgb26<>(SB), RODATA|NOPTR, $4
 
-DATA lgb27<>+0(SB)/4, $0x3e2aaaaa
+DATA lgb27<>+0(SB)/4, $0x000000fe
 GLOBL lgb27<>(SB), RODATA|NOPTR, $4
 
-DATA lgb28<>+0(SB)/4, $0x3f000000
+DATA lgb28<>+0(SB)/4, $0xff7fffff
 GLOBL lgb28<>(SB), RODATA|NOPTR, $4
 
-DATA lgb29<>+0(SB)/4, $0x000000fe
+DATA lgb29<>+0(SB)/4, $0x00800000
 GLOBL lgb29<>(SB), RODATA|NOPTR, $4
 
-DATA lgb30<>+0(SB)/4, $0xff7fffff
+DATA lgb30<>+0(SB)/4, $0x4b000000
 GLOBL lgb30<>(SB), RODATA|NOPTR, $4
 
-DATA lgb31<>+0(SB)/4, $0x00800000
+DATA lgb31<>+0(SB)/4, $0x0000007f
 GLOBL lgb31<>(SB), RODATA|NOPTR, $4
 
-DATA lgb32<>+0(SB)/4, $0x4b000000
+DATA lgb32<>+0(SB)/4, $0xffffffe9
 GLOBL lgb32<>(SB), RODATA|NOPTR, $4
 
-DATA lgb33<>+0(SB)/4, $0x0000007f
+DATA lgb33<>+0(SB)/4, $0x007fffff
 GLOBL lgb33<>(SB), RODATA|NOPTR, $4
 
-DATA lgb34<>+0(SB)/4, $0xffffffe9
+DATA lgb34<>+0(SB)/4, $0x3fb504f3
 GLOBL lgb34<>(SB), RODATA|NOPTR, $4
 
-DATA lgb35<>+0(SB)/4, $0x007fffff
+DATA lgb35<>+0(SB)/4, $0x3d9021bb
 GLOBL lgb35<>(SB), RODATA|NOPTR, $4
 
-DATA lgb36<>+0(SB)/4, $0x3fb504f3
+DATA lgb36<>+0(SB)/4, $0xbdebd1b8
 GLOBL lgb36<>(SB), RODATA|NOPTR, $4
 
-DATA lgb37<>+0(SB)/4, $0x3d9021bb
+DATA lgb37<>+0(SB)/4, $0x3def251a
 GLOBL lgb37<>(SB), RODATA|NOPTR, $4
 
-DATA lgb38<>+0(SB)/4, $0xbdebd1b8
+DATA lgb38<>+0(SB)/4, $0xbdfe5d4f
 GLOBL lgb38<>(SB), RODATA|NOPTR, $4
 
-DATA lgb39<>+0(SB)/4, $0x3def251a
+DATA lgb39<>+0(SB)/4, $0x3e11e9bf
 GLOBL lgb39<>(SB), RODATA|NOPTR, $4
 
-DATA lgb40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgb40<>+0(SB)/4, $0xbe2aae50
 GLOBL lgb40<>(SB), RODATA|NOPTR, $4
 
-DATA lgb41<>+0(SB)/4, $0x3e11e9bf
+DATA lgb41<>+0(SB)/4, $0x3e4cceac
 GLOBL lgb41<>(SB), RODATA|NOPTR, $4
 
-DATA lgb42<>+0(SB)/4, $0xbe2aae50
+DATA lgb42<>+0(SB)/4, $0xbe7ffffc
 GLOBL lgb42<>(SB), RODATA|NOPTR, $4
 
-DATA lgb43<>+0(SB)/4, $0x3e4cceac
+DATA lgb43<>+0(SB)/4, $0x3eaaaaaa
 GLOBL lgb43<>(SB), RODATA|NOPTR, $4
 
-DATA lgb44<>+0(SB)/4, $0xbe7ffffc
+DATA lgb44<>+0(SB)/4, $0x7fc00000
 GLOBL lgb44<>(SB), RODATA|NOPTR, $4
 
-DATA lgb45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgb45<>+0(SB)/4, $0x00000001
 GLOBL lgb45<>(SB), RODATA|NOPTR, $4
 
-DATA lgb46<>+0(SB)/4, $0x7fc00000
-GLOBL lgb46<>(SB), RODATA|NOPTR, $4
+DATA lgc46<>+0(SB)/4, $0x00000000
+DATA lgc46<>+4(SB)/4, $0x00000002
+DATA lgc46<>+8(SB)/4, $0x00000004
+DATA lgc46<>+12(SB)/4, $0x00000006
+DATA lgc46<>+16(SB)/4, $0x00000008
+DATA lgc46<>+20(SB)/4, $0x0000000a
+DATA lgc46<>+24(SB)/4, $0x0000000c
+DATA lgc46<>+28(SB)/4, $0x0000000e
+DATA lgc46<>+32(SB)/4, $0x00000010
+DATA lgc46<>+36(SB)/4, $0x00000012
+DATA lgc46<>+40(SB)/4, $0x00000014
+DATA lgc46<>+44(SB)/4, $0x00000016
+DATA lgc46<>+48(SB)/4, $0x00000018
+DATA lgc46<>+52(SB)/4, $0x0000001a
+DATA lgc46<>+56(SB)/4, $0x0000001c
+DATA lgc46<>+60(SB)/4, $0x0000001e
+GLOBL lgc46<>(SB), RODATA|NOPTR, $64
 
-DATA lgb47<>+0(SB)/4, $0x00000001
+DATA lgb47<>+0(SB)/4, $0xbe647fbe
 GLOBL lgb47<>(SB), RODATA|NOPTR, $4
 
-DATA lgc48<>+0(SB)/4, $0x00000000
-DATA lgc48<>+4(SB)/4, $0x00000002
-DATA lgc48<>+8(SB)/4, $0x00000004
-DATA lgc48<>+12(SB)/4, $0x00000006
-DATA lgc48<>+16(SB)/4, $0x00000008
-DATA lgc48<>+20(SB)/4, $0x0000000a
-DATA lgc48<>+24(SB)/4, $0x0000000c
-DATA lgc48<>+28(SB)/4, $0x0000000e
-DATA lgc48<>+32(SB)/4, $0x00000010
-DATA lgc48<>+36(SB)/4, $0x00000012
-DATA lgc48<>+40(SB)/4, $0x00000014
-DATA lgc48<>+44(SB)/4, $0x00000016
-DATA lgc48<>+48(SB)/4, $0x00000018
-DATA lgc48<>+52(SB)/4, $0x0000001a
-DATA lgc48<>+56(SB)/4, $0x0000001c
-DATA lgc48<>+60(SB)/4, $0x0000001e
-GLOBL lgc48<>(SB), RODATA|NOPTR, $64
+DATA lgb48<>+0(SB)/4, $0x3e3ab281
+GLOBL lgb48<>(SB), RODATA|NOPTR, $4
 
-DATA lgb49<>+0(SB)/4, $0xbe647fbe
+DATA lgb49<>+0(SB)/4, $0x42b20000
 GLOBL lgb49<>(SB), RODATA|NOPTR, $4
 
-DATA lgb50<>+0(SB)/4, $0x3e3ab281
+DATA lgb50<>+0(SB)/4, $0x3f99999a
 GLOBL lgb50<>(SB), RODATA|NOPTR, $4
 
-DATA lgb51<>+0(SB)/4, $0x42b20000
+DATA lgb51<>+0(SB)/4, $0x3f4ccccd
 GLOBL lgb51<>(SB), RODATA|NOPTR, $4
 
-DATA lgb52<>+0(SB)/4, $0x3f99999a
+DATA lgb52<>+0(SB)/4, $0x80000000
 GLOBL lgb52<>(SB), RODATA|NOPTR, $4
 
-DATA lgb53<>+0(SB)/4, $0x3f4ccccd
+DATA lgb53<>+0(SB)/4, $0xbc23d70a
 GLOBL lgb53<>(SB), RODATA|NOPTR, $4
 
-DATA lgb54<>+0(SB)/4, $0x80000000
-GLOBL lgb54<>(SB), RODATA|NOPTR, $4
+DATA lgc54<>+0(SB)/4, $0xc2ae0000
+DATA lgc54<>+4(SB)/4, $0xc2ae0000
+DATA lgc54<>+8(SB)/4, $0xc2ae0000
+DATA lgc54<>+12(SB)/4, $0xc2ae0000
+DATA lgc54<>+16(SB)/4, $0xc2ae0000
+DATA lgc54<>+20(SB)/4, $0xc2ae0000
+DATA lgc54<>+24(SB)/4, $0xc2ae0000
+DATA lgc54<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgb55<>+0(SB)/4, $0xbc23d70a
-GLOBL lgb55<>(SB), RODATA|NOPTR, $4
+DATA lgc55<>+0(SB)/4, $0x42b00000
+DATA lgc55<>+4(SB)/4, $0x42b00000
+DATA lgc55<>+8(SB)/4, $0x42b00000
+DATA lgc55<>+12(SB)/4, $0x42b00000
+DATA lgc55<>+16(SB)/4, $0x42b00000
+DATA lgc55<>+20(SB)/4, $0x42b00000
+DATA lgc55<>+24(SB)/4, $0x42b00000
+DATA lgc55<>+28(SB)/4, $0x42b00000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0xc2ae0000
-DATA lgc56<>+4(SB)/4, $0xc2ae0000
-DATA lgc56<>+8(SB)/4, $0xc2ae0000
-DATA lgc56<>+12(SB)/4, $0xc2ae0000
-DATA lgc56<>+16(SB)/4, $0xc2ae0000
-DATA lgc56<>+20(SB)/4, $0xc2ae0000
-DATA lgc56<>+24(SB)/4, $0xc2ae0000
-DATA lgc56<>+28(SB)/4, $0xc2ae0000
+DATA lgc56<>+0(SB)/4, $0xff800000
+DATA lgc56<>+4(SB)/4, $0xff800000
+DATA lgc56<>+8(SB)/4, $0xff800000
+DATA lgc56<>+12(SB)/4, $0xff800000
+DATA lgc56<>+16(SB)/4, $0xff800000
+DATA lgc56<>+20(SB)/4, $0xff800000
+DATA lgc56<>+24(SB)/4, $0xff800000
+DATA lgc56<>+28(SB)/4, $0xff800000
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0x42b00000
-DATA lgc57<>+4(SB)/4, $0x42b00000
-DATA lgc57<>+8(SB)/4, $0x42b00000
-DATA lgc57<>+12(SB)/4, $0x42b00000
-DATA lgc57<>+16(SB)/4, $0x42b00000
-DATA lgc57<>+20(SB)/4, $0x42b00000
-DATA lgc57<>+24(SB)/4, $0x42b00000
-DATA lgc57<>+28(SB)/4, $0x42b00000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
-
-DATA lgc58<>+0(SB)/4, $0xff800000
-DATA lgc58<>+4(SB)/4, $0xff800000
-DATA lgc58<>+8(SB)/4, $0xff800000
-DATA lgc58<>+12(SB)/4, $0xff800000
-DATA lgc58<>+16(SB)/4, $0xff800000
-DATA lgc58<>+20(SB)/4, $0xff800000
-DATA lgc58<>+24(SB)/4, $0xff800000
-DATA lgc58<>+28(SB)/4, $0xff800000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
@@ -1266,7 +1218,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb59<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb57<>+0(SB), Z1, Z1
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
@@ -1280,7 +1232,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v86 = mul(2, logSumW)
-	VMULPS.BCST lgb60<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb58<>+0(SB), Z2, Z2
 	MOVQ        s6+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -1288,27 +1240,27 @@ blocks_9:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v87)
-	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VBROADCASTSS      lgb17<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb51<>+0(SB), Z3
+	VBROADCASTSS      lgb49<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb20<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb18<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb23<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb21<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb25<>+0(SB), Z6
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb27<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb29<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb27<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -1328,12 +1280,12 @@ blocks_9:
 	JNZ       noflush_11
 	VMOVUPD   lgc12<>+0(SB), Y1
 	MOVQ      state+0(FP), CX
-	VANDPS    lgc13<>+0(SB), Y0, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
+	VMULPS    lgc13<>+0(SB), Y0, Y1
 	VCVTPS2PD Y0, Z0
 	VADDPD    13376(CX), Z0, Z0
 	VMOVUPD   Z0, 13376(CX)
-	VMOVUPS   lgc15<>+0(SB), Y0
+	VMOVUPS   lgc13<>+0(SB), Y0
+	VCMPPS    $0x00, Y1, Y1, Y1
 	VANDPS    13696(CX), Y1, Y1
 	VMOVUPS   Y1, 13696(CX)
 	MOVQ      $+4, CX
@@ -1351,28 +1303,28 @@ chunkdone_10:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc13<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       13376(AX), Z1, Z1
-	VMOVUPD      Z1, 13376(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 13568(AX)
+	VMOVUPS      13568(AX), Y0
+	VMULPS       lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       13376(AX), Z0, Z0
+	VMOVUPD      Z0, 13376(AX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 13568(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
 	RET
 
-DATA lgb59<>+0(SB)/4, $0x34000000
-GLOBL lgb59<>(SB), RODATA|NOPTR, $4
+DATA lgb57<>+0(SB)/4, $0x34000000
+GLOBL lgb57<>(SB), RODATA|NOPTR, $4
 
-DATA lgb60<>+0(SB)/4, $0x40000000
-GLOBL lgb60<>(SB), RODATA|NOPTR, $4
+DATA lgb58<>+0(SB)/4, $0x40000000
+GLOBL lgb58<>(SB), RODATA|NOPTR, $4
 
 // func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
@@ -1502,51 +1454,47 @@ blocks_13:
 	JNZ          noflush_14
 	VMOVUPD      lgc12<>+0(SB), Y1
 	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y3
-	VANDPS       lgc13<>+0(SB), Y3, Y2
-	VCMPPS       $0x12, lgc14<>+0(SB), Y2, Y2
-	VCVTPS2PD    Y3, Z3
-	VADDPD       64(DX), Z3, Z3
-	VMOVUPD      Z3, 64(DX)
-	VMOVUPS      lgc15<>+0(SB), Y3
-	VMOVUPS      Y3, 256(DX)
-	VMOVUPS      960(DX), Y3
+	VMOVUPS      256(DX), Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(DX), Z2, Z2
+	VMOVUPD      Z2, 64(DX)
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      960(DX), Y2
 	VMOVUPS      1088(DX), Y4
-	VANDPS       lgc13<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
-	VANDPS       lgc13<>+0(SB), Y4, Y6
-	VCMPPS       $0x12, lgc14<>+0(SB), Y6, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      1216(DX), Y6
-	VCVTPS2PD    Y3, Z3
+	VFMADD231PS  lgc13<>+0(SB), Y2, Y3
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y3
+	VMOVUPS      1216(DX), Y5
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y4, Z4
-	VCVTPS2PD    Y6, Z6
-	VBROADCASTSD lgc16<>+0(SB), Z7
+	VCVTPS2PD    Y5, Z5
+	VBROADCASTSD lgc14<>+0(SB), Z6
 	VBROADCASTSD X1, Z1
-	VMAXPD       Z7, Z1, Z8
-	VDIVPD       Z8, Z3, Z8
-	VFNMADD231PD Z3, Z8, Z4
-	VADDPD       Z6, Z8, Z8
-	VMOVUPD      384(DX), Z3
-	VADDPD       Z1, Z3, Z6
-	VMOVUPD      Z6, 384(DX)
-	VMAXPD       Z7, Z6, Z6
-	VDIVPD       Z6, Z1, Z1
-	VMOVUPD      576(DX), Z6
-	VSUBPD       Z6, Z8, Z7
-	VFMADD231PD  Z7, Z1, Z6
-	VMOVUPD      Z6, 576(DX)
-	VMULPD       Z1, Z3, Z1
-	VMULPD       Z7, Z1, Z1
-	VADDPD       768(DX), Z4, Z3
-	VFMADD231PD  Z7, Z1, Z3
-	VMOVUPD      Z3, 768(DX)
-	VMOVUPS      lgc15<>+0(SB), Y1
+	VMAXPD       Z6, Z1, Z7
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z4
+	VADDPD       Z5, Z7, Z7
+	VMOVUPD      384(DX), Z2
+	VADDPD       Z1, Z2, Z5
+	VMOVUPD      Z5, 384(DX)
+	VMAXPD       Z6, Z5, Z5
+	VDIVPD       Z5, Z1, Z1
+	VMOVUPD      576(DX), Z5
+	VSUBPD       Z5, Z7, Z6
+	VFMADD231PD  Z6, Z1, Z5
+	VMOVUPD      Z5, 576(DX)
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z6, Z1, Z1
+	VADDPD       768(DX), Z4, Z2
+	VFMADD231PD  Z6, Z1, Z2
+	VMOVUPD      Z2, 768(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
 	VMOVUPS      Y1, 960(DX)
 	VMOVUPS      Y1, 1088(DX)
-	VANDPS       Y5, Y2, Y2
-	VANDPS       1344(DX), Y2, Y2
-	VMOVUPS      Y2, 1344(DX)
+	VCMPPS       $0x00, Y3, Y3, Y1
+	VANDPS       1344(DX), Y1, Y1
+	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+4, DX
 
 noflush_14:
@@ -1555,55 +1503,51 @@ noflush_14:
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(CX), Z2, Z2
-	VMOVUPD      Z2, 64(CX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      960(CX), Y2
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y2
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      960(CX), Y1
 	VMOVUPS      1088(CX), Y3
-	VANDPS       lgc13<>+0(SB), Y2, Y4
-	VCMPPS       $0x12, lgc14<>+0(SB), Y4, Y4
-	VANDPS       lgc13<>+0(SB), Y3, Y5
-	VCMPPS       $0x12, lgc14<>+0(SB), Y5, Y5
-	VANDPS       Y5, Y4, Y4
-	VMOVUPS      1216(CX), Y5
-	VCVTPS2PD    Y2, Z2
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y2
+	VMOVUPS      1216(CX), Y4
+	VCVTPS2PD    Y1, Z1
 	VCVTPS2PD    Y3, Z3
-	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc16<>+0(SB), Z6
+	VCVTPS2PD    Y4, Z4
+	VBROADCASTSD lgc14<>+0(SB), Z5
 	VBROADCASTSD X0, Z0
-	VMAXPD       Z6, Z0, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z3
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(CX), Z2
-	VADDPD       Z0, Z2, Z5
-	VMOVUPD      Z5, 384(CX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z0, Z0
-	VMOVUPD      576(CX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z0, Z5
-	VMOVUPD      Z5, 576(CX)
-	VMULPD       Z0, Z2, Z0
-	VMULPD       Z6, Z0, Z0
-	VADDPD       768(CX), Z3, Z2
-	VFMADD231PD  Z6, Z0, Z2
-	VMOVUPD      Z2, 768(CX)
-	VMOVUPS      lgc15<>+0(SB), Y0
+	VMAXPD       Z5, Z0, Z6
+	VDIVPD       Z6, Z1, Z6
+	VFNMADD231PD Z1, Z6, Z3
+	VADDPD       Z4, Z6, Z6
+	VMOVUPD      384(CX), Z1
+	VADDPD       Z0, Z1, Z4
+	VMOVUPD      Z4, 384(CX)
+	VMAXPD       Z5, Z4, Z4
+	VDIVPD       Z4, Z0, Z0
+	VMOVUPD      576(CX), Z4
+	VSUBPD       Z4, Z6, Z5
+	VFMADD231PD  Z5, Z0, Z4
+	VMOVUPD      Z4, 576(CX)
+	VMULPD       Z0, Z1, Z0
+	VMULPD       Z5, Z0, Z0
+	VADDPD       768(CX), Z3, Z1
+	VFMADD231PD  Z5, Z0, Z1
+	VMOVUPD      Z1, 768(CX)
+	VMOVUPS      lgc13<>+0(SB), Y0
 	VMOVUPS      Y0, 960(CX)
 	VMOVUPS      Y0, 1088(CX)
-	VANDPS       Y4, Y1, Y1
-	VANDPS       1344(CX), Y1, Y1
-	VMOVUPS      Y1, 1344(CX)
+	VCMPPS       $0x00, Y2, Y2, Y0
+	VANDPS       1344(CX), Y0, Y0
+	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
 	JL           outer0_12
@@ -1620,7 +1564,7 @@ TEXT ·fbPass1AVX512(SB), $1224-112
 	MOVQ         s2+0(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSS (CX)(DX*4), Z0
-	VBROADCASTSS lgb17<>+0(SB), Z1
+	VBROADCASTSS lgb15<>+0(SB), Z1
 
 	// v23 = max(std, 1e-06)
 	VMAXPS  Z0, Z1, Z0
@@ -1635,7 +1579,7 @@ outer0_15:
 	INCQ         DX
 	VBROADCASTSS lgb0<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
-	VMOVSD       lgc16<>+0(SB), X1
+	VMOVSD       lgc14<>+0(SB), X1
 	VDIVSD       X0, X1, X0
 	VMOVSD       X0, (SP)
 	MOVQ         $+4, BX
@@ -1750,7 +1694,7 @@ blocks_16:
 
 	// advantageNormalized = div(v21, v23)
 	VDIVPS       Z3, Z2, Z2
-	VBROADCASTSS lgb18<>+0(SB), Z3
+	VBROADCASTSS lgb16<>+0(SB), Z3
 	VMOVUPS      Z0, 448(AX)
 	VMOVUPS      Z1, 512(AX)
 	VMOVUPS      Z2, 576(AX)
@@ -1782,25 +1726,25 @@ inner_A_18:
 	VSUBPS Z3, Z0, Z0
 
 	// v30 = exp(v29)
-	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VBROADCASTSS      lgb17<>+0(SB), Z3
 	VMAXPS            Z0, Z3, Z3
-	VMULPS.BCST       lgb20<>+0(SB), Z3, Z4
+	VMULPS.BCST       lgb18<>+0(SB), Z3, Z4
 	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z4, Z3
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z4, Z3
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z4, Z3
 	VMULPS            Z3, Z3, Z5
-	VBROADCASTSS      lgb23<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb21<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z3, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z7
+	VFMADD213PS       Z7, Z5, Z6
 	VBROADCASTSS      lgb25<>+0(SB), Z7
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VBROADCASTSS      lgb27<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z3, Z7
 	VFMADD213PS       Z7, Z5, Z6
 	VFMADD213PS       Z3, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z4, Z3
-	VPADDD.BCST       lgb29<>+0(SB), Z3, Z3
+	VPADDD.BCST       lgb27<>+0(SB), Z3, Z3
 	VPSRLD            $0x01, Z3, Z4
 	VPSUBD            Z4, Z3, Z3
 	VPSLLD            $0x17, Z4, Z4
@@ -1811,7 +1755,7 @@ inner_A_18:
 
 	// sum(v30) over [A]
 	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb30<>+0(SB), Z3
+	VBROADCASTSS lgb28<>+0(SB), Z3
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS Z0, Z3, Z0
@@ -1829,45 +1773,45 @@ inner_A_18:
 	VMOVUPS Z1, Z0
 
 	// v32 = log(v31)
-	VCMPPS.BCST       $0x11, lgb31<>+0(SB), Z0, K1
+	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VMULPS.BCST       lgb32<>+0(SB), Z0, Z3
+	VMULPS.BCST       lgb30<>+0(SB), Z0, Z3
 	VPTERNLOGD        $0xe2, Z0, Z1, Z3
 	VPSRLD            $0x17, Z3, Z4
-	VPSUBD.BCST       lgb33<>+0(SB), Z4, Z4
-	VPANDD.BCST       lgb34<>+0(SB), Z1, Z1
+	VPSUBD.BCST       lgb31<>+0(SB), Z4, Z4
+	VPANDD.BCST       lgb32<>+0(SB), Z1, Z1
 	VPADDD            Z1, Z4, Z4
-	VPANDD.BCST       lgb35<>+0(SB), Z3, Z1
+	VPANDD.BCST       lgb33<>+0(SB), Z3, Z1
 	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
-	VCMPPS.BCST       $0x1e, lgb36<>+0(SB), Z1, K1
+	VCMPPS.BCST       $0x1e, lgb34<>+0(SB), Z1, K1
 	VPMOVM2D          K1, Z3
-	VMULPS.BCST       lgb28<>+0(SB), Z1, Z5
+	VMULPS.BCST       lgb26<>+0(SB), Z1, Z5
 	VPTERNLOGD        $0xb8, Z5, Z3, Z1
 	VPSUBD            Z3, Z4, Z4
 	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
 	VMULPS            Z1, Z1, Z3
-	VBROADCASTSS      lgb37<>+0(SB), Z5
+	VBROADCASTSS      lgb35<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z5
+	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
 	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb44<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb45<>+0(SB), Z1, Z5
 	VMULPS            Z1, Z5, Z5
 	VMULPS            Z3, Z5, Z5
 	VCVTDQ2PS         Z4, Z4
-	VFMADD231PS.BCST  lgb22<>+0(SB), Z4, Z5
-	VFNMADD231PS.BCST lgb28<>+0(SB), Z3, Z5
+	VFMADD231PS.BCST  lgb20<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb26<>+0(SB), Z3, Z5
 	VADDPS            Z1, Z5, Z5
-	VFMADD231PS.BCST  lgb21<>+0(SB), Z4, Z5
+	VFMADD231PS.BCST  lgb19<>+0(SB), Z4, Z5
 	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb18<>+0(SB), Z1, Z5
+	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z1, Z5
 	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb46<>+0(SB), Z1, Z5
+	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z1, Z5
 	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
 	VPMOVM2D          K1, Z1
 	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
@@ -1890,9 +1834,9 @@ inner_A_18:
 	LEAQ         (R9)(SI*4), R9
 	VCVTTPS2DQ   Z1, Z1
 	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
-	VPMINSD.BCST lgb47<>+0(SB), Z1, Z1
-	VPMULLD.BCST lgb47<>+0(SB), Z1, Z1
-	VPADDD       lgc48<>+0(SB), Z1, Z1
+	VPMINSD.BCST lgb45<>+0(SB), Z1, Z1
+	VPMULLD.BCST lgb45<>+0(SB), Z1, Z1
+	VPADDD       lgc46<>+0(SB), Z1, Z1
 	VBROADCASTSS lgb0<>+0(SB), Z3
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
@@ -1909,37 +1853,37 @@ inner_A_18:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS       Z3, Z1, Z4
-	VBROADCASTSS lgb49<>+0(SB), Z6
+	VBROADCASTSS lgb47<>+0(SB), Z6
 
 	// v41 = max(logWeight, -0.22314355) tie=first
 	VMAXPS       Z4, Z6, Z6
-	VBROADCASTSS lgb50<>+0(SB), Z7
+	VBROADCASTSS lgb48<>+0(SB), Z7
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
 	VMINPS Z6, Z7, Z6
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb19<>+0(SB), Z7
+	VBROADCASTSS      lgb17<>+0(SB), Z7
 	VMAXPS            Z4, Z7, Z7
-	VBROADCASTSS      lgb51<>+0(SB), Z8
+	VBROADCASTSS      lgb49<>+0(SB), Z8
 	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb20<>+0(SB), Z7, Z8
+	VMULPS.BCST       lgb18<>+0(SB), Z7, Z8
 	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z8, Z7
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z8, Z7
 	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb23<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb21<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z10
+	VBROADCASTSS      lgb23<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z11
+	VFMADD213PS       Z11, Z9, Z10
 	VBROADCASTSS      lgb25<>+0(SB), Z11
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb27<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z7, Z11
 	VFMADD213PS       Z11, Z9, Z10
 	VFMADD213PS       Z7, Z9, Z10
 	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
 	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb29<>+0(SB), Z7, Z7
+	VPADDD.BCST       lgb27<>+0(SB), Z7, Z7
 	VPSRLD            $0x01, Z7, Z8
 	VPSUBD            Z8, Z7, Z7
 	VPSLLD            $0x17, Z8, Z8
@@ -1951,14 +1895,14 @@ inner_A_18:
 	VCMPPS       $0x04, Z4, Z6, K1
 	VPMOVM2D     K1, Z6
 	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb52<>+0(SB), Z8
+	VBROADCASTSS lgb50<>+0(SB), Z8
 	VBROADCASTSS lgb6<>+0(SB), Z9
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
 	VMOVUPS      Z6, Z11
 	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb53<>+0(SB), Z8
-	VBROADCASTSS lgb18<>+0(SB), Z9
+	VBROADCASTSS lgb51<>+0(SB), Z8
+	VBROADCASTSS lgb16<>+0(SB), Z9
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
 	VPTERNLOGD   $0xca, Z9, Z8, Z6
@@ -1984,7 +1928,7 @@ inner_A_18:
 	VMULPS Z11, Z8, Z8
 
 	// v57 = neg(gain)
-	VXORPS.BCST lgb54<>+0(SB), Z8, Z8
+	VXORPS.BCST lgb52<>+0(SB), Z8, Z8
 
 	// mean(v57) over [N T]
 	VEXTRACTF64X4 $0x01, Z8, Y11
@@ -2018,7 +1962,7 @@ inner_A_18:
 	VSUBPS Z1, Z5, Z2
 
 	// v68 = mul(-0.01, entropy)
-	VMULPS.BCST lgb55<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb53<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [N T]
 	VEXTRACTF64X4 $0x01, Z2, Y5
@@ -2042,7 +1986,7 @@ inner_A_18:
 	VMULPS Z3, Z3, Z5
 
 	// v74 = mul(0.5, l2)
-	VMULPS.BCST lgb28<>+0(SB), Z5, Z5
+	VMULPS.BCST lgb26<>+0(SB), Z5, Z5
 
 	// mean(v74) over [N T]
 	VEXTRACTF64X4 $0x01, Z5, Y7
@@ -2142,10 +2086,10 @@ inner_A_18:
 	// logsumexp(logWeight) over [N]
 	VEXTRACTF64X4 $0x01, Z4, Y2
 	VEXTRACTF64X4 $0x01, Z10, Y5
-	VCMPPS        $0x15, lgc56<>+0(SB), Y4, Y6
-	VCMPPS        $0x1a, lgc57<>+0(SB), Y4, Y7
+	VCMPPS        $0x15, lgc54<>+0(SB), Y4, Y6
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y4, Y7
 	VANDPS        Y7, Y6, Y6
-	VCMPPS        $0x00, lgc58<>+0(SB), Y4, Y7
+	VCMPPS        $0x00, lgc56<>+0(SB), Y4, Y7
 	VORPS         Y7, Y6, Y6
 	VANDPS        11456(SI), Y6, Y6
 	VMOVUPS       Y6, 11456(SI)
@@ -2162,10 +2106,10 @@ inner_A_18:
 	VMULPD        Y6, Y6, Y4
 	VADDPD        12128(SI)(R9*8), Y4, Y4
 	VMOVUPD       Y4, 12128(SI)(R9*8)
-	VCMPPS        $0x15, lgc56<>+0(SB), Y2, Y4
-	VCMPPS        $0x1a, lgc57<>+0(SB), Y2, Y6
+	VCMPPS        $0x15, lgc54<>+0(SB), Y2, Y4
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y2, Y6
 	VANDPS        Y6, Y4, Y4
-	VCMPPS        $0x00, lgc58<>+0(SB), Y2, Y6
+	VCMPPS        $0x00, lgc56<>+0(SB), Y2, Y6
 	VORPS         Y6, Y4, Y4
 	VANDPS        11456(SI), Y4, Y4
 	VMOVUPS       Y4, 11456(SI)
@@ -2184,14 +2128,14 @@ inner_A_18:
 	VMOVUPD       Y2, 12192(SI)(R9*8)
 
 	// v92 = mul(0.001953125, diff)
-	VMULPS.BCST lgb61<>+0(SB), Z3, Z2
+	VMULPS.BCST lgb59<>+0(SB), Z3, Z2
 
 	// v93 = add(v92, v92)
 	VADDPS Z2, Z2, Z2
 
 	// gradStateValue = neg(v93)
-	VXORPS.BCST  lgb54<>+0(SB), Z2, Z2
-	VBROADCASTSS lgb62<>+0(SB), Z3
+	VXORPS.BCST  lgb52<>+0(SB), Z2, Z2
+	VBROADCASTSS lgb60<>+0(SB), Z3
 
 	// v97 = div(3.90625e-05, v31)
 	VDIVPS Z0, Z3, Z3
@@ -2200,11 +2144,11 @@ inner_A_18:
 	VDIVPS Z0, Z1, Z1
 
 	// v99 = mul(-3.90625e-05, v98)
-	VMULPS.BCST lgb63<>+0(SB), Z1, Z1
+	VMULPS.BCST lgb61<>+0(SB), Z1, Z1
 	VMOVUPS     576(AX), Z4
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS.BCST  lgb64<>+0(SB), Z4, Z4
+	VMULPS.BCST  lgb62<>+0(SB), Z4, Z4
 	VMOVUPS      832(AX), Z5
 	VBROADCASTSS lgb0<>+0(SB), Z6
 	VCMPPS       $0x04, Z6, Z5, K1
@@ -2257,10 +2201,10 @@ inner_A_18:
 	VPTERNLOGD $0xca, Z4, Z7, Z6
 
 	// v121 = neg(v120)
-	VXORPS.BCST lgb54<>+0(SB), Z6, Z4
+	VXORPS.BCST lgb52<>+0(SB), Z6, Z4
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS.BCST lgb63<>+0(SB), Z4, Z4
+	VADDPS.BCST lgb61<>+0(SB), Z4, Z4
 
 	// v126 = ne(v122, 0)
 	VCMPPS   $0x04, Z5, Z4, K1
@@ -2287,7 +2231,7 @@ inner_A_19:
 
 	// v29 = sub(logits, v27)
 	VSUBPS       Z1, Z0, Z0
-	VBROADCASTSS lgb30<>+0(SB), Z1
+	VBROADCASTSS lgb28<>+0(SB), Z1
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
 	VMAXPS  Z0, Z1, Z2
@@ -2469,59 +2413,49 @@ inner_A_19:
 	JNZ          noflush_20
 	VMOVUPD      lgc12<>+0(SB), Y0
 	MOVQ         state+64(FP), BX
-	VMOVUPS      1664(BX), Y1
-	VANDPS       lgc13<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(BX), Z1, Z1
-	VMOVUPD      Z1, 1472(BX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(BX)
-	VMOVUPS      1984(BX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1792(BX), Z2, Z2
-	VMOVUPD      Z2, 1792(BX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(BX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2112(BX), Z2, Z2
-	VMOVUPD      Z2, 2112(BX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(BX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2432(BX), Z2, Z2
-	VMOVUPD      Z2, 2432(BX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(BX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2752(BX), Z2, Z2
-	VMOVUPD      Z2, 2752(BX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(BX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(BX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(BX), Z2, Z2
-	VMOVUPD      Z2, 3072(BX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(BX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(BX), Y0
+	VMULPS       lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1472(BX), Z0, Z0
+	VMOVUPD      Z0, 1472(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(BX)
+	VMOVUPS      1984(BX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1792(BX), Z0, Z0
+	VMOVUPD      Z0, 1792(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(BX)
+	VMOVUPS      2304(BX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2112(BX), Z0, Z0
+	VMOVUPD      Z0, 2112(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(BX)
+	VMOVUPS      2624(BX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2432(BX), Z0, Z0
+	VMOVUPD      Z0, 2432(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(BX)
+	VMOVUPS      2944(BX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(BX), Z0, Z0
+	VMOVUPD      Z0, 2752(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(BX)
+	VMOVUPS      3264(BX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(BX), Z0, Z0
+	VMOVUPD      Z0, 3072(BX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(BX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(BX), Y0, Y0
 	VMOVUPS      Y0, 13248(BX)
 	MOVQ         $+4, BX
@@ -2533,63 +2467,53 @@ noflush_20:
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y1
-	VANDPS       lgc13<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(DX), Z1, Z1
-	VMOVUPD      Z1, 1472(DX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(DX)
-	VMOVUPS      1984(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       1792(DX), Z2, Z2
-	VMOVUPD      Z2, 1792(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 1984(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2304(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2112(DX), Z2, Z2
-	VMOVUPD      Z2, 2112(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2304(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2624(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2432(DX), Z2, Z2
-	VMOVUPD      Z2, 2432(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2624(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      2944(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       2752(DX), Z2, Z2
-	VMOVUPD      Z2, 2752(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 2944(DX)
-	VANDPS       Y1, Y0, Y0
-	VMOVUPS      3264(DX), Y2
-	VANDPS       lgc13<>+0(SB), Y2, Y1
-	VCMPPS       $0x12, lgc14<>+0(SB), Y1, Y1
-	VCVTPS2PD    Y2, Z2
-	VADDPD       3072(DX), Z2, Z2
-	VMOVUPD      Z2, 3072(DX)
-	VMOVUPS      lgc15<>+0(SB), Y2
-	VMOVUPS      Y2, 3264(DX)
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      1664(DX), Y0
+	VMULPS       lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1472(DX), Z0, Z0
+	VMOVUPD      Z0, 1472(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1664(DX)
+	VMOVUPS      1984(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       1792(DX), Z0, Z0
+	VMOVUPD      Z0, 1792(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 1984(DX)
+	VMOVUPS      2304(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2112(DX), Z0, Z0
+	VMOVUPD      Z0, 2112(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2304(DX)
+	VMOVUPS      2624(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2432(DX), Z0, Z0
+	VMOVUPD      Z0, 2432(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2624(DX)
+	VMOVUPS      2944(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       2752(DX), Z0, Z0
+	VMOVUPD      Z0, 2752(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 2944(DX)
+	VMOVUPS      3264(DX), Y0
+	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       3072(DX), Z0, Z0
+	VMOVUPD      Z0, 3072(DX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 3264(DX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	INCQ         CX
@@ -2598,17 +2522,17 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-DATA lgb61<>+0(SB)/4, $0x3b000000
+DATA lgb59<>+0(SB)/4, $0x3b000000
+GLOBL lgb59<>(SB), RODATA|NOPTR, $4
+
+DATA lgb60<>+0(SB)/4, $0x3823d70a
+GLOBL lgb60<>(SB), RODATA|NOPTR, $4
+
+DATA lgb61<>+0(SB)/4, $0xb823d70a
 GLOBL lgb61<>(SB), RODATA|NOPTR, $4
 
-DATA lgb62<>+0(SB)/4, $0x3823d70a
+DATA lgb62<>+0(SB)/4, $0xbb800000
 GLOBL lgb62<>(SB), RODATA|NOPTR, $4
-
-DATA lgb63<>+0(SB)/4, $0xb823d70a
-GLOBL lgb63<>(SB), RODATA|NOPTR, $4
-
-DATA lgb64<>+0(SB)/4, $0xbb800000
-GLOBL lgb64<>(SB), RODATA|NOPTR, $4
 
 // func fbPass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512F
@@ -2628,7 +2552,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb59<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb57<>+0(SB), Z1, Z1
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
@@ -2642,7 +2566,7 @@ blocks_21:
 	VMOVUPS (DX)(BX*4), Z2
 
 	// v86 = mul(2, logSumW)
-	VMULPS.BCST lgb60<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb58<>+0(SB), Z2, Z2
 	MOVQ        s6+48(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
@@ -2650,27 +2574,27 @@ blocks_21:
 	VSUBPS Z3, Z2, Z2
 
 	// essCol = exp(v87)
-	VBROADCASTSS      lgb19<>+0(SB), Z3
+	VBROADCASTSS      lgb17<>+0(SB), Z3
 	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb51<>+0(SB), Z3
+	VBROADCASTSS      lgb49<>+0(SB), Z3
 	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb20<>+0(SB), Z2, Z3
+	VMULPS.BCST       lgb18<>+0(SB), Z2, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb21<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb22<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z3, Z2
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z3, Z2
 	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb23<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb21<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z5
+	VBROADCASTSS      lgb23<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
+	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb25<>+0(SB), Z6
 	VFMADD213PS.BCST  lgb26<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb27<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z2, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VFMADD213PS       Z2, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
 	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb29<>+0(SB), Z2, Z2
+	VPADDD.BCST       lgb27<>+0(SB), Z2, Z2
 	VPSRLD            $0x01, Z2, Z3
 	VPSUBD            Z3, Z2, Z2
 	VPSLLD            $0x17, Z3, Z3
@@ -2690,12 +2614,12 @@ blocks_21:
 	JNZ       noflush_23
 	VMOVUPD   lgc12<>+0(SB), Y1
 	MOVQ      state+0(FP), CX
-	VANDPS    lgc13<>+0(SB), Y0, Y1
-	VCMPPS    $0x12, lgc14<>+0(SB), Y1, Y1
+	VMULPS    lgc13<>+0(SB), Y0, Y1
 	VCVTPS2PD Y0, Z0
 	VADDPD    13376(CX), Z0, Z0
 	VMOVUPD   Z0, 13376(CX)
-	VMOVUPS   lgc15<>+0(SB), Y0
+	VMOVUPS   lgc13<>+0(SB), Y0
+	VCMPPS    $0x00, Y1, Y1, Y1
 	VANDPS    13696(CX), Y1, Y1
 	VMOVUPS   Y1, 13696(CX)
 	MOVQ      $+4, CX
@@ -2713,18 +2637,18 @@ chunkdone_22:
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
-	VMOVUPS      lgc15<>+0(SB), X0
+	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y1
-	VANDPS       lgc13<>+0(SB), Y1, Y0
-	VCMPPS       $0x12, lgc14<>+0(SB), Y0, Y0
-	VCVTPS2PD    Y1, Z1
-	VADDPD       13376(AX), Z1, Z1
-	VMOVUPD      Z1, 13376(AX)
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      Y1, 13568(AX)
+	VMOVUPS      13568(AX), Y0
+	VMULPS       lgc13<>+0(SB), Y0, Y1
+	VCVTPS2PD    Y0, Z0
+	VADDPD       13376(AX), Z0, Z0
+	VMOVUPD      Z0, 13376(AX)
+	VMOVUPS      lgc13<>+0(SB), Y0
+	VMOVUPS      Y0, 13568(AX)
+	VCMPPS       $0x00, Y1, Y1, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
