@@ -97,6 +97,79 @@ func TestFoldProbe(t *testing.T) {
 }
 `
 
+// welfordFlat is a flat batch's mean, variance and std: one pass whose float32 partials
+// (Welford's shifted sums, a plain sum) flush into float64 states three times in its 13
+// blocks of 16 and once more at its end.
+func welfordFlat() *ir.Graph {
+	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 208}}, []string{"B"})
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B")})
+	b.Output("mean", b.Mean(x, "B"), ir.Metric, "", "")
+	b.Output("var", b.Var(x, 1, "B"), ir.Metric, "", "")
+	b.Output("std", b.Std(b.Mul(x, b.Const(3)), 0, "B"), ir.Metric, "", "")
+	return b.Graph()
+}
+
+// The 16-lane variant's flush merges the float32 partials into the float64 Welford and sum
+// states 8 lanes at a time in ZMM registers, the AVX2 flush two halves of 4: the float64
+// states must come out the same bits, which the float32 outputs alone would rarely show (a
+// last-bit difference in a float64 mean or M2 seldom survives rounding to float32). The probe
+// runs the pass's two functions on the same data (offset by 1e4, so the deviations round,
+// and spread over six decades) into two state buffers and compares every word.
+func TestAVX512FlushStatesBitwise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	c := compiledGraph(t, welfordFlat(), "wf")
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Contains(t, string(files["kernels_avx512_amd64.go"]), "func pass0AVX512(state *float64, lo int, hi int, x *float32)")
+	if !runtime.AVX512() {
+		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
+	}
+	m, err := runner.NewTestModule(c)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(m.Dir, "kernel", "flushprobe_test.go"), []byte(flushProbe), 0o644))
+	out, err := m.Test("^TestFlushProbe$")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "--- PASS: TestFlushProbe")
+}
+
+var flushProbe = `package wf
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFlushProbe(t *testing.T) {
+	for _, scale := range []float64{1e-3, 1, 1e3} {
+		x := make([]float32, 208)
+		u := uint32(12345)
+		for i := range x {
+			u = u*1664525 + 1013904223
+			x[i] = float32(1e4 + scale*(float64(u>>8)/(1<<24)-0.5)*math.Pow(10, float64(i%7)-3))
+		}
+		a, w := make([]float64, 1<<12), make([]float64, 1<<12)
+		pass0AVX2(&a[0], 0, len(x), &x[0])
+		pass0AVX512(&w[0], 0, len(x), &x[0])
+		nonzero := 0
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(w[i]) {
+				t.Errorf("scale %g: state word %d: AVX2 %v, AVX-512 %v", scale, i, a[i], w[i])
+			}
+			if a[i] != 0 {
+				nonzero++
+			}
+		}
+		if nonzero < 2*3*8+8 { // n, mean and m2 of 8 lanes for each variance, the sum's 8
+			t.Errorf("scale %g: %d nonzero state words: the pass wrote elsewhere", scale, nonzero)
+		}
+	}
+}
+`
+
 // zooWide uses every elementwise op and every reduction a 16-lane pass folds (sum, mean,
 // max, min, logsumexp, variance, std over the vector axis or everything) on rows of whole
 // 16-element blocks, with a bool input read both as its mask and as 0/1, a row value

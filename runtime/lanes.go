@@ -173,9 +173,11 @@ func FinishArgMax[T Float](dst []float64, best []T, idx []float64, lps int) {
 var pureGo = sync.OnceValue(func() bool { return envOn(os.Getenv("LOSSGEN_PUREGO")) })
 
 // envOn reports whether an environment switch's value turns it on: any value but empty, the
-// false ones strconv.ParseBool reads (0, f, false, ...) and off or no in any case (what a
-// user types to turn a switch off, though ParseBool does not read them).
+// false ones strconv.ParseBool reads (0, f, F, false, False, FALSE) and off or no in any case
+// (what a user types to turn a switch off, though ParseBool does not read them), spaces
+// around it ignored.
 func envOn(v string) bool {
+	v = strings.TrimSpace(v)
 	if v == "" || strings.EqualFold(v, "off") || strings.EqualFold(v, "no") {
 		return false
 	}

@@ -162,7 +162,7 @@ func TestForBlockChunks(t *testing.T) {
 // TestEnvOn checks LOSSGEN_PUREGO's and LOSSGEN_AVX512's reading: set to a false value
 // (ParseBool's, off, no) it is off.
 func TestEnvOn(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "0": false, "false": false, "FALSE": false, "f": false, "off": false, "OFF": false, "no": false, "No": false, "1": true, "true": true, "yes": true, "on": true} {
+	for v, want := range map[string]bool{"": false, "0": false, "false": false, "FALSE": false, "f": false, "off": false, "OFF": false, "no": false, "No": false, "1": true, "true": true, "yes": true, "on": true, " off ": false, "\t0": false, " 1": true, " ": false} {
 		if got := envOn(v); got != want {
 			t.Errorf("envOn(%q) = %v, want %v", v, got, want)
 		}

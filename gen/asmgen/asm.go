@@ -44,7 +44,8 @@ func (a *asm) as64() *asm {
 
 // as64x8 is as64 on ZMM registers, 8 float64 lanes: the two YMM halves of as64 side by side,
 // for the float64 states of a 16-lane variant's flushes (flushHalves). Its arithmetic and
-// moves take ZMM operands; its compares, selects and lanes are not for it.
+// moves take ZMM operands; its compares and selects are 16-lane float32 code's, not for it,
+// and so are its constants (cf64 would ask the 16-lane pool for a qword: as64's, broadcast).
 func (a *asm) as64x8() *asm {
 	n := a.as64()
 	n.zmm = true

@@ -260,7 +260,7 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual, fin *finiteAcc) {
 	ph, a := pg.flushHalves(p)
 	qh, _ := pg.flushHalves(q)
 	ch, _ := pg.flushHalves(c)
-	one := operand.Op(pg.a64.cf64(1)) // 32 bytes: as64x8 reads it broadcast
+	one := operand.Op(pg.a64.cf64(1)) // as64's 32-byte constant; 8 lanes broadcast it
 	if a.zmm {                        // 8 lanes: the count and 1 broadcast from the first
 		o, n := a.ymm(), a.ymm()
 		a.c.VBROADCASTSD(one, o)

@@ -246,8 +246,9 @@ func mergesInChunks(r *ir.Node) bool {
 // pass non-temporal and with regular stores, alternated one process per round, medians of the
 // paired ratios non-temporal ÷ regular over 7–13 rounds, at 1 and 2 threads (identical kernels
 // measured so vary by about ±6%). Flat ClipPPO at B = 16M, ForwardBackward (its pass stores
-// 30%): 0.80 and 0.95. ClipPPO+GAE [4096, 4096] Forward (its scan pass stores 24%): 0.89 and
-// 0.92; its ForwardBackward with the scan pass non-temporal too: 1.06 and 1.04. IQL at Q = 2,
+// 30%): 0.80 and 0.95. ClipPPO+GAE [4096, 4096] Forward (its scan pass stores 23%): 0.89 and
+// 0.92; its ForwardBackward with the scan pass non-temporal too (the pass after it already
+// was): 1.06 and 1.04 in one run, 0.86 and 0.96 in a second, of 7 rounds each. IQL at Q = 2,
 // B = 2^20, Forward: 0.88 and 0.96. The token losses at B = 512, L = 4096, ForwardBackward
 // (gradient passes storing 28–32%): GSPO 0.94 and 0.90; CISPO 0.95 and 0.96; GRPO 1.11 and
 // 1.03 in one run, 0.97 and 0.88 in another; DAPO 0.96 and 1.13, then 1.00 and 0.98;
