@@ -128,10 +128,11 @@ func TestUnmappedReductionMovesToItsOwnPass(t *testing.T) {
 // The store policy (see storePolicy's measurements): ClipPPO+GAE's ForwardBackward on
 // [4096, 4096] stores half the bytes of its pass after the scan (advantage, value_target and
 // three gradients) and goes non-temporal there, and so does the scan pass before it (22%),
-// in Forward too, where the pass after the scan stores 29%; a flat 16M ClipPPO's ForwardBackward (30%) goes non-temporal, its Forward
-// stores nothing large; GSPO's gradient
+// in Forward too, where the pass after the scan stores 29%; a flat 16M ClipPPO's
+// ForwardBackward (30%) goes non-temporal, its Forward stores nothing large; GSPO's gradient
 // pass at B = 512, L = 4096 (26 MiB alone, 34 MiB with its row-local first sweep) goes
-// non-temporal, at L = 1024 (8.5 MiB for both sweeps) it stays regular; so does everything small.
+// non-temporal, at L = 1024 (8.5 MiB for both sweeps) it stays regular; so does everything
+// small.
 func TestStorePolicy(t *testing.T) {
 	fwdBwd := func(src string) (*plan.Plan, *plan.Plan) {
 		f := buildSrc(t, src)
