@@ -38,24 +38,30 @@ func foldSums() *ir.Graph {
 // variants. Each pair of blocks the other way round would give 8·(2^24 + 8), no flush inside
 // the row 8·2^24 (and the Go kernel's float64 sums 8·(2^24 + 10), within its tolerance).
 func TestAVX512FoldsInAVX2Order(t *testing.T) {
+	runProbe(t, foldSums(), "fold", "kernels_avx512_amd64.s", "TEXT ·pass0AVX512(SB)", "TestFoldProbe", foldProbe)
+}
+
+// runProbe generates g's package, checks that its file holds want, and (on a machine where
+// the 16-lane variants run) runs the probe test name, source src, inside the package.
+func runProbe(t *testing.T, g *ir.Graph, pkg, file, want, name, src string) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	c := compiledGraph(t, foldSums(), "fold")
+	c := compiledGraph(t, g, pkg)
 	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
 	require.NoError(t, err)
-	require.Contains(t, string(files["kernels_avx512_amd64.s"]), "TEXT ·pass0AVX512(SB)")
+	require.Contains(t, string(files[file]), want)
 	if !runtime.AVX512() {
 		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
 	}
 	m, err := runner.NewTestModule(c)
 	require.NoError(t, err)
 	defer m.Close()
-	require.NoError(t, os.WriteFile(filepath.Join(m.Dir, "kernel", "foldprobe_test.go"), []byte(foldProbe), 0o644))
-	out, err := m.Test("^TestFoldProbe$")
+	require.NoError(t, os.WriteFile(filepath.Join(m.Dir, "kernel", "probe_test.go"), []byte(src), 0o644))
+	out, err := m.Test("^" + name + "$")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "--- PASS: TestFoldProbe")
+	require.Contains(t, out, "--- PASS: "+name)
 }
 
 var foldProbe = `package fold
@@ -116,24 +122,7 @@ func welfordFlat() *ir.Graph {
 // runs the pass's two functions on the same data (offset by 1e4, so the deviations round,
 // and spread over six decades) into two state buffers and compares every word.
 func TestAVX512FlushStatesBitwise(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code")
-	}
-	t.Parallel()
-	c := compiledGraph(t, welfordFlat(), "wf")
-	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
-	require.NoError(t, err)
-	require.Contains(t, string(files["kernels_avx512_amd64.go"]), "func pass0AVX512(state *float64, lo int, hi int, x *float32)")
-	if !runtime.AVX512() {
-		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
-	}
-	m, err := runner.NewTestModule(c)
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, os.WriteFile(filepath.Join(m.Dir, "kernel", "flushprobe_test.go"), []byte(flushProbe), 0o644))
-	out, err := m.Test("^TestFlushProbe$")
-	require.NoError(t, err, out)
-	require.Contains(t, out, "--- PASS: TestFlushProbe")
+	runProbe(t, welfordFlat(), "wf", "kernels_avx512_amd64.go", "func pass0AVX512(state *float64, lo int, hi int, x *float32)", "TestFlushProbe", flushProbe)
 }
 
 var flushProbe = `package wf

@@ -198,10 +198,6 @@ func (l *laneAcc) welford(x reg.VecVirtual) {
 func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 	pg := l.pg
 	// Partials held in registers (holdPartials) update in place; others through a register.
-	held := func(f string) (reg.VecVirtual, bool) {
-		v, ok := pg.partRegs[stateField(l.r, f)]
-		return v, ok
-	}
 	var first reg.VecVirtual
 	if pg.half != 1 { // a 16-lane block's second half never starts a flush's blocks
 		// The first block after a flush has k = partialBlocks (16-lane blocks: flushEvery).
@@ -210,7 +206,7 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 		pg.c.VPBROADCASTD(first.AsX(), first)
 		pg.c.VPCMPEQD(pg.cd(int32(pg.flushEvery())), first, first)
 	}
-	c, inReg := held("pc")
+	c, inReg := pg.heldPartial(l.r, "pc")
 	if !inReg {
 		c = pg.ymm()
 		pg.mov(l.atE("pc"), c)
@@ -223,14 +219,14 @@ func (l *laneAcc) welfordPartial(x reg.VecVirtual) {
 	}
 	d := pg.ymm()
 	pg.sub(c, x, d)
-	if p, ok := held("p"); ok {
+	if p, ok := pg.heldPartial(l.r, "p"); ok {
 		pg.add(p, d, p)
 	} else {
 		s := pg.ymm()
 		pg.add(l.atE("p"), d, s)
 		pg.mov(s, l.atE("p"))
 	}
-	if q, ok := held("pm2"); ok {
+	if q, ok := pg.heldPartial(l.r, "pm2"); ok {
 		pg.fmadd231(d, d, q)
 		return
 	}
@@ -294,7 +290,7 @@ func (pg *passGen) flushWelford(r *ir.Node, nb reg.VecVirtual, fin *finiteAcc) {
 	}
 	var z reg.VecVirtual
 	for _, f := range []string{"p", "pm2"} {
-		if p, ok := pg.partRegs[stateField(r, f)]; ok {
+		if p, ok := pg.heldPartial(r, f); ok {
 			pg.mov(pg.cf(0), p)
 			continue
 		}
@@ -595,7 +591,7 @@ func (pg *passGen) storeSumRegs() {
 		if p, ok := pg.sumRegs[r.ID]; ok {
 			pg.mov(p, pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0))
 		}
-		if pg.partRegs[stateField(r, "p")] != nil {
+		if _, ok := pg.heldPartial(r, "p"); ok {
 			pg.releasePartials(r, pg.stateOff(r))
 		}
 	}

@@ -418,11 +418,8 @@ func (pg *passGen) innerInit(k int, r *ir.Node) {
 			pg.innerAt[stateField(r, f.name)] = size
 			size += 64
 		}
-		if pg.slots != nil { // 16-lane code: one 64-byte slot a field (elem fields only: wideEligible)
-			pg.inner[r.ID] = pg.slots.nextN(size / 64)
-		} else {
-			pg.inner[r.ID] = pg.c.AllocLocal(size)
-		}
+		// 64 bytes a field: in 16-lane code one aligned slot each (elem fields only: wideEligible)
+		pg.inner[r.ID] = pg.vecSlots(size / pg.vecBytes())
 	}
 	for _, f := range pg.fields(r) {
 		if f.name == "ok" {

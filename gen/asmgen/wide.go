@@ -160,7 +160,7 @@ func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 // them back: one load and one store a block, not one per half, and the second half's chain
 // does not wait on a store forwarded to a load (addPair does the same for sums).
 func (pg *passGen) holdWelford(r *ir.Node) func() {
-	if !r.Op.Welford() || !pg.partial(r) || pg.partRegs[stateField(r, "p")] != nil {
+	if _, held := pg.heldPartial(r, "p"); !r.Op.Welford() || !pg.partial(r) || held {
 		return func() {}
 	}
 	off := pg.stateOff(r)
@@ -182,6 +182,13 @@ func (pg *passGen) holdPartials(r *ir.Node, off reg.GPVirtual) {
 		pg.mov(pg.stateMem(r, field{f, true}, off, 0), v)
 		pg.partRegs[stateField(r, f)] = v
 	}
+}
+
+// heldPartial is the register holding variance r's partial field f, when holdPartials put
+// it in one.
+func (pg *passGen) heldPartial(r *ir.Node, f string) (reg.VecVirtual, bool) {
+	v, ok := pg.partRegs[stateField(r, f)]
+	return v, ok
 }
 
 // releasePartials stores the registers holdPartials loaded back and forgets them.
