@@ -241,11 +241,7 @@ func wideRun(t *testing.T, g func() *ir.Graph, pkg string, has ...string) {
 		t.Skip("the AVX-512 variants do not run here (no AVX-512, or LOSSGEN_AVX512=0, LOSSGEN_PUREGO=1)")
 	}
 	zooRun(t, g(), "default")
-	m, err := runner.NewTestModule(c)
-	require.NoError(t, err)
-	defer m.Close()
-	out, err := m.Test("^TestAVX512MatchesAVX2$")
-	require.NoError(t, err, out)
+	out := runMatchesAVX2(t, c)
 	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
 		require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/"+kind)
 	}
@@ -392,12 +388,18 @@ func matchesAVX2(t *testing.T, c *gen.Compiled) {
 	if !runtime.AVX512() {
 		t.Skip("the AVX-512 variants do not run here")
 	}
+	require.Contains(t, runMatchesAVX2(t, c), "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+}
+
+// runMatchesAVX2 runs c's package's TestAVX512MatchesAVX2, requires it to pass and returns its
+// verbose output.
+func runMatchesAVX2(t *testing.T, c *gen.Compiled) string {
 	m, err := runner.NewTestModule(c)
 	require.NoError(t, err)
 	defer m.Close()
 	out, err := m.Test("^TestAVX512MatchesAVX2$")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "--- PASS: TestAVX512MatchesAVX2/random_in_3_chunks")
+	return out
 }
 
 // scansWide is the zoo's scans on rows of three 16-lane blocks: backwards and forwards along
