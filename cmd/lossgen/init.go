@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -74,11 +73,10 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if m := batchLine.FindSubmatch(text); *est != "" && m != nil && strings.Count(string(m[1]), ",") >= 2 {
+	if s, err := spec.Parse("starter", text, reg); *est != "" && err == nil && len(s.Batch) >= 3 {
 		// init -estimator gae -dims N=4,T=32,A=5 meant A for actions, often: say where the
 		// estimator runs (the spec's distribution and action_dim are what make A an event dim).
-		dims := strings.Split(string(m[1]), ", ")
-		fmt.Fprintf(stderr, "lossgen init: note: batch [%s]: the estimator runs along the last dim, %s; for an action dim, set the loss's distribution and action_dim in the spec and take the dim out of batch\n", m[1], dims[len(dims)-1])
+		fmt.Fprintf(stderr, "lossgen init: note: batch [%s]: the estimator runs along the last dim, %s; for an action dim, set the loss's distribution and action_dim in the spec and take the dim out of batch\n", strings.Join(s.Batch, ", "), s.Batch[len(s.Batch)-1])
 	}
 	if *out == "" {
 		_, err = stdout.Write(text)
@@ -86,9 +84,6 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	return writeFile(*out, text, *force)
 }
-
-// batchLine finds the starter's batch list.
-var batchLine = regexp.MustCompile(`(?m)^batch: \[(.*)\]$`)
 
 // optionError finds, among the starter spec's errors, one at the dims or the package (a
 // dim name or size, a package name the spec rejects) and states it as the flag that gave
