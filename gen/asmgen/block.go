@@ -81,7 +81,10 @@ func (pg *passGen) freshOffsets() { pg.offs, pg.stReg = map[string]reg.GPVirtual
 func (pg *passGen) runItems(items []bitem) {
 	pg.freshOffsets()
 	pg.innerRegs = map[string][]reg.VecVirtual{}
-	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries) + len(pg.sumRegs) + len(pg.partRegs), a: pg.asm, alloc: pg.spillSlot}
+	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), partials: len(pg.sumRegs) + len(pg.partRegs), a: pg.asm, alloc: pg.spillSlot}
+	if !pg.wide {
+		pg.regs.pinned, pg.regs.partials = pg.regs.pinned+pg.regs.partials, 0
+	}
 	items = pg.keepAcrossLoops(items)
 	pg.items = items
 	if pg.masks == nil {

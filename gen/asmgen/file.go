@@ -20,22 +20,23 @@ import (
 // declarations, each starting with header (avo's own first line is replaced).
 func assemble(pkg, header string, f64, zmm bool, body func(a *asm)) (asmSrc, stubs []byte, err error) {
 	// The budget's estimates of the registers an op needs are heuristics (temps): where a pass
-	// still ends up needing more than AVX2's 16, emit the file again with a smaller budget.
-	// 16-lane code starts from AVX-512's 32 ZMM registers; there a budget may also leave the
-	// allocator short, and its 8-lane parts (VEX-only instructions among them) must still fit
-	// in the low 16.
+	// still ends up needing more registers than the allocator has (16 in an AVX2 file; 32 in
+	// 16-lane code, of which its 8-lane parts' VEX-only instructions reach the low 16, see
+	// allocate), emit the file again with a smaller budget.
 	start := numYMM
 	if zmm {
 		start = 2 * numYMM
 	}
 	for budget := start; ; budget-- {
 		asmSrc, stubs, err = assembleWith(pkg, header, f64, zmm, budget, body)
-		short := zmm && err != nil && strings.Contains(err.Error(), "allocat") && budget > numYMM
-		if !short && (err != nil || !highVector.Match(asmSrc)) {
+		if err == nil && !zmm && highVector.Match(asmSrc) {
+			return nil, nil, fmt.Errorf("asmgen: AVX2 code got a vector register above 15: %s", highVector.Find(asmSrc)) // allocate rules it out
+		}
+		if err == nil || !strings.Contains(err.Error(), "failed to allocate registers") {
 			return asmSrc, stubs, err
 		}
 		if budget <= minBudget {
-			return nil, nil, fmt.Errorf("asmgen: a pass needs more than the 16 AVX2 vector registers even with %d node values live", budget)
+			return nil, nil, fmt.Errorf("asmgen: a pass needs more vector registers than the CPU has even with %d node values live", budget)
 		}
 	}
 }
@@ -43,9 +44,7 @@ func assemble(pkg, header string, f64, zmm bool, body func(a *asm)) (asmSrc, stu
 // minBudget is the smallest register budget assemble tries.
 const minBudget = 6
 
-// highVector matches a vector register AVX2 cannot encode (X16–X31, Y16–Y31). The 16-lane
-// variants' file is held to it too: their 8-lane parts use VEX-only instructions (Z16–Z31
-// are theirs).
+// highVector matches a vector register AVX2 cannot encode (X16–X31, Y16–Y31).
 var highVector = regexp.MustCompile(`\b[XY](1[6-9]|2[0-9]|3[01])\b`)
 
 // assembleWith is one attempt of assemble, with the given register budget.
@@ -67,7 +66,7 @@ func assembleWith(pkg, header string, f64, zmm bool, budget int, body func(a *as
 		}
 		return nil, nil, fmt.Errorf("asmgen: %w", err)
 	}
-	if err := compile.Execute(f); err != nil {
+	if err := compile(zmm).Execute(f); err != nil {
 		return nil, nil, fmt.Errorf("asmgen: %w", err)
 	}
 	cfg := printer.Config{Name: "lossgen", Pkg: pkg}
@@ -91,27 +90,30 @@ func retitle(src []byte, header string) []byte {
 }
 
 // compile is avo v0.6.0's pass.Compile with a peephole pass first, one check added after the
-// liveness analysis (entryReads) and vector self-moves pruned after allocation.
-var compile = pass.Concat(
-	pass.Verify,
-	pass.FunctionPass(peephole),
-	pass.FunctionPass(broadcastConsts),
-	pass.FunctionPass(pass.PruneJumpToFollowingLabel),
-	pass.FunctionPass(pass.PruneDanglingLabels),
-	pass.FunctionPass(pass.LabelTarget),
-	pass.FunctionPass(pass.CFG),
-	pass.InstructionPass(pass.ZeroExtend32BitOutputs),
-	pass.FunctionPass(pass.Liveness),
-	pass.FunctionPass(entryReads),
-	pass.FunctionPass(pass.AllocateRegisters),
-	pass.FunctionPass(pass.BindRegisters),
-	pass.FunctionPass(pass.VerifyAllocation),
-	pass.FunctionPass(pass.EnsureBasePointerCalleeSaved),
-	pass.Func(pass.IncludeTextFlagHeader),
-	pass.FunctionPass(pass.PruneSelfMoves),
-	pass.FunctionPass(pruneVectorSelfMoves),
-	pass.FunctionPass(pass.RequiredISAExtensions),
-)
+// liveness analysis (entryReads), its register allocation constrained to what the file's
+// instructions encode (allocate) and vector self-moves pruned after allocation.
+func compile(zmm bool) pass.Interface {
+	return pass.Concat(
+		pass.Verify,
+		pass.FunctionPass(peephole),
+		pass.FunctionPass(broadcastConsts),
+		pass.FunctionPass(pass.PruneJumpToFollowingLabel),
+		pass.FunctionPass(pass.PruneDanglingLabels),
+		pass.FunctionPass(pass.LabelTarget),
+		pass.FunctionPass(pass.CFG),
+		pass.InstructionPass(pass.ZeroExtend32BitOutputs),
+		pass.FunctionPass(pass.Liveness),
+		pass.FunctionPass(entryReads),
+		pass.FunctionPass(allocate(zmm)),
+		pass.FunctionPass(pass.BindRegisters),
+		pass.FunctionPass(pass.VerifyAllocation),
+		pass.FunctionPass(pass.EnsureBasePointerCalleeSaved),
+		pass.Func(pass.IncludeTextFlagHeader),
+		pass.FunctionPass(pass.PruneSelfMoves),
+		pass.FunctionPass(pruneVectorSelfMoves),
+		pass.FunctionPass(pass.RequiredISAExtensions),
+	)
+}
 
 // entryReads rejects a vector register live at a function's entry: one read before the
 // emitter wrote it (a zeroing idiom, or a YMM read after only its X half was written). avo

@@ -541,19 +541,24 @@ const maxSumRegs = 3
 // GSPO's sequence-ratio gradient pass, 15 items: 29 → 21).
 const smallBlock = 16
 
-// sumsInRegs loads the first maxSumRegs partial sums of a small pass (plain sums and means)
-// into registers before its loop over full blocks: there each block's sum is one add, not a
-// load, an add and a store. Their slots stay fixed along the row (partial), so the registers
-// are stored back once after the loop (storeSumRegs); the periodic flush reads and zeroes
-// them.
+// sumsInRegs loads partial sums (plain sums and means) into registers before a pass's loop
+// over full blocks: there each block's sum is one add, not a load, an add and a store. AVX2
+// code does it for the first maxSumRegs of a small pass (smallBlock); 16-lane code, with 32
+// registers, for any pass, and the variances' partials too, up to maxWideSumRegs registers.
+// Their slots stay fixed along the row (partial), so the registers are stored back once
+// after the loop (storeSumRegs); the periodic flush reads and zeroes them.
 func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 	var regs map[int]reg.VecVirtual
 	pg.freshOffsets()
-	if len(pg.blockItems()) > smallBlock {
+	limit := maxSumRegs
+	switch {
+	case pg.wide:
+		limit = maxWideSumRegs
+	case len(pg.blockItems()) > smallBlock:
 		return nil
 	}
 	for _, r := range pg.ps.Reduces {
-		if len(regs) == maxSumRegs {
+		if len(regs) == limit {
 			break
 		}
 		if !pg.partial(r) || (r.Op != ir.OpSum && r.Op != ir.OpMean) {
@@ -567,7 +572,7 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 		regs[r.ID] = p
 	}
 	pg.partRegs = nil
-	if pg.wide { // 32 registers: the variances' partials too, 3 each
+	if pg.wide { // the variances' partials too, 3 each
 		for _, r := range pg.ps.Reduces {
 			if pg.partial(r) && r.Op.Welford() && len(regs)+len(pg.partRegs)+len(welfordPartials) <= maxWideSumRegs {
 				pg.holdPartials(r, pg.stateOff(r))
@@ -577,11 +582,13 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 	return regs // the loop's first block starts with fresh offsets (runItems)
 }
 
-// maxWideSumRegs is how many registers a small pass's 16-lane variant holds partials in: a
-// variance's three partials otherwise go through memory twice a 16-lane block (its halves),
-// each a store forwarded to the next load — a third of flat ClipPPO's time at 64k went to the
-// normalised advantage's pass (a mean and a variance of one input).
-const maxWideSumRegs = 8
+// maxWideSumRegs is how many registers a 16-lane pass holds partials in, half of AVX-512's
+// 32: a sum's partial otherwise goes through memory once a 16-lane block, a variance's
+// three twice (its halves), each a store forwarded to the next block's load. Flat ClipPPO's
+// loss pass at B = 64k (seven sums and two variances, 108 items): 183 → 165 instructions a
+// block. With only 8, as when 16-lane code still had to fit avo's choice of registers into
+// the low 16 (allocate), its variances stayed in memory.
+const maxWideSumRegs = 16
 
 // storeSumRegs stores the partial sums held in registers back into their slots, after the
 // loop over full blocks.

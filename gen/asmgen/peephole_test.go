@@ -26,7 +26,7 @@ func TestPeephole(t *testing.T) {
 	c.RET()
 	f, err := c.Result()
 	require.NoError(t, err)
-	require.NoError(t, compile.Execute(f))
+	require.NoError(t, compile(true).Execute(f))
 	src, err := printer.NewGoAsm(printer.Config{Name: "test", Pkg: "p"}).Print(f)
 	require.NoError(t, err)
 	var ops []string
@@ -57,7 +57,7 @@ func TestPruneVectorSelfMoves(t *testing.T) {
 	c.RET()
 	f, err := c.Result()
 	require.NoError(t, err)
-	require.NoError(t, compile.Execute(f))
+	require.NoError(t, compile(true).Execute(f))
 	src, err := printer.NewGoAsm(printer.Config{Name: "test", Pkg: "p"}).Print(f)
 	require.NoError(t, err)
 	var self []string

@@ -30,6 +30,10 @@ type value struct {
 type regs struct {
 	vals   map[int]*value
 	pinned int // registers held outside the values: scan carries, inner reduction states
+	// partials are the registers a 16-lane loop holds its partial sums in (sumsInRegs): they
+	// count against the budget but not against maxPinned, which rations AVX2's 16 among the
+	// block's own pins (an AVX2 pass counts its few partials among pinned).
+	partials int
 	// loopPins are values kept in their registers through the loops that read them
 	// (pinForLoop), by node ID: the position of the loop start that pinned them.
 	loopPins map[int]int
@@ -71,7 +75,7 @@ func (v *value) nextUse(k int) int {
 func (r *regs) makeRoom(k, need int, keep map[int]bool) {
 	for {
 		live := r.inRegs()
-		if len(live)+need+r.pinned+1 <= r.a.budget {
+		if len(live)+need+r.pinned+r.partials+1 <= r.a.budget {
 			return
 		}
 		var victim *value
@@ -130,7 +134,7 @@ const (
 // pins already held, one spare and the budget (lowered on a retry, see assemble).
 func (r *regs) canPin(n, need int) bool {
 	held := r.pinned + len(r.loopPins)
-	return held+n <= maxPinned && held+n+1+need <= r.a.budget
+	return held+n <= maxPinned && held+r.partials+n+1+need <= r.a.budget
 }
 
 // pinForLoop keeps in registers, through the loop from position start to end, values from

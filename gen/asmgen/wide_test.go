@@ -55,7 +55,7 @@ func TestBroadcastConsts(t *testing.T) {
 	c.RET()
 	f, err := c.Result()
 	require.NoError(t, err)
-	require.NoError(t, compile.Execute(f))
+	require.NoError(t, compile(true).Execute(f))
 	src, err := printer.NewGoAsm(printer.Config{Name: "test", Pkg: "p"}).Print(f)
 	require.NoError(t, err)
 	var ops []string

@@ -71,7 +71,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r37_p, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.Logits[0], &in.Action[0], &in.Advantage[0], &in.ValueTarget[0], &in.StateValue[0], hi)
 		} else {
 			pass0AVX2(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], hi)
 		}
@@ -164,7 +164,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r37_p, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			fbPass0AVX512(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Logits[0], hi)
+			fbPass0AVX512(lo, &st.buf[0], &in.Logits[0], &in.Action[0], &in.Advantage[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Logits[0], hi)
 		} else {
 			fbPass0AVX2(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Logits[0], hi)
 		}

@@ -9,11 +9,11 @@ package a2c
 // 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, hi int)
+func pass0AVX512(lo int, state *float64, logits *float32, action *int64, advantage *float32, valueTarget *float32, stateValue *float32, hi int)
 
 // fbPass0AVX512 is pass 0 (elementwise over [N=8 T=128]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass0AVX2 would, in their order, so the results are fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
+func fbPass0AVX512(lo int, state *float64, logits *float32, action *int64, advantage *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)

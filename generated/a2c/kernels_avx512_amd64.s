@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, hi int)
+// func pass0AVX512(lo int, state *float64, logits *float32, action *int64, advantage *float32, valueTarget *float32, stateValue *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $320-64
 	LEAQ 63(SP), AX
@@ -12,12 +12,17 @@ TEXT ·pass0AVX512(SB), $320-64
 	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 256(DX), Y2
+	VMOVUPS 576(DX), Y3
+	VMOVUPS 896(DX), Y4
+	VMOVUPS 1216(DX), Y5
+	XORQ    DX, DX
 
 blocks_2:
 	// tile logits
-	MOVQ         logits+8(FP), SI
+	MOVQ         logits+16(FP), SI
 	IMUL3Q       $+512, CX, DI
 	IMUL3Q       $+4, DX, R8
 	ADDQ         R8, DI
@@ -25,27 +30,23 @@ blocks_2:
 	KMOVW        R8, K1
 	VMOVUPS.Z    (SI)(DI*4), K1, Z0
 	VMOVUPS.Z    16(SI)(DI*4), K1, Z1
-	VMOVUPS.Z    32(SI)(DI*4), K1, Z2
-	VMOVUPS.Z    48(SI)(DI*4), K1, Z3
-	VMOVUPS.Z    64(SI)(DI*4), K1, Z4
-	VMOVUPS.Z    80(SI)(DI*4), K1, Z5
-	VMOVUPS.Z    96(SI)(DI*4), K1, Z6
-	VMOVUPS.Z    112(SI)(DI*4), K1, Z7
-	VMOVUPS.Z    128(SI)(DI*4), K1, Z8
-	VMOVUPS.Z    144(SI)(DI*4), K1, Z9
-	VMOVUPS.Z    160(SI)(DI*4), K1, Z10
-	VMOVUPS.Z    176(SI)(DI*4), K1, Z11
-	VMOVUPS.Z    192(SI)(DI*4), K1, Z12
-	VMOVUPS.Z    208(SI)(DI*4), K1, Z13
-	VMOVUPS.Z    224(SI)(DI*4), K1, Z14
-	VMOVUPS.Z    240(SI)(DI*4), K1, Z15
-	VUNPCKLPS    Z1, Z0, Z16
+	VMOVUPS.Z    32(SI)(DI*4), K1, Z6
+	VMOVUPS.Z    48(SI)(DI*4), K1, Z7
+	VMOVUPS.Z    64(SI)(DI*4), K1, Z8
+	VMOVUPS.Z    80(SI)(DI*4), K1, Z9
+	VMOVUPS.Z    96(SI)(DI*4), K1, Z10
+	VMOVUPS.Z    112(SI)(DI*4), K1, Z11
+	VMOVUPS.Z    128(SI)(DI*4), K1, Z12
+	VMOVUPS.Z    144(SI)(DI*4), K1, Z13
+	VMOVUPS.Z    160(SI)(DI*4), K1, Z14
+	VMOVUPS.Z    176(SI)(DI*4), K1, Z15
+	VMOVUPS.Z    192(SI)(DI*4), K1, Z16
+	VMOVUPS.Z    208(SI)(DI*4), K1, Z17
+	VMOVUPS.Z    224(SI)(DI*4), K1, Z18
+	VMOVUPS.Z    240(SI)(DI*4), K1, Z19
+	VUNPCKLPS    Z1, Z0, Z20
 	VUNPCKHPS    Z1, Z0, Z0
-	VUNPCKLPS    Z3, Z2, Z1
-	VUNPCKHPS    Z3, Z2, Z2
-	VUNPCKLPS    Z5, Z4, Z3
-	VUNPCKHPS    Z5, Z4, Z4
-	VUNPCKLPS    Z7, Z6, Z5
+	VUNPCKLPS    Z7, Z6, Z1
 	VUNPCKHPS    Z7, Z6, Z6
 	VUNPCKLPS    Z9, Z8, Z7
 	VUNPCKHPS    Z9, Z8, Z8
@@ -55,14 +56,14 @@ blocks_2:
 	VUNPCKHPS    Z13, Z12, Z12
 	VUNPCKLPS    Z15, Z14, Z13
 	VUNPCKHPS    Z15, Z14, Z14
-	VSHUFPS      $0x44, Z1, Z16, Z15
-	VSHUFPS      $0xee, Z1, Z16, Z1
-	VSHUFPS      $0x44, Z2, Z0, Z16
-	VSHUFPS      $0xee, Z2, Z0, Z0
-	VSHUFPS      $0x44, Z5, Z3, Z2
-	VSHUFPS      $0xee, Z5, Z3, Z3
-	VSHUFPS      $0x44, Z6, Z4, Z5
-	VSHUFPS      $0xee, Z6, Z4, Z4
+	VUNPCKLPS    Z17, Z16, Z15
+	VUNPCKHPS    Z17, Z16, Z16
+	VUNPCKLPS    Z19, Z18, Z17
+	VUNPCKHPS    Z19, Z18, Z18
+	VSHUFPS      $0x44, Z1, Z20, Z19
+	VSHUFPS      $0xee, Z1, Z20, Z1
+	VSHUFPS      $0x44, Z6, Z0, Z20
+	VSHUFPS      $0xee, Z6, Z0, Z0
 	VSHUFPS      $0x44, Z9, Z7, Z6
 	VSHUFPS      $0xee, Z9, Z7, Z7
 	VSHUFPS      $0x44, Z10, Z8, Z9
@@ -71,163 +72,170 @@ blocks_2:
 	VSHUFPS      $0xee, Z13, Z11, Z11
 	VSHUFPS      $0x44, Z14, Z12, Z13
 	VSHUFPS      $0xee, Z14, Z12, Z12
-	VSHUFF32X4   $0x44, Z2, Z15, Z14
-	VSHUFF32X4   $0xee, Z2, Z15, Z2
-	VSHUFF32X4   $0x44, Z10, Z6, Z15
-	VSHUFF32X4   $0xee, Z10, Z6, Z6
-	VSHUFF32X4   $0x88, Z15, Z14, Z10
-	VSHUFF32X4   $0xdd, Z15, Z14, Z14
-	VSHUFF32X4   $0x88, Z6, Z2, Z14
-	VSHUFF32X4   $0xdd, Z6, Z2, Z2
-	VSHUFF32X4   $0x44, Z3, Z1, Z2
-	VSHUFF32X4   $0xee, Z3, Z1, Z1
-	VSHUFF32X4   $0x44, Z11, Z7, Z3
-	VSHUFF32X4   $0xee, Z11, Z7, Z6
-	VSHUFF32X4   $0x88, Z3, Z2, Z7
-	VSHUFF32X4   $0xdd, Z3, Z2, Z2
-	VSHUFF32X4   $0x88, Z6, Z1, Z2
+	VSHUFPS      $0x44, Z17, Z15, Z14
+	VSHUFPS      $0xee, Z17, Z15, Z15
+	VSHUFPS      $0x44, Z18, Z16, Z17
+	VSHUFPS      $0xee, Z18, Z16, Z16
+	VSHUFF32X4   $0x44, Z6, Z19, Z18
+	VSHUFF32X4   $0xee, Z6, Z19, Z6
+	VSHUFF32X4   $0x44, Z14, Z10, Z19
+	VSHUFF32X4   $0xee, Z14, Z10, Z10
+	VSHUFF32X4   $0x88, Z19, Z18, Z14
+	VSHUFF32X4   $0xdd, Z19, Z18, Z18
+	VSHUFF32X4   $0x88, Z10, Z6, Z18
+	VSHUFF32X4   $0xdd, Z10, Z6, Z6
+	VSHUFF32X4   $0x44, Z7, Z1, Z6
+	VSHUFF32X4   $0xee, Z7, Z1, Z1
+	VSHUFF32X4   $0x44, Z15, Z11, Z7
+	VSHUFF32X4   $0xee, Z15, Z11, Z10
+	VSHUFF32X4   $0x88, Z7, Z6, Z11
+	VSHUFF32X4   $0xdd, Z7, Z6, Z6
+	VSHUFF32X4   $0x88, Z10, Z1, Z6
+	VSHUFF32X4   $0xdd, Z10, Z1, Z1
+	VSHUFF32X4   $0x44, Z9, Z20, Z1
+	VSHUFF32X4   $0xee, Z9, Z20, Z6
+	VSHUFF32X4   $0x44, Z17, Z13, Z7
+	VSHUFF32X4   $0xee, Z17, Z13, Z9
+	VSHUFF32X4   $0x88, Z7, Z1, Z10
+	VSHUFF32X4   $0xdd, Z7, Z1, Z1
+	VSHUFF32X4   $0x88, Z9, Z6, Z1
+	VSHUFF32X4   $0xdd, Z9, Z6, Z1
+	VSHUFF32X4   $0x44, Z8, Z0, Z1
+	VSHUFF32X4   $0xee, Z8, Z0, Z0
+	VSHUFF32X4   $0x44, Z16, Z12, Z6
+	VSHUFF32X4   $0xee, Z16, Z12, Z7
+	VSHUFF32X4   $0x88, Z6, Z1, Z8
 	VSHUFF32X4   $0xdd, Z6, Z1, Z1
-	VSHUFF32X4   $0x44, Z5, Z16, Z1
-	VSHUFF32X4   $0xee, Z5, Z16, Z2
-	VSHUFF32X4   $0x44, Z13, Z9, Z3
-	VSHUFF32X4   $0xee, Z13, Z9, Z5
-	VSHUFF32X4   $0x88, Z3, Z1, Z6
-	VSHUFF32X4   $0xdd, Z3, Z1, Z1
-	VSHUFF32X4   $0x88, Z5, Z2, Z1
-	VSHUFF32X4   $0xdd, Z5, Z2, Z1
-	VSHUFF32X4   $0x44, Z4, Z0, Z1
-	VSHUFF32X4   $0xee, Z4, Z0, Z0
-	VSHUFF32X4   $0x44, Z12, Z8, Z2
-	VSHUFF32X4   $0xee, Z12, Z8, Z3
-	VSHUFF32X4   $0x88, Z2, Z1, Z4
-	VSHUFF32X4   $0xdd, Z2, Z1, Z1
-	VSHUFF32X4   $0x88, Z3, Z0, Z1
-	VSHUFF32X4   $0xdd, Z3, Z0, Z0
-	VMOVUPS      Z10, (AX)
-	VMOVUPS      Z7, 64(AX)
-	VMOVUPS      Z6, 128(AX)
-	VMOVUPS      Z4, 192(AX)
+	VSHUFF32X4   $0x88, Z7, Z0, Z1
+	VSHUFF32X4   $0xdd, Z7, Z0, Z0
+	VMOVUPS      Z14, (AX)
+	VMOVUPS      Z11, 64(AX)
+	VMOVUPS      Z10, 128(AX)
+	VMOVUPS      Z8, 192(AX)
 	VBROADCASTSS lgb0<>+0(SB), Z0
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS (AX), Z1
-	VMOVUPS 64(AX), Z2
-	VMAXPS  Z1, Z2, Z2
+	VMOVUPS 64(AX), Z6
+	VMAXPS  Z1, Z6, Z6
 	VMOVUPS 128(AX), Z1
-	VMOVUPS 192(AX), Z3
-	VMAXPS  Z1, Z3, Z3
-	VMAXPS  Z2, Z3, Z3
-	VMAXPS  Z3, Z0, Z0
+	VMOVUPS 192(AX), Z7
+	VMAXPS  Z1, Z7, Z7
+	VMAXPS  Z6, Z7, Z7
+	VMAXPS  Z7, Z0, Z0
 
 	// finish v3
-	VBROADCASTSS lgb1<>+0(SB), Z1
-	VBROADCASTSS lgb1<>+0(SB), Z2
-	VBROADCASTSS lgb2<>+0(SB), Z3
+	VMOVUPS      Z0, Z6
+	VBROADCASTSS lgb1<>+0(SB), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z7
+	VBROADCASTSS lgb2<>+0(SB), Z1
 	XORQ         SI, SI
 
 inner_A_3:
 	IMUL3Q  $+64, SI, DI
-	VMOVUPS (AX)(DI*1), Z4
+	VMOVUPS (AX)(DI*1), Z8
 
 	// v5 = sub(logits, v3)
-	VSUBPS Z0, Z4, Z4
+	VSUBPS Z6, Z8, Z8
 
 	// v6 = exp(v5)
-	VBROADCASTSS      lgb3<>+0(SB), Z5
-	VMAXPS            Z4, Z5, Z5
-	VMULPS.BCST       lgb4<>+0(SB), Z5, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z6, Z5
-	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb7<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z5, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb11<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb13<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb14<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z5, Z8, Z8
+	VBROADCASTSS      lgb3<>+0(SB), Z9
+	VMAXPS            Z8, Z9, Z9
+	VMULPS.BCST       lgb4<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z10, Z9
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z10, Z9
+	VMULPS            Z9, Z9, Z11
+	VBROADCASTSS      lgb7<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z9, Z12
+	VBROADCASTSS      lgb9<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VBROADCASTSS      lgb11<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VFMADD213PS       Z9, Z11, Z12
+	VADDPS.BCST       lgb13<>+0(SB), Z12, Z12
+	VCVTPS2DQ         Z10, Z9
+	VPADDD.BCST       lgb14<>+0(SB), Z9, Z9
+	VPSRLD            $0x01, Z9, Z10
+	VPSUBD            Z10, Z9, Z9
+	VPSLLD            $0x17, Z10, Z10
+	VPSLLD            $0x17, Z9, Z9
+	VMULPS            Z10, Z12, Z12
+	VMULPS            Z9, Z12, Z12
 
 	// sum(v6) over [A]
-	VADDPS Z1, Z8, Z1
+	VADDPS Z0, Z12, Z0
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Z4, Z3, Z4
+	VMAXPS Z8, Z1, Z8
 
 	// v17 = mul(v6, v16)
-	VMULPS Z4, Z8, Z4
+	VMULPS Z8, Z12, Z8
 
 	// sum(v17) over [A]
-	VADDPS Z2, Z4, Z2
+	VADDPS Z7, Z8, Z7
 	INCQ   SI
 	CMPQ   SI, $+4
 	JL     inner_A_3
 
 	// finish v7
+	VMOVUPS Z0, Z8
+
 	// v8 = log(v7)
-	VCMPPS.BCST       $0x11, lgb15<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
-	VMULPS.BCST       lgb16<>+0(SB), Z1, Z4
-	VPTERNLOGD        $0xe2, Z1, Z3, Z4
-	VPSRLD            $0x17, Z4, Z5
-	VPSUBD.BCST       lgb17<>+0(SB), Z5, Z5
-	VPANDD.BCST       lgb18<>+0(SB), Z3, Z3
-	VPADDD            Z3, Z5, Z5
-	VPANDD.BCST       lgb19<>+0(SB), Z4, Z3
-	VPORD.BCST        lgb13<>+0(SB), Z3, Z3
-	VCMPPS.BCST       $0x1e, lgb20<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z4
-	VMULPS.BCST       lgb12<>+0(SB), Z3, Z6
-	VPTERNLOGD        $0xb8, Z6, Z4, Z3
-	VPSUBD            Z4, Z5, Z5
-	VSUBPS.BCST       lgb13<>+0(SB), Z3, Z3
-	VMULPS            Z3, Z3, Z4
-	VBROADCASTSS      lgb21<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb23<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb25<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb27<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z3, Z6
-	VFMADD213PS.BCST  lgb29<>+0(SB), Z3, Z6
-	VMULPS            Z3, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VCVTDQ2PS         Z5, Z5
-	VFMADD231PS.BCST  lgb6<>+0(SB), Z5, Z6
-	VFNMADD231PS.BCST lgb12<>+0(SB), Z4, Z6
-	VADDPS            Z3, Z6, Z6
-	VFMADD231PS.BCST  lgb5<>+0(SB), Z5, Z6
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD.BCST   $0xb8, lgb0<>+0(SB), Z3, Z6
-	VCMPPS.BCST       $0x11, lgb1<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD.BCST   $0xb8, lgb30<>+0(SB), Z3, Z6
-	VCMPPS.BCST       $0x00, lgb31<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD.BCST   $0xb8, lgb31<>+0(SB), Z3, Z6
-	VCMPPS            $0x03, Z1, Z1, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z1, Z3, Z6
-	MOVQ              action+16(FP), SI
+	VCMPPS.BCST       $0x11, lgb15<>+0(SB), Z8, K1
+	VPMOVM2D          K1, Z1
+	VMULPS.BCST       lgb16<>+0(SB), Z8, Z9
+	VPTERNLOGD        $0xe2, Z8, Z1, Z9
+	VPSRLD            $0x17, Z9, Z0
+	VPSUBD.BCST       lgb17<>+0(SB), Z0, Z0
+	VPANDD.BCST       lgb18<>+0(SB), Z1, Z1
+	VPADDD            Z1, Z0, Z0
+	VPANDD.BCST       lgb19<>+0(SB), Z9, Z1
+	VPORD.BCST        lgb13<>+0(SB), Z1, Z1
+	VCMPPS.BCST       $0x1e, lgb20<>+0(SB), Z1, K1
+	VPMOVM2D          K1, Z9
+	VMULPS.BCST       lgb12<>+0(SB), Z1, Z10
+	VPTERNLOGD        $0xb8, Z10, Z9, Z1
+	VPSUBD            Z9, Z0, Z0
+	VSUBPS.BCST       lgb13<>+0(SB), Z1, Z1
+	VMULPS            Z1, Z1, Z10
+	VBROADCASTSS      lgb21<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb23<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb25<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb27<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z1, Z9
+	VFMADD213PS.BCST  lgb29<>+0(SB), Z1, Z9
+	VMULPS            Z1, Z9, Z9
+	VMULPS            Z10, Z9, Z9
+	VCVTDQ2PS         Z0, Z0
+	VFMADD231PS.BCST  lgb6<>+0(SB), Z0, Z9
+	VFNMADD231PS.BCST lgb12<>+0(SB), Z10, Z9
+	VADDPS            Z1, Z9, Z9
+	VFMADD231PS.BCST  lgb5<>+0(SB), Z0, Z9
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z8, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb0<>+0(SB), Z0, Z9
+	VCMPPS.BCST       $0x11, lgb1<>+0(SB), Z8, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb30<>+0(SB), Z0, Z9
+	VCMPPS.BCST       $0x00, lgb31<>+0(SB), Z8, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb31<>+0(SB), Z0, Z9
+	VCMPPS            $0x03, Z8, Z8, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z8, Z0, Z9
+	MOVQ              action+24(FP), SI
 	IMUL3Q            $+128, CX, DI
 	ADDQ              DX, DI
-	VBROADCASTSS      lgb1<>+0(SB), Z3
-	VCVTQQ2PS         (SI)(DI*8), Y3
-	VCVTQQ2PS         64(SI)(DI*8), Y4
-	VINSERTF32X8      $0x01, Y4, Z3, Z3
+	VBROADCASTSS      lgb1<>+0(SB), Z0
+	VCVTQQ2PS         (SI)(DI*8), Y0
+	VCVTQQ2PS         64(SI)(DI*8), Y1
+	VINSERTF32X8      $0x01, Y1, Z0, Z0
 
 	// v10 = gather(logits, action) over A
 	XORQ         SI, SI
@@ -235,66 +243,62 @@ inner_A_3:
 	ADDQ         R8, SI
 	IMUL3Q       $+4, DX, R8
 	ADDQ         R8, SI
-	MOVQ         logits+8(FP), R8
+	MOVQ         logits+16(FP), R8
 	LEAQ         (R8)(SI*4), R8
-	VCVTTPS2DQ   Z3, Z3
-	VPMAXSD.BCST lgb1<>+0(SB), Z3, Z3
-	VPMINSD.BCST lgb32<>+0(SB), Z3, Z3
-	VPMULLD.BCST lgb33<>+0(SB), Z3, Z3
-	VPADDD       lgc34<>+0(SB), Z3, Z3
-	VBROADCASTSS lgb1<>+0(SB), Z4
+	VCVTTPS2DQ   Z0, Z0
+	VPMAXSD.BCST lgb1<>+0(SB), Z0, Z0
+	VPMINSD.BCST lgb32<>+0(SB), Z0, Z0
+	VPMULLD.BCST lgb33<>+0(SB), Z0, Z0
+	VPADDD       lgc34<>+0(SB), Z0, Z0
+	VBROADCASTSS lgb1<>+0(SB), Z1
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
-	VGATHERDPS   (R8)(Z3*4), K1, Z4
+	VGATHERDPS   (R8)(Z0*4), K1, Z1
 
 	// v11 = sub(v10, v3)
-	VSUBPS Z0, Z4, Z0
+	VSUBPS Z6, Z1, Z0
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Z6, Z0, Z0
-	MOVQ    advantage+24(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
+	VSUBPS  Z9, Z0, Z0
+	MOVQ    advantage+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z1
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Z3, Z0, Z0
+	VMULPS Z1, Z0, Z0
 
 	// v14 = neg(v13)
 	VXORPS.BCST lgb35<>+0(SB), Z0, Z0
 
 	// mean(v14) over [N T]
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	MOVQ          state+32(FP), SI
-	VADDPS        256(SI), Y0, Y0
-	VADDPS        Y0, Y3, Y0
-	VMOVUPS       Y0, 256(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y2, Y0, Y2
+	VADDPS        Y2, Y1, Y2
 
 	// finish v18
-	VMOVUPS Z2, Z0
+	VMOVUPS Z7, Z0
 
 	// v19 = div(v18, v7)
-	VDIVPS Z1, Z0, Z0
+	VDIVPS Z8, Z0, Z0
 
 	// entropy = sub(v8, v19)
-	VSUBPS Z0, Z6, Z0
+	VSUBPS Z0, Z9, Z0
 
 	// v22 = mul(-0.01, entropy)
 	VMULPS.BCST lgb36<>+0(SB), Z0, Z1
 
 	// mean(entropy) over [N T]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        576(SI), Y0, Y0
-	VADDPS        Y0, Y2, Y0
-	VMOVUPS       Y0, 576(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y3, Y0, Y3
+	VADDPS        Y3, Y6, Y3
 
 	// mean(v22) over [N T]
 	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        896(SI), Y1, Y1
-	VADDPS        Y1, Y0, Y1
-	VMOVUPS       Y1, 896(SI)
-	MOVQ          valueTarget+40(FP), R8
-	VMOVUPS       (R8)(DI*4), Z0
-	MOVQ          stateValue+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VADDPS        Y4, Y1, Y4
+	VADDPS        Y4, Y0, Y4
+	MOVQ          valueTarget+40(FP), SI
+	VMOVUPS       (SI)(DI*4), Z0
+	MOVQ          stateValue+48(FP), SI
+	VMOVUPS       (SI)(DI*4), Z1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Z1, Z0, Z0
@@ -309,58 +313,49 @@ inner_A_3:
 	VPMOVM2D K1, Z1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS.BCST lgb12<>+0(SB), Z0, Z2
+	VMULPS.BCST lgb12<>+0(SB), Z0, Z6
 
 	// v33 = mul(v32, absDiff)
-	VMULPS Z0, Z2, Z2
+	VMULPS Z0, Z6, Z6
 
 	// v34 = sub(absDiff, 0.5)
 	VSUBPS.BCST lgb12<>+0(SB), Z0, Z0
 
 	// smoothL1 = where(v31, v33, v34)
-	VPTERNLOGD $0xca, Z0, Z2, Z1
+	VPTERNLOGD $0xca, Z0, Z6, Z1
 
 	// v36 = mul(0.5, smoothL1)
 	VMULPS.BCST lgb12<>+0(SB), Z1, Z0
 
 	// mean(v36) over [N T]
 	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        1216(SI), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 1216(SI)
+	VADDPS        Y5, Y0, Y5
+	VADDPS        Y5, Y1, Y5
 	DECQ          BX
 	JNZ           noflush_4
 	VMOVUPD       lgc37<>+0(SB), Y0
-	MOVQ          state+32(FP), BX
-	VMOVUPS       256(BX), Y0
-	VMULPS        lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(BX), Z0, Z0
-	VMOVUPD       Z0, 64(BX)
-	VMOVUPS       lgc38<>+0(SB), Y0
-	VMOVUPS       Y0, 256(BX)
-	VMOVUPS       576(BX), Y0
-	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        384(BX), Z0, Z0
-	VMOVUPD       Z0, 384(BX)
-	VMOVUPS       lgc38<>+0(SB), Y0
-	VMOVUPS       Y0, 576(BX)
-	VMOVUPS       896(BX), Y0
-	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        704(BX), Z0, Z0
-	VMOVUPD       Z0, 704(BX)
-	VMOVUPS       lgc38<>+0(SB), Y0
-	VMOVUPS       Y0, 896(BX)
-	VMOVUPS       1216(BX), Y0
-	VFMADD231PS   lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1024(BX), Z0, Z0
-	VMOVUPD       Z0, 1024(BX)
-	VMOVUPS       lgc38<>+0(SB), Y0
-	VMOVUPS       Y0, 1216(BX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+8(FP), BX
+	VMULPS        lgc38<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z1
+	VADDPD        64(BX), Z1, Z1
+	VMOVUPD       Z1, 64(BX)
+	VMOVUPS       lgc38<>+0(SB), Y2
+	VFMADD231PS   lgc38<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z1
+	VADDPD        384(BX), Z1, Z1
+	VMOVUPD       Z1, 384(BX)
+	VMOVUPS       lgc38<>+0(SB), Y3
+	VFMADD231PS   lgc38<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z1
+	VADDPD        704(BX), Z1, Z1
+	VMOVUPD       Z1, 704(BX)
+	VMOVUPS       lgc38<>+0(SB), Y4
+	VFMADD231PS   lgc38<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z1
+	VADDPD        1024(BX), Z1, Z1
+	VMOVUPD       Z1, 1024(BX)
+	VMOVUPS       lgc38<>+0(SB), Y5
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        1344(BX), Y0, Y0
 	VMOVUPS       Y0, 1344(BX)
 	MOVQ          $+4, BX
@@ -369,42 +364,47 @@ noflush_4:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_2
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      Y3, 576(DX)
+	VMOVUPS      Y4, 896(DX)
+	VMOVUPS      Y5, 1216(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc38<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y0
-	VMULPS       lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX), Z0, Z0
-	VMOVUPD      Z0, 64(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(DX), Z0, Z0
-	VMOVUPD      Z0, 384(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(DX), Z0, Z0
-	VMOVUPD      Z0, 704(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1216(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(DX), Z0, Z0
-	VMOVUPD      Z0, 1024(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(DX), Z1, Z1
+	VMOVUPD      Z1, 384(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(DX), Z1, Z1
+	VMOVUPD      Z1, 704(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(DX), Z1, Z1
+	VMOVUPD      Z1, 1024(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	INCQ         CX
@@ -555,7 +555,7 @@ DATA lgc38<>+24(SB)/4, $0x00000000
 DATA lgc38<>+28(SB)/4, $0x00000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX512(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
+// func fbPass0AVX512(lo int, state *float64, logits *float32, action *int64, advantage *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $1024-80
 	LEAQ 63(SP), AX
@@ -563,12 +563,17 @@ TEXT ·fbPass0AVX512(SB), $1024-80
 	MOVQ lo+0(FP), CX
 
 outer0_5:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 256(DX), Y2
+	VMOVUPS 576(DX), Y3
+	VMOVUPS 896(DX), Y4
+	VMOVUPS 1216(DX), Y5
+	XORQ    DX, DX
 
 blocks_6:
 	// tile logits
-	MOVQ         logits+8(FP), SI
+	MOVQ         logits+16(FP), SI
 	IMUL3Q       $+512, CX, DI
 	IMUL3Q       $+4, DX, R8
 	ADDQ         R8, DI
@@ -576,27 +581,23 @@ blocks_6:
 	KMOVW        R8, K1
 	VMOVUPS.Z    (SI)(DI*4), K1, Z0
 	VMOVUPS.Z    16(SI)(DI*4), K1, Z1
-	VMOVUPS.Z    32(SI)(DI*4), K1, Z2
-	VMOVUPS.Z    48(SI)(DI*4), K1, Z3
-	VMOVUPS.Z    64(SI)(DI*4), K1, Z4
-	VMOVUPS.Z    80(SI)(DI*4), K1, Z5
-	VMOVUPS.Z    96(SI)(DI*4), K1, Z6
-	VMOVUPS.Z    112(SI)(DI*4), K1, Z7
-	VMOVUPS.Z    128(SI)(DI*4), K1, Z8
-	VMOVUPS.Z    144(SI)(DI*4), K1, Z9
-	VMOVUPS.Z    160(SI)(DI*4), K1, Z10
-	VMOVUPS.Z    176(SI)(DI*4), K1, Z11
-	VMOVUPS.Z    192(SI)(DI*4), K1, Z12
-	VMOVUPS.Z    208(SI)(DI*4), K1, Z13
-	VMOVUPS.Z    224(SI)(DI*4), K1, Z14
-	VMOVUPS.Z    240(SI)(DI*4), K1, Z15
-	VUNPCKLPS    Z1, Z0, Z16
+	VMOVUPS.Z    32(SI)(DI*4), K1, Z6
+	VMOVUPS.Z    48(SI)(DI*4), K1, Z7
+	VMOVUPS.Z    64(SI)(DI*4), K1, Z8
+	VMOVUPS.Z    80(SI)(DI*4), K1, Z9
+	VMOVUPS.Z    96(SI)(DI*4), K1, Z10
+	VMOVUPS.Z    112(SI)(DI*4), K1, Z11
+	VMOVUPS.Z    128(SI)(DI*4), K1, Z12
+	VMOVUPS.Z    144(SI)(DI*4), K1, Z13
+	VMOVUPS.Z    160(SI)(DI*4), K1, Z14
+	VMOVUPS.Z    176(SI)(DI*4), K1, Z15
+	VMOVUPS.Z    192(SI)(DI*4), K1, Z16
+	VMOVUPS.Z    208(SI)(DI*4), K1, Z17
+	VMOVUPS.Z    224(SI)(DI*4), K1, Z18
+	VMOVUPS.Z    240(SI)(DI*4), K1, Z19
+	VUNPCKLPS    Z1, Z0, Z20
 	VUNPCKHPS    Z1, Z0, Z0
-	VUNPCKLPS    Z3, Z2, Z1
-	VUNPCKHPS    Z3, Z2, Z2
-	VUNPCKLPS    Z5, Z4, Z3
-	VUNPCKHPS    Z5, Z4, Z4
-	VUNPCKLPS    Z7, Z6, Z5
+	VUNPCKLPS    Z7, Z6, Z1
 	VUNPCKHPS    Z7, Z6, Z6
 	VUNPCKLPS    Z9, Z8, Z7
 	VUNPCKHPS    Z9, Z8, Z8
@@ -606,14 +607,14 @@ blocks_6:
 	VUNPCKHPS    Z13, Z12, Z12
 	VUNPCKLPS    Z15, Z14, Z13
 	VUNPCKHPS    Z15, Z14, Z14
-	VSHUFPS      $0x44, Z1, Z16, Z15
-	VSHUFPS      $0xee, Z1, Z16, Z1
-	VSHUFPS      $0x44, Z2, Z0, Z16
-	VSHUFPS      $0xee, Z2, Z0, Z0
-	VSHUFPS      $0x44, Z5, Z3, Z2
-	VSHUFPS      $0xee, Z5, Z3, Z3
-	VSHUFPS      $0x44, Z6, Z4, Z5
-	VSHUFPS      $0xee, Z6, Z4, Z4
+	VUNPCKLPS    Z17, Z16, Z15
+	VUNPCKHPS    Z17, Z16, Z16
+	VUNPCKLPS    Z19, Z18, Z17
+	VUNPCKHPS    Z19, Z18, Z18
+	VSHUFPS      $0x44, Z1, Z20, Z19
+	VSHUFPS      $0xee, Z1, Z20, Z1
+	VSHUFPS      $0x44, Z6, Z0, Z20
+	VSHUFPS      $0xee, Z6, Z0, Z0
 	VSHUFPS      $0x44, Z9, Z7, Z6
 	VSHUFPS      $0xee, Z9, Z7, Z7
 	VSHUFPS      $0x44, Z10, Z8, Z9
@@ -622,164 +623,171 @@ blocks_6:
 	VSHUFPS      $0xee, Z13, Z11, Z11
 	VSHUFPS      $0x44, Z14, Z12, Z13
 	VSHUFPS      $0xee, Z14, Z12, Z12
-	VSHUFF32X4   $0x44, Z2, Z15, Z14
-	VSHUFF32X4   $0xee, Z2, Z15, Z2
-	VSHUFF32X4   $0x44, Z10, Z6, Z15
-	VSHUFF32X4   $0xee, Z10, Z6, Z6
-	VSHUFF32X4   $0x88, Z15, Z14, Z10
-	VSHUFF32X4   $0xdd, Z15, Z14, Z14
-	VSHUFF32X4   $0x88, Z6, Z2, Z14
-	VSHUFF32X4   $0xdd, Z6, Z2, Z2
-	VSHUFF32X4   $0x44, Z3, Z1, Z2
-	VSHUFF32X4   $0xee, Z3, Z1, Z1
-	VSHUFF32X4   $0x44, Z11, Z7, Z3
-	VSHUFF32X4   $0xee, Z11, Z7, Z6
-	VSHUFF32X4   $0x88, Z3, Z2, Z7
-	VSHUFF32X4   $0xdd, Z3, Z2, Z2
-	VSHUFF32X4   $0x88, Z6, Z1, Z2
+	VSHUFPS      $0x44, Z17, Z15, Z14
+	VSHUFPS      $0xee, Z17, Z15, Z15
+	VSHUFPS      $0x44, Z18, Z16, Z17
+	VSHUFPS      $0xee, Z18, Z16, Z16
+	VSHUFF32X4   $0x44, Z6, Z19, Z18
+	VSHUFF32X4   $0xee, Z6, Z19, Z6
+	VSHUFF32X4   $0x44, Z14, Z10, Z19
+	VSHUFF32X4   $0xee, Z14, Z10, Z10
+	VSHUFF32X4   $0x88, Z19, Z18, Z14
+	VSHUFF32X4   $0xdd, Z19, Z18, Z18
+	VSHUFF32X4   $0x88, Z10, Z6, Z18
+	VSHUFF32X4   $0xdd, Z10, Z6, Z6
+	VSHUFF32X4   $0x44, Z7, Z1, Z6
+	VSHUFF32X4   $0xee, Z7, Z1, Z1
+	VSHUFF32X4   $0x44, Z15, Z11, Z7
+	VSHUFF32X4   $0xee, Z15, Z11, Z10
+	VSHUFF32X4   $0x88, Z7, Z6, Z11
+	VSHUFF32X4   $0xdd, Z7, Z6, Z6
+	VSHUFF32X4   $0x88, Z10, Z1, Z6
+	VSHUFF32X4   $0xdd, Z10, Z1, Z1
+	VSHUFF32X4   $0x44, Z9, Z20, Z1
+	VSHUFF32X4   $0xee, Z9, Z20, Z6
+	VSHUFF32X4   $0x44, Z17, Z13, Z7
+	VSHUFF32X4   $0xee, Z17, Z13, Z9
+	VSHUFF32X4   $0x88, Z7, Z1, Z10
+	VSHUFF32X4   $0xdd, Z7, Z1, Z1
+	VSHUFF32X4   $0x88, Z9, Z6, Z1
+	VSHUFF32X4   $0xdd, Z9, Z6, Z1
+	VSHUFF32X4   $0x44, Z8, Z0, Z1
+	VSHUFF32X4   $0xee, Z8, Z0, Z0
+	VSHUFF32X4   $0x44, Z16, Z12, Z6
+	VSHUFF32X4   $0xee, Z16, Z12, Z7
+	VSHUFF32X4   $0x88, Z6, Z1, Z8
 	VSHUFF32X4   $0xdd, Z6, Z1, Z1
-	VSHUFF32X4   $0x44, Z5, Z16, Z1
-	VSHUFF32X4   $0xee, Z5, Z16, Z2
-	VSHUFF32X4   $0x44, Z13, Z9, Z3
-	VSHUFF32X4   $0xee, Z13, Z9, Z5
-	VSHUFF32X4   $0x88, Z3, Z1, Z6
-	VSHUFF32X4   $0xdd, Z3, Z1, Z1
-	VSHUFF32X4   $0x88, Z5, Z2, Z1
-	VSHUFF32X4   $0xdd, Z5, Z2, Z1
-	VSHUFF32X4   $0x44, Z4, Z0, Z1
-	VSHUFF32X4   $0xee, Z4, Z0, Z0
-	VSHUFF32X4   $0x44, Z12, Z8, Z2
-	VSHUFF32X4   $0xee, Z12, Z8, Z3
-	VSHUFF32X4   $0x88, Z2, Z1, Z4
-	VSHUFF32X4   $0xdd, Z2, Z1, Z1
-	VSHUFF32X4   $0x88, Z3, Z0, Z1
-	VSHUFF32X4   $0xdd, Z3, Z0, Z0
-	VMOVUPS      Z10, 256(AX)
-	VMOVUPS      Z7, 320(AX)
-	VMOVUPS      Z6, 384(AX)
-	VMOVUPS      Z4, 448(AX)
+	VSHUFF32X4   $0x88, Z7, Z0, Z1
+	VSHUFF32X4   $0xdd, Z7, Z0, Z0
+	VMOVUPS      Z14, 256(AX)
+	VMOVUPS      Z11, 320(AX)
+	VMOVUPS      Z10, 384(AX)
+	VMOVUPS      Z8, 448(AX)
 	VBROADCASTSS lgb0<>+0(SB), Z0
 
 	// reduce_max(logits) over [A], pairwise
 	VMOVUPS 256(AX), Z1
-	VMOVUPS 320(AX), Z2
-	VMAXPS  Z1, Z2, Z2
+	VMOVUPS 320(AX), Z6
+	VMAXPS  Z1, Z6, Z6
 	VMOVUPS 384(AX), Z1
-	VMOVUPS 448(AX), Z3
-	VMAXPS  Z1, Z3, Z3
-	VMAXPS  Z2, Z3, Z3
-	VMAXPS  Z3, Z0, Z0
+	VMOVUPS 448(AX), Z7
+	VMAXPS  Z1, Z7, Z7
+	VMAXPS  Z6, Z7, Z7
+	VMAXPS  Z7, Z0, Z0
 
 	// finish v3
-	VBROADCASTSS lgb1<>+0(SB), Z1
-	VBROADCASTSS lgb1<>+0(SB), Z2
-	VBROADCASTSS lgb2<>+0(SB), Z3
+	VMOVUPS      Z0, Z6
+	VBROADCASTSS lgb1<>+0(SB), Z0
+	VBROADCASTSS lgb1<>+0(SB), Z7
+	VBROADCASTSS lgb2<>+0(SB), Z8
 	XORQ         SI, SI
 
 inner_A_7:
 	IMUL3Q  $+64, SI, R8
-	VMOVUPS 256(AX)(R8*1), Z4
+	VMOVUPS 256(AX)(R8*1), Z1
 
 	// v5 = sub(logits, v3)
-	VSUBPS Z0, Z4, Z4
+	VSUBPS Z6, Z1, Z1
 
 	// v6 = exp(v5)
-	VBROADCASTSS      lgb3<>+0(SB), Z5
-	VMAXPS            Z4, Z5, Z5
-	VMULPS.BCST       lgb4<>+0(SB), Z5, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z6, Z5
-	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb7<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z5, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb11<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb13<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb14<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z5, Z8, Z8
-	VMOVUPS           Z8, (AX)(R8*1)
+	VBROADCASTSS      lgb3<>+0(SB), Z9
+	VMAXPS            Z1, Z9, Z9
+	VMULPS.BCST       lgb4<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z10, Z9
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z10, Z9
+	VMULPS            Z9, Z9, Z11
+	VBROADCASTSS      lgb7<>+0(SB), Z12
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z9, Z12
+	VBROADCASTSS      lgb9<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VBROADCASTSS      lgb11<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z9, Z13
+	VFMADD213PS       Z13, Z11, Z12
+	VFMADD213PS       Z9, Z11, Z12
+	VADDPS.BCST       lgb13<>+0(SB), Z12, Z12
+	VCVTPS2DQ         Z10, Z9
+	VPADDD.BCST       lgb14<>+0(SB), Z9, Z9
+	VPSRLD            $0x01, Z9, Z10
+	VPSUBD            Z10, Z9, Z9
+	VPSLLD            $0x17, Z10, Z10
+	VPSLLD            $0x17, Z9, Z9
+	VMULPS            Z10, Z12, Z12
+	VMULPS            Z9, Z12, Z12
+	VMOVUPS           Z12, (AX)(R8*1)
 
 	// sum(v6) over [A]
-	VADDPS Z1, Z8, Z1
+	VADDPS Z0, Z12, Z0
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Z4, Z3, Z4
+	VMAXPS Z1, Z8, Z1
 
 	// v17 = mul(v6, v16)
-	VMULPS Z4, Z8, Z4
+	VMULPS Z1, Z12, Z1
 
 	// sum(v17) over [A]
-	VADDPS Z2, Z4, Z2
+	VADDPS Z7, Z1, Z7
 	INCQ   SI
 	CMPQ   SI, $+4
 	JL     inner_A_7
 
 	// finish v7
+	VMOVUPS Z0, Z9
+
 	// v8 = log(v7)
-	VCMPPS.BCST       $0x11, lgb15<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z4
-	VMULPS.BCST       lgb16<>+0(SB), Z1, Z5
-	VPTERNLOGD        $0xe2, Z1, Z4, Z5
-	VPSRLD            $0x17, Z5, Z6
-	VPSUBD.BCST       lgb17<>+0(SB), Z6, Z6
-	VPANDD.BCST       lgb18<>+0(SB), Z4, Z4
-	VPADDD            Z4, Z6, Z6
-	VPANDD.BCST       lgb19<>+0(SB), Z5, Z4
-	VPORD.BCST        lgb13<>+0(SB), Z4, Z4
-	VCMPPS.BCST       $0x1e, lgb20<>+0(SB), Z4, K1
-	VPMOVM2D          K1, Z5
-	VMULPS.BCST       lgb12<>+0(SB), Z4, Z7
-	VPTERNLOGD        $0xb8, Z7, Z5, Z4
-	VPSUBD            Z5, Z6, Z6
-	VSUBPS.BCST       lgb13<>+0(SB), Z4, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb21<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb23<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb25<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb27<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb28<>+0(SB), Z4, Z7
-	VFMADD213PS.BCST  lgb29<>+0(SB), Z4, Z7
-	VMULPS            Z4, Z7, Z7
-	VMULPS            Z5, Z7, Z7
-	VCVTDQ2PS         Z6, Z6
-	VFMADD231PS.BCST  lgb6<>+0(SB), Z6, Z7
-	VFNMADD231PS.BCST lgb12<>+0(SB), Z5, Z7
-	VADDPS            Z4, Z7, Z7
-	VFMADD231PS.BCST  lgb5<>+0(SB), Z6, Z7
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z4
-	VPTERNLOGD.BCST   $0xb8, lgb0<>+0(SB), Z4, Z7
-	VCMPPS.BCST       $0x11, lgb1<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z4
-	VPTERNLOGD.BCST   $0xb8, lgb30<>+0(SB), Z4, Z7
-	VCMPPS.BCST       $0x00, lgb31<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z4
-	VPTERNLOGD.BCST   $0xb8, lgb31<>+0(SB), Z4, Z7
-	VCMPPS            $0x03, Z1, Z1, K1
-	VPMOVM2D          K1, Z4
-	VPTERNLOGD        $0xb8, Z1, Z4, Z7
-	MOVQ              action+16(FP), SI
+	VCMPPS.BCST       $0x11, lgb15<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z1
+	VMULPS.BCST       lgb16<>+0(SB), Z9, Z10
+	VPTERNLOGD        $0xe2, Z9, Z1, Z10
+	VPSRLD            $0x17, Z10, Z0
+	VPSUBD.BCST       lgb17<>+0(SB), Z0, Z0
+	VPANDD.BCST       lgb18<>+0(SB), Z1, Z1
+	VPADDD            Z1, Z0, Z0
+	VPANDD.BCST       lgb19<>+0(SB), Z10, Z1
+	VPORD.BCST        lgb13<>+0(SB), Z1, Z1
+	VCMPPS.BCST       $0x1e, lgb20<>+0(SB), Z1, K1
+	VPMOVM2D          K1, Z10
+	VMULPS.BCST       lgb12<>+0(SB), Z1, Z11
+	VPTERNLOGD        $0xb8, Z11, Z10, Z1
+	VPSUBD            Z10, Z0, Z0
+	VSUBPS.BCST       lgb13<>+0(SB), Z1, Z1
+	VMULPS            Z1, Z1, Z11
+	VBROADCASTSS      lgb21<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb23<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb25<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb27<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb28<>+0(SB), Z1, Z10
+	VFMADD213PS.BCST  lgb29<>+0(SB), Z1, Z10
+	VMULPS            Z1, Z10, Z10
+	VMULPS            Z11, Z10, Z10
+	VCVTDQ2PS         Z0, Z0
+	VFMADD231PS.BCST  lgb6<>+0(SB), Z0, Z10
+	VFNMADD231PS.BCST lgb12<>+0(SB), Z11, Z10
+	VADDPS            Z1, Z10, Z10
+	VFMADD231PS.BCST  lgb5<>+0(SB), Z0, Z10
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb0<>+0(SB), Z0, Z10
+	VCMPPS.BCST       $0x11, lgb1<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb30<>+0(SB), Z0, Z10
+	VCMPPS.BCST       $0x00, lgb31<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb31<>+0(SB), Z0, Z10
+	VCMPPS            $0x03, Z9, Z9, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z9, Z0, Z10
+	MOVQ              action+24(FP), SI
 	IMUL3Q            $+128, CX, R8
 	ADDQ              DX, R8
-	VBROADCASTSS      lgb1<>+0(SB), Z4
-	VCVTQQ2PS         (SI)(R8*8), Y4
-	VCVTQQ2PS         64(SI)(R8*8), Y5
-	VINSERTF32X8      $0x01, Y5, Z4, Z4
+	VBROADCASTSS      lgb1<>+0(SB), Z0
+	VCVTQQ2PS         (SI)(R8*8), Y0
+	VCVTQQ2PS         64(SI)(R8*8), Y1
+	VINSERTF32X8      $0x01, Y1, Z0, Z0
 
 	// v10 = gather(logits, action) over A
 	XORQ         SI, SI
@@ -787,190 +795,187 @@ inner_A_7:
 	ADDQ         R9, SI
 	IMUL3Q       $+4, DX, R9
 	ADDQ         R9, SI
-	MOVQ         logits+8(FP), R9
+	MOVQ         logits+16(FP), R9
 	LEAQ         (R9)(SI*4), R9
-	VCVTTPS2DQ   Z4, Z5
-	VPMAXSD.BCST lgb1<>+0(SB), Z5, Z5
-	VPMINSD.BCST lgb32<>+0(SB), Z5, Z5
-	VPMULLD.BCST lgb33<>+0(SB), Z5, Z5
-	VPADDD       lgc34<>+0(SB), Z5, Z5
-	VBROADCASTSS lgb1<>+0(SB), Z6
+	VCVTTPS2DQ   Z0, Z1
+	VPMAXSD.BCST lgb1<>+0(SB), Z1, Z1
+	VPMINSD.BCST lgb32<>+0(SB), Z1, Z1
+	VPMULLD.BCST lgb33<>+0(SB), Z1, Z1
+	VPADDD       lgc34<>+0(SB), Z1, Z1
+	VBROADCASTSS lgb1<>+0(SB), Z11
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
-	VGATHERDPS   (R9)(Z5*4), K1, Z6
+	VGATHERDPS   (R9)(Z1*4), K1, Z11
 
 	// v11 = sub(v10, v3)
-	VSUBPS Z0, Z6, Z5
+	VSUBPS Z6, Z11, Z1
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Z7, Z5, Z5
-	MOVQ    advantage+24(FP), SI
-	VMOVUPS (SI)(R8*4), Z6
+	VSUBPS  Z10, Z1, Z1
+	MOVQ    advantage+32(FP), SI
+	VMOVUPS (SI)(R8*4), Z11
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Z6, Z5, Z5
+	VMULPS Z11, Z1, Z1
 
 	// v14 = neg(v13)
-	VXORPS.BCST lgb35<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb35<>+0(SB), Z1, Z1
 
 	// mean(v14) over [N T]
-	VEXTRACTF64X4 $0x01, Z5, Y8
-	MOVQ          state+32(FP), SI
-	VADDPS        256(SI), Y5, Y5
-	VADDPS        Y5, Y8, Y5
-	VMOVUPS       Y5, 256(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y12
+	VADDPS        Y2, Y1, Y2
+	VADDPS        Y2, Y12, Y2
 
 	// finish v18
+	VMOVUPS Z7, Z1
+
 	// v19 = div(v18, v7)
-	VDIVPS Z1, Z2, Z2
+	VDIVPS Z9, Z1, Z1
 
 	// entropy = sub(v8, v19)
-	VSUBPS Z2, Z7, Z5
+	VSUBPS Z1, Z10, Z7
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS.BCST lgb36<>+0(SB), Z5, Z7
+	VMULPS.BCST lgb36<>+0(SB), Z7, Z10
 
 	// mean(entropy) over [N T]
-	VEXTRACTF64X4 $0x01, Z5, Y8
-	VADDPS        576(SI), Y5, Y5
-	VADDPS        Y5, Y8, Y5
-	VMOVUPS       Y5, 576(SI)
+	VEXTRACTF64X4 $0x01, Z7, Y12
+	VADDPS        Y3, Y7, Y3
+	VADDPS        Y3, Y12, Y3
 
 	// mean(v22) over [N T]
-	VEXTRACTF64X4 $0x01, Z7, Y5
-	VADDPS        896(SI), Y7, Y7
-	VADDPS        Y7, Y5, Y7
-	VMOVUPS       Y7, 896(SI)
-	MOVQ          valueTarget+40(FP), R9
-	VMOVUPS       (R9)(R8*4), Z5
-	MOVQ          stateValue+48(FP), R9
-	VMOVUPS       (R9)(R8*4), Z7
+	VEXTRACTF64X4 $0x01, Z10, Y7
+	VADDPS        Y4, Y10, Y4
+	VADDPS        Y4, Y7, Y4
+	MOVQ          valueTarget+40(FP), SI
+	VMOVUPS       (SI)(R8*4), Z7
+	MOVQ          stateValue+48(FP), SI
+	VMOVUPS       (SI)(R8*4), Z10
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z7, Z5, Z5
+	VSUBPS Z10, Z7, Z7
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb35<>+0(SB), Z7
-	VANDNPS      Z5, Z7, Z7
-	VBROADCASTSS lgb13<>+0(SB), Z8
+	VBROADCASTSS lgb35<>+0(SB), Z10
+	VANDNPS      Z7, Z10, Z10
+	VBROADCASTSS lgb13<>+0(SB), Z12
 
 	// v31 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z8, Z7, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x11, Z12, Z10, K1
+	VPMOVM2D K1, Z13
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS.BCST lgb12<>+0(SB), Z7, Z10
+	VMULPS.BCST lgb12<>+0(SB), Z10, Z14
 
 	// v33 = mul(v32, absDiff)
-	VMULPS Z7, Z10, Z11
+	VMULPS Z10, Z14, Z15
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb12<>+0(SB), Z7, Z12
+	VSUBPS.BCST lgb12<>+0(SB), Z10, Z16
 
 	// v35 = where(v31, v33, v34)
-	VMOVUPS    Z9, Z13
-	VPTERNLOGD $0xca, Z12, Z11, Z13
+	VMOVUPS    Z13, Z17
+	VPTERNLOGD $0xca, Z16, Z15, Z17
 
 	// v36 = mul(0.5, v35)
-	VMULPS.BCST lgb12<>+0(SB), Z13, Z11
+	VMULPS.BCST lgb12<>+0(SB), Z17, Z15
 
 	// mean(v36) over [N T]
-	VEXTRACTF64X4 $0x01, Z11, Y12
-	VADDPS        1216(SI), Y11, Y11
-	VADDPS        Y11, Y12, Y11
-	VMOVUPS       Y11, 1216(SI)
-	VBROADCASTSS  lgb39<>+0(SB), Z11
+	VEXTRACTF64X4 $0x01, Z15, Y16
+	VADDPS        Y5, Y15, Y5
+	VADDPS        Y5, Y16, Y5
+	VBROADCASTSS  lgb39<>+0(SB), Z15
 
 	// v40 = where(v31, 0, 0.00048828125)
-	VANDNPS Z11, Z9, Z11
+	VANDNPS Z15, Z13, Z15
 
 	// v41 = mul(0.00048828125, absDiff)
-	VMULPS.BCST lgb39<>+0(SB), Z7, Z7
-
-	// v42 = where(v31, v41, 0)
-	VANDPS Z7, Z9, Z7
-
-	// v43 = mul(0.00048828125, v32)
 	VMULPS.BCST lgb39<>+0(SB), Z10, Z10
 
+	// v42 = where(v31, v41, 0)
+	VANDPS Z10, Z13, Z10
+
+	// v43 = mul(0.00048828125, v32)
+	VMULPS.BCST lgb39<>+0(SB), Z14, Z14
+
 	// v44 = where(v31, v43, 0)
-	VANDPS Z10, Z9, Z9
+	VANDPS Z14, Z13, Z13
 
 	// v45 = add(v40, v44)
-	VADDPS Z9, Z11, Z9
+	VADDPS Z13, Z15, Z13
 
 	// v46 = mul(v42, 0.5)
-	VMULPS.BCST lgb12<>+0(SB), Z7, Z7
+	VMULPS.BCST lgb12<>+0(SB), Z10, Z10
 
 	// v47 = add(v45, v46)
-	VADDPS       Z7, Z9, Z7
-	VBROADCASTSS lgb1<>+0(SB), Z9
+	VADDPS       Z10, Z13, Z10
+	VBROADCASTSS lgb1<>+0(SB), Z13
 
 	// v48 = gt(diff, 0)
-	VCMPPS   $0x1e, Z9, Z5, K1
-	VPMOVM2D K1, Z10
+	VCMPPS   $0x1e, Z13, Z7, K1
+	VPMOVM2D K1, Z14
 
 	// v49 = lt(diff, 0)
-	VCMPPS   $0x11, Z9, Z5, K1
-	VPMOVM2D K1, Z11
+	VCMPPS   $0x11, Z13, Z7, K1
+	VPMOVM2D K1, Z15
 
 	// v51 = mul(diff, 0)
-	VMULPS.BCST  lgb1<>+0(SB), Z5, Z5
-	VBROADCASTSS lgb40<>+0(SB), Z12
+	VMULPS.BCST  lgb1<>+0(SB), Z7, Z7
+	VBROADCASTSS lgb40<>+0(SB), Z16
 
 	// v52 = where(v49, -1, v51)
-	VPTERNLOGD $0xca, Z5, Z12, Z11
+	VPTERNLOGD $0xca, Z7, Z16, Z15
 
 	// v53 = where(v48, 1, v52)
-	VMOVUPS    Z10, Z5
-	VPTERNLOGD $0xca, Z11, Z8, Z5
+	VMOVUPS    Z14, Z7
+	VPTERNLOGD $0xca, Z15, Z12, Z7
 
 	// v54 = ne(v47, 0)
-	VCMPPS   $0x04, Z9, Z7, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x04, Z13, Z10, K1
+	VPMOVM2D K1, Z12
 
 	// v55 = mul(v47, v53)
-	VMULPS Z5, Z7, Z5
+	VMULPS Z7, Z10, Z7
 
 	// v56 = where(v54, v55, v47)
-	VPTERNLOGD $0xca, Z7, Z5, Z8
+	VPTERNLOGD $0xca, Z10, Z7, Z12
 
 	// gradStateValue = neg(v56)
-	VXORPS.BCST  lgb35<>+0(SB), Z8, Z5
-	VBROADCASTSS lgb41<>+0(SB), Z7
+	VXORPS.BCST  lgb35<>+0(SB), Z12, Z7
+	VBROADCASTSS lgb41<>+0(SB), Z10
 
 	// v60 = div(9.765625e-06, v7)
-	VDIVPS Z1, Z7, Z7
+	VDIVPS Z9, Z10, Z10
 
 	// v61 = div(v19, v7)
-	VDIVPS Z1, Z2, Z2
+	VDIVPS Z9, Z1, Z1
 
 	// v62 = mul(-9.765625e-06, v61)
-	VMULPS.BCST lgb42<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb42<>+0(SB), Z1, Z1
 
 	// v70 = mul(-0.0009765625, advantage)
-	VMULPS.BCST lgb43<>+0(SB), Z6, Z6
+	VMULPS.BCST lgb43<>+0(SB), Z11, Z11
 
 	// v71 = neg(v70)
-	VXORPS.BCST lgb35<>+0(SB), Z6, Z8
+	VXORPS.BCST lgb35<>+0(SB), Z11, Z12
 
 	// v72 = add(-9.765625e-06, v71)
-	VADDPS.BCST lgb42<>+0(SB), Z8, Z8
+	VADDPS.BCST lgb42<>+0(SB), Z12, Z12
 
 	// v76 = ne(v72, 0)
-	VCMPPS   $0x04, Z9, Z8, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x04, Z13, Z12, K1
+	VPMOVM2D K1, Z13
 
 	// v77 = div(v72, v7)
-	VDIVPS Z1, Z8, Z1
+	VDIVPS Z9, Z12, Z9
 
 	// v78 = where(v76, v77, v72)
-	VPTERNLOGD $0xca, Z8, Z1, Z9
+	VPTERNLOGD $0xca, Z12, Z9, Z13
 
 	// v79 = add(v62, v78)
-	VADDPS  Z9, Z2, Z1
-	VMOVUPS Z5, 768(AX)
-	VMOVUPS Z6, 832(AX)
+	VADDPS  Z13, Z1, Z1
+	VMOVUPS Z7, 768(AX)
+	VMOVUPS Z11, 832(AX)
 	VMOVUPS Z1, 896(AX)
 	XORQ    SI, SI
 
@@ -979,56 +984,56 @@ inner_A_8:
 	VMOVUPS 256(AX)(R9*1), Z1
 
 	// v5 = sub(logits, v3)
-	VSUBPS Z0, Z1, Z1
+	VSUBPS Z6, Z1, Z1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Z1, Z3, Z2
+	VMAXPS Z1, Z8, Z7
 
 	// v63 = mul(v60, v16)
-	VMULPS  Z2, Z7, Z2
-	VMOVUPS (AX)(R9*1), Z5
+	VMULPS  Z7, Z10, Z7
+	VMOVUPS (AX)(R9*1), Z9
 
 	// v64 = mul(v60, v6)
-	VMULPS Z5, Z7, Z6
+	VMULPS Z9, Z10, Z11
 
 	// v65 = ge(v5, -3.4028235e+38)
-	VCMPPS   $0x1d, Z3, Z1, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x1d, Z8, Z1, K1
+	VPMOVM2D K1, Z12
 
 	// v66 = ne(v5, v5)
 	VCMPPS   $0x04, Z1, Z1, K1
 	VPMOVM2D K1, Z1
 
 	// v67 = max(v65, v66)
-	VORPS Z8, Z1, Z1
+	VORPS Z12, Z1, Z1
 
 	// v68 = where(v67, v64, 0)
-	VANDPS       Z6, Z1, Z1
+	VANDPS       Z11, Z1, Z11
 	MOVQ         SI, R10
-	VMOVD        R10, X6
-	VPBROADCASTD X6, Z6
-	VCVTDQ2PS    Z6, Z6
+	VMOVD        R10, X1
+	VPBROADCASTD X1, Z1
+	VCVTDQ2PS    Z1, Z1
 
 	// v74 = eq(v73, action)
-	VCMPPS   $0x00, Z4, Z6, K1
-	VPMOVM2D K1, Z6
-	VMOVUPS  832(AX), Z8
+	VCMPPS   $0x00, Z0, Z1, K1
+	VPMOVM2D K1, Z1
+	VMOVUPS  832(AX), Z12
 
 	// v75 = where(v74, v70, 0)
-	VANDPS  Z8, Z6, Z6
-	VMOVUPS 896(AX), Z8
+	VANDPS  Z12, Z1, Z1
+	VMOVUPS 896(AX), Z12
 
 	// v80 = add(v63, v79)
-	VADDPS Z8, Z2, Z2
+	VADDPS Z12, Z7, Z7
 
 	// v81 = mul(v80, v6)
-	VMULPS Z5, Z2, Z2
+	VMULPS Z9, Z7, Z7
 
 	// v82 = add(v68, v81)
-	VADDPS Z2, Z1, Z1
+	VADDPS Z7, Z11, Z7
 
 	// gradLogits = add(v75, v82)
-	VADDPS Z1, Z6, Z1
+	VADDPS Z7, Z1, Z1
 
 	// store gradLogits
 	VMOVUPS Z1, 512(AX)(R9*1)
@@ -1045,12 +1050,8 @@ inner_A_8:
 	MOVQ         gradLogits+64(FP), SI
 	VMOVUPS      512(AX), Z0
 	VMOVUPS      576(AX), Z1
-	VMOVUPS      640(AX), Z2
-	VMOVUPS      704(AX), Z3
-	VBROADCASTSS lgb1<>+0(SB), Z4
-	VBROADCASTSS lgb1<>+0(SB), Z5
-	VBROADCASTSS lgb1<>+0(SB), Z6
-	VBROADCASTSS lgb1<>+0(SB), Z7
+	VMOVUPS      640(AX), Z6
+	VMOVUPS      704(AX), Z7
 	VBROADCASTSS lgb1<>+0(SB), Z8
 	VBROADCASTSS lgb1<>+0(SB), Z9
 	VBROADCASTSS lgb1<>+0(SB), Z10
@@ -1059,15 +1060,15 @@ inner_A_8:
 	VBROADCASTSS lgb1<>+0(SB), Z13
 	VBROADCASTSS lgb1<>+0(SB), Z14
 	VBROADCASTSS lgb1<>+0(SB), Z15
+	VBROADCASTSS lgb1<>+0(SB), Z16
+	VBROADCASTSS lgb1<>+0(SB), Z17
+	VBROADCASTSS lgb1<>+0(SB), Z18
+	VBROADCASTSS lgb1<>+0(SB), Z19
 	MOVL         $0x0000000f, R8
 	KMOVW        R8, K1
-	VUNPCKLPS    Z1, Z0, Z16
+	VUNPCKLPS    Z1, Z0, Z20
 	VUNPCKHPS    Z1, Z0, Z0
-	VUNPCKLPS    Z3, Z2, Z1
-	VUNPCKHPS    Z3, Z2, Z2
-	VUNPCKLPS    Z5, Z4, Z3
-	VUNPCKHPS    Z5, Z4, Z4
-	VUNPCKLPS    Z7, Z6, Z5
+	VUNPCKLPS    Z7, Z6, Z1
 	VUNPCKHPS    Z7, Z6, Z6
 	VUNPCKLPS    Z9, Z8, Z7
 	VUNPCKHPS    Z9, Z8, Z8
@@ -1077,14 +1078,14 @@ inner_A_8:
 	VUNPCKHPS    Z13, Z12, Z12
 	VUNPCKLPS    Z15, Z14, Z13
 	VUNPCKHPS    Z15, Z14, Z14
-	VSHUFPS      $0x44, Z1, Z16, Z15
-	VSHUFPS      $0xee, Z1, Z16, Z1
-	VSHUFPS      $0x44, Z2, Z0, Z16
-	VSHUFPS      $0xee, Z2, Z0, Z0
-	VSHUFPS      $0x44, Z5, Z3, Z2
-	VSHUFPS      $0xee, Z5, Z3, Z3
-	VSHUFPS      $0x44, Z6, Z4, Z5
-	VSHUFPS      $0xee, Z6, Z4, Z4
+	VUNPCKLPS    Z17, Z16, Z15
+	VUNPCKHPS    Z17, Z16, Z16
+	VUNPCKLPS    Z19, Z18, Z17
+	VUNPCKHPS    Z19, Z18, Z18
+	VSHUFPS      $0x44, Z1, Z20, Z19
+	VSHUFPS      $0xee, Z1, Z20, Z1
+	VSHUFPS      $0x44, Z6, Z0, Z20
+	VSHUFPS      $0xee, Z6, Z0, Z0
 	VSHUFPS      $0x44, Z9, Z7, Z6
 	VSHUFPS      $0xee, Z9, Z7, Z7
 	VSHUFPS      $0x44, Z10, Z8, Z9
@@ -1093,87 +1094,83 @@ inner_A_8:
 	VSHUFPS      $0xee, Z13, Z11, Z11
 	VSHUFPS      $0x44, Z14, Z12, Z13
 	VSHUFPS      $0xee, Z14, Z12, Z12
-	VSHUFF32X4   $0x44, Z2, Z15, Z14
-	VSHUFF32X4   $0xee, Z2, Z15, Z2
-	VSHUFF32X4   $0x44, Z10, Z6, Z15
-	VSHUFF32X4   $0xee, Z10, Z6, Z6
-	VSHUFF32X4   $0x88, Z15, Z14, Z10
-	VSHUFF32X4   $0xdd, Z15, Z14, Z14
-	VSHUFF32X4   $0x88, Z6, Z2, Z15
-	VSHUFF32X4   $0xdd, Z6, Z2, Z2
-	VSHUFF32X4   $0x44, Z3, Z1, Z6
-	VSHUFF32X4   $0xee, Z3, Z1, Z1
-	VSHUFF32X4   $0x44, Z11, Z7, Z3
-	VSHUFF32X4   $0xee, Z11, Z7, Z7
-	VSHUFF32X4   $0x88, Z3, Z6, Z11
-	VSHUFF32X4   $0xdd, Z3, Z6, Z3
-	VSHUFF32X4   $0x88, Z7, Z1, Z6
-	VSHUFF32X4   $0xdd, Z7, Z1, Z1
-	VSHUFF32X4   $0x44, Z5, Z16, Z7
-	VSHUFF32X4   $0xee, Z5, Z16, Z5
-	VSHUFF32X4   $0x44, Z13, Z9, Z16
-	VSHUFF32X4   $0xee, Z13, Z9, Z9
-	VSHUFF32X4   $0x88, Z16, Z7, Z13
-	VSHUFF32X4   $0xdd, Z16, Z7, Z7
-	VSHUFF32X4   $0x88, Z9, Z5, Z16
-	VSHUFF32X4   $0xdd, Z9, Z5, Z5
-	VSHUFF32X4   $0x44, Z4, Z0, Z9
-	VSHUFF32X4   $0xee, Z4, Z0, Z0
-	VSHUFF32X4   $0x44, Z12, Z8, Z4
-	VSHUFF32X4   $0xee, Z12, Z8, Z8
-	VSHUFF32X4   $0x88, Z4, Z9, Z12
-	VSHUFF32X4   $0xdd, Z4, Z9, Z4
-	VSHUFF32X4   $0x88, Z8, Z0, Z9
-	VSHUFF32X4   $0xdd, Z8, Z0, Z0
-	VMOVUPS      Z10, K1, (SI)(DI*4)
-	VMOVUPS      Z11, K1, 16(SI)(DI*4)
-	VMOVUPS      Z13, K1, 32(SI)(DI*4)
-	VMOVUPS      Z12, K1, 48(SI)(DI*4)
-	VMOVUPS      Z14, K1, 64(SI)(DI*4)
-	VMOVUPS      Z3, K1, 80(SI)(DI*4)
-	VMOVUPS      Z7, K1, 96(SI)(DI*4)
-	VMOVUPS      Z4, K1, 112(SI)(DI*4)
-	VMOVUPS      Z15, K1, 128(SI)(DI*4)
-	VMOVUPS      Z6, K1, 144(SI)(DI*4)
-	VMOVUPS      Z16, K1, 160(SI)(DI*4)
-	VMOVUPS      Z9, K1, 176(SI)(DI*4)
-	VMOVUPS      Z2, K1, 192(SI)(DI*4)
+	VSHUFPS      $0x44, Z17, Z15, Z14
+	VSHUFPS      $0xee, Z17, Z15, Z15
+	VSHUFPS      $0x44, Z18, Z16, Z17
+	VSHUFPS      $0xee, Z18, Z16, Z16
+	VSHUFF32X4   $0x44, Z6, Z19, Z18
+	VSHUFF32X4   $0xee, Z6, Z19, Z6
+	VSHUFF32X4   $0x44, Z14, Z10, Z19
+	VSHUFF32X4   $0xee, Z14, Z10, Z10
+	VSHUFF32X4   $0x88, Z19, Z18, Z14
+	VSHUFF32X4   $0xdd, Z19, Z18, Z18
+	VSHUFF32X4   $0x88, Z10, Z6, Z19
+	VSHUFF32X4   $0xdd, Z10, Z6, Z6
+	VSHUFF32X4   $0x44, Z7, Z1, Z10
+	VSHUFF32X4   $0xee, Z7, Z1, Z1
+	VSHUFF32X4   $0x44, Z15, Z11, Z7
+	VSHUFF32X4   $0xee, Z15, Z11, Z11
+	VSHUFF32X4   $0x88, Z7, Z10, Z15
+	VSHUFF32X4   $0xdd, Z7, Z10, Z7
+	VSHUFF32X4   $0x88, Z11, Z1, Z10
+	VSHUFF32X4   $0xdd, Z11, Z1, Z1
+	VSHUFF32X4   $0x44, Z9, Z20, Z11
+	VSHUFF32X4   $0xee, Z9, Z20, Z9
+	VSHUFF32X4   $0x44, Z17, Z13, Z20
+	VSHUFF32X4   $0xee, Z17, Z13, Z13
+	VSHUFF32X4   $0x88, Z20, Z11, Z17
+	VSHUFF32X4   $0xdd, Z20, Z11, Z11
+	VSHUFF32X4   $0x88, Z13, Z9, Z20
+	VSHUFF32X4   $0xdd, Z13, Z9, Z9
+	VSHUFF32X4   $0x44, Z8, Z0, Z13
+	VSHUFF32X4   $0xee, Z8, Z0, Z0
+	VSHUFF32X4   $0x44, Z16, Z12, Z8
+	VSHUFF32X4   $0xee, Z16, Z12, Z12
+	VSHUFF32X4   $0x88, Z8, Z13, Z16
+	VSHUFF32X4   $0xdd, Z8, Z13, Z8
+	VSHUFF32X4   $0x88, Z12, Z0, Z13
+	VSHUFF32X4   $0xdd, Z12, Z0, Z0
+	VMOVUPS      Z14, K1, (SI)(DI*4)
+	VMOVUPS      Z15, K1, 16(SI)(DI*4)
+	VMOVUPS      Z17, K1, 32(SI)(DI*4)
+	VMOVUPS      Z16, K1, 48(SI)(DI*4)
+	VMOVUPS      Z18, K1, 64(SI)(DI*4)
+	VMOVUPS      Z7, K1, 80(SI)(DI*4)
+	VMOVUPS      Z11, K1, 96(SI)(DI*4)
+	VMOVUPS      Z8, K1, 112(SI)(DI*4)
+	VMOVUPS      Z19, K1, 128(SI)(DI*4)
+	VMOVUPS      Z10, K1, 144(SI)(DI*4)
+	VMOVUPS      Z20, K1, 160(SI)(DI*4)
+	VMOVUPS      Z13, K1, 176(SI)(DI*4)
+	VMOVUPS      Z6, K1, 192(SI)(DI*4)
 	VMOVUPS      Z1, K1, 208(SI)(DI*4)
-	VMOVUPS      Z5, K1, 224(SI)(DI*4)
+	VMOVUPS      Z9, K1, 224(SI)(DI*4)
 	VMOVUPS      Z0, K1, 240(SI)(DI*4)
 	DECQ         BX
 	JNZ          noflush_9
 	VMOVUPD      lgc37<>+0(SB), Y0
-	MOVQ         state+32(FP), BX
-	VMOVUPS      256(BX), Y0
-	VMULPS       lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(BX), Z0, Z0
-	VMOVUPD      Z0, 64(BX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 256(BX)
-	VMOVUPS      576(BX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(BX), Z0, Z0
-	VMOVUPD      Z0, 384(BX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 576(BX)
-	VMOVUPS      896(BX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(BX), Z0, Z0
-	VMOVUPD      Z0, 704(BX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 896(BX)
-	VMOVUPS      1216(BX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(BX), Z0, Z0
-	VMOVUPD      Z0, 1024(BX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(BX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), BX
+	VMULPS       lgc38<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z1
+	VADDPD       64(BX), Z1, Z1
+	VMOVUPD      Z1, 64(BX)
+	VMOVUPS      lgc38<>+0(SB), Y2
+	VFMADD231PS  lgc38<>+0(SB), Y3, Y0
+	VCVTPS2PD    Y3, Z1
+	VADDPD       384(BX), Z1, Z1
+	VMOVUPD      Z1, 384(BX)
+	VMOVUPS      lgc38<>+0(SB), Y3
+	VFMADD231PS  lgc38<>+0(SB), Y4, Y0
+	VCVTPS2PD    Y4, Z1
+	VADDPD       704(BX), Z1, Z1
+	VMOVUPD      Z1, 704(BX)
+	VMOVUPS      lgc38<>+0(SB), Y4
+	VFMADD231PS  lgc38<>+0(SB), Y5, Y0
+	VCVTPS2PD    Y5, Z1
+	VADDPD       1024(BX), Z1, Z1
+	VMOVUPD      Z1, 1024(BX)
+	VMOVUPS      lgc38<>+0(SB), Y5
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(BX), Y0, Y0
 	VMOVUPS      Y0, 1344(BX)
 	MOVQ         $+4, BX
@@ -1182,42 +1179,47 @@ noflush_9:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_6
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y2, 256(DX)
+	VMOVUPS      Y3, 576(DX)
+	VMOVUPS      Y4, 896(DX)
+	VMOVUPS      Y5, 1216(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc38<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+32(FP), DX
-	VMOVUPS      256(DX), Y0
-	VMULPS       lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX), Z0, Z0
-	VMOVUPD      Z0, 64(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(DX), Z0, Z0
-	VMOVUPD      Z0, 384(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(DX), Z0, Z0
-	VMOVUPD      Z0, 704(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1216(DX), Y0
-	VFMADD231PS  lgc38<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(DX), Z0, Z0
-	VMOVUPD      Z0, 1024(DX)
-	VMOVUPS      lgc38<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(DX), Z1, Z1
+	VMOVUPD      Z1, 384(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(DX), Z1, Z1
+	VMOVUPD      Z1, 704(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc38<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(DX), Z1, Z1
+	VMOVUPD      Z1, 1024(DX)
+	VMOVUPS      lgc38<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(DX), Y0, Y0
 	VMOVUPS      Y0, 1344(DX)
 	INCQ         CX

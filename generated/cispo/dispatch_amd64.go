@@ -114,7 +114,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r58_p, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 		} else {
 			pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 		}
@@ -314,7 +314,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				s.s1[k] = float32(st.res[k])
 			}
 			if useAVX512 {
-				fbPass1AVX512(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
+				fbPass1AVX512(lo, &s.s1[0], &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 			} else {
 				fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 			}

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
+// func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
@@ -12,278 +12,265 @@ TEXT ·pass0AVX512(SB), $64-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ    $+4, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y1
+	MOVQ    AX, BX
+	IMUL3Q  $+8, BX, SI
+	VMOVUPS 1024(CX)(SI*4), Y2
+	IMUL3Q  $+8, BX, SI
+	VMOVUPS 2048(CX)(SI*4), Y3
+	VMOVUPS 2624(CX), Y4
+	VMOVUPS 2944(CX), Y5
+	VMOVUPS 3264(CX), Y6
+	IMUL3Q  $+8, BX, BX
+	VMOVUPS 4032(CX)(BX*4), Y7
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ         mask+8(FP), BX
+	MOVQ         mask+16(FP), BX
 	IMUL3Q       $+128, AX, SI
 	ADDQ         CX, SI
 	VPMOVZXBD    (BX)(SI*1), Z0
 	VCVTDQ2PS    Z0, Z0
-	VBROADCASTSS lgb0<>+0(SB), Z1
-	VCMPPS       $0x04, Z1, Z0, K1
-	VPMOVM2D     K1, Z1
-	VBROADCASTSS lgb1<>+0(SB), Z2
+	VBROADCASTSS lgb0<>+0(SB), Z8
+	VCMPPS       $0x04, Z8, Z0, K1
+	VPMOVM2D     K1, Z8
+	VBROADCASTSS lgb1<>+0(SB), Z9
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z2
+	VANDPS Z9, Z8, Z9
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y1, Y9, Y1
+	VADDPS        Y1, Y10, Y1
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z9
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	VANDPS  Z9, Z8, Z9
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z10
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z3, Z1, Z3
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z4
+	VANDPS  Z10, Z8, Z10
+	MOVQ    advantage+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z11
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z4, Z1, Z4
+	VANDPS Z11, Z8, Z11
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z3, Z2, Z5
-	VBROADCASTSS lgb2<>+0(SB), Z6
+	VSUBPS       Z10, Z9, Z12
+	VBROADCASTSS lgb2<>+0(SB), Z13
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z5, Z6, Z7
-	VBROADCASTSS lgb3<>+0(SB), Z8
+	VMAXPS       Z12, Z13, Z14
+	VBROADCASTSS lgb3<>+0(SB), Z15
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z7, Z8, Z7
+	VMINPS Z14, Z15, Z14
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z9
-	VMAXPS            Z5, Z9, Z9
-	VBROADCASTSS      lgb5<>+0(SB), Z10
-	VMINPS            Z9, Z10, Z9
-	VMULPS.BCST       lgb6<>+0(SB), Z9, Z10
-	VRNDSCALEPS       $0x00, Z10, Z10
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z10, Z9
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z10, Z9
-	VMULPS            Z9, Z9, Z11
-	VBROADCASTSS      lgb9<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z9, Z12
-	VBROADCASTSS      lgb11<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z9, Z13
-	VFMADD213PS       Z13, Z11, Z12
-	VBROADCASTSS      lgb13<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z9, Z13
-	VFMADD213PS       Z13, Z11, Z12
-	VFMADD213PS       Z9, Z11, Z12
-	VADDPS.BCST       lgb1<>+0(SB), Z12, Z12
-	VCVTPS2DQ         Z10, Z9
-	VPADDD.BCST       lgb15<>+0(SB), Z9, Z9
-	VPSRLD            $0x01, Z9, Z10
-	VPSUBD            Z10, Z9, Z9
-	VPSLLD            $0x17, Z10, Z10
-	VPSLLD            $0x17, Z9, Z9
-	VMULPS            Z10, Z12, Z12
-	VMULPS            Z9, Z12, Z12
+	VBROADCASTSS      lgb4<>+0(SB), Z16
+	VMAXPS            Z12, Z16, Z16
+	VBROADCASTSS      lgb5<>+0(SB), Z17
+	VMINPS            Z16, Z17, Z16
+	VMULPS.BCST       lgb6<>+0(SB), Z16, Z17
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z17, Z16
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z17, Z16
+	VMULPS            Z16, Z16, Z18
+	VBROADCASTSS      lgb9<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z16, Z19
+	VBROADCASTSS      lgb11<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z16, Z20
+	VFMADD213PS       Z20, Z18, Z19
+	VBROADCASTSS      lgb13<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z16, Z20
+	VFMADD213PS       Z20, Z18, Z19
+	VFMADD213PS       Z16, Z18, Z19
+	VADDPS.BCST       lgb1<>+0(SB), Z19, Z19
+	VCVTPS2DQ         Z17, Z16
+	VPADDD.BCST       lgb15<>+0(SB), Z16, Z16
+	VPSRLD            $0x01, Z16, Z17
+	VPSUBD            Z17, Z16, Z16
+	VPSLLD            $0x17, Z17, Z17
+	VPSLLD            $0x17, Z16, Z16
+	VMULPS            Z17, Z19, Z19
+	VMULPS            Z16, Z19, Z19
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z6, Z5, K1
-	VPMOVM2D     K1, Z6
-	VBROADCASTSS lgb16<>+0(SB), Z9
+	VCMPPS       $0x11, Z13, Z12, K1
+	VPMOVM2D     K1, Z13
+	VBROADCASTSS lgb16<>+0(SB), Z16
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z12, Z9, Z6
+	VPTERNLOGD $0xca, Z19, Z16, Z13
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z8, Z5, K1
-	VPMOVM2D     K1, Z8
-	VBROADCASTSS lgb17<>+0(SB), Z9
+	VCMPPS       $0x1e, Z15, Z12, K1
+	VPMOVM2D     K1, Z15
+	VBROADCASTSS lgb17<>+0(SB), Z16
 
 	// ratioClip = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z6, Z9, Z8
+	VPTERNLOGD $0xca, Z13, Z16, Z15
 
 	// v24 = mul(ratioClip, v10)
-	VMULPS Z4, Z8, Z4
+	VMULPS Z11, Z15, Z11
 
 	// v25 = mul(v24, v6)
-	VMULPS Z2, Z4, Z4
+	VMULPS Z9, Z11, Z11
 
 	// v26 = neg(v25)
-	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb18<>+0(SB), Z11, Z11
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z4, Z1, Z4
+	VANDPS Z11, Z8, Z11
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z4, Y6
-	MOVQ          AX, DI
-	IMUL3Q        $+8, DI, R8
-	VADDPS        1024(BX)(R8*4), Y4, Y4
-	VADDPS        Y4, Y6, Y4
-	VMOVUPS       Y4, 1024(BX)(R8*4)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y2, Y11, Y2
+	VADDPS        Y2, Y13, Y2
 
 	// sum(mask) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	IMUL3Q        $+8, DI, R8
-	VADDPS        2048(BX)(R8*4), Y0, Y0
-	VADDPS        Y0, Y4, Y0
-	VMOVUPS       Y0, 2048(BX)(R8*4)
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VADDPS        Y3, Y0, Y3
+	VADDPS        Y3, Y11, Y3
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z5, Z7, K1
+	VCMPPS      $0x04, Z12, Z14, K1
 	VPMOVM2D    K1, Z0
 	VANDPS.BCST lgb1<>+0(SB), Z0, Z0
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        2624(BX), Y0, Y0
-	VADDPS        Y0, Y4, Y0
-	VMOVUPS       Y0, 2624(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VADDPS        Y4, Y0, Y4
+	VADDPS        Y4, Y11, Y4
 
 	// v38 = sub(v8, v6)
-	VSUBPS Z2, Z3, Z0
+	VSUBPS Z9, Z10, Z0
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        2944(BX), Y0, Y0
-	VADDPS        Y0, Y2, Y0
-	VMOVUPS       Y0, 2944(BX)
-	MOVQ          entropy+48(FP), R8
-	VMOVUPS       (R8)(SI*4), Z0
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y5, Y0, Y5
+	VADDPS        Y5, Y9, Y5
+	MOVQ          entropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z0
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        3264(BX), Y0, Y3
-	VADDPS        Y3, Y2, Y3
-	VMOVUPS       Y3, 3264(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y6, Y0, Y6
+	VADDPS        Y6, Y9, Y6
 
 	// v47 = mul(-0.01, v43)
 	VMULPS.BCST lgb19<>+0(SB), Z0, Z0
 
 	// v48 = where(mask, v47, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	IMUL3Q        $+8, DI, SI
-	VADDPS        4032(BX)(SI*4), Y0, Y0
-	VADDPS        Y0, Y2, Y0
-	VMOVUPS       Y0, 4032(BX)(SI*4)
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y7, Y0, Y7
+	VADDPS        Y7, Y9, Y7
 	VBROADCASTSS  lgb20<>+0(SB), Z0
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z2
-	VPTERNLOGD $0xca, Z0, Z5, Z2
+	VMOVUPS    Z8, Z9
+	VPTERNLOGD $0xca, Z0, Z12, Z9
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z12, Z1, Z0
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z1
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z3
-	VANDPS        Z3, Z1, Z1
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z3
-	VORPS         Z3, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VANDPS        Y1, Y2, Y1
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VANDPS        4608(BX), Y1, Y1
-	VMOVUPS       Y1, 4608(BX)
-	VADDPS        4736(BX), Y0, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 4736(BX)
+	VANDPS        Z19, Z8, Z0
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z8
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z10
+	VANDPS        Z10, Z8, Z8
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z10
+	VORPS         Z10, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VANDPS        Y8, Y9, Y8
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	MOVQ          state+8(FP), BX
+	VANDPS        4608(BX), Y8, Y8
+	VMOVUPS       Y8, 4608(BX)
+	VADDPS        4736(BX), Y0, Y8
+	VADDPS        Y8, Y9, Y8
+	VMOVUPS       Y8, 4736(BX)
 	VMULPS        Y0, Y0, Y0
-	VMULPS        Y2, Y2, Y1
+	VMULPS        Y9, Y9, Y8
 	VADDPS        5056(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
+	VADDPS        Y0, Y8, Y0
 	VMOVUPS       Y0, 5056(BX)
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc23<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y0
-	VMULPS        lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 256(DX)
+	MOVQ          state+8(FP), DX
+	VMULPS        lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc24<>+0(SB), Y1
 	MOVQ          AX, BX
 	IMUL3Q        $+8, BX, SI
-	VMOVUPS       1024(DX)(SI*4), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        384(DX)(SI*8), Z0, Z0
-	VMOVUPD       Z0, 384(DX)(SI*8)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 1024(DX)(SI*4)
+	VFMADD231PS   lgc24<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX)(SI*8), Z2, Z2
+	VMOVUPD       Z2, 384(DX)(SI*8)
+	VMOVUPS       lgc24<>+0(SB), Y2
 	IMUL3Q        $+8, BX, SI
-	VMOVUPS       2048(DX)(SI*4), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1408(DX)(SI*8), Z0, Z0
-	VMOVUPD       Z0, 1408(DX)(SI*8)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 2048(DX)(SI*4)
-	VMOVUPS       2624(DX), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2432(DX), Z0, Z0
-	VMOVUPD       Z0, 2432(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 2624(DX)
-	VMOVUPS       2944(DX), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2752(DX), Z0, Z0
-	VMOVUPD       Z0, 2752(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 2944(DX)
-	VMOVUPS       3264(DX), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3072(DX), Z0, Z0
-	VMOVUPD       Z0, 3072(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 3264(DX)
+	VFMADD231PS   lgc24<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        1408(DX)(SI*8), Z3, Z3
+	VMOVUPD       Z3, 1408(DX)(SI*8)
+	VMOVUPS       lgc24<>+0(SB), Y3
+	VFMADD231PS   lgc24<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z4
+	VADDPD        2432(DX), Z4, Z4
+	VMOVUPD       Z4, 2432(DX)
+	VMOVUPS       lgc24<>+0(SB), Y4
+	VFMADD231PS   lgc24<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z5
+	VADDPD        2752(DX), Z5, Z5
+	VMOVUPD       Z5, 2752(DX)
+	VMOVUPS       lgc24<>+0(SB), Y5
+	VFMADD231PS   lgc24<>+0(SB), Y6, Y0
+	VCVTPS2PD     Y6, Z6
+	VADDPD        3072(DX), Z6, Z6
+	VMOVUPD       Z6, 3072(DX)
+	VMOVUPS       lgc24<>+0(SB), Y6
 	IMUL3Q        $+8, BX, BX
-	VMOVUPS       4032(DX)(BX*4), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3392(DX)(BX*8), Z0, Z0
-	VMOVUPD       Z0, 3392(DX)(BX*8)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 4032(DX)(BX*4)
-	VMOVUPS       4736(DX), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4416(DX), Z0, Z0
-	VMOVUPD       Z0, 4416(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 4736(DX)
-	VMOVUPS       5056(DX), Y0
-	VFMADD231PS   lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4864(DX), Z0, Z0
-	VMOVUPD       Z0, 4864(DX)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VMOVUPS       Y0, 5056(DX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	VFMADD231PS   lgc24<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z7
+	VADDPD        3392(DX)(BX*8), Z7, Z7
+	VMOVUPD       Z7, 3392(DX)(BX*8)
+	VMOVUPS       lgc24<>+0(SB), Y7
+	VMOVUPS       4736(DX), Y8
+	VFMADD231PS   lgc24<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z8
+	VADDPD        4416(DX), Z8, Z8
+	VMOVUPD       Z8, 4416(DX)
+	VMOVUPS       lgc24<>+0(SB), Y8
+	VMOVUPS       Y8, 4736(DX)
+	VMOVUPS       5056(DX), Y8
+	VFMADD231PS   lgc24<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z8
+	VADDPD        4864(DX), Z8, Z8
+	VMOVUPD       Z8, 4864(DX)
+	VMOVUPS       lgc24<>+0(SB), Y8
+	VMOVUPS       Y8, 5056(DX)
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        5184(DX), Y0, Y0
 	VMOVUPS       Y0, 5184(DX)
 	MOVQ          $+4, DX
@@ -292,81 +279,93 @@ noflush_3:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y1, 256(CX)
+	MOVQ         AX, BX
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      Y2, 1024(CX)(SI*4)
+	IMUL3Q       $+8, BX, SI
+	VMOVUPS      Y3, 2048(CX)(SI*4)
+	VMOVUPS      Y4, 2624(CX)
+	VMOVUPS      Y5, 2944(CX)
+	VMOVUPS      Y6, 3264(CX)
+	IMUL3Q       $+8, BX, BX
+	VMOVUPS      Y7, 4032(CX)(BX*4)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc24<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 384(CX)(BX*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
+	VMOVUPS      1024(CX)(BX*4), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 384(CX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2048(CX)(BX*4), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1408(CX)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 1408(CX)(BX*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(BX*4)
-	VMOVUPS      2624(CX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(CX), Z0, Z0
-	VMOVUPD      Z0, 2432(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VMOVUPS      2944(CX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(CX), Z0, Z0
-	VMOVUPD      Z0, 2752(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VMOVUPS      3264(CX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(CX), Z0, Z0
-	VMOVUPD      Z0, 3072(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
+	VMOVUPS      2048(CX)(BX*4), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1408(CX)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 1408(CX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 2048(CX)(BX*4)
+	VMOVUPS      2624(CX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(CX), Z1, Z1
+	VMOVUPD      Z1, 2432(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(CX), Z1, Z1
+	VMOVUPD      Z1, 2752(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(CX), Z1, Z1
+	VMOVUPD      Z1, 3072(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      4032(CX)(DX*4), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3392(CX)(DX*8), Z0, Z0
-	VMOVUPD      Z0, 3392(CX)(DX*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(CX)(DX*4)
-	VMOVUPS      4736(CX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4416(CX), Z0, Z0
-	VMOVUPD      Z0, 4416(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
-	VMOVUPS      5056(CX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4864(CX), Z0, Z0
-	VMOVUPD      Z0, 4864(CX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      4032(CX)(DX*4), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3392(CX)(DX*8), Z1, Z1
+	VMOVUPD      Z1, 3392(CX)(DX*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 4032(CX)(DX*4)
+	VMOVUPS      4736(CX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4416(CX), Z1, Z1
+	VMOVUPD      Z1, 4416(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 4736(CX)
+	VMOVUPS      5056(CX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4864(CX), Z1, Z1
+	VMOVUPD      Z1, 4864(CX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 5056(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5184(CX), Y0, Y0
 	VMOVUPS      Y0, 5184(CX)
 	INCQ         AX
@@ -472,34 +471,34 @@ outer0_4:
 	MOVQ    AX, CX
 	IMUL3Q  $+8, CX, CX
 	MOVQ    state+8(FP), BX
-	VMOVUPS 704(BX)(CX*4), Y0
+	VMOVUPS 704(BX)(CX*4), Y1
 	XORQ    CX, CX
 
 blocks_5:
 	MOVQ      mask+16(FP), BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Z1
-	VCVTDQ2PS Z1, Z1
+	VPMOVZXBD (BX)(SI*1), Z0
+	VCVTDQ2PS Z0, Z0
 
 	// sum(mask) over [L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc23<>+0(SB), Y1
+	VMOVUPD       lgc23<>+0(SB), Y0
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, DX
 	MOVQ          state+8(FP), BX
-	VMULPS        lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(BX)(DX*8), Z0, Z0
-	VMOVUPD       Z0, 64(BX)(DX*8)
-	VMOVUPS       lgc24<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        1088(BX), Y1, Y1
-	VMOVUPS       Y1, 1088(BX)
+	VMULPS        lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(BX)(DX*8), Z1, Z1
+	VMOVUPD       Z1, 64(BX)(DX*8)
+	VMOVUPS       lgc24<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        1088(BX), Y0, Y0
+	VMOVUPS       Y0, 1088(BX)
 	MOVQ          $+4, DX
 
 noflush_6:
@@ -509,7 +508,7 @@ noflush_6:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      Y0, 704(BX)(CX*4)
+	VMOVUPS      Y1, 704(BX)(CX*4)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -519,14 +518,14 @@ noflush_6:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y0
-	VMULPS       lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX)(CX*8), Z0, Z0
-	VMOVUPD      Z0, 64(DX)(CX*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)(CX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      704(DX)(CX*4), Y1
+	VMULPS       lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX)(CX*8), Z1, Z1
+	VMOVUPD      Z1, 64(DX)(CX*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -535,7 +534,7 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(lo int, s1 *float32, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $192-88
 	LEAQ 63(SP), AX
@@ -561,225 +560,226 @@ outer0_7:
 	VMOVUPS     Z0, (AX)
 	VMOVUPS     Z1, 64(AX)
 	MOVQ        $+4, BX
+	MOVQ        state+16(FP), DX
+	VMOVUPS     1408(DX), Y1
+	MOVQ        CX, SI
+	IMUL3Q      $+8, SI, DI
+	VMOVUPS     2176(DX)(DI*4), Y2
+	VMOVUPS     2752(DX), Y3
+	VMOVUPS     3072(DX), Y4
+	VMOVUPS     3392(DX), Y5
+	IMUL3Q      $+8, SI, SI
+	VMOVUPS     4160(DX)(SI*4), Y6
 	XORQ        DX, DX
 
 blocks_8:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z7, Z0, Z7
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), SI
-	VADDPS        1408(SI), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 1408(SI)
-	MOVQ          logProb+32(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        Y1, Y7, Y1
+	VADDPS        Y1, Y8, Y1
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z7
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z2
-	MOVQ    sampleLogProb+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	VANDPS  Z7, Z0, Z8
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z9
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z3, Z0, Z4
-	MOVQ    advantage+48(FP), R8
-	VMOVUPS (R8)(DI*4), Z5
+	VANDPS  Z9, Z0, Z10
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z11
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z11, Z0, Z11
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z4, Z2, Z2
-	VBROADCASTSS lgb2<>+0(SB), Z4
+	VSUBPS       Z10, Z8, Z8
+	VBROADCASTSS lgb2<>+0(SB), Z10
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z4, Z6
-	VBROADCASTSS lgb3<>+0(SB), Z7
+	VMAXPS       Z8, Z10, Z12
+	VBROADCASTSS lgb3<>+0(SB), Z13
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z12, Z13, Z12
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z8
-	VMAXPS            Z2, Z8, Z8
-	VBROADCASTSS      lgb5<>+0(SB), Z9
-	VMINPS            Z8, Z9, Z8
-	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
-	VRNDSCALEPS       $0x00, Z9, Z9
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z8
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z8
-	VMULPS            Z8, Z8, Z10
-	VBROADCASTSS      lgb9<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z11
-	VBROADCASTSS      lgb11<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VBROADCASTSS      lgb13<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VFMADD213PS       Z8, Z10, Z11
-	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
-	VCVTPS2DQ         Z9, Z8
-	VPADDD.BCST       lgb15<>+0(SB), Z8, Z8
-	VPSRLD            $0x01, Z8, Z9
-	VPSUBD            Z9, Z8, Z8
-	VPSLLD            $0x17, Z9, Z9
-	VPSLLD            $0x17, Z8, Z8
-	VMULPS            Z9, Z11, Z11
-	VMULPS            Z8, Z11, Z11
+	VBROADCASTSS      lgb4<>+0(SB), Z14
+	VMAXPS            Z8, Z14, Z14
+	VBROADCASTSS      lgb5<>+0(SB), Z15
+	VMINPS            Z14, Z15, Z14
+	VMULPS.BCST       lgb6<>+0(SB), Z14, Z15
+	VRNDSCALEPS       $0x00, Z15, Z15
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z15, Z14
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z15, Z14
+	VMULPS            Z14, Z14, Z16
+	VBROADCASTSS      lgb9<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z14, Z17
+	VBROADCASTSS      lgb11<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z14, Z18
+	VFMADD213PS       Z18, Z16, Z17
+	VBROADCASTSS      lgb13<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z14, Z18
+	VFMADD213PS       Z18, Z16, Z17
+	VFMADD213PS       Z14, Z16, Z17
+	VADDPS.BCST       lgb1<>+0(SB), Z17, Z17
+	VCVTPS2DQ         Z15, Z14
+	VPADDD.BCST       lgb15<>+0(SB), Z14, Z14
+	VPSRLD            $0x01, Z14, Z15
+	VPSUBD            Z15, Z14, Z14
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z14, Z14
+	VMULPS            Z15, Z17, Z17
+	VMULPS            Z14, Z17, Z17
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z4, Z2, K1
-	VPMOVM2D     K1, Z4
-	VBROADCASTSS lgb16<>+0(SB), Z8
+	VCMPPS       $0x11, Z10, Z8, K1
+	VPMOVM2D     K1, Z10
+	VBROADCASTSS lgb16<>+0(SB), Z14
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z11, Z8, Z4
+	VPTERNLOGD $0xca, Z17, Z14, Z10
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z7, Z2, K1
-	VPMOVM2D     K1, Z7
-	VBROADCASTSS lgb17<>+0(SB), Z8
+	VCMPPS       $0x1e, Z13, Z8, K1
+	VPMOVM2D     K1, Z13
+	VBROADCASTSS lgb17<>+0(SB), Z14
 
 	// v22 = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z4, Z8, Z7
+	VPTERNLOGD $0xca, Z10, Z14, Z13
 
 	// v24 = mul(v22, v10)
-	VMULPS Z5, Z7, Z4
+	VMULPS Z11, Z13, Z10
 
 	// v25 = mul(v24, logProb)
-	VMULPS Z1, Z4, Z5
+	VMULPS Z7, Z10, Z11
 
 	// v26 = neg(v25)
-	VXORPS.BCST lgb18<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb18<>+0(SB), Z11, Z11
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z11, Z0, Z11
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z5, Y7
-	MOVQ          CX, R8
-	IMUL3Q        $+8, R8, R9
-	VADDPS        2176(SI)(R9*4), Y5, Y5
-	VADDPS        Y5, Y7, Y5
-	VMOVUPS       Y5, 2176(SI)(R9*4)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y2, Y11, Y2
+	VADDPS        Y2, Y13, Y2
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z2, Z6, K1
-	VPMOVM2D    K1, Z5
-	VANDPS.BCST lgb1<>+0(SB), Z5, Z5
+	VCMPPS      $0x04, Z8, Z12, K1
+	VPMOVM2D    K1, Z11
+	VANDPS.BCST lgb1<>+0(SB), Z11, Z11
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z11, Z0, Z11
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        2752(SI), Y5, Y5
-	VADDPS        Y5, Y6, Y5
-	VMOVUPS       Y5, 2752(SI)
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y3, Y11, Y3
+	VADDPS        Y3, Y12, Y3
 
 	// v38 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z7, Z9, Z7
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z7, Z0, Z7
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        3072(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 3072(SI)
-	MOVQ          entropy+56(FP), R9
-	VMOVUPS       (R9)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z7, Y9
+	VADDPS        Y4, Y7, Y4
+	VADDPS        Y4, Y9, Y4
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z7
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z1, Z0, Z3
+	VANDPS Z7, Z0, Z9
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        3392(SI), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 3392(SI)
+	VEXTRACTF64X4 $0x01, Z9, Y11
+	VADDPS        Y5, Y9, Y5
+	VADDPS        Y5, Y11, Y5
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS.BCST lgb19<>+0(SB), Z1, Z1
+	VMULPS.BCST lgb19<>+0(SB), Z7, Z7
 
 	// v48 = where(mask, v47, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z7, Z0, Z7
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	IMUL3Q        $+8, R8, R8
-	VADDPS        4160(SI)(R8*4), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 4160(SI)(R8*4)
-	VBROADCASTSS  lgb20<>+0(SB), Z1
+	VEXTRACTF64X4 $0x01, Z7, Y9
+	VADDPS        Y6, Y7, Y6
+	VADDPS        Y6, Y9, Y6
+	VBROADCASTSS  lgb20<>+0(SB), Z7
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z3
-	VPTERNLOGD $0xca, Z1, Z2, Z3
+	VMOVUPS    Z0, Z9
+	VPTERNLOGD $0xca, Z7, Z8, Z9
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z11, Z0, Z1
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z5
-	VANDPS        Z5, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z5
-	VORPS         Z5, Z2, Z2
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VANDPS        4736(SI), Y2, Y2
-	VMOVUPS       Y2, 4736(SI)
-	VADDPS        4864(SI), Y1, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 4864(SI)
-	VMULPS        Y1, Y1, Y1
-	VMULPS        Y3, Y3, Y2
-	VADDPS        5184(SI), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 5184(SI)
-	VMOVUPS       (AX), Z1
+	VANDPS        Z17, Z0, Z7
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z8
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z8, Z8
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z11
+	VORPS         Z11, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VANDPS        Y8, Y9, Y8
+	VEXTRACTF64X4 $0x01, Z7, Y9
+	MOVQ          state+16(FP), SI
+	VANDPS        4736(SI), Y8, Y8
+	VMOVUPS       Y8, 4736(SI)
+	VADDPS        4864(SI), Y7, Y8
+	VADDPS        Y8, Y9, Y8
+	VMOVUPS       Y8, 4864(SI)
+	VMULPS        Y7, Y7, Y7
+	VMULPS        Y9, Y9, Y8
+	VADDPS        5184(SI), Y7, Y7
+	VADDPS        Y7, Y8, Y7
+	VMOVUPS       Y7, 5184(SI)
+	VMOVUPS       (AX), Z7
 
 	// v66 = where(mask, v65, 0)
-	VANDPS  Z1, Z0, Z1
-	VMOVUPS 64(AX), Z2
+	VANDPS  Z7, Z0, Z7
+	VMOVUPS 64(AX), Z8
 
 	// gradEntropy = where(mask, v67, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z8, Z0, Z8
 
 	// v69 = neg(v66)
-	VXORPS.BCST  lgb18<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z3
+	VXORPS.BCST  lgb18<>+0(SB), Z7, Z7
+	VBROADCASTSS lgb0<>+0(SB), Z9
 
 	// v70 = ne(v69, 0)
-	VCMPPS   $0x04, Z3, Z1, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x04, Z9, Z7, K1
+	VPMOVM2D K1, Z9
 
 	// v71 = mul(v69, v24)
-	VMULPS Z4, Z1, Z4
+	VMULPS Z10, Z7, Z10
 
 	// v72 = where(v70, v71, v69)
-	VPTERNLOGD $0xca, Z1, Z4, Z3
+	VPTERNLOGD $0xca, Z7, Z10, Z9
 
 	// gradLogProb = where(mask, v72, 0)
-	VANDPS Z3, Z0, Z0
+	VANDPS Z9, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), SI
-	VMOVUPS Z2, (SI)(DI*4)
+	VMOVUPS Z8, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+72(FP), SI
@@ -787,67 +787,55 @@ blocks_8:
 	DECQ        BX
 	JNZ         noflush_9
 	VMOVUPD     lgc23<>+0(SB), Y0
-	MOVQ        state+24(FP), BX
-	VMOVUPS     1408(BX), Y0
-	VMULPS      lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1216(BX), Z0, Z0
-	VMOVUPD     Z0, 1216(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 1408(BX)
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      1216(BX), Z1, Z1
+	VMOVUPD     Z1, 1216(BX)
+	VMOVUPS     lgc24<>+0(SB), Y1
 	MOVQ        CX, SI
 	IMUL3Q      $+8, SI, DI
-	VMOVUPS     2176(BX)(DI*4), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1536(BX)(DI*8), Z0, Z0
-	VMOVUPD     Z0, 1536(BX)(DI*8)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 2176(BX)(DI*4)
-	VMOVUPS     2752(BX), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2560(BX), Z0, Z0
-	VMOVUPD     Z0, 2560(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 2752(BX)
-	VMOVUPS     3072(BX), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2880(BX), Z0, Z0
-	VMOVUPD     Z0, 2880(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 3072(BX)
-	VMOVUPS     3392(BX), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3200(BX), Z0, Z0
-	VMOVUPD     Z0, 3200(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 3392(BX)
+	VFMADD231PS lgc24<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      1536(BX)(DI*8), Z2, Z2
+	VMOVUPD     Z2, 1536(BX)(DI*8)
+	VMOVUPS     lgc24<>+0(SB), Y2
+	VFMADD231PS lgc24<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      2560(BX), Z3, Z3
+	VMOVUPD     Z3, 2560(BX)
+	VMOVUPS     lgc24<>+0(SB), Y3
+	VFMADD231PS lgc24<>+0(SB), Y4, Y0
+	VCVTPS2PD   Y4, Z4
+	VADDPD      2880(BX), Z4, Z4
+	VMOVUPD     Z4, 2880(BX)
+	VMOVUPS     lgc24<>+0(SB), Y4
+	VFMADD231PS lgc24<>+0(SB), Y5, Y0
+	VCVTPS2PD   Y5, Z5
+	VADDPD      3200(BX), Z5, Z5
+	VMOVUPD     Z5, 3200(BX)
+	VMOVUPS     lgc24<>+0(SB), Y5
 	IMUL3Q      $+8, SI, SI
-	VMOVUPS     4160(BX)(SI*4), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3520(BX)(SI*8), Z0, Z0
-	VMOVUPD     Z0, 3520(BX)(SI*8)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 4160(BX)(SI*4)
-	VMOVUPS     4864(BX), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4544(BX), Z0, Z0
-	VMOVUPD     Z0, 4544(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 4864(BX)
-	VMOVUPS     5184(BX), Y0
-	VFMADD231PS lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4992(BX), Z0, Z0
-	VMOVUPD     Z0, 4992(BX)
-	VMOVUPS     lgc24<>+0(SB), Y0
-	VMOVUPS     Y0, 5184(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	VFMADD231PS lgc24<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z6
+	VADDPD      3520(BX)(SI*8), Z6, Z6
+	VMOVUPD     Z6, 3520(BX)(SI*8)
+	VMOVUPS     lgc24<>+0(SB), Y6
+	VMOVUPS     4864(BX), Y7
+	VFMADD231PS lgc24<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      4544(BX), Z7, Z7
+	VMOVUPD     Z7, 4544(BX)
+	VMOVUPS     lgc24<>+0(SB), Y7
+	VMOVUPS     Y7, 4864(BX)
+	VMOVUPS     5184(BX), Y7
+	VFMADD231PS lgc24<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      4992(BX), Z7, Z7
+	VMOVUPD     Z7, 4992(BX)
+	VMOVUPS     lgc24<>+0(SB), Y7
+	VMOVUPS     Y7, 5184(BX)
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      5312(BX), Y0, Y0
 	VMOVUPS     Y0, 5312(BX)
 	MOVQ        $+4, BX
@@ -856,73 +844,83 @@ noflush_9:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_8
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y1, 1408(DX)
+	MOVQ         CX, SI
+	IMUL3Q       $+8, SI, DI
+	VMOVUPS      Y2, 2176(DX)(DI*4)
+	VMOVUPS      Y3, 2752(DX)
+	VMOVUPS      Y4, 3072(DX)
+	VMOVUPS      Y5, 3392(DX)
+	IMUL3Q       $+8, SI, SI
+	VMOVUPS      Y6, 4160(DX)(SI*4)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc24<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y0
-	VMULPS       lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1216(DX), Z0, Z0
-	VMOVUPD      Z0, 1216(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(DX)
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1408(DX), Y1
+	VMULPS       lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1216(DX), Z1, Z1
+	VMOVUPD      Z1, 1216(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(DX)
 	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      2176(DX)(SI*4), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1536(DX)(SI*8), Z0, Z0
-	VMOVUPD      Z0, 1536(DX)(SI*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)(SI*4)
-	VMOVUPS      2752(DX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2560(DX), Z0, Z0
-	VMOVUPD      Z0, 2560(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VMOVUPS      3072(DX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2880(DX), Z0, Z0
-	VMOVUPD      Z0, 2880(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VMOVUPS      3392(DX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3200(DX), Z0, Z0
-	VMOVUPD      Z0, 3200(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
+	VMOVUPS      2176(DX)(SI*4), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1536(DX)(SI*8), Z1, Z1
+	VMOVUPD      Z1, 1536(DX)(SI*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 2176(DX)(SI*4)
+	VMOVUPS      2752(DX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2560(DX), Z1, Z1
+	VMOVUPD      Z1, 2560(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 2752(DX)
+	VMOVUPS      3072(DX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2880(DX), Z1, Z1
+	VMOVUPD      Z1, 2880(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 3072(DX)
+	VMOVUPS      3392(DX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3200(DX), Z1, Z1
+	VMOVUPD      Z1, 3200(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(DX)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      4160(DX)(BX*4), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3520(DX)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 3520(DX)(BX*8)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 4160(DX)(BX*4)
-	VMOVUPS      4864(DX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4544(DX), Z0, Z0
-	VMOVUPD      Z0, 4544(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(DX)
-	VMOVUPS      5184(DX), Y0
-	VFMADD231PS  lgc24<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4992(DX), Z0, Z0
-	VMOVUPD      Z0, 4992(DX)
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      4160(DX)(BX*4), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3520(DX)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 3520(DX)(BX*8)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 4160(DX)(BX*4)
+	VMOVUPS      4864(DX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4544(DX), Z1, Z1
+	VMOVUPD      Z1, 4544(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 4864(DX)
+	VMOVUPS      5184(DX), Y1
+	VFMADD231PS  lgc24<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4992(DX), Z1, Z1
+	VMOVUPD      Z1, 4992(DX)
+	VMOVUPS      lgc24<>+0(SB), Y1
+	VMOVUPS      Y1, 5184(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5312(DX), Y0, Y0
 	VMOVUPS      Y0, 5312(DX)
 	INCQ         CX

@@ -229,7 +229,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 				m -= (hi - lo) % 64
 			}
 			if m > lo {
-				pass1AVX512(&s.s1, lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+				pass1AVX512(&s.s1, &st.buf[0], lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 			}
 			if m < hi {
 				pass1AVX2(&s.s1, m, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
@@ -514,7 +514,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				m -= (hi - lo) % 64
 			}
 			if m > lo {
-				fbPass1AVX512(&s.s1, lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
+				fbPass1AVX512(&s.s1, &st.buf[0], lo, m, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])
 			}
 			if m < hi {
 				fbPass1AVX2(&s.s1, m, hi, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0])

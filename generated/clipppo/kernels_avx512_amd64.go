@@ -16,7 +16,7 @@ func pass0AVX512(state *float64, lo int, hi int, advantage *float32)
 // blocks of pass1AVX2 would, in their order, so the results are pass1AVX2's bit for bit.
 //
 //go:noescape
-func pass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+func pass1AVX512(s1 *float32, state *float64, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 
 // fbPass0AVX512 is pass 0 (elementwise over [B=4096]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
@@ -30,4 +30,4 @@ func fbPass0AVX512(state *float64, lo int, hi int, advantage *float32)
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+func fbPass1AVX512(s1 *float32, state *float64, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)

@@ -11,10 +11,10 @@ TEXT ·pass0AVX512(SB), $64-32
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 256(AX), Y0
-	VMOVUPS 960(AX), Y1
-	VMOVUPS 1088(AX), Y2
-	VMOVUPS 1216(AX), Y3
+	VMOVUPS 256(AX), Y3
+	VMOVUPS 960(AX), Y4
+	VMOVUPS 1088(AX), Y5
+	VMOVUPS 1216(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_2
@@ -22,65 +22,65 @@ TEXT ·pass0AVX512(SB), $64-32
 blocks_1:
 	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z4
+	VMOVUPS (DX)(BX*4), Z1
 
 	// mean(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        Y0, Y4, Y0
-	VADDPS        Y0, Y5, Y0
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y3, Y1, Y3
+	VADDPS        Y3, Y2, Y3
 
 	// std(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VMOVQ         CX, X6
-	VPBROADCASTD  X6, Y6
-	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VBLENDVPS     Y6, Y4, Y3, Y3
-	VSUBPS        Y3, Y4, Y4
-	VADDPS        Y1, Y4, Y1
-	VFMADD231PS   Y4, Y4, Y2
-	VSUBPS        Y3, Y5, Y4
-	VADDPS        Y1, Y4, Y1
-	VFMADD231PS   Y4, Y4, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y6
+	VMOVQ         CX, X2
+	VPBROADCASTD  X2, Y2
+	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
+	VBLENDVPS     Y2, Y1, Y0, Y0
+	VSUBPS        Y0, Y1, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y5
+	VSUBPS        Y0, Y6, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y5
 	DECQ          CX
 	JNZ           noflush_3
-	VMOVUPD       lgc1<>+0(SB), Y4
+	VMOVUPD       lgc1<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VMULPS        lgc2<>+0(SB), Y0, Y5
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(CX), Z0, Z0
-	VMOVUPD       Z0, 64(CX)
-	VMOVUPS       lgc2<>+0(SB), Y0
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y5
-	VFMADD231PS   lgc2<>+0(SB), Y2, Y5
-	VMOVUPS       Y3, Y6
-	VCVTPS2PD     Y1, Z1
-	VCVTPS2PD     Y2, Z2
+	VMULPS        lgc2<>+0(SB), Y3, Y1
+	VCVTPS2PD     Y3, Z3
+	VADDPD        64(CX), Z3, Z3
+	VMOVUPD       Z3, 64(CX)
+	VMOVUPS       lgc2<>+0(SB), Y3
+	VFMADD231PS   lgc2<>+0(SB), Y4, Y1
+	VFMADD231PS   lgc2<>+0(SB), Y5, Y1
+	VMOVUPS       Y0, Y6
+	VCVTPS2PD     Y4, Z4
+	VCVTPS2PD     Y5, Z5
 	VCVTPS2PD     Y6, Z6
 	VBROADCASTSD  lgc3<>+0(SB), Z7
-	VBROADCASTSD  X4, Z4
-	VMAXPD        Z7, Z4, Z8
-	VDIVPD        Z8, Z1, Z8
-	VFNMADD231PD  Z1, Z8, Z2
+	VBROADCASTSD  X2, Z2
+	VMAXPD        Z7, Z2, Z8
+	VDIVPD        Z8, Z4, Z8
+	VFNMADD231PD  Z4, Z8, Z5
 	VADDPD        Z6, Z8, Z8
-	VMOVUPD       384(CX), Z1
-	VADDPD        Z4, Z1, Z6
+	VMOVUPD       384(CX), Z4
+	VADDPD        Z2, Z4, Z6
 	VMOVUPD       Z6, 384(CX)
 	VMAXPD        Z7, Z6, Z6
-	VDIVPD        Z6, Z4, Z4
+	VDIVPD        Z6, Z2, Z2
 	VMOVUPD       576(CX), Z6
 	VSUBPD        Z6, Z8, Z7
-	VFMADD231PD   Z7, Z4, Z6
+	VFMADD231PD   Z7, Z2, Z6
 	VMOVUPD       Z6, 576(CX)
-	VMULPD        Z4, Z1, Z4
-	VMULPD        Z7, Z4, Z4
-	VADDPD        768(CX), Z2, Z1
-	VFMADD231PD   Z7, Z4, Z1
-	VMOVUPD       Z1, 768(CX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       lgc2<>+0(SB), Y2
-	VCMPPS        $0x00, Y5, Y5, Y4
-	VANDPS        1344(CX), Y4, Y4
-	VMOVUPS       Y4, 1344(CX)
+	VMULPD        Z2, Z4, Z2
+	VMULPD        Z7, Z2, Z2
+	VADDPD        768(CX), Z5, Z4
+	VFMADD231PD   Z7, Z2, Z4
+	VMOVUPD       Z4, 768(CX)
+	VMOVUPS       lgc2<>+0(SB), Y4
+	VMOVUPS       lgc2<>+0(SB), Y5
+	VCMPPS        $0x00, Y1, Y1, Y1
+	VANDPS        1344(CX), Y1, Y1
+	VMOVUPS       Y1, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_3:
@@ -92,56 +92,56 @@ noflush_3:
 
 chunkdone_2:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      Y1, 960(AX)
-	VMOVUPS      Y2, 1088(AX)
-	VMOVUPS      Y3, 1216(AX)
+	VMOVUPS      Y3, 256(AX)
+	VMOVUPS      Y4, 960(AX)
+	VMOVUPS      Y5, 1088(AX)
+	VMOVUPS      Y0, 1216(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
+	VBROADCASTSD X0, Y1
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      960(AX), Y1
+	VMOVUPS      256(AX), Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(AX), Z2, Z2
+	VMOVUPD      Z2, 64(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      960(AX), Y2
 	VMOVUPS      1088(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      1216(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      384(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      384(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 384(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      576(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 576(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       768(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 768(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 960(AX)
-	VMOVUPS      Y0, 1088(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       768(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 768(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      Y1, 1088(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
@@ -179,7 +179,7 @@ DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+// func pass1AVX512(s1 *float32, state *float64, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass1AVX512(SB), $128-96
 	LEAQ 63(SP), AX
@@ -195,475 +195,469 @@ TEXT ·pass1AVX512(SB), $128-96
 	VMAXPS  Z0, Z1, Z0
 	VMOVUPS Z0, (AX)
 	MOVQ    $+4, DX
-	MOVQ    lo+8(FP), CX
-	CMPQ    CX, hi+16(FP)
+	MOVQ    state+8(FP), CX
+	VMOVUPS 1664(CX), Y5
+	VMOVUPS 1984(CX), Y6
+	VMOVUPS 2304(CX), Y7
+	VMOVUPS 2624(CX), Y8
+	VMOVUPS 2944(CX), Y9
+	VMOVUPS 3264(CX), Y10
+	VMOVUPS 3584(CX), Y11
+	VMOVUPS 4288(CX), Y12
+	VMOVUPS 4416(CX), Y13
+	VMOVUPS 4544(CX), Y0
+	VMOVUPS 5248(CX), Y14
+	VMOVUPS 5376(CX), Y15
+	VMOVUPS 5504(CX), Y1
+	MOVQ    lo+16(FP), CX
+	CMPQ    CX, hi+24(FP)
 	JGE     chunkdone_5
 
 blocks_4:
-	MOVQ         advantage+24(FP), BX
+	MOVQ         advantage+32(FP), BX
 	MOVQ         CX, SI
-	VMOVUPS      (BX)(SI*4), Z0
-	MOVQ         s0+32(FP), BX
+	VMOVUPS      (BX)(SI*4), Z2
+	MOVQ         s0+40(FP), BX
 	XORQ         DI, DI
-	VBROADCASTSS (BX)(DI*4), Z1
+	VBROADCASTSS (BX)(DI*4), Z3
 
 	// v3 = sub(advantage, mean)
-	VSUBPS  Z1, Z0, Z0
-	VMOVUPS (AX), Z1
+	VSUBPS  Z3, Z2, Z2
+	VMOVUPS (AX), Z3
 
 	// advantageNormalized = div(v3, v5)
-	VDIVPS  Z1, Z0, Z0
-	MOVQ    logProb+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z1
-	MOVQ    sampleLogProb+48(FP), BX
-	VMOVUPS (BX)(SI*4), Z2
+	VDIVPS  Z3, Z2, Z2
+	MOVQ    logProb+48(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
+	MOVQ    sampleLogProb+56(FP), BX
+	VMOVUPS (BX)(SI*4), Z4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS       Z2, Z1, Z3
-	VBROADCASTSS lgb5<>+0(SB), Z4
+	VSUBPS       Z4, Z3, Z16
+	VBROADCASTSS lgb5<>+0(SB), Z17
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z3, Z4, Z4
-	VBROADCASTSS lgb6<>+0(SB), Z5
+	VMAXPS       Z16, Z17, Z17
+	VBROADCASTSS lgb6<>+0(SB), Z18
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
-	VMINPS Z4, Z5, Z4
+	VMINPS Z17, Z18, Z18
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb7<>+0(SB), Z5
-	VMAXPS            Z3, Z5, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VMINPS            Z5, Z6, Z5
-	VMULPS.BCST       lgb9<>+0(SB), Z5, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb11<>+0(SB), Z6, Z5
-	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb12<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z5, Z8
-	VBROADCASTSS      lgb14<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb16<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb17<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb18<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb19<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z5, Z8, Z8
+	VBROADCASTSS      lgb7<>+0(SB), Z17
+	VMAXPS            Z16, Z17, Z17
+	VBROADCASTSS      lgb8<>+0(SB), Z19
+	VMINPS            Z17, Z19, Z17
+	VMULPS.BCST       lgb9<>+0(SB), Z17, Z19
+	VRNDSCALEPS       $0x00, Z19, Z19
+	VMOVAPS           Z17, Z20
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z19, Z20
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z19, Z20
+	VMULPS            Z20, Z20, Z21
+	VBROADCASTSS      lgb12<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z20, Z17
+	VBROADCASTSS      lgb14<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z20, Z22
+	VFMADD213PS       Z22, Z21, Z17
+	VBROADCASTSS      lgb16<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb17<>+0(SB), Z20, Z22
+	VFMADD213PS       Z22, Z21, Z17
+	VFMADD213PS       Z20, Z21, Z17
+	VADDPS.BCST       lgb18<>+0(SB), Z17, Z17
+	VCVTPS2DQ         Z19, Z19
+	VPADDD.BCST       lgb19<>+0(SB), Z19, Z19
+	VPSRLD            $0x01, Z19, Z20
+	VPSUBD            Z20, Z19, Z19
+	VPSLLD            $0x17, Z20, Z20
+	VPSLLD            $0x17, Z19, Z19
+	VMULPS            Z20, Z17, Z17
+	VMULPS            Z19, Z17, Z17
 
 	// v15 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z3, Z4, K1
-	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb18<>+0(SB), Z4, Z5
-	VBROADCASTSS lgb20<>+0(SB), Z6
-	VBROADCASTSS lgb21<>+0(SB), Z7
+	VCMPPS       $0x04, Z16, Z18, K1
+	VPMOVM2D     K1, Z18
+	VANDPS.BCST  lgb18<>+0(SB), Z18, Z19
+	VBROADCASTSS lgb20<>+0(SB), Z20
+	VBROADCASTSS lgb21<>+0(SB), Z21
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
-	VMOVUPS      Z4, Z9
-	VPTERNLOGD   $0xca, Z7, Z6, Z9
-	VBROADCASTSS lgb22<>+0(SB), Z6
-	VBROADCASTSS lgb23<>+0(SB), Z7
+	VMOVUPS      Z18, Z22
+	VPTERNLOGD   $0xca, Z21, Z20, Z22
+	VBROADCASTSS lgb22<>+0(SB), Z20
+	VBROADCASTSS lgb23<>+0(SB), Z21
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z7, Z6, Z4
-	VBROADCASTSS lgb24<>+0(SB), Z6
+	VPTERNLOGD   $0xca, Z21, Z20, Z18
+	VBROADCASTSS lgb24<>+0(SB), Z20
 
 	// v23 = ge(advantageNormalized, 0)
-	VCMPPS   $0x1d, Z6, Z0, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x1d, Z20, Z2, K1
+	VPMOVM2D K1, Z20
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS Z8, Z9, Z7
+	VMINPS Z17, Z22, Z21
 
 	// v25 = max(ratio, v21) tie=first
-	VMAXPS Z8, Z4, Z4
+	VMAXPS Z17, Z18, Z18
 
 	// ratioClipped = where(v23, v24, v25)
-	VPTERNLOGD $0xca, Z4, Z7, Z6
+	VPTERNLOGD $0xca, Z18, Z21, Z20
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Z6, Z0, Z0
+	VMULPS Z20, Z2, Z2
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb25<>+0(SB), Z0, Z0
+	VXORPS.BCST lgb25<>+0(SB), Z2, Z2
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	MOVQ          state+56(FP), BX
-	VADDPS        1664(BX), Y0, Y0
-	VADDPS        Y0, Y4, Y0
-	VMOVUPS       Y0, 1664(BX)
+	VEXTRACTF64X4 $0x01, Z2, Y18
+	VADDPS        Y5, Y2, Y5
+	VADDPS        Y5, Y18, Y5
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        1984(BX), Y5, Y4
-	VADDPS        Y4, Y0, Y4
-	VMOVUPS       Y4, 1984(BX)
+	VEXTRACTF64X4 $0x01, Z19, Y2
+	VADDPS        Y6, Y19, Y6
+	VADDPS        Y6, Y2, Y6
 
 	// v31 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z2, Z0
+	VSUBPS Z3, Z4, Z2
 
 	// mean(v31) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2304(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 2304(BX)
-	MOVQ          entropy+64(FP), DI
-	VMOVUPS       (DI)(SI*4), Z0
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y7, Y2, Y7
+	VADDPS        Y7, Y3, Y7
+	MOVQ          entropy+64(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS.BCST lgb26<>+0(SB), Z0, Z1
+	VMULPS.BCST lgb26<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        2624(BX), Y0, Y0
-	VADDPS        Y0, Y2, Y0
-	VMOVUPS       Y0, 2624(BX)
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y8, Y2, Y8
+	VADDPS        Y8, Y4, Y8
 
 	// mean(v35) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        2944(BX), Y1, Y1
-	VADDPS        Y1, Y0, Y1
-	VMOVUPS       Y1, 2944(BX)
-	MOVQ          valueTarget+72(FP), DI
-	VMOVUPS       (DI)(SI*4), Z0
-	MOVQ          stateValue+80(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y9, Y3, Y9
+	VADDPS        Y9, Y2, Y9
+	MOVQ          valueTarget+72(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
+	MOVQ          stateValue+80(FP), BX
+	VMOVUPS       (BX)(SI*4), Z4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z1, Z0, Z2
+	VSUBPS Z4, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z2, Z2, Z4
-	MOVQ    oldStateValue+88(FP), DI
-	VMOVUPS (DI)(SI*4), Z5
+	VMULPS  Z3, Z3, Z18
+	MOVQ    oldStateValue+88(FP), BX
+	VMOVUPS (BX)(SI*4), Z19
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z5, Z1, Z1
-	VBROADCASTSS lgb27<>+0(SB), Z6
+	VSUBPS       Z19, Z4, Z4
+	VBROADCASTSS lgb27<>+0(SB), Z20
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS       Z1, Z6, Z6
-	VBROADCASTSS lgb28<>+0(SB), Z7
+	VMAXPS       Z4, Z20, Z20
+	VBROADCASTSS lgb28<>+0(SB), Z21
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z20, Z21, Z20
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z6, Z1, K1
-	VPMOVM2D    K1, Z1
-	VANDPS.BCST lgb18<>+0(SB), Z1, Z1
+	VCMPPS      $0x04, Z20, Z4, K1
+	VPMOVM2D    K1, Z4
+	VANDPS.BCST lgb18<>+0(SB), Z4, Z4
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y7
-	VADDPS        3264(BX), Y1, Y1
-	VADDPS        Y1, Y7, Y1
-	VMOVUPS       Y1, 3264(BX)
+	VEXTRACTF64X4 $0x01, Z4, Y21
+	VADDPS        Y10, Y4, Y10
+	VADDPS        Y10, Y21, Y10
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z6, Z5, Z1
+	VADDPS Z20, Z19, Z4
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Z1, Z0, Z1
+	VSUBPS Z4, Z2, Z4
 
 	// l22 = mul(diff2, diff2)
-	VMULPS Z1, Z1, Z1
+	VMULPS Z4, Z4, Z4
 
 	// v53 = max(l2, l22)
+	VXORPS.BCST lgb25<>+0(SB), Z18, Z18
 	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
-	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
-	VMINPS      Z4, Z1, Z5
-	VMINPS      Z1, Z4, Z1
-	VORPS       Z5, Z1, Z1
-	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
+	VMINPS      Z18, Z4, Z19
+	VMINPS      Z4, Z18, Z4
+	VORPS       Z19, Z4, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        3584(BX), Y1, Y1
-	VADDPS        Y1, Y4, Y1
-	VMOVUPS       Y1, 3584(BX)
+	VEXTRACTF64X4 $0x01, Z4, Y18
+	VADDPS        Y11, Y4, Y11
+	VADDPS        Y11, Y18, Y11
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y1
-	VMOVUPS       4288(BX), Y4
-	VMOVUPS       4416(BX), Y5
-	VMOVUPS       4544(BX), Y6
-	VMOVQ         DX, X7
-	VPBROADCASTD  X7, Y7
-	VPCMPEQD      lgc0<>+0(SB), Y7, Y7
-	VBLENDVPS     Y7, Y2, Y6, Y6
-	VSUBPS        Y6, Y2, Y2
-	VADDPS        Y4, Y2, Y4
-	VFMADD231PS   Y2, Y2, Y5
-	VSUBPS        Y6, Y1, Y1
-	VADDPS        Y4, Y1, Y4
-	VFMADD231PS   Y1, Y1, Y5
-	VMOVUPS       Y4, 4288(BX)
-	VMOVUPS       Y5, 4416(BX)
-	VMOVUPS       Y6, 4544(BX)
+	VEXTRACTF64X4 $0x01, Z3, Y18
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y3, Y0, Y0
+	VSUBPS        Y0, Y3, Y3
+	VADDPS        Y12, Y3, Y12
+	VFMADD231PS   Y3, Y3, Y13
+	VSUBPS        Y0, Y18, Y3
+	VADDPS        Y12, Y3, Y12
+	VFMADD231PS   Y3, Y3, Y13
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VMOVUPS       5248(BX), Y2
-	VMOVUPS       5376(BX), Y4
-	VMOVUPS       5504(BX), Y5
-	VMOVQ         DX, X6
-	VPBROADCASTD  X6, Y6
-	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VBLENDVPS     Y6, Y0, Y5, Y5
-	VSUBPS        Y5, Y0, Y0
-	VADDPS        Y2, Y0, Y2
-	VFMADD231PS   Y0, Y0, Y4
-	VSUBPS        Y5, Y1, Y0
-	VADDPS        Y2, Y0, Y2
-	VFMADD231PS   Y0, Y0, Y4
-	VMOVUPS       Y2, 5248(BX)
-	VMOVUPS       Y4, 5376(BX)
-	VMOVUPS       Y5, 5504(BX)
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VMOVQ         DX, X3
+	VPBROADCASTD  X3, Y3
+	VPCMPEQD      lgc0<>+0(SB), Y3, Y3
+	VBLENDVPS     Y3, Y2, Y1, Y1
+	VSUBPS        Y1, Y2, Y2
+	VADDPS        Y14, Y2, Y14
+	VFMADD231PS   Y2, Y2, Y15
+	VSUBPS        Y1, Y4, Y2
+	VADDPS        Y14, Y2, Y14
+	VFMADD231PS   Y2, Y2, Y15
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z0
-	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z1
-	VANDPS        Z1, Z0, Z0
-	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z1
-	VORPS         Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VANDPS        Y0, Y1, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VANDPS        5824(BX), Y0, Y0
-	VMOVUPS       Y0, 5824(BX)
-	VADDPS        5952(BX), Y8, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 5952(BX)
-	VMULPS        Y8, Y8, Y0
-	VMULPS        Y1, Y1, Y1
-	VADDPS        6272(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 6272(BX)
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z17, Y3
+	MOVQ          state+8(FP), BX
+	VANDPS        5824(BX), Y2, Y2
+	VMOVUPS       Y2, 5824(BX)
+	VADDPS        5952(BX), Y17, Y2
+	VADDPS        Y2, Y3, Y2
+	VMOVUPS       Y2, 5952(BX)
+	VMULPS        Y17, Y17, Y2
+	VMULPS        Y3, Y3, Y3
+	VADDPS        6272(BX), Y2, Y2
+	VADDPS        Y2, Y3, Y2
+	VMOVUPS       Y2, 6272(BX)
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc1<>+0(SB), Y0
-	MOVQ          state+56(FP), DX
-	VMOVUPS       1664(DX), Y1
-	VMULPS        lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        1472(DX), Z1, Z1
-	VMOVUPD       Z1, 1472(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 1664(DX)
-	VMOVUPS       1984(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        1792(DX), Z1, Z1
-	VMOVUPD       Z1, 1792(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 1984(DX)
-	VMOVUPS       2304(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        2112(DX), Z1, Z1
-	VMOVUPD       Z1, 2112(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 2304(DX)
-	VMOVUPS       2624(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        2432(DX), Z1, Z1
-	VMOVUPD       Z1, 2432(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 2624(DX)
-	VMOVUPS       2944(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        2752(DX), Z1, Z1
-	VMOVUPD       Z1, 2752(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 2944(DX)
-	VMOVUPS       3264(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        3072(DX), Z1, Z1
-	VMOVUPD       Z1, 3072(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 3264(DX)
-	VMOVUPS       3584(DX), Y1
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD     Y1, Z1
-	VADDPD        3392(DX), Z1, Z1
-	VMOVUPD       Z1, 3392(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 3584(DX)
-	VMOVUPS       4288(DX), Y1
-	VMOVUPS       4416(DX), Y3
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
-	VMOVUPS       4544(DX), Y4
-	VCVTPS2PD     Y1, Z1
-	VCVTPS2PD     Y3, Z3
+	VMOVUPD       lgc1<>+0(SB), Y3
+	MOVQ          state+8(FP), DX
+	VMULPS        lgc2<>+0(SB), Y5, Y2
+	VCVTPS2PD     Y5, Z4
+	VADDPD        1472(DX), Z4, Z4
+	VMOVUPD       Z4, 1472(DX)
+	VMOVUPS       lgc2<>+0(SB), Y5
+	VFMADD231PS   lgc2<>+0(SB), Y6, Y2
+	VCVTPS2PD     Y6, Z4
+	VADDPD        1792(DX), Z4, Z4
+	VMOVUPD       Z4, 1792(DX)
+	VMOVUPS       lgc2<>+0(SB), Y6
+	VFMADD231PS   lgc2<>+0(SB), Y7, Y2
+	VCVTPS2PD     Y7, Z4
+	VADDPD        2112(DX), Z4, Z4
+	VMOVUPD       Z4, 2112(DX)
+	VMOVUPS       lgc2<>+0(SB), Y7
+	VFMADD231PS   lgc2<>+0(SB), Y8, Y2
+	VCVTPS2PD     Y8, Z4
+	VADDPD        2432(DX), Z4, Z4
+	VMOVUPD       Z4, 2432(DX)
+	VMOVUPS       lgc2<>+0(SB), Y8
+	VFMADD231PS   lgc2<>+0(SB), Y9, Y2
+	VCVTPS2PD     Y9, Z4
+	VADDPD        2752(DX), Z4, Z4
+	VMOVUPD       Z4, 2752(DX)
+	VMOVUPS       lgc2<>+0(SB), Y9
+	VFMADD231PS   lgc2<>+0(SB), Y10, Y2
+	VCVTPS2PD     Y10, Z4
+	VADDPD        3072(DX), Z4, Z4
+	VMOVUPD       Z4, 3072(DX)
+	VMOVUPS       lgc2<>+0(SB), Y10
+	VFMADD231PS   lgc2<>+0(SB), Y11, Y2
+	VCVTPS2PD     Y11, Z4
+	VADDPD        3392(DX), Z4, Z4
+	VMOVUPD       Z4, 3392(DX)
+	VMOVUPS       lgc2<>+0(SB), Y11
+	VMOVUPS       Y12, Y4
+	VMOVUPS       Y13, Y12
+	VFMADD231PS   lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS   lgc2<>+0(SB), Y12, Y2
+	VMOVUPS       Y0, Y13
 	VCVTPS2PD     Y4, Z4
-	VBROADCASTSD  lgc3<>+0(SB), Z5
-	VBROADCASTSD  X0, Z6
-	VMAXPD        Z5, Z6, Z7
-	VDIVPD        Z7, Z1, Z7
-	VFNMADD231PD  Z1, Z7, Z3
-	VADDPD        Z4, Z7, Z7
-	VMOVUPD       3712(DX), Z1
-	VADDPD        Z6, Z1, Z4
-	VMOVUPD       Z4, 3712(DX)
-	VMAXPD        Z5, Z4, Z4
-	VDIVPD        Z4, Z6, Z4
-	VMOVUPD       3904(DX), Z5
-	VSUBPD        Z5, Z7, Z6
-	VFMADD231PD   Z6, Z4, Z5
-	VMOVUPD       Z5, 3904(DX)
-	VMULPD        Z4, Z1, Z4
-	VMULPD        Z6, Z4, Z4
-	VADDPD        4096(DX), Z3, Z1
-	VFMADD231PD   Z6, Z4, Z1
-	VMOVUPD       Z1, 4096(DX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       Y1, 4288(DX)
-	VMOVUPS       Y1, 4416(DX)
-	VMOVUPS       5248(DX), Y1
-	VMOVUPS       5376(DX), Y3
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
-	VMOVUPS       5504(DX), Y4
-	VCVTPS2PD     Y1, Z1
-	VCVTPS2PD     Y3, Z3
+	VCVTPS2PD     Y12, Z12
+	VCVTPS2PD     Y13, Z13
+	VBROADCASTSD  lgc3<>+0(SB), Z16
+	VBROADCASTSD  X3, Z17
+	VMAXPD        Z16, Z17, Z18
+	VDIVPD        Z18, Z4, Z18
+	VFNMADD231PD  Z4, Z18, Z12
+	VADDPD        Z13, Z18, Z18
+	VMOVUPD       3712(DX), Z4
+	VADDPD        Z17, Z4, Z13
+	VMOVUPD       Z13, 3712(DX)
+	VMAXPD        Z16, Z13, Z13
+	VDIVPD        Z13, Z17, Z13
+	VMOVUPD       3904(DX), Z16
+	VSUBPD        Z16, Z18, Z17
+	VFMADD231PD   Z17, Z13, Z16
+	VMOVUPD       Z16, 3904(DX)
+	VMULPD        Z13, Z4, Z13
+	VMULPD        Z17, Z13, Z13
+	VADDPD        4096(DX), Z12, Z4
+	VFMADD231PD   Z17, Z13, Z4
+	VMOVUPD       Z4, 4096(DX)
+	VMOVUPS       lgc2<>+0(SB), Y12
+	VMOVUPS       lgc2<>+0(SB), Y13
+	VMOVUPS       Y14, Y4
+	VMOVUPS       Y15, Y14
+	VFMADD231PS   lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS   lgc2<>+0(SB), Y14, Y2
+	VMOVUPS       Y1, Y15
 	VCVTPS2PD     Y4, Z4
-	VBROADCASTSD  lgc3<>+0(SB), Z5
-	VBROADCASTSD  X0, Z0
-	VMAXPD        Z5, Z0, Z6
-	VDIVPD        Z6, Z1, Z6
-	VFNMADD231PD  Z1, Z6, Z3
-	VADDPD        Z4, Z6, Z6
-	VMOVUPD       4672(DX), Z1
-	VADDPD        Z0, Z1, Z4
-	VMOVUPD       Z4, 4672(DX)
-	VMAXPD        Z5, Z4, Z4
-	VDIVPD        Z4, Z0, Z0
-	VMOVUPD       4864(DX), Z4
-	VSUBPD        Z4, Z6, Z5
-	VFMADD231PD   Z5, Z0, Z4
-	VMOVUPD       Z4, 4864(DX)
-	VMULPD        Z0, Z1, Z0
-	VMULPD        Z5, Z0, Z0
-	VADDPD        5056(DX), Z3, Z1
-	VFMADD231PD   Z5, Z0, Z1
-	VMOVUPD       Z1, 5056(DX)
-	VMOVUPS       lgc2<>+0(SB), Y0
-	VMOVUPS       Y0, 5248(DX)
-	VMOVUPS       Y0, 5376(DX)
-	VMOVUPS       5952(DX), Y0
-	VFMADD231PS   lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        5632(DX), Z0, Z0
-	VMOVUPD       Z0, 5632(DX)
-	VMOVUPS       lgc2<>+0(SB), Y0
-	VMOVUPS       Y0, 5952(DX)
-	VMOVUPS       6272(DX), Y0
-	VFMADD231PS   lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        6080(DX), Z0, Z0
-	VMOVUPD       Z0, 6080(DX)
-	VMOVUPS       lgc2<>+0(SB), Y0
-	VMOVUPS       Y0, 6272(DX)
-	VCMPPS        $0x00, Y2, Y2, Y0
-	VANDPS        6400(DX), Y0, Y0
-	VMOVUPS       Y0, 6400(DX)
+	VCVTPS2PD     Y14, Z14
+	VCVTPS2PD     Y15, Z15
+	VBROADCASTSD  lgc3<>+0(SB), Z16
+	VBROADCASTSD  X3, Z3
+	VMAXPD        Z16, Z3, Z17
+	VDIVPD        Z17, Z4, Z17
+	VFNMADD231PD  Z4, Z17, Z14
+	VADDPD        Z15, Z17, Z17
+	VMOVUPD       4672(DX), Z4
+	VADDPD        Z3, Z4, Z15
+	VMOVUPD       Z15, 4672(DX)
+	VMAXPD        Z16, Z15, Z15
+	VDIVPD        Z15, Z3, Z3
+	VMOVUPD       4864(DX), Z15
+	VSUBPD        Z15, Z17, Z16
+	VFMADD231PD   Z16, Z3, Z15
+	VMOVUPD       Z15, 4864(DX)
+	VMULPD        Z3, Z4, Z3
+	VMULPD        Z16, Z3, Z3
+	VADDPD        5056(DX), Z14, Z4
+	VFMADD231PD   Z16, Z3, Z4
+	VMOVUPD       Z4, 5056(DX)
+	VMOVUPS       lgc2<>+0(SB), Y14
+	VMOVUPS       lgc2<>+0(SB), Y15
+	VMOVUPS       5952(DX), Y3
+	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
+	VCVTPS2PD     Y3, Z3
+	VADDPD        5632(DX), Z3, Z3
+	VMOVUPD       Z3, 5632(DX)
+	VMOVUPS       lgc2<>+0(SB), Y3
+	VMOVUPS       Y3, 5952(DX)
+	VMOVUPS       6272(DX), Y3
+	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
+	VCVTPS2PD     Y3, Z3
+	VADDPD        6080(DX), Z3, Z3
+	VMOVUPD       Z3, 6080(DX)
+	VMOVUPS       lgc2<>+0(SB), Y3
+	VMOVUPS       Y3, 6272(DX)
+	VCMPPS        $0x00, Y2, Y2, Y2
+	VANDPS        6400(DX), Y2, Y2
+	VMOVUPS       Y2, 6400(DX)
 	MOVQ          $+4, DX
 
 noflush_6:
 	ADDQ $+16, CX
 	CMPQ CX, $+4096
 	JGE  chunkdone_5
-	CMPQ CX, hi+16(FP)
+	CMPQ CX, hi+24(FP)
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         state+8(FP), AX
+	VMOVUPS      Y5, 1664(AX)
+	VMOVUPS      Y6, 1984(AX)
+	VMOVUPS      Y7, 2304(AX)
+	VMOVUPS      Y8, 2624(AX)
+	VMOVUPS      Y9, 2944(AX)
+	VMOVUPS      Y10, 3264(AX)
+	VMOVUPS      Y11, 3584(AX)
+	VMOVUPS      Y12, 4288(AX)
+	VMOVUPS      Y13, 4416(AX)
+	VMOVUPS      Y0, 4544(AX)
+	VMOVUPS      Y14, 5248(AX)
+	VMOVUPS      Y15, 5376(AX)
+	VMOVUPS      Y1, 5504(AX)
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(AX), Z1, Z1
-	VMOVUPD      Z1, 1472(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(AX)
-	VMOVUPS      1984(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1792(AX), Z1, Z1
-	VMOVUPD      Z1, 1792(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(AX)
-	VMOVUPS      2304(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2112(AX), Z1, Z1
-	VMOVUPD      Z1, 2112(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(AX)
-	VMOVUPS      2624(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2432(AX), Z1, Z1
-	VMOVUPD      Z1, 2432(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(AX)
-	VMOVUPS      2944(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2752(AX), Z1, Z1
-	VMOVUPD      Z1, 2752(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(AX)
-	VMOVUPS      3264(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3072(AX), Z1, Z1
-	VMOVUPD      Z1, 3072(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(AX)
-	VMOVUPS      3584(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3392(AX), Z1, Z1
-	VMOVUPD      Z1, 3392(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(AX)
-	VMOVUPS      4288(AX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+8(FP), AX
+	VMOVUPS      1664(AX), Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1472(AX), Z2, Z2
+	VMOVUPD      Z2, 1472(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(AX)
+	VMOVUPS      1984(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1792(AX), Z2, Z2
+	VMOVUPD      Z2, 1792(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(AX)
+	VMOVUPS      2304(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2112(AX), Z2, Z2
+	VMOVUPD      Z2, 2112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(AX)
+	VMOVUPS      2624(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2432(AX), Z2, Z2
+	VMOVUPD      Z2, 2432(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(AX)
+	VMOVUPS      2944(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2752(AX), Z2, Z2
+	VMOVUPD      Z2, 2752(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(AX)
+	VMOVUPS      3264(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3072(AX), Z2, Z2
+	VMOVUPD      Z2, 3072(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(AX)
+	VMOVUPS      3584(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3392(AX), Z2, Z2
+	VMOVUPD      Z2, 3392(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 3584(AX)
+	VMOVUPS      4288(AX), Y2
 	VMOVUPS      4416(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      4544(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
+	VBROADCASTSD X1, Z6
 	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z3
 	VADDPD       Z4, Z7, Z7
-	VMOVUPD      3712(AX), Z1
-	VADDPD       Z6, Z1, Z4
+	VMOVUPD      3712(AX), Z2
+	VADDPD       Z6, Z2, Z4
 	VMOVUPD      Z4, 3712(AX)
 	VMAXPD       Z5, Z4, Z4
 	VDIVPD       Z4, Z6, Z4
@@ -671,60 +665,60 @@ chunkdone_5:
 	VSUBPD       Z5, Z7, Z6
 	VFMADD231PD  Z6, Z4, Z5
 	VMOVUPD      Z5, 3904(AX)
-	VMULPD       Z4, Z1, Z4
+	VMULPD       Z4, Z2, Z4
 	VMULPD       Z6, Z4, Z4
-	VADDPD       4096(AX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 4096(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(AX)
-	VMOVUPS      Y1, 4416(AX)
-	VMOVUPS      5248(AX), Y1
+	VADDPD       4096(AX), Z3, Z2
+	VFMADD231PD  Z6, Z4, Z2
+	VMOVUPD      Z2, 4096(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(AX)
+	VMOVUPS      Y2, 4416(AX)
+	VMOVUPS      5248(AX), Y2
 	VMOVUPS      5376(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      5504(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      4672(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      4672(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 4672(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      4864(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 4864(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       5056(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 5056(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(AX)
-	VMOVUPS      Y0, 5376(AX)
-	VMOVUPS      5952(AX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       5632(AX), Z0, Z0
-	VMOVUPD      Z0, 5632(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(AX)
-	VMOVUPS      6272(AX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       6080(AX), Z0, Z0
-	VMOVUPD      Z0, 6080(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       5056(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 5056(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 5248(AX)
+	VMOVUPS      Y1, 5376(AX)
+	VMOVUPS      5952(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       5632(AX), Z1, Z1
+	VMOVUPD      Z1, 5632(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 5952(AX)
+	VMOVUPS      6272(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       6080(AX), Z1, Z1
+	VMOVUPD      Z1, 6080(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 6272(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       6400(AX), Y0, Y0
 	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER
@@ -818,10 +812,10 @@ TEXT ·fbPass0AVX512(SB), $64-32
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 256(AX), Y0
-	VMOVUPS 960(AX), Y1
-	VMOVUPS 1088(AX), Y2
-	VMOVUPS 1216(AX), Y3
+	VMOVUPS 256(AX), Y3
+	VMOVUPS 960(AX), Y4
+	VMOVUPS 1088(AX), Y5
+	VMOVUPS 1216(AX), Y0
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_8
@@ -829,65 +823,65 @@ TEXT ·fbPass0AVX512(SB), $64-32
 blocks_7:
 	MOVQ    advantage+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z4
+	VMOVUPS (DX)(BX*4), Z1
 
 	// mean(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        Y0, Y4, Y0
-	VADDPS        Y0, Y5, Y0
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y3, Y1, Y3
+	VADDPS        Y3, Y2, Y3
 
 	// std(advantage) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VMOVQ         CX, X6
-	VPBROADCASTD  X6, Y6
-	VPCMPEQD      lgc0<>+0(SB), Y6, Y6
-	VBLENDVPS     Y6, Y4, Y3, Y3
-	VSUBPS        Y3, Y4, Y4
-	VADDPS        Y1, Y4, Y1
-	VFMADD231PS   Y4, Y4, Y2
-	VSUBPS        Y3, Y5, Y4
-	VADDPS        Y1, Y4, Y1
-	VFMADD231PS   Y4, Y4, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y6
+	VMOVQ         CX, X2
+	VPBROADCASTD  X2, Y2
+	VPCMPEQD      lgc0<>+0(SB), Y2, Y2
+	VBLENDVPS     Y2, Y1, Y0, Y0
+	VSUBPS        Y0, Y1, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y5
+	VSUBPS        Y0, Y6, Y1
+	VADDPS        Y4, Y1, Y4
+	VFMADD231PS   Y1, Y1, Y5
 	DECQ          CX
 	JNZ           noflush_9
-	VMOVUPD       lgc1<>+0(SB), Y4
+	VMOVUPD       lgc1<>+0(SB), Y2
 	MOVQ          state+0(FP), CX
-	VMULPS        lgc2<>+0(SB), Y0, Y5
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(CX), Z0, Z0
-	VMOVUPD       Z0, 64(CX)
-	VMOVUPS       lgc2<>+0(SB), Y0
-	VFMADD231PS   lgc2<>+0(SB), Y1, Y5
-	VFMADD231PS   lgc2<>+0(SB), Y2, Y5
-	VMOVUPS       Y3, Y6
-	VCVTPS2PD     Y1, Z1
-	VCVTPS2PD     Y2, Z2
+	VMULPS        lgc2<>+0(SB), Y3, Y1
+	VCVTPS2PD     Y3, Z3
+	VADDPD        64(CX), Z3, Z3
+	VMOVUPD       Z3, 64(CX)
+	VMOVUPS       lgc2<>+0(SB), Y3
+	VFMADD231PS   lgc2<>+0(SB), Y4, Y1
+	VFMADD231PS   lgc2<>+0(SB), Y5, Y1
+	VMOVUPS       Y0, Y6
+	VCVTPS2PD     Y4, Z4
+	VCVTPS2PD     Y5, Z5
 	VCVTPS2PD     Y6, Z6
 	VBROADCASTSD  lgc3<>+0(SB), Z7
-	VBROADCASTSD  X4, Z4
-	VMAXPD        Z7, Z4, Z8
-	VDIVPD        Z8, Z1, Z8
-	VFNMADD231PD  Z1, Z8, Z2
+	VBROADCASTSD  X2, Z2
+	VMAXPD        Z7, Z2, Z8
+	VDIVPD        Z8, Z4, Z8
+	VFNMADD231PD  Z4, Z8, Z5
 	VADDPD        Z6, Z8, Z8
-	VMOVUPD       384(CX), Z1
-	VADDPD        Z4, Z1, Z6
+	VMOVUPD       384(CX), Z4
+	VADDPD        Z2, Z4, Z6
 	VMOVUPD       Z6, 384(CX)
 	VMAXPD        Z7, Z6, Z6
-	VDIVPD        Z6, Z4, Z4
+	VDIVPD        Z6, Z2, Z2
 	VMOVUPD       576(CX), Z6
 	VSUBPD        Z6, Z8, Z7
-	VFMADD231PD   Z7, Z4, Z6
+	VFMADD231PD   Z7, Z2, Z6
 	VMOVUPD       Z6, 576(CX)
-	VMULPD        Z4, Z1, Z4
-	VMULPD        Z7, Z4, Z4
-	VADDPD        768(CX), Z2, Z1
-	VFMADD231PD   Z7, Z4, Z1
-	VMOVUPD       Z1, 768(CX)
-	VMOVUPS       lgc2<>+0(SB), Y1
-	VMOVUPS       lgc2<>+0(SB), Y2
-	VCMPPS        $0x00, Y5, Y5, Y4
-	VANDPS        1344(CX), Y4, Y4
-	VMOVUPS       Y4, 1344(CX)
+	VMULPD        Z2, Z4, Z2
+	VMULPD        Z7, Z2, Z2
+	VADDPD        768(CX), Z5, Z4
+	VFMADD231PD   Z7, Z2, Z4
+	VMOVUPD       Z4, 768(CX)
+	VMOVUPS       lgc2<>+0(SB), Y4
+	VMOVUPS       lgc2<>+0(SB), Y5
+	VCMPPS        $0x00, Y1, Y1, Y1
+	VANDPS        1344(CX), Y1, Y1
+	VMOVUPS       Y1, 1344(CX)
 	MOVQ          $+4, CX
 
 noflush_9:
@@ -899,64 +893,64 @@ noflush_9:
 
 chunkdone_8:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      Y1, 960(AX)
-	VMOVUPS      Y2, 1088(AX)
-	VMOVUPS      Y3, 1216(AX)
+	VMOVUPS      Y3, 256(AX)
+	VMOVUPS      Y4, 960(AX)
+	VMOVUPS      Y5, 1088(AX)
+	VMOVUPS      Y0, 1216(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
+	VBROADCASTSD X0, Y1
 	MOVQ         state+0(FP), AX
-	VMOVUPS      256(AX), Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      960(AX), Y1
+	VMOVUPS      256(AX), Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(AX), Z2, Z2
+	VMOVUPD      Z2, 64(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      960(AX), Y2
 	VMOVUPS      1088(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      1216(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      384(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      384(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 384(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      576(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 576(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       768(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 768(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 960(AX)
-	VMOVUPS      Y0, 1088(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       768(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 768(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 960(AX)
+	VMOVUPS      Y1, 1088(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(AX), Y0, Y0
 	VMOVUPS      Y0, 1344(AX)
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(s1 *float32, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
+// func fbPass1AVX512(s1 *float32, state *float64, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $512-120
+TEXT ·fbPass1AVX512(SB), $704-120
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -970,643 +964,643 @@ TEXT ·fbPass1AVX512(SB), $512-120
 	VMAXPS  Z0, Z1, Z0
 	VMOVUPS Z0, (AX)
 	MOVQ    $+4, DX
-	MOVQ    lo+8(FP), CX
-	CMPQ    CX, hi+16(FP)
+	MOVQ    state+8(FP), CX
+	VMOVUPS 1664(CX), Y5
+	VMOVUPS 1984(CX), Y6
+	VMOVUPS 2304(CX), Y7
+	VMOVUPS 2624(CX), Y8
+	VMOVUPS 2944(CX), Y9
+	VMOVUPS 3264(CX), Y10
+	VMOVUPS 3584(CX), Y11
+	VMOVUPS 4288(CX), Y12
+	VMOVUPS 4416(CX), Y13
+	VMOVUPS 4544(CX), Y0
+	VMOVUPS 5248(CX), Y14
+	VMOVUPS 5376(CX), Y15
+	VMOVUPS 5504(CX), Y1
+	MOVQ    lo+16(FP), CX
+	CMPQ    CX, hi+24(FP)
 	JGE     chunkdone_11
 
 blocks_10:
-	MOVQ         advantage+24(FP), BX
+	MOVQ         advantage+32(FP), BX
 	MOVQ         CX, SI
-	VMOVUPS      (BX)(SI*4), Z0
-	MOVQ         s0+32(FP), BX
+	VMOVUPS      (BX)(SI*4), Z2
+	MOVQ         s0+40(FP), BX
 	XORQ         DI, DI
-	VBROADCASTSS (BX)(DI*4), Z1
+	VBROADCASTSS (BX)(DI*4), Z3
 
 	// v3 = sub(advantage, mean)
-	VSUBPS  Z1, Z0, Z0
-	VMOVUPS (AX), Z1
+	VSUBPS  Z3, Z2, Z2
+	VMOVUPS (AX), Z3
 
 	// advantageNormalized = div(v3, v5)
-	VDIVPS  Z1, Z0, Z0
-	MOVQ    logProb+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z1
-	MOVQ    sampleLogProb+48(FP), BX
+	VDIVPS  Z3, Z2, Z4
+	MOVQ    logProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Z2
+	MOVQ    sampleLogProb+56(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS       Z2, Z1, Z3
-	VBROADCASTSS lgb5<>+0(SB), Z4
+	VSUBPS       Z3, Z2, Z16
+	VBROADCASTSS lgb5<>+0(SB), Z17
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z3, Z4, Z4
-	VBROADCASTSS lgb6<>+0(SB), Z5
+	VMAXPS       Z16, Z17, Z17
+	VBROADCASTSS lgb6<>+0(SB), Z18
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
-	VMINPS Z4, Z5, Z4
+	VMINPS Z17, Z18, Z18
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb7<>+0(SB), Z5
-	VMAXPS            Z3, Z5, Z5
-	VBROADCASTSS      lgb8<>+0(SB), Z6
-	VMINPS            Z5, Z6, Z5
-	VMULPS.BCST       lgb9<>+0(SB), Z5, Z6
-	VRNDSCALEPS       $0x00, Z6, Z6
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z6, Z5
-	VFNMADD231PS.BCST lgb11<>+0(SB), Z6, Z5
-	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb12<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z5, Z8
-	VBROADCASTSS      lgb14<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VBROADCASTSS      lgb16<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb17<>+0(SB), Z5, Z9
-	VFMADD213PS       Z9, Z7, Z8
-	VFMADD213PS       Z5, Z7, Z8
-	VADDPS.BCST       lgb18<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z6, Z5
-	VPADDD.BCST       lgb19<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z5, Z8, Z8
+	VBROADCASTSS      lgb7<>+0(SB), Z17
+	VMAXPS            Z16, Z17, Z17
+	VBROADCASTSS      lgb8<>+0(SB), Z19
+	VMINPS            Z17, Z19, Z17
+	VMULPS.BCST       lgb9<>+0(SB), Z17, Z19
+	VRNDSCALEPS       $0x00, Z19, Z19
+	VMOVAPS           Z17, Z20
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z19, Z20
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z19, Z20
+	VMULPS            Z20, Z20, Z21
+	VBROADCASTSS      lgb12<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z20, Z17
+	VBROADCASTSS      lgb14<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z20, Z22
+	VFMADD213PS       Z22, Z21, Z17
+	VBROADCASTSS      lgb16<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb17<>+0(SB), Z20, Z22
+	VFMADD213PS       Z22, Z21, Z17
+	VFMADD213PS       Z20, Z21, Z17
+	VADDPS.BCST       lgb18<>+0(SB), Z17, Z17
+	VCVTPS2DQ         Z19, Z19
+	VPADDD.BCST       lgb19<>+0(SB), Z19, Z19
+	VPSRLD            $0x01, Z19, Z20
+	VPSUBD            Z20, Z19, Z19
+	VPSLLD            $0x17, Z20, Z20
+	VPSLLD            $0x17, Z19, Z19
+	VMULPS            Z20, Z17, Z17
+	VMULPS            Z19, Z17, Z17
 
 	// v15 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z3, Z4, K1
-	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb18<>+0(SB), Z4, Z5
-	VBROADCASTSS lgb20<>+0(SB), Z6
-	VBROADCASTSS lgb21<>+0(SB), Z7
+	VCMPPS       $0x04, Z16, Z18, K1
+	VPMOVM2D     K1, Z19
+	VANDPS.BCST  lgb18<>+0(SB), Z19, Z18
+	VBROADCASTSS lgb20<>+0(SB), Z21
+	VBROADCASTSS lgb21<>+0(SB), Z22
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
-	VMOVUPS      Z4, Z9
-	VPTERNLOGD   $0xca, Z7, Z6, Z9
-	VBROADCASTSS lgb22<>+0(SB), Z6
-	VBROADCASTSS lgb23<>+0(SB), Z7
+	VMOVUPS      Z19, Z20
+	VPTERNLOGD   $0xca, Z22, Z21, Z20
+	VBROADCASTSS lgb22<>+0(SB), Z21
+	VBROADCASTSS lgb23<>+0(SB), Z22
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z7, Z6, Z4
-	VBROADCASTSS lgb24<>+0(SB), Z6
+	VPTERNLOGD   $0xca, Z22, Z21, Z19
+	VBROADCASTSS lgb24<>+0(SB), Z21
 
 	// v23 = ge(advantageNormalized, 0)
-	VCMPPS   $0x1d, Z6, Z0, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x1d, Z21, Z4, K1
+	VPMOVM2D K1, Z21
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS Z8, Z9, Z10
+	VMINPS Z17, Z20, Z22
 
 	// v25 = max(ratio, v21) tie=first
-	VMAXPS Z8, Z4, Z11
+	VMAXPS  Z17, Z19, Z23
+	VMOVUPS Z20, 64(AX)
 
 	// v26 = where(v23, v24, v25)
-	VMOVUPS    Z7, Z12
-	VPTERNLOGD $0xca, Z11, Z10, Z12
+	VMOVUPS    Z21, Z20
+	VPTERNLOGD $0xca, Z23, Z22, Z20
 
 	// gain = mul(advantageNormalized, v26)
-	VMULPS Z12, Z0, Z10
+	VMULPS Z20, Z4, Z20
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb25<>+0(SB), Z10, Z10
+	VXORPS.BCST lgb25<>+0(SB), Z20, Z20
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	MOVQ          state+56(FP), BX
-	VADDPS        1664(BX), Y10, Y10
-	VADDPS        Y10, Y11, Y10
-	VMOVUPS       Y10, 1664(BX)
+	VEXTRACTF64X4 $0x01, Z20, Y22
+	VADDPS        Y5, Y20, Y5
+	VADDPS        Y5, Y22, Y5
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y10
-	VADDPS        1984(BX), Y5, Y5
-	VADDPS        Y5, Y10, Y5
-	VMOVUPS       Y5, 1984(BX)
+	VEXTRACTF64X4 $0x01, Z18, Y20
+	VADDPS        Y6, Y18, Y6
+	VADDPS        Y6, Y20, Y6
 
 	// v31 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z2, Z3, Z2
 
 	// mean(v31) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        2304(BX), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 2304(BX)
-	MOVQ          entropy+64(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y7, Y2, Y7
+	VADDPS        Y7, Y3, Y7
+	MOVQ          entropy+64(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
 
 	// v35 = mul(-0.01, entropy)
-	VMULPS.BCST lgb26<>+0(SB), Z1, Z2
+	VMULPS.BCST lgb26<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y5
-	VADDPS        2624(BX), Y1, Y1
-	VADDPS        Y1, Y5, Y1
-	VMOVUPS       Y1, 2624(BX)
+	VEXTRACTF64X4 $0x01, Z2, Y18
+	VADDPS        Y8, Y2, Y8
+	VADDPS        Y8, Y18, Y8
 
 	// mean(v35) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y1
-	VADDPS        2944(BX), Y2, Y2
-	VADDPS        Y2, Y1, Y2
-	VMOVUPS       Y2, 2944(BX)
-	MOVQ          valueTarget+72(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
-	MOVQ          stateValue+80(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y9, Y3, Y9
+	VADDPS        Y9, Y2, Y9
+	MOVQ          valueTarget+72(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
+	MOVQ          stateValue+80(FP), BX
+	VMOVUPS       (BX)(SI*4), Z22
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z2, Z1, Z5
+	VSUBPS Z22, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z5, Z5, Z10
-	MOVQ    oldStateValue+88(FP), DI
-	VMOVUPS (DI)(SI*4), Z11
+	VMULPS  Z3, Z3, Z18
+	MOVQ    oldStateValue+88(FP), BX
+	VMOVUPS (BX)(SI*4), Z20
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z11, Z2, Z2
-	VBROADCASTSS lgb27<>+0(SB), Z12
+	VSUBPS       Z20, Z22, Z22
+	VBROADCASTSS lgb27<>+0(SB), Z23
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS       Z2, Z12, Z12
-	VBROADCASTSS lgb28<>+0(SB), Z13
+	VMAXPS       Z22, Z23, Z23
+	VMOVUPS      Z19, 128(AX)
+	VBROADCASTSS lgb28<>+0(SB), Z19
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z12, Z13, Z13
+	VMINPS Z23, Z19, Z19
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z13, Z2, K1
-	VPMOVM2D    K1, Z14
-	VANDPS.BCST lgb18<>+0(SB), Z14, Z14
+	VCMPPS      $0x04, Z19, Z22, K1
+	VPMOVM2D    K1, Z24
+	VANDPS.BCST lgb18<>+0(SB), Z24, Z24
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z14, Y15
-	VADDPS        3264(BX), Y14, Y14
-	VADDPS        Y14, Y15, Y14
-	VMOVUPS       Y14, 3264(BX)
+	VEXTRACTF64X4 $0x01, Z24, Y25
+	VADDPS        Y10, Y24, Y10
+	VADDPS        Y10, Y25, Y10
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z13, Z11, Z11
+	VADDPS Z19, Z20, Z19
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Z11, Z1, Z11
+	VSUBPS Z19, Z2, Z19
 
 	// l22 = mul(diff2, diff2)
-	VMULPS  Z11, Z11, Z13
-	VMOVUPS Z9, 64(AX)
+	VMULPS  Z19, Z19, Z20
+	VMOVUPS Z21, 192(AX)
+	VMOVUPS Z4, 256(AX)
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb25<>+0(SB), Z10, Z9
-	VXORPS.BCST lgb25<>+0(SB), Z13, Z15
-	VMINPS      Z9, Z15, Z14
-	VMINPS      Z15, Z9, Z9
-	VORPS       Z14, Z9, Z9
-	VXORPS.BCST lgb25<>+0(SB), Z9, Z9
+	VXORPS.BCST lgb25<>+0(SB), Z18, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z20, Z24
+	VMINPS      Z4, Z24, Z21
+	VMINPS      Z24, Z4, Z4
+	VORPS       Z21, Z4, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z9, Y14
-	VADDPS        3584(BX), Y9, Y9
-	VADDPS        Y9, Y14, Y9
-	VMOVUPS       Y9, 3584(BX)
-	VMOVUPS       Z4, 128(AX)
-	VMOVUPS       Z7, 192(AX)
-	VMOVUPS       Z0, 256(AX)
+	VEXTRACTF64X4 $0x01, Z4, Y21
+	VADDPS        Y11, Y4, Y11
+	VADDPS        Y11, Y21, Y11
+	VMOVUPS       Z22, 320(AX)
+	VMOVUPS       Z23, 384(AX)
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VMOVUPS       4288(BX), Y4
-	VMOVUPS       4416(BX), Y7
-	VMOVUPS       4544(BX), Y9
-	VMOVQ         DX, X14
-	VPBROADCASTD  X14, Y14
-	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
-	VBLENDVPS     Y14, Y5, Y9, Y9
-	VSUBPS        Y9, Y5, Y14
-	VADDPS        Y4, Y14, Y4
-	VFMADD231PS   Y14, Y14, Y7
-	VSUBPS        Y9, Y0, Y0
-	VADDPS        Y4, Y0, Y4
-	VFMADD231PS   Y0, Y0, Y7
-	VMOVUPS       Y4, 4288(BX)
-	VMOVUPS       Y7, 4416(BX)
-	VMOVUPS       Y9, 4544(BX)
+	VEXTRACTF64X4 $0x01, Z3, Y21
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y3, Y0, Y0
+	VSUBPS        Y0, Y3, Y4
+	VADDPS        Y12, Y4, Y12
+	VFMADD231PS   Y4, Y4, Y13
+	VSUBPS        Y0, Y21, Y4
+	VADDPS        Y12, Y4, Y12
+	VFMADD231PS   Y4, Y4, Y13
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VMOVUPS       5248(BX), Y4
-	VMOVUPS       5376(BX), Y7
-	VMOVUPS       5504(BX), Y9
-	VMOVQ         DX, X14
-	VPBROADCASTD  X14, Y14
-	VPCMPEQD      lgc0<>+0(SB), Y14, Y14
-	VBLENDVPS     Y14, Y1, Y9, Y9
-	VSUBPS        Y9, Y1, Y1
-	VADDPS        Y4, Y1, Y4
-	VFMADD231PS   Y1, Y1, Y7
-	VSUBPS        Y9, Y0, Y0
-	VADDPS        Y4, Y0, Y4
-	VFMADD231PS   Y0, Y0, Y7
-	VMOVUPS       Y4, 5248(BX)
-	VMOVUPS       Y7, 5376(BX)
-	VMOVUPS       Y9, 5504(BX)
-	VMOVUPS       Z5, 320(AX)
-	VMOVUPS       Z2, 384(AX)
+	VEXTRACTF64X4 $0x01, Z2, Y21
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y2, Y1, Y1
+	VSUBPS        Y1, Y2, Y2
+	VADDPS        Y14, Y2, Y14
+	VFMADD231PS   Y2, Y2, Y15
+	VSUBPS        Y1, Y21, Y2
+	VADDPS        Y14, Y2, Y14
+	VFMADD231PS   Y2, Y2, Y15
+	VMOVUPS       Z3, 448(AX)
+	VMOVUPS       Z19, 512(AX)
+	VMOVUPS       Z18, 576(AX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z0
-	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z1
-	VANDPS        Z1, Z0, Z0
-	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z1
-	VORPS         Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VANDPS        Y0, Y1, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y1
-	VANDPS        5824(BX), Y0, Y0
-	VMOVUPS       Y0, 5824(BX)
-	VADDPS        5952(BX), Y8, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 5952(BX)
-	VMULPS        Y8, Y8, Y0
-	VMULPS        Y1, Y1, Y1
-	VADDPS        6272(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 6272(BX)
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z2
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z3
+	VANDPS        Z3, Z2, Z2
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z16, K1
+	VPMOVM2D      K1, Z3
+	VORPS         Z3, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VANDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z17, Y3
+	MOVQ          state+8(FP), BX
+	VANDPS        5824(BX), Y2, Y2
+	VMOVUPS       Y2, 5824(BX)
+	VADDPS        5952(BX), Y17, Y2
+	VADDPS        Y2, Y3, Y2
+	VMOVUPS       Y2, 5952(BX)
+	VMULPS        Y17, Y17, Y2
+	VMULPS        Y3, Y3, Y3
+	VADDPS        6272(BX), Y2, Y2
+	VADDPS        Y2, Y3, Y2
+	VMOVUPS       Y2, 6272(BX)
+	VMOVUPS       576(AX), Z2
 
 	// v73 = eq(l2, l22)
-	VCMPPS   $0x00, Z13, Z10, K1
-	VPMOVM2D K1, Z0
+	VCMPPS   $0x00, Z20, Z2, K1
+	VPMOVM2D K1, Z3
 
 	// v74 = lt(l2, l22)
-	VCMPPS       $0x11, Z13, Z10, K1
-	VPMOVM2D     K1, Z1
-	VBROADCASTSS lgb31<>+0(SB), Z2
-	VBROADCASTSS lgb32<>+0(SB), Z3
+	VCMPPS       $0x11, Z20, Z2, K1
+	VPMOVM2D     K1, Z4
+	VBROADCASTSS lgb31<>+0(SB), Z16
+	VBROADCASTSS lgb32<>+0(SB), Z18
 
 	// v75 = where(v73, 0.00012207031, 0.00024414063)
-	VMOVUPS    Z0, Z4
-	VPTERNLOGD $0xca, Z3, Z2, Z4
+	VMOVUPS    Z3, Z19
+	VPTERNLOGD $0xca, Z18, Z16, Z19
 
 	// v76 = where(v74, 0, v75)
-	VANDNPS Z4, Z1, Z1
+	VANDNPS Z19, Z4, Z4
 
 	// v77 = ge(l2, l22)
-	VCMPPS   $0x1d, Z13, Z10, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z20, Z2, K1
+	VPMOVM2D K1, Z2
 
 	// v78 = where(v73, 0.00012207031, 0)
-	VANDPS Z2, Z0, Z0
+	VANDPS Z16, Z3, Z3
 
 	// v79 = where(v77, v78, 0.00024414063)
-	VMOVUPS    Z4, Z2
-	VPTERNLOGD $0xca, Z3, Z0, Z2
+	VPTERNLOGD   $0xca, Z18, Z3, Z2
+	VBROADCASTSS lgb24<>+0(SB), Z3
 
 	// v80 = ne(v79, 0)
-	VCMPPS   $0x04, Z6, Z2, K1
-	VPMOVM2D K1, Z0
+	VCMPPS   $0x04, Z3, Z2, K1
+	VPMOVM2D K1, Z16
+	VMOVUPS  512(AX), Z18
 
 	// v81 = mul(v79, diff2)
-	VMULPS Z11, Z2, Z3
+	VMULPS Z18, Z2, Z18
 
 	// v82 = where(v80, v81, v79)
-	VPTERNLOGD $0xca, Z2, Z3, Z0
+	VPTERNLOGD $0xca, Z2, Z18, Z16
 
 	// v83 = add(v82, v82)
-	VADDPS Z0, Z0, Z0
+	VADDPS Z16, Z16, Z2
 
 	// v84 = neg(v83)
-	VXORPS.BCST  lgb25<>+0(SB), Z0, Z0
-	VBROADCASTSS lgb28<>+0(SB), Z2
+	VXORPS.BCST  lgb25<>+0(SB), Z2, Z2
+	VMOVUPS      384(AX), Z16
+	VBROADCASTSS lgb28<>+0(SB), Z18
 
 	// v85 = le(v46, 0.2)
-	VCMPPS   $0x12, Z2, Z12, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x12, Z18, Z16, K1
+	VPMOVM2D K1, Z18
 
 	// v86 = ne(v46, v46)
-	VCMPPS   $0x04, Z12, Z12, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x04, Z16, Z16, K1
+	VPMOVM2D K1, Z16
 
 	// v87 = max(v85, v86)
-	VORPS Z2, Z3, Z2
+	VORPS Z18, Z16, Z16
 
 	// v88 = where(v87, v84, 0)
-	VANDPS       Z0, Z2, Z0
-	VMOVUPS      384(AX), Z2
-	VBROADCASTSS lgb27<>+0(SB), Z3
+	VANDPS       Z2, Z16, Z2
+	VMOVUPS      320(AX), Z16
+	VBROADCASTSS lgb27<>+0(SB), Z18
 
 	// v89 = ge(v43, -0.2)
-	VCMPPS   $0x1d, Z3, Z2, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x1d, Z18, Z16, K1
+	VPMOVM2D K1, Z18
 
 	// v90 = ne(v43, v43)
-	VCMPPS   $0x04, Z2, Z2, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x04, Z16, Z16, K1
+	VPMOVM2D K1, Z16
 
 	// v91 = max(v89, v90)
-	VORPS Z3, Z2, Z2
+	VORPS Z18, Z16, Z16
 
 	// v92 = where(v91, v88, 0)
-	VANDPS Z0, Z2, Z0
+	VANDPS Z2, Z16, Z2
 
 	// v93 = ne(v76, 0)
-	VCMPPS   $0x04, Z6, Z1, K1
-	VPMOVM2D K1, Z2
-	VMOVUPS  320(AX), Z3
+	VCMPPS   $0x04, Z3, Z4, K1
+	VPMOVM2D K1, Z16
+	VMOVUPS  448(AX), Z18
 
 	// v94 = mul(v76, diff)
-	VMULPS Z3, Z1, Z3
+	VMULPS Z18, Z4, Z18
 
 	// v95 = where(v93, v94, v76)
-	VPTERNLOGD $0xca, Z1, Z3, Z2
+	VPTERNLOGD $0xca, Z4, Z18, Z16
 
 	// v96 = add(v95, v95)
-	VADDPS Z2, Z2, Z1
+	VADDPS Z16, Z16, Z4
 
 	// v97 = neg(v96)
-	VXORPS.BCST lgb25<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
 
 	// gradStateValue = add(v92, v97)
-	VADDPS  Z1, Z0, Z0
-	VMOVUPS 256(AX), Z1
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 256(AX), Z4
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
-	VMULPS.BCST  lgb33<>+0(SB), Z1, Z1
-	VMOVUPS      192(AX), Z2
-	VBROADCASTSS lgb24<>+0(SB), Z3
-	VCMPPS       $0x04, Z3, Z2, K1
-	VPMOVM2D     K1, Z3
+	VMULPS.BCST  lgb33<>+0(SB), Z4, Z4
+	VMOVUPS      192(AX), Z16
+	VBROADCASTSS lgb24<>+0(SB), Z18
+	VCMPPS       $0x04, Z18, Z16, K1
+	VPMOVM2D     K1, Z18
 
 	// v102 = where(v23, v101, 0)
-	VANDPS Z1, Z3, Z2
+	VANDPS Z4, Z18, Z16
 
 	// v103 = where(v23, 0, v101)
-	VANDNPS Z1, Z3, Z1
-	VMOVUPS 128(AX), Z3
+	VANDNPS Z4, Z18, Z4
+	VMOVUPS 128(AX), Z18
 
 	// v104 = ge(ratio, v21)
-	VCMPPS   $0x1d, Z3, Z8, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x1d, Z18, Z17, K1
+	VPMOVM2D K1, Z18
 
 	// v105 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z8, Z8, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x04, Z17, Z17, K1
+	VPMOVM2D K1, Z19
 
 	// v106 = max(v104, v105)
-	VORPS Z3, Z4, Z3
+	VORPS Z18, Z19, Z18
 
 	// v107 = where(v106, v103, 0)
-	VANDPS  Z1, Z3, Z1
-	VMOVUPS 64(AX), Z3
+	VANDPS  Z4, Z18, Z4
+	VMOVUPS 64(AX), Z18
 
 	// v108 = le(ratio, v18)
-	VCMPPS   $0x12, Z3, Z8, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x12, Z18, Z17, K1
+	VPMOVM2D K1, Z18
 
 	// v109 = max(v108, v105)
-	VORPS Z3, Z4, Z3
+	VORPS Z18, Z19, Z18
 
 	// v110 = where(v109, v102, 0)
-	VANDPS Z2, Z3, Z2
+	VANDPS Z16, Z18, Z16
 
 	// v111 = add(v107, v110)
-	VADDPS Z2, Z1, Z1
+	VADDPS Z16, Z4, Z4
 
 	// v112 = ne(v111, 0)
-	VCMPPS   $0x04, Z6, Z1, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x04, Z3, Z4, K1
+	VPMOVM2D K1, Z3
 
 	// v113 = mul(v111, ratio)
-	VMULPS Z8, Z1, Z3
+	VMULPS Z17, Z4, Z16
 
 	// gradLogProb = where(v112, v113, v111)
-	VPTERNLOGD   $0xca, Z1, Z3, Z2
-	VBROADCASTSS lgb34<>+0(SB), Z1
+	VPTERNLOGD   $0xca, Z4, Z16, Z3
+	VBROADCASTSS lgb34<>+0(SB), Z4
 
 	// store gradStateValue
 	MOVQ    gradStateValue+96(FP), BX
-	VMOVUPS Z0, (BX)(SI*4)
+	VMOVUPS Z2, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ    gradLogProb+104(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	VMOVUPS Z3, (BX)(SI*4)
 
 	// store gradEntropy
 	MOVQ         gradEntropy+112(FP), BX
-	VMOVUPS      Z1, (BX)(SI*4)
+	VMOVUPS      Z4, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	VMOVUPD      lgc1<>+0(SB), Y0
-	MOVQ         state+56(FP), DX
-	VMOVUPS      1664(DX), Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(DX), Z1, Z1
-	VMOVUPD      Z1, 1472(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(DX)
-	VMOVUPS      1984(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1792(DX), Z1, Z1
-	VMOVUPD      Z1, 1792(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(DX)
-	VMOVUPS      2304(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2112(DX), Z1, Z1
-	VMOVUPD      Z1, 2112(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(DX)
-	VMOVUPS      2624(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2432(DX), Z1, Z1
-	VMOVUPD      Z1, 2432(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(DX)
-	VMOVUPS      2944(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2752(DX), Z1, Z1
-	VMOVUPD      Z1, 2752(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(DX)
-	VMOVUPS      3264(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3072(DX), Z1, Z1
-	VMOVUPD      Z1, 3072(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(DX)
-	VMOVUPS      3584(DX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3392(DX), Z1, Z1
-	VMOVUPD      Z1, 3392(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(DX)
-	VMOVUPS      4288(DX), Y1
-	VMOVUPS      4416(DX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
-	VMOVUPS      4544(DX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VMOVUPD      lgc1<>+0(SB), Y3
+	MOVQ         state+8(FP), DX
+	VMULPS       lgc2<>+0(SB), Y5, Y2
+	VCVTPS2PD    Y5, Z4
+	VADDPD       1472(DX), Z4, Z4
+	VMOVUPD      Z4, 1472(DX)
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VFMADD231PS  lgc2<>+0(SB), Y6, Y2
+	VCVTPS2PD    Y6, Z4
+	VADDPD       1792(DX), Z4, Z4
+	VMOVUPD      Z4, 1792(DX)
+	VMOVUPS      lgc2<>+0(SB), Y6
+	VFMADD231PS  lgc2<>+0(SB), Y7, Y2
+	VCVTPS2PD    Y7, Z4
+	VADDPD       2112(DX), Z4, Z4
+	VMOVUPD      Z4, 2112(DX)
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VFMADD231PS  lgc2<>+0(SB), Y8, Y2
+	VCVTPS2PD    Y8, Z4
+	VADDPD       2432(DX), Z4, Z4
+	VMOVUPD      Z4, 2432(DX)
+	VMOVUPS      lgc2<>+0(SB), Y8
+	VFMADD231PS  lgc2<>+0(SB), Y9, Y2
+	VCVTPS2PD    Y9, Z4
+	VADDPD       2752(DX), Z4, Z4
+	VMOVUPD      Z4, 2752(DX)
+	VMOVUPS      lgc2<>+0(SB), Y9
+	VFMADD231PS  lgc2<>+0(SB), Y10, Y2
+	VCVTPS2PD    Y10, Z4
+	VADDPD       3072(DX), Z4, Z4
+	VMOVUPD      Z4, 3072(DX)
+	VMOVUPS      lgc2<>+0(SB), Y10
+	VFMADD231PS  lgc2<>+0(SB), Y11, Y2
+	VCVTPS2PD    Y11, Z4
+	VADDPD       3392(DX), Z4, Z4
+	VMOVUPD      Z4, 3392(DX)
+	VMOVUPS      lgc2<>+0(SB), Y11
+	VMOVUPS      Y12, Y4
+	VMOVUPS      Y13, Y12
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y12, Y2
+	VMOVUPS      Y0, Y13
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
-	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
-	VADDPD       Z4, Z7, Z7
-	VMOVUPD      3712(DX), Z1
-	VADDPD       Z6, Z1, Z4
-	VMOVUPD      Z4, 3712(DX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z6, Z4
-	VMOVUPD      3904(DX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z4, Z5
-	VMOVUPD      Z5, 3904(DX)
-	VMULPD       Z4, Z1, Z4
-	VMULPD       Z6, Z4, Z4
-	VADDPD       4096(DX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 4096(DX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(DX)
-	VMOVUPS      Y1, 4416(DX)
-	VMOVUPS      5248(DX), Y1
-	VMOVUPS      5376(DX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
-	VMOVUPS      5504(DX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y12, Z12
+	VCVTPS2PD    Y13, Z13
+	VBROADCASTSD lgc3<>+0(SB), Z16
+	VBROADCASTSD X3, Z17
+	VMAXPD       Z16, Z17, Z18
+	VDIVPD       Z18, Z4, Z18
+	VFNMADD231PD Z4, Z18, Z12
+	VADDPD       Z13, Z18, Z18
+	VMOVUPD      3712(DX), Z4
+	VADDPD       Z17, Z4, Z13
+	VMOVUPD      Z13, 3712(DX)
+	VMAXPD       Z16, Z13, Z13
+	VDIVPD       Z13, Z17, Z13
+	VMOVUPD      3904(DX), Z16
+	VSUBPD       Z16, Z18, Z17
+	VFMADD231PD  Z17, Z13, Z16
+	VMOVUPD      Z16, 3904(DX)
+	VMULPD       Z13, Z4, Z13
+	VMULPD       Z17, Z13, Z13
+	VADDPD       4096(DX), Z12, Z4
+	VFMADD231PD  Z17, Z13, Z4
+	VMOVUPD      Z4, 4096(DX)
+	VMOVUPS      lgc2<>+0(SB), Y12
+	VMOVUPS      lgc2<>+0(SB), Y13
+	VMOVUPS      Y14, Y4
+	VMOVUPS      Y15, Y14
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y14, Y2
+	VMOVUPS      Y1, Y15
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
-	VADDPD       Z4, Z6, Z6
-	VMOVUPD      4672(DX), Z1
-	VADDPD       Z0, Z1, Z4
-	VMOVUPD      Z4, 4672(DX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
-	VMOVUPD      4864(DX), Z4
-	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
-	VMOVUPD      Z4, 4864(DX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       5056(DX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 5056(DX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(DX)
-	VMOVUPS      Y0, 5376(DX)
-	VMOVUPS      5952(DX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       5632(DX), Z0, Z0
-	VMOVUPD      Z0, 5632(DX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(DX)
-	VMOVUPS      6272(DX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       6080(DX), Z0, Z0
-	VMOVUPD      Z0, 6080(DX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(DX)
-	VCMPPS       $0x00, Y2, Y2, Y0
-	VANDPS       6400(DX), Y0, Y0
-	VMOVUPS      Y0, 6400(DX)
+	VCVTPS2PD    Y14, Z14
+	VCVTPS2PD    Y15, Z15
+	VBROADCASTSD lgc3<>+0(SB), Z16
+	VBROADCASTSD X3, Z3
+	VMAXPD       Z16, Z3, Z17
+	VDIVPD       Z17, Z4, Z17
+	VFNMADD231PD Z4, Z17, Z14
+	VADDPD       Z15, Z17, Z17
+	VMOVUPD      4672(DX), Z4
+	VADDPD       Z3, Z4, Z15
+	VMOVUPD      Z15, 4672(DX)
+	VMAXPD       Z16, Z15, Z15
+	VDIVPD       Z15, Z3, Z3
+	VMOVUPD      4864(DX), Z15
+	VSUBPD       Z15, Z17, Z16
+	VFMADD231PD  Z16, Z3, Z15
+	VMOVUPD      Z15, 4864(DX)
+	VMULPD       Z3, Z4, Z3
+	VMULPD       Z16, Z3, Z3
+	VADDPD       5056(DX), Z14, Z4
+	VFMADD231PD  Z16, Z3, Z4
+	VMOVUPD      Z4, 5056(DX)
+	VMOVUPS      lgc2<>+0(SB), Y14
+	VMOVUPS      lgc2<>+0(SB), Y15
+	VMOVUPS      5952(DX), Y3
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VCVTPS2PD    Y3, Z3
+	VADDPD       5632(DX), Z3, Z3
+	VMOVUPD      Z3, 5632(DX)
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VMOVUPS      Y3, 5952(DX)
+	VMOVUPS      6272(DX), Y3
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VCVTPS2PD    Y3, Z3
+	VADDPD       6080(DX), Z3, Z3
+	VMOVUPD      Z3, 6080(DX)
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VMOVUPS      Y3, 6272(DX)
+	VCMPPS       $0x00, Y2, Y2, Y2
+	VANDPS       6400(DX), Y2, Y2
+	VMOVUPS      Y2, 6400(DX)
 	MOVQ         $+4, DX
 
 noflush_12:
 	ADDQ $+16, CX
 	CMPQ CX, $+4096
 	JGE  chunkdone_11
-	CMPQ CX, hi+16(FP)
+	CMPQ CX, hi+24(FP)
 	JL   blocks_10
 
 chunkdone_11:
+	MOVQ         state+8(FP), AX
+	VMOVUPS      Y5, 1664(AX)
+	VMOVUPS      Y6, 1984(AX)
+	VMOVUPS      Y7, 2304(AX)
+	VMOVUPS      Y8, 2624(AX)
+	VMOVUPS      Y9, 2944(AX)
+	VMOVUPS      Y10, 3264(AX)
+	VMOVUPS      Y11, 3584(AX)
+	VMOVUPS      Y12, 4288(AX)
+	VMOVUPS      Y13, 4416(AX)
+	VMOVUPS      Y0, 4544(AX)
+	VMOVUPS      Y14, 5248(AX)
+	VMOVUPS      Y15, 5376(AX)
+	VMOVUPS      Y1, 5504(AX)
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc2<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+56(FP), AX
-	VMOVUPS      1664(AX), Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1472(AX), Z1, Z1
-	VMOVUPD      Z1, 1472(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1664(AX)
-	VMOVUPS      1984(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1792(AX), Z1, Z1
-	VMOVUPD      Z1, 1792(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 1984(AX)
-	VMOVUPS      2304(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2112(AX), Z1, Z1
-	VMOVUPD      Z1, 2112(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2304(AX)
-	VMOVUPS      2624(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2432(AX), Z1, Z1
-	VMOVUPD      Z1, 2432(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(AX)
-	VMOVUPS      2944(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       2752(AX), Z1, Z1
-	VMOVUPD      Z1, 2752(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(AX)
-	VMOVUPS      3264(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3072(AX), Z1, Z1
-	VMOVUPD      Z1, 3072(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(AX)
-	VMOVUPS      3584(AX), Y1
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       3392(AX), Z1, Z1
-	VMOVUPD      Z1, 3392(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 3584(AX)
-	VMOVUPS      4288(AX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+8(FP), AX
+	VMOVUPS      1664(AX), Y2
+	VMULPS       lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1472(AX), Z2, Z2
+	VMOVUPD      Z2, 1472(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 1664(AX)
+	VMOVUPS      1984(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1792(AX), Z2, Z2
+	VMOVUPD      Z2, 1792(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 1984(AX)
+	VMOVUPS      2304(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2112(AX), Z2, Z2
+	VMOVUPD      Z2, 2112(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2304(AX)
+	VMOVUPS      2624(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2432(AX), Z2, Z2
+	VMOVUPD      Z2, 2432(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2624(AX)
+	VMOVUPS      2944(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       2752(AX), Z2, Z2
+	VMOVUPD      Z2, 2752(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 2944(AX)
+	VMOVUPS      3264(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3072(AX), Z2, Z2
+	VMOVUPD      Z2, 3072(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 3264(AX)
+	VMOVUPS      3584(AX), Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       3392(AX), Z2, Z2
+	VMOVUPD      Z2, 3392(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 3584(AX)
+	VMOVUPS      4288(AX), Y2
 	VMOVUPS      4416(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      4544(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
+	VBROADCASTSD X1, Z6
 	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z3
 	VADDPD       Z4, Z7, Z7
-	VMOVUPD      3712(AX), Z1
-	VADDPD       Z6, Z1, Z4
+	VMOVUPD      3712(AX), Z2
+	VADDPD       Z6, Z2, Z4
 	VMOVUPD      Z4, 3712(AX)
 	VMAXPD       Z5, Z4, Z4
 	VDIVPD       Z4, Z6, Z4
@@ -1614,60 +1608,60 @@ chunkdone_11:
 	VSUBPD       Z5, Z7, Z6
 	VFMADD231PD  Z6, Z4, Z5
 	VMOVUPD      Z5, 3904(AX)
-	VMULPD       Z4, Z1, Z4
+	VMULPD       Z4, Z2, Z4
 	VMULPD       Z6, Z4, Z4
-	VADDPD       4096(AX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 4096(AX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMOVUPS      Y1, 4288(AX)
-	VMOVUPS      Y1, 4416(AX)
-	VMOVUPS      5248(AX), Y1
+	VADDPD       4096(AX), Z3, Z2
+	VFMADD231PD  Z6, Z4, Z2
+	VMOVUPD      Z2, 4096(AX)
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      Y2, 4288(AX)
+	VMOVUPS      Y2, 4416(AX)
+	VMOVUPS      5248(AX), Y2
 	VMOVUPS      5376(AX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc2<>+0(SB), Y3, Y0
 	VMOVUPS      5504(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc3<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      4672(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      4672(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 4672(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      4864(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 4864(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       5056(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 5056(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(AX)
-	VMOVUPS      Y0, 5376(AX)
-	VMOVUPS      5952(AX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       5632(AX), Z0, Z0
-	VMOVUPD      Z0, 5632(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 5952(AX)
-	VMOVUPS      6272(AX), Y0
-	VFMADD231PS  lgc2<>+0(SB), Y0, Y2
-	VCVTPS2PD    Y0, Z0
-	VADDPD       6080(AX), Z0, Z0
-	VMOVUPD      Z0, 6080(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
-	VMOVUPS      Y0, 6272(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       5056(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 5056(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 5248(AX)
+	VMOVUPS      Y1, 5376(AX)
+	VMOVUPS      5952(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       5632(AX), Z1, Z1
+	VMOVUPD      Z1, 5632(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 5952(AX)
+	VMOVUPS      6272(AX), Y1
+	VFMADD231PS  lgc2<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       6080(AX), Z1, Z1
+	VMOVUPD      Z1, 6080(AX)
+	VMOVUPS      lgc2<>+0(SB), Y1
+	VMOVUPS      Y1, 6272(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       6400(AX), Y0, Y0
 	VMOVUPS      Y0, 6400(AX)
 	VZEROUPPER

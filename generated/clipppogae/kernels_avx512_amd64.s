@@ -11,7 +11,7 @@ TEXT ·pass1AVX512(SB), $64-64
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 32256(AX), Y0
+	VMOVUPS 32256(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_2
@@ -21,19 +21,19 @@ TEXT ·pass1AVX512(SB), $64-64
 blocks_1:
 	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb0<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb0<>+0(SB), Z0, Z0
 	MOVQ        s0+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
 	// v63 = div(residVar, v62)
-	VDIVPS       Z1, Z2, Z1
+	VDIVPS       Z0, Z2, Z0
 	VBROADCASTSS lgb1<>+0(SB), Z2
 
 	// explainedVariance = sub(1, v63)
-	VSUBPS  Z1, Z2, Z1
+	VSUBPS  Z0, Z2, Z0
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Z2
 
@@ -76,24 +76,24 @@ blocks_1:
 
 	// mean(essCol) over [T]
 	VEXTRACTF64X4 $0x01, Z5, Y2
-	VADDPS        Y0, Y5, Y0
-	VADDPS        Y0, Y2, Y0
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y2, Y1
 
 	// store explainedVariance
 	MOVQ      explainedVariance+56(FP), DX
-	VMOVUPS   Z1, (DX)(BX*4)
+	VMOVUPS   Z0, (DX)(BX*4)
 	DECQ      CX
 	JNZ       noflush_3
-	VMOVUPD   lgc15<>+0(SB), Y1
+	VMOVUPD   lgc15<>+0(SB), Y0
 	MOVQ      state+0(FP), CX
-	VMULPS    lgc16<>+0(SB), Y0, Y1
-	VCVTPS2PD Y0, Z0
-	VADDPD    32064(CX), Z0, Z0
-	VMOVUPD   Z0, 32064(CX)
-	VMOVUPS   lgc16<>+0(SB), Y0
-	VCMPPS    $0x00, Y1, Y1, Y1
-	VANDPS    32384(CX), Y1, Y1
-	VMOVUPS   Y1, 32384(CX)
+	VMULPS    lgc16<>+0(SB), Y1, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    32064(CX), Z1, Z1
+	VMOVUPD   Z1, 32064(CX)
+	VMOVUPS   lgc16<>+0(SB), Y1
+	VCMPPS    $0x00, Y0, Y0, Y0
+	VANDPS    32384(CX), Y0, Y0
+	VMOVUPS   Y0, 32384(CX)
 	MOVQ      $+4, CX
 
 noflush_3:
@@ -105,7 +105,7 @@ noflush_3:
 
 chunkdone_2:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 32256(AX)
+	VMOVUPS      Y1, 32256(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -113,14 +113,14 @@ chunkdone_2:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       32064(AX), Z0, Z0
-	VMOVUPD      Z0, 32064(AX)
-	VMOVUPS      lgc16<>+0(SB), Y0
-	VMOVUPS      Y0, 32256(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      32256(AX), Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       32064(AX), Z1, Z1
+	VMOVUPD      Z1, 32064(AX)
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      Y1, 32256(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER
@@ -194,7 +194,7 @@ TEXT ·fbPass1AVX512(SB), $64-64
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 32256(AX), Y0
+	VMOVUPS 32256(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_5
@@ -204,19 +204,19 @@ TEXT ·fbPass1AVX512(SB), $64-64
 blocks_4:
 	MOVQ    s1+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v62 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb0<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb0<>+0(SB), Z0, Z0
 	MOVQ        s0+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
 	// v63 = div(residVar, v62)
-	VDIVPS       Z1, Z2, Z1
+	VDIVPS       Z0, Z2, Z0
 	VBROADCASTSS lgb1<>+0(SB), Z2
 
 	// explainedVariance = sub(1, v63)
-	VSUBPS  Z1, Z2, Z1
+	VSUBPS  Z0, Z2, Z0
 	MOVQ    s2+40(FP), DX
 	VMOVUPS (DX)(BX*4), Z2
 
@@ -259,24 +259,24 @@ blocks_4:
 
 	// mean(essCol) over [T]
 	VEXTRACTF64X4 $0x01, Z5, Y2
-	VADDPS        Y0, Y5, Y0
-	VADDPS        Y0, Y2, Y0
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y2, Y1
 
 	// store explainedVariance
 	MOVQ      explainedVariance+56(FP), DX
-	VMOVUPS   Z1, (DX)(BX*4)
+	VMOVUPS   Z0, (DX)(BX*4)
 	DECQ      CX
 	JNZ       noflush_6
-	VMOVUPD   lgc15<>+0(SB), Y1
+	VMOVUPD   lgc15<>+0(SB), Y0
 	MOVQ      state+0(FP), CX
-	VMULPS    lgc16<>+0(SB), Y0, Y1
-	VCVTPS2PD Y0, Z0
-	VADDPD    32064(CX), Z0, Z0
-	VMOVUPD   Z0, 32064(CX)
-	VMOVUPS   lgc16<>+0(SB), Y0
-	VCMPPS    $0x00, Y1, Y1, Y1
-	VANDPS    32384(CX), Y1, Y1
-	VMOVUPS   Y1, 32384(CX)
+	VMULPS    lgc16<>+0(SB), Y1, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    32064(CX), Z1, Z1
+	VMOVUPD   Z1, 32064(CX)
+	VMOVUPS   lgc16<>+0(SB), Y1
+	VCMPPS    $0x00, Y0, Y0, Y0
+	VANDPS    32384(CX), Y0, Y0
+	VMOVUPS   Y0, 32384(CX)
 	MOVQ      $+4, CX
 
 noflush_6:
@@ -288,7 +288,7 @@ noflush_6:
 
 chunkdone_5:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 32256(AX)
+	VMOVUPS      Y1, 32256(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -296,14 +296,14 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      32256(AX), Y0
-	VMULPS       lgc16<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       32064(AX), Z0, Z0
-	VMOVUPD      Z0, 32064(AX)
-	VMOVUPS      lgc16<>+0(SB), Y0
-	VMOVUPS      Y0, 32256(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      32256(AX), Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       32064(AX), Z1, Z1
+	VMOVUPD      Z1, 32064(AX)
+	VMOVUPS      lgc16<>+0(SB), Y1
+	VMOVUPS      Y1, 32256(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       32384(AX), Y0, Y0
 	VMOVUPS      Y0, 32384(AX)
 	VZEROUPPER

@@ -105,7 +105,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r58_s, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
 		} else {
 			pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
 		}
@@ -376,7 +376,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r58_s, 0)
 		runtime.SetMask(st.p1_ok)
 		if useAVX512 {
-			fbPass1AVX512(&out.NumValid, lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
+			fbPass1AVX512(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 		} else {
 			fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &g.Entropy[0], &g.LogProb[0], hi)
 		}

@@ -9,7 +9,7 @@ package cliptokens
 // 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
+func pass0AVX512(lo int, state *float64, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 
 // pass2AVX512 is pass 2 (elementwise over [L=256]) on 16 float32 lanes; see pass2Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
@@ -30,7 +30,7 @@ func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX512 is pass 3 (elementwise over [L=256]) on 16 float32 lanes; see fbPass3Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
+// func pass0AVX512(lo int, state *float64, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
@@ -12,285 +12,275 @@ TEXT ·pass0AVX512(SB), $64-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ    $+4, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y7
+	VMOVUPS 576(CX), Y8
+	VMOVUPS 896(CX), Y9
+	VMOVUPS 1216(CX), Y10
+	VMOVUPS 1536(CX), Y11
+	VMOVUPS 1856(CX), Y12
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ          mask+8(FP), BX
+	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+256, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z0
-	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VPMOVZXBD     (BX)(SI*1), Z3
+	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z3
+	VBROADCASTSS  lgb1<>+0(SB), Z0
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z0, Z3, Z0
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y1, Y3
-	VADDPS        Y3, Y2, Y3
-	VMOVUPS       Y3, 256(BX)
-	MOVQ          advantage+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y7, Y0, Y7
+	VADDPS        Y7, Y1, Y7
+	MOVQ          advantage+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z1
 
 	// v6 = where(mask, advantage, 0)
-	VANDPS  Z2, Z0, Z2
-	MOVQ    logProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	VANDPS  Z1, Z3, Z1
+	MOVQ    logProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z2
 
 	// v8 = where(mask, logProb, 0)
-	VANDPS  Z3, Z0, Z3
-	MOVQ    sampleLogProb+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z4
+	VANDPS  Z2, Z3, Z6
+	MOVQ    sampleLogProb+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z2
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Z4, Z0, Z4
+	VANDPS Z2, Z3, Z13
 
 	// logWeight = sub(v8, v10)
-	VSUBPS       Z4, Z3, Z5
-	VBROADCASTSS lgb2<>+0(SB), Z6
+	VSUBPS       Z13, Z6, Z2
+	VBROADCASTSS lgb2<>+0(SB), Z4
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z5, Z6, Z6
-	VBROADCASTSS lgb3<>+0(SB), Z7
+	VMAXPS       Z2, Z4, Z4
+	VBROADCASTSS lgb3<>+0(SB), Z5
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z4, Z5, Z5
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z7
-	VMAXPS            Z5, Z7, Z7
-	VBROADCASTSS      lgb5<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb6<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb9<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb11<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb13<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb15<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb4<>+0(SB), Z4
+	VMAXPS            Z2, Z4, Z4
+	VBROADCASTSS      lgb5<>+0(SB), Z14
+	VMINPS            Z4, Z14, Z4
+	VMULPS.BCST       lgb6<>+0(SB), Z4, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VMOVAPS           Z4, Z15
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z14, Z15
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z15
+	VMULPS            Z15, Z15, Z16
+	VBROADCASTSS      lgb9<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z15, Z4
+	VBROADCASTSS      lgb11<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z4
+	VBROADCASTSS      lgb13<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z4
+	VFMADD213PS       Z15, Z16, Z4
+	VADDPS.BCST       lgb1<>+0(SB), Z4, Z4
+	VCVTPS2DQ         Z14, Z14
+	VPADDD.BCST       lgb15<>+0(SB), Z14, Z14
+	VPSRLD            $0x01, Z14, Z15
+	VPSUBD            Z15, Z14, Z14
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z14, Z14
+	VMULPS            Z15, Z4, Z4
+	VMULPS            Z14, Z4, Z4
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z5, Z6, K1
-	VPMOVM2D     K1, Z6
-	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb16<>+0(SB), Z8
-	VBROADCASTSS lgb17<>+0(SB), Z9
+	VCMPPS       $0x04, Z2, Z5, K1
+	VPMOVM2D     K1, Z14
+	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
+	VBROADCASTSS lgb16<>+0(SB), Z5
+	VBROADCASTSS lgb17<>+0(SB), Z17
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z6, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb18<>+0(SB), Z8
-	VBROADCASTSS lgb19<>+0(SB), Z9
+	VMOVUPS      Z14, Z16
+	VPTERNLOGD   $0xca, Z17, Z5, Z16
+	VBROADCASTSS lgb18<>+0(SB), Z17
+	VBROADCASTSS lgb19<>+0(SB), Z5
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z6
-	VBROADCASTSS lgb0<>+0(SB), Z8
+	VPTERNLOGD   $0xca, Z5, Z17, Z14
+	VBROADCASTSS lgb0<>+0(SB), Z17
 
 	// v24 = ge(v6, 0)
-	VCMPPS   $0x1d, Z8, Z2, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x1d, Z17, Z1, K1
+	VPMOVM2D K1, Z17
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z10, Z11, Z11
+	VMINPS Z4, Z16, Z16
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z10, Z6, Z6
+	VMAXPS Z4, Z14, Z14
 
 	// ratioClipped = where(v24, v25, v26)
-	VPTERNLOGD $0xca, Z6, Z11, Z8
+	VPTERNLOGD $0xca, Z14, Z16, Z17
 
 	// gain = mul(v6, ratioClipped)
-	VMULPS Z8, Z2, Z2
+	VMULPS Z17, Z1, Z1
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z1, Z3, Z1
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y6
-	VADDPS        576(BX), Y2, Y2
-	VADDPS        Y2, Y6, Y2
-	VMOVUPS       Y2, 576(BX)
+	VEXTRACTF64X4 $0x01, Z1, Y14
+	VADDPS        Y8, Y1, Y8
+	VADDPS        Y8, Y14, Y8
 
 	// v34 = where(mask, v17, 0)
-	VANDPS Z7, Z0, Z2
+	VANDPS Z15, Z3, Z1
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y6
-	VADDPS        896(BX), Y2, Y2
-	VADDPS        Y2, Y6, Y2
-	VMOVUPS       Y2, 896(BX)
+	VEXTRACTF64X4 $0x01, Z1, Y14
+	VADDPS        Y9, Y1, Y9
+	VADDPS        Y9, Y14, Y9
 
 	// v37 = sub(v10, v8)
-	VSUBPS Z3, Z4, Z2
+	VSUBPS Z6, Z13, Z1
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z1, Z3, Z1
 
 	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1216(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 1216(BX)
-	MOVQ          entropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z1, Y6
+	VADDPS        Y10, Y1, Y10
+	VADDPS        Y10, Y6, Y10
+	MOVQ          entropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z1
 
 	// v42 = where(mask, entropy, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z1, Z3, Z1
 
 	// v44 = mul(-0.001, v42)
-	VMULPS.BCST lgb21<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb21<>+0(SB), Z1, Z6
 
 	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        1536(BX), Y2, Y2
-	VADDPS        Y2, Y4, Y2
-	VMOVUPS       Y2, 1536(BX)
+	VEXTRACTF64X4 $0x01, Z1, Y13
+	VADDPS        Y11, Y1, Y11
+	VADDPS        Y11, Y13, Y11
 
 	// v47 = where(mask, v44, 0)
-	VANDPS Z3, Z0, Z2
+	VANDPS Z6, Z3, Z1
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1856(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 1856(BX)
+	VEXTRACTF64X4 $0x01, Z1, Y6
+	VADDPS        Y12, Y1, Y12
+	VADDPS        Y12, Y6, Y12
 
 	// v51 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z2
-	VPTERNLOGD $0xca, Z9, Z5, Z2
+	VMOVUPS    Z3, Z1
+	VPTERNLOGD $0xca, Z5, Z2, Z1
 
 	// logsumexp(v51) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Z10, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	MOVQ          CX, SI
-	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y5
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y6
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Z4, Z3, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	MOVQ          CX, BX
+	VCMPPS        $0x15, lgc22<>+0(SB), Y1, Y5
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y1, Y6
 	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y6
+	VCMPPS        $0x00, lgc24<>+0(SB), Y1, Y6
 	VORPS         Y6, Y5, Y5
-	VANDPS        4160(BX), Y5, Y5
-	VMOVUPS       Y5, 4160(BX)
+	MOVQ          state+8(FP), SI
+	VANDPS        4160(SI), Y5, Y5
+	VMOVUPS       Y5, 4160(SI)
+	VCVTPS2PD     X3, Y5
+	VEXTRACTF128  $0x01, Y3, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        1984(SI)(BX*8), Y5, Y3
+	VMOVUPD       Y3, 1984(SI)(BX*8)
+	VMULPD        Y5, Y5, Y3
+	VADDPD        5312(SI)(BX*8), Y3, Y3
+	VMOVUPD       Y3, 5312(SI)(BX*8)
+	VADDPD        2016(SI)(BX*8), Y1, Y3
+	VMOVUPD       Y3, 2016(SI)(BX*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5344(SI)(BX*8), Y1, Y1
+	VMOVUPD       Y1, 5344(SI)(BX*8)
+	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y1
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y3
+	VANDPS        Y3, Y1, Y1
+	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y3
+	VORPS         Y3, Y1, Y1
+	VANDPS        4160(SI), Y1, Y1
+	VMOVUPS       Y1, 4160(SI)
+	VCVTPS2PD     X4, Y2
+	VEXTRACTF128  $0x01, Y4, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        2048(SI)(BX*8), Y2, Y3
+	VMOVUPD       Y3, 2048(SI)(BX*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        5376(SI)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 5376(SI)(BX*8)
+	VADDPD        2080(SI)(BX*8), Y1, Y2
+	VMOVUPD       Y2, 2080(SI)(BX*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5408(SI)(BX*8), Y1, Y1
+	VMOVUPD       Y1, 5408(SI)(BX*8)
+
+	// sum(v3) over [B]
+	VEXTRACTF64X4 $0x01, Z0, Y1
 	VCVTPS2PD     X0, Y2
 	VEXTRACTF128  $0x01, Y0, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        1984(BX)(SI*8), Y2, Y5
-	VMOVUPD       Y5, 1984(BX)(SI*8)
-	VMULPD        Y2, Y2, Y2
-	VADDPD        5312(BX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 5312(BX)(SI*8)
-	VADDPD        2016(BX)(SI*8), Y0, Y2
-	VMOVUPD       Y2, 2016(BX)(SI*8)
-	VMULPD        Y0, Y0, Y0
-	VADDPD        5344(BX)(SI*8), Y0, Y0
-	VMOVUPD       Y0, 5344(BX)(SI*8)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y3, Y0
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y3, Y2
-	VANDPS        Y2, Y0, Y0
-	VCMPPS        $0x00, lgc24<>+0(SB), Y3, Y2
-	VORPS         Y2, Y0, Y0
-	VANDPS        4160(BX), Y0, Y0
-	VMOVUPS       Y0, 4160(BX)
-	VCVTPS2PD     X4, Y0
-	VEXTRACTF128  $0x01, Y4, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        2048(BX)(SI*8), Y0, Y3
-	VMOVUPD       Y3, 2048(BX)(SI*8)
-	VMULPD        Y0, Y0, Y0
-	VADDPD        5376(BX)(SI*8), Y0, Y0
-	VMOVUPD       Y0, 5376(BX)(SI*8)
-	VADDPD        2080(BX)(SI*8), Y2, Y0
-	VMOVUPD       Y0, 2080(BX)(SI*8)
-	VMULPD        Y2, Y2, Y0
-	VADDPD        5408(BX)(SI*8), Y0, Y0
-	VMOVUPD       Y0, 5408(BX)(SI*8)
-
-	// sum(v3) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y0
+	VADDPD        7488(SI)(BX*8), Y2, Y2
+	VMOVUPD       Y2, 7488(SI)(BX*8)
+	VADDPD        7520(SI)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 7520(SI)(BX*8)
 	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        7488(BX)(SI*8), Y2, Y2
-	VMOVUPD       Y2, 7488(BX)(SI*8)
-	VADDPD        7520(BX)(SI*8), Y1, Y1
-	VMOVUPD       Y1, 7520(BX)(SI*8)
-	VCVTPS2PD     X0, Y1
-	VEXTRACTF128  $0x01, Y0, X0
+	VEXTRACTF128  $0x01, Y1, X0
 	VCVTPS2PD     X0, Y0
-	VADDPD        7552(BX)(SI*8), Y1, Y1
-	VMOVUPD       Y1, 7552(BX)(SI*8)
-	VADDPD        7584(BX)(SI*8), Y0, Y0
-	VMOVUPD       Y0, 7584(BX)(SI*8)
+	VADDPD        7552(SI)(BX*8), Y2, Y1
+	VMOVUPD       Y1, 7552(SI)(BX*8)
+	VADDPD        7584(SI)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 7584(SI)(BX*8)
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y0
-	VMULPS        lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 256(DX)
-	VMOVUPS       576(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        384(DX), Z0, Z0
-	VMOVUPD       Z0, 384(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 576(DX)
-	VMOVUPS       896(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        704(DX), Z0, Z0
-	VMOVUPD       Z0, 704(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 896(DX)
-	VMOVUPS       1216(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1024(DX), Z0, Z0
-	VMOVUPD       Z0, 1024(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1216(DX)
-	VMOVUPS       1536(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1344(DX), Z0, Z0
-	VMOVUPD       Z0, 1344(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1536(DX)
-	VMOVUPS       1856(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1664(DX), Z0, Z0
-	VMOVUPD       Z0, 1664(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1856(DX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+8(FP), DX
+	VMULPS        lgc26<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y7
+	VFMADD231PS   lgc26<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z1
+	VADDPD        384(DX), Z1, Z1
+	VMOVUPD       Z1, 384(DX)
+	VMOVUPS       lgc26<>+0(SB), Y8
+	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z1
+	VADDPD        704(DX), Z1, Z1
+	VMOVUPD       Z1, 704(DX)
+	VMOVUPS       lgc26<>+0(SB), Y9
+	VFMADD231PS   lgc26<>+0(SB), Y10, Y0
+	VCVTPS2PD     Y10, Z1
+	VADDPD        1024(DX), Z1, Z1
+	VMOVUPD       Z1, 1024(DX)
+	VMOVUPS       lgc26<>+0(SB), Y10
+	VFMADD231PS   lgc26<>+0(SB), Y11, Y0
+	VCVTPS2PD     Y11, Z1
+	VADDPD        1344(DX), Z1, Z1
+	VMOVUPD       Z1, 1344(DX)
+	VMOVUPS       lgc26<>+0(SB), Y11
+	VFMADD231PS   lgc26<>+0(SB), Y12, Y0
+	VCVTPS2PD     Y12, Z1
+	VADDPD        1664(DX), Z1, Z1
+	VMOVUPD       Z1, 1664(DX)
+	VMOVUPS       lgc26<>+0(SB), Y12
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        9664(DX), Y0, Y0
 	VMOVUPS       Y0, 9664(DX)
 	MOVQ          $+4, DX
@@ -299,56 +289,63 @@ noflush_3:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+256
 	JL           blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y7, 256(CX)
+	VMOVUPS      Y8, 576(CX)
+	VMOVUPS      Y9, 896(CX)
+	VMOVUPS      Y10, 1216(CX)
+	VMOVUPS      Y11, 1536(CX)
+	VMOVUPS      Y12, 1856(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX), Z0, Z0
-	VMOVUPD      Z0, 384(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(CX), Z0, Z0
-	VMOVUPD      Z0, 704(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(CX), Z0, Z0
-	VMOVUPD      Z0, 1024(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1344(CX), Z0, Z0
-	VMOVUPD      Z0, 1344(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VMOVUPS      1856(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1664(CX), Z0, Z0
-	VMOVUPD      Z0, 1664(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(CX), Z1, Z1
+	VMOVUPD      Z1, 704(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(CX), Z1, Z1
+	VMOVUPD      Z1, 1024(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(CX), Z1, Z1
+	VMOVUPD      Z1, 1344(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      1856(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1664(CX), Z1, Z1
+	VMOVUPD      Z1, 1664(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       9664(CX), Y0, Y0
 	VMOVUPS      Y0, 9664(CX)
 	INCQ         AX
@@ -476,8 +473,8 @@ TEXT ·pass2AVX512(SB), $64-48
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 9984(AX), Y0
-	VMOVUPS 10304(AX), Y1
+	VMOVUPS 9984(AX), Y1
+	VMOVUPS 10304(AX), Y2
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_5
@@ -485,82 +482,82 @@ TEXT ·pass2AVX512(SB), $64-48
 blocks_4:
 	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z2
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb27<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb27<>+0(SB), Z0, Z0
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
 	// v56 = sub(v55, logSumW2)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z3, Z0, Z0
 
 	// essCol = exp(v56)
 	VBROADCASTSS      lgb4<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
+	VMAXPS            Z0, Z3, Z0
 	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
+	VMINPS            Z0, Z3, Z0
+	VMULPS.BCST       lgb6<>+0(SB), Z0, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z0
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z0
+	VMULPS            Z0, Z0, Z4
 	VBROADCASTSS      lgb9<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z5
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z0, Z5
 	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb13<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
+	VFMADD213PS       Z0, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb15<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
+	VCVTPS2DQ         Z3, Z0
+	VPADDD.BCST       lgb15<>+0(SB), Z0, Z0
+	VPSRLD            $0x01, Z0, Z3
+	VPSUBD            Z3, Z0, Z0
 	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
+	VPSLLD            $0x17, Z0, Z0
 	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
+	VMULPS            Z0, Z5, Z5
 	MOVQ              s7+40(FP), DX
-	VMOVUPS           (DX)(BX*4), Z2
+	VMOVUPS           (DX)(BX*4), Z0
 	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v59 = gt(v58, 0)
-	VCMPPS      $0x1e, Z3, Z2, K1
-	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb1<>+0(SB), Z2, Z3
+	VCMPPS      $0x1e, Z3, Z0, K1
+	VPMOVM2D    K1, Z0
+	VANDPS.BCST lgb1<>+0(SB), Z0, Z3
 
 	// v60 = where(v59, essCol, 0)
-	VANDPS Z5, Z2, Z2
+	VANDPS Z5, Z0, Z0
 
 	// sum(v60) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y0, Y2, Y0
-	VADDPS        Y0, Y4, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y1
 
 	// sum(v59) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y1, Y3, Y1
-	VADDPS        Y1, Y2, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y2, Y3, Y2
+	VADDPS        Y2, Y0, Y2
 	DECQ          CX
 	JNZ           noflush_6
-	VMOVUPD       lgc25<>+0(SB), Y2
+	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+0(FP), CX
-	VMULPS        lgc26<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        9792(CX), Z0, Z0
-	VMOVUPD       Z0, 9792(CX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y1, Y2
+	VMULPS        lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        10112(CX), Z1, Z1
-	VMOVUPD       Z1, 10112(CX)
+	VADDPD        9792(CX), Z1, Z1
+	VMOVUPD       Z1, 9792(CX)
 	VMOVUPS       lgc26<>+0(SB), Y1
-	VCMPPS        $0x00, Y2, Y2, Y2
-	VANDPS        10432(CX), Y2, Y2
-	VMOVUPS       Y2, 10432(CX)
+	VFMADD231PS   lgc26<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        10112(CX), Z2, Z2
+	VMOVUPD       Z2, 10112(CX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        10432(CX), Y0, Y0
+	VMOVUPS       Y0, 10432(CX)
 	MOVQ          $+4, CX
 
 noflush_6:
@@ -572,8 +569,8 @@ noflush_6:
 
 chunkdone_5:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 9984(AX)
-	VMOVUPS      Y1, 10304(AX)
+	VMOVUPS      Y1, 9984(AX)
+	VMOVUPS      Y2, 10304(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -581,21 +578,21 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      9984(AX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       9792(AX), Z0, Z0
-	VMOVUPD      Z0, 9792(AX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 9984(AX)
-	VMOVUPS      10304(AX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       10112(AX), Z0, Z0
-	VMOVUPD      Z0, 10112(AX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 10304(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      9984(AX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       9792(AX), Z1, Z1
+	VMOVUPD      Z1, 9792(AX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 9984(AX)
+	VMOVUPS      10304(AX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       10112(AX), Z1, Z1
+	VMOVUPD      Z1, 10112(AX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 10304(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       10432(AX), Y0, Y0
 	VMOVUPS      Y0, 10432(AX)
 	VZEROUPPER
@@ -614,37 +611,37 @@ TEXT ·fbPass0AVX512(SB), $64-32
 outer0_7:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
+	VMOVUPS 256(CX), Y1
 	XORQ    CX, CX
 
 blocks_8:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+256, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_9
-	VMOVUPD       lgc25<>+0(SB), Y1
+	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+8(FP), DX
-	VMULPS        lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        384(DX), Y1, Y1
-	VMOVUPS       Y1, 384(DX)
+	VMULPS        lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        384(DX), Y0, Y0
+	VMOVUPS       Y0, 384(DX)
 	MOVQ          $+4, DX
 
 noflush_9:
@@ -652,7 +649,7 @@ noflush_9:
 	CMPQ         CX, $+256
 	JL           blocks_8
 	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -660,14 +657,14 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -676,7 +673,7 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(numValid *float32, lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $192-88
 	LEAQ 63(SP), AX
@@ -701,297 +698,299 @@ TEXT ·fbPass1AVX512(SB), $192-88
 	MOVQ        lo+8(FP), CX
 
 outer0_10:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+16(FP), DX
+	VMOVUPS 704(DX), Y7
+	VMOVUPS 1024(DX), Y8
+	VMOVUPS 1344(DX), Y9
+	VMOVUPS 1664(DX), Y10
+	VMOVUPS 1984(DX), Y11
+	XORQ    DX, DX
 
 blocks_11:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+256, CX, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z0
-	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VPMOVZXBD     (SI)(DI*1), Z12
+	VPCMPGTD.BCST lgb0<>+0(SB), Z12, K1
+	VPMOVM2D      K1, Z12
+	VBROADCASTSS  lgb1<>+0(SB), Z0
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Z1, Z0, Z1
-	MOVQ    advantage+24(FP), SI
-	VMOVUPS (SI)(DI*4), Z2
+	VANDPS  Z0, Z12, Z0
+	MOVQ    advantage+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z1
 
 	// v6 = where(mask, advantage, 0)
-	VANDPS  Z2, Z0, Z3
-	MOVQ    logProb+32(FP), SI
+	VANDPS  Z1, Z12, Z13
+	MOVQ    logProb+40(FP), SI
 	VMOVUPS (SI)(DI*4), Z4
 
 	// v8 = where(mask, logProb, 0)
-	VANDPS  Z4, Z0, Z5
-	MOVQ    sampleLogProb+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z6
+	VANDPS  Z4, Z12, Z2
+	MOVQ    sampleLogProb+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z5
 
 	// v10 = where(mask, sampleLogProb, 0)
-	VANDPS Z6, Z0, Z7
+	VANDPS Z5, Z12, Z3
 
 	// logWeight = sub(v8, v10)
-	VSUBPS       Z7, Z5, Z5
-	VBROADCASTSS lgb2<>+0(SB), Z7
+	VSUBPS       Z3, Z2, Z2
+	VBROADCASTSS lgb2<>+0(SB), Z3
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z5, Z7, Z7
-	VBROADCASTSS lgb3<>+0(SB), Z8
+	VMAXPS       Z2, Z3, Z3
+	VBROADCASTSS lgb3<>+0(SB), Z6
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z7, Z8, Z7
+	VMINPS Z3, Z6, Z3
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z8
-	VMAXPS            Z5, Z8, Z8
-	VBROADCASTSS      lgb5<>+0(SB), Z9
-	VMINPS            Z8, Z9, Z8
-	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
-	VRNDSCALEPS       $0x00, Z9, Z9
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z8
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z8
-	VMULPS            Z8, Z8, Z10
-	VBROADCASTSS      lgb9<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z11
-	VBROADCASTSS      lgb11<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VBROADCASTSS      lgb13<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VFMADD213PS       Z8, Z10, Z11
-	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
-	VCVTPS2DQ         Z9, Z8
-	VPADDD.BCST       lgb15<>+0(SB), Z8, Z8
-	VPSRLD            $0x01, Z8, Z9
-	VPSUBD            Z9, Z8, Z8
-	VPSLLD            $0x17, Z9, Z9
-	VPSLLD            $0x17, Z8, Z8
-	VMULPS            Z9, Z11, Z11
-	VMULPS            Z8, Z11, Z11
+	VBROADCASTSS      lgb4<>+0(SB), Z6
+	VMAXPS            Z2, Z6, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z14
+	VMINPS            Z6, Z14, Z14
+	VMULPS.BCST       lgb6<>+0(SB), Z14, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VMOVAPS           Z14, Z15
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z6, Z15
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z6, Z15
+	VMULPS            Z15, Z15, Z16
+	VBROADCASTSS      lgb9<>+0(SB), Z14
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z15, Z14
+	VBROADCASTSS      lgb11<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z14
+	VBROADCASTSS      lgb13<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z14
+	VFMADD213PS       Z15, Z16, Z14
+	VADDPS.BCST       lgb1<>+0(SB), Z14, Z14
+	VCVTPS2DQ         Z6, Z6
+	VPADDD.BCST       lgb15<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z15
+	VPSUBD            Z15, Z6, Z6
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z15, Z14, Z14
+	VMULPS            Z6, Z14, Z14
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z5, Z7, K1
-	VPMOVM2D     K1, Z7
-	VANDPS.BCST  lgb1<>+0(SB), Z7, Z8
-	VBROADCASTSS lgb16<>+0(SB), Z9
-	VBROADCASTSS lgb17<>+0(SB), Z10
+	VCMPPS       $0x04, Z2, Z3, K1
+	VPMOVM2D     K1, Z16
+	VANDPS.BCST  lgb1<>+0(SB), Z16, Z6
+	VBROADCASTSS lgb16<>+0(SB), Z3
+	VBROADCASTSS lgb17<>+0(SB), Z17
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z7, Z12
-	VPTERNLOGD   $0xca, Z10, Z9, Z12
-	VBROADCASTSS lgb18<>+0(SB), Z9
-	VBROADCASTSS lgb19<>+0(SB), Z10
+	VMOVUPS      Z16, Z15
+	VPTERNLOGD   $0xca, Z17, Z3, Z15
+	VBROADCASTSS lgb18<>+0(SB), Z17
+	VBROADCASTSS lgb19<>+0(SB), Z3
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z10, Z9, Z7
-	VBROADCASTSS lgb0<>+0(SB), Z9
+	VPTERNLOGD   $0xca, Z3, Z17, Z16
+	VBROADCASTSS lgb0<>+0(SB), Z17
 
 	// v24 = ge(v6, 0)
-	VCMPPS   $0x1d, Z9, Z3, K1
-	VPMOVM2D K1, Z13
+	VCMPPS   $0x1d, Z17, Z13, K1
+	VPMOVM2D K1, Z18
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z11, Z12, Z14
+	VMINPS Z14, Z15, Z19
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z11, Z7, Z15
+	VMAXPS Z14, Z16, Z20
 
 	// v27 = where(v24, v25, v26)
-	VMOVUPS    Z13, Z16
-	VPTERNLOGD $0xca, Z15, Z14, Z16
+	VMOVUPS    Z18, Z21
+	VPTERNLOGD $0xca, Z20, Z19, Z21
 
 	// gain = mul(advantage, v27)
-	VMULPS Z16, Z2, Z2
+	VMULPS Z21, Z1, Z1
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Z2, Z0, Z2
-
-	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y14
-	MOVQ          state+48(FP), SI
-	VADDPS        704(SI), Y2, Y2
-	VADDPS        Y2, Y14, Y2
-	VMOVUPS       Y2, 704(SI)
-
-	// v34 = where(mask, v17, 0)
-	VANDPS Z8, Z0, Z2
-
-	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y8
-	VADDPS        1024(SI), Y2, Y2
-	VADDPS        Y2, Y8, Y2
-	VMOVUPS       Y2, 1024(SI)
-
-	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Z4, Z6, Z2
-
-	// v38 = where(mask, v37, 0)
-	VANDPS Z2, Z0, Z2
-
-	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        1344(SI), Y2, Y2
-	VADDPS        Y2, Y4, Y2
-	VMOVUPS       Y2, 1344(SI)
-	MOVQ          entropy+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
-
-	// v42 = where(mask, entropy, 0)
-	VANDPS Z2, Z0, Z4
-
-	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y6
-	VADDPS        1664(SI), Y4, Y4
-	VADDPS        Y4, Y6, Y4
-	VMOVUPS       Y4, 1664(SI)
-
-	// v46 = mul(-0.001, entropy)
-	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
-
-	// v47 = where(mask, v46, 0)
-	VANDPS Z2, Z0, Z2
-
-	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        1984(SI), Y2, Y2
-	VADDPS        Y2, Y4, Y2
-	VMOVUPS       Y2, 1984(SI)
-
-	// v51 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z2
-	VPTERNLOGD $0xca, Z10, Z5, Z2
-
-	// logsumexp(v51) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VANDPS        Z11, Z0, Z5
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	MOVQ          DX, R8
-	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y8
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y10
-	VANDPS        Y10, Y8, Y8
-	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y10
-	VORPS         Y10, Y8, Y8
-	VANDPS        4288(SI), Y8, Y8
-	VMOVUPS       Y8, 4288(SI)
-	VCVTPS2PD     X5, Y2
-	VEXTRACTF128  $0x01, Y5, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        2112(SI)(R8*8), Y2, Y8
-	VMOVUPD       Y8, 2112(SI)(R8*8)
-	VMULPD        Y2, Y2, Y2
-	VADDPD        5440(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 5440(SI)(R8*8)
-	VADDPD        2144(SI)(R8*8), Y5, Y2
-	VMOVUPD       Y2, 2144(SI)(R8*8)
-	VMULPD        Y5, Y5, Y2
-	VADDPD        5472(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 5472(SI)(R8*8)
-	VCMPPS        $0x15, lgc22<>+0(SB), Y4, Y2
-	VCMPPS        $0x1a, lgc23<>+0(SB), Y4, Y5
-	VANDPS        Y5, Y2, Y2
-	VCMPPS        $0x00, lgc24<>+0(SB), Y4, Y5
-	VORPS         Y5, Y2, Y2
-	VANDPS        4288(SI), Y2, Y2
-	VMOVUPS       Y2, 4288(SI)
-	VCVTPS2PD     X6, Y2
-	VEXTRACTF128  $0x01, Y6, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        2176(SI)(R8*8), Y2, Y5
-	VMOVUPD       Y5, 2176(SI)(R8*8)
-	VMULPD        Y2, Y2, Y2
-	VADDPD        5504(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 5504(SI)(R8*8)
-	VADDPD        2208(SI)(R8*8), Y4, Y2
-	VMOVUPD       Y2, 2208(SI)(R8*8)
-	VMULPD        Y4, Y4, Y2
-	VADDPD        5536(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 5536(SI)(R8*8)
-
-	// sum(v3) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VCVTPS2PD     X1, Y4
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        7616(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 7616(SI)(R8*8)
-	VADDPD        7648(SI)(R8*8), Y1, Y1
-	VMOVUPD       Y1, 7648(SI)(R8*8)
-	VCVTPS2PD     X2, Y1
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        7680(SI)(R8*8), Y1, Y1
-	VMOVUPD       Y1, 7680(SI)(R8*8)
-	VADDPD        7712(SI)(R8*8), Y2, Y1
-	VMOVUPD       Y1, 7712(SI)(R8*8)
-	VMOVUPS       (AX), Z1
-
-	// v68 = where(mask, v67, 0)
-	VANDPS  Z1, Z0, Z1
-	VMOVUPS 64(AX), Z2
-
-	// gradEntropy = where(mask, v69, 0)
-	VANDPS Z2, Z0, Z2
-
-	// v71 = neg(v68)
 	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
 
+	// v30 = where(mask, v29, 0)
+	VANDPS Z1, Z12, Z1
+
+	// sum(v30) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y19
+	VADDPS        Y7, Y1, Y7
+	VADDPS        Y7, Y19, Y7
+
+	// v34 = where(mask, v17, 0)
+	VANDPS Z6, Z12, Z1
+
+	// sum(v34) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y6
+	VADDPS        Y8, Y1, Y8
+	VADDPS        Y8, Y6, Y8
+
+	// v37 = sub(sampleLogProb, logProb)
+	VSUBPS Z4, Z5, Z1
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Z1, Z12, Z1
+
+	// sum(v38) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VADDPS        Y9, Y1, Y9
+	VADDPS        Y9, Y4, Y9
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z1
+
+	// v42 = where(mask, entropy, 0)
+	VANDPS Z1, Z12, Z4
+
+	// sum(v42) over [B L]
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y10, Y4, Y10
+	VADDPS        Y10, Y5, Y10
+
+	// v46 = mul(-0.001, entropy)
+	VMULPS.BCST lgb21<>+0(SB), Z1, Z1
+
+	// v47 = where(mask, v46, 0)
+	VANDPS Z1, Z12, Z1
+
+	// sum(v47) over [B L]
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VADDPS        Y11, Y1, Y11
+	VADDPS        Y11, Y4, Y11
+
+	// v51 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z12, Z1
+	VPTERNLOGD $0xca, Z3, Z2, Z1
+
+	// logsumexp(v51) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Z14, Z12, Z3
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	MOVQ          DX, SI
+	VCMPPS        $0x15, lgc22<>+0(SB), Y1, Y5
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y1, Y6
+	VANDPS        Y6, Y5, Y5
+	VCMPPS        $0x00, lgc24<>+0(SB), Y1, Y6
+	VORPS         Y6, Y5, Y5
+	MOVQ          state+16(FP), R8
+	VANDPS        4288(R8), Y5, Y5
+	VMOVUPS       Y5, 4288(R8)
+	VCVTPS2PD     X3, Y5
+	VEXTRACTF128  $0x01, Y3, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        2112(R8)(SI*8), Y5, Y3
+	VMOVUPD       Y3, 2112(R8)(SI*8)
+	VMULPD        Y5, Y5, Y3
+	VADDPD        5440(R8)(SI*8), Y3, Y3
+	VMOVUPD       Y3, 5440(R8)(SI*8)
+	VADDPD        2144(R8)(SI*8), Y1, Y3
+	VMOVUPD       Y3, 2144(R8)(SI*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5472(R8)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 5472(R8)(SI*8)
+	VCMPPS        $0x15, lgc22<>+0(SB), Y2, Y1
+	VCMPPS        $0x1a, lgc23<>+0(SB), Y2, Y3
+	VANDPS        Y3, Y1, Y1
+	VCMPPS        $0x00, lgc24<>+0(SB), Y2, Y3
+	VORPS         Y3, Y1, Y1
+	VANDPS        4288(R8), Y1, Y1
+	VMOVUPS       Y1, 4288(R8)
+	VCVTPS2PD     X4, Y2
+	VEXTRACTF128  $0x01, Y4, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        2176(R8)(SI*8), Y2, Y3
+	VMOVUPD       Y3, 2176(R8)(SI*8)
+	VMULPD        Y2, Y2, Y2
+	VADDPD        5504(R8)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 5504(R8)(SI*8)
+	VADDPD        2208(R8)(SI*8), Y1, Y2
+	VMOVUPD       Y2, 2208(R8)(SI*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        5536(R8)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 5536(R8)(SI*8)
+
+	// sum(v3) over [B]
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        7616(R8)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 7616(R8)(SI*8)
+	VADDPD        7648(R8)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 7648(R8)(SI*8)
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        7680(R8)(SI*8), Y2, Y1
+	VMOVUPD       Y1, 7680(R8)(SI*8)
+	VADDPD        7712(R8)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 7712(R8)(SI*8)
+	VMOVUPS       (AX), Z0
+
+	// v68 = where(mask, v67, 0)
+	VANDPS  Z0, Z12, Z0
+	VMOVUPS 64(AX), Z1
+
+	// gradEntropy = where(mask, v69, 0)
+	VANDPS Z1, Z12, Z1
+
+	// v71 = neg(v68)
+	VXORPS.BCST lgb20<>+0(SB), Z0, Z0
+
 	// v72 = mul(v71, v6)
-	VMULPS Z3, Z1, Z1
+	VMULPS Z13, Z0, Z0
 
 	// v73 = where(v24, v72, 0)
-	VANDPS Z1, Z13, Z3
+	VANDPS Z0, Z18, Z2
 
 	// v74 = where(v24, 0, v72)
-	VANDNPS Z1, Z13, Z1
+	VANDNPS Z0, Z18, Z0
 
 	// v75 = ge(ratio, v23)
-	VCMPPS   $0x1d, Z7, Z11, K1
-	VPMOVM2D K1, Z4
-
-	// v76 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z11, Z11, K1
-	VPMOVM2D K1, Z5
-
-	// v77 = max(v75, v76)
-	VORPS Z4, Z5, Z4
-
-	// v78 = where(v77, v74, 0)
-	VANDPS Z1, Z4, Z1
-
-	// v79 = le(ratio, v20)
-	VCMPPS   $0x12, Z12, Z11, K1
-	VPMOVM2D K1, Z4
-
-	// v80 = max(v79, v76)
-	VORPS Z4, Z5, Z4
-
-	// v81 = where(v80, v73, 0)
-	VANDPS Z3, Z4, Z3
-
-	// v82 = add(v78, v81)
-	VADDPS Z3, Z1, Z1
-
-	// v83 = ne(v82, 0)
-	VCMPPS   $0x04, Z9, Z1, K1
+	VCMPPS   $0x1d, Z16, Z14, K1
 	VPMOVM2D K1, Z3
 
+	// v76 = ne(ratio, ratio)
+	VCMPPS   $0x04, Z14, Z14, K1
+	VPMOVM2D K1, Z4
+
+	// v77 = max(v75, v76)
+	VORPS Z3, Z4, Z3
+
+	// v78 = where(v77, v74, 0)
+	VANDPS Z0, Z3, Z0
+
+	// v79 = le(ratio, v20)
+	VCMPPS   $0x12, Z15, Z14, K1
+	VPMOVM2D K1, Z3
+
+	// v80 = max(v79, v76)
+	VORPS Z3, Z4, Z3
+
+	// v81 = where(v80, v73, 0)
+	VANDPS Z2, Z3, Z2
+
+	// v82 = add(v78, v81)
+	VADDPS Z2, Z0, Z0
+
+	// v83 = ne(v82, 0)
+	VCMPPS   $0x04, Z17, Z0, K1
+	VPMOVM2D K1, Z2
+
 	// v84 = mul(v82, ratio)
-	VMULPS Z11, Z1, Z4
+	VMULPS Z14, Z0, Z3
 
 	// v85 = where(v83, v84, v82)
-	VPTERNLOGD $0xca, Z1, Z4, Z3
+	VPTERNLOGD $0xca, Z0, Z3, Z2
 
 	// gradLogProb = where(mask, v85, 0)
-	VANDPS Z3, Z0, Z0
+	VANDPS Z2, Z12, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), SI
-	VMOVUPS Z2, (SI)(DI*4)
+	VMOVUPS Z1, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+72(FP), SI
@@ -999,43 +998,33 @@ blocks_11:
 	DECQ        BX
 	JNZ         noflush_12
 	VMOVUPD     lgc25<>+0(SB), Y0
-	MOVQ        state+48(FP), BX
-	VMOVUPS     704(BX), Y0
-	VMULPS      lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      512(BX), Z0, Z0
-	VMOVUPD     Z0, 512(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 704(BX)
-	VMOVUPS     1024(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      832(BX), Z0, Z0
-	VMOVUPD     Z0, 832(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1024(BX)
-	VMOVUPS     1344(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1152(BX), Z0, Z0
-	VMOVUPD     Z0, 1152(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1344(BX)
-	VMOVUPS     1664(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1472(BX), Z0, Z0
-	VMOVUPD     Z0, 1472(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1664(BX)
-	VMOVUPS     1984(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1792(BX), Z0, Z0
-	VMOVUPD     Z0, 1792(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1984(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc26<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z1
+	VADDPD      512(BX), Z1, Z1
+	VMOVUPD     Z1, 512(BX)
+	VMOVUPS     lgc26<>+0(SB), Y7
+	VFMADD231PS lgc26<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z1
+	VADDPD      832(BX), Z1, Z1
+	VMOVUPD     Z1, 832(BX)
+	VMOVUPS     lgc26<>+0(SB), Y8
+	VFMADD231PS lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD   Y9, Z1
+	VADDPD      1152(BX), Z1, Z1
+	VMOVUPD     Z1, 1152(BX)
+	VMOVUPS     lgc26<>+0(SB), Y9
+	VFMADD231PS lgc26<>+0(SB), Y10, Y0
+	VCVTPS2PD   Y10, Z1
+	VADDPD      1472(BX), Z1, Z1
+	VMOVUPD     Z1, 1472(BX)
+	VMOVUPS     lgc26<>+0(SB), Y10
+	VFMADD231PS lgc26<>+0(SB), Y11, Y0
+	VCVTPS2PD   Y11, Z1
+	VADDPD      1792(BX), Z1, Z1
+	VMOVUPD     Z1, 1792(BX)
+	VMOVUPS     lgc26<>+0(SB), Y11
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      9792(BX), Y0, Y0
 	VMOVUPS     Y0, 9792(BX)
 	MOVQ        $+4, BX
@@ -1044,49 +1033,55 @@ noflush_12:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+256
 	JL           blocks_11
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y7, 704(DX)
+	VMOVUPS      Y8, 1024(DX)
+	VMOVUPS      Y9, 1344(DX)
+	VMOVUPS      Y10, 1664(DX)
+	VMOVUPS      Y11, 1984(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       512(DX), Z0, Z0
-	VMOVUPD      Z0, 512(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)
-	VMOVUPS      1024(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       832(DX), Z0, Z0
-	VMOVUPD      Z0, 832(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)
-	VMOVUPS      1344(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1152(DX), Z0, Z0
-	VMOVUPD      Z0, 1152(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(DX)
-	VMOVUPS      1664(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(DX), Z0, Z0
-	VMOVUPD      Z0, 1472(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(DX), Z0, Z0
-	VMOVUPD      Z0, 1792(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      704(DX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(DX), Z1, Z1
+	VMOVUPD      Z1, 512(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       832(DX), Z1, Z1
+	VMOVUPD      Z1, 832(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1024(DX)
+	VMOVUPS      1344(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1152(DX), Z1, Z1
+	VMOVUPD      Z1, 1152(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1344(DX)
+	VMOVUPS      1664(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       9792(DX), Y0, Y0
 	VMOVUPS      Y0, 9792(DX)
 	INCQ         CX
@@ -1102,8 +1097,8 @@ TEXT ·fbPass3AVX512(SB), $64-48
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 10112(AX), Y0
-	VMOVUPS 10432(AX), Y1
+	VMOVUPS 10112(AX), Y1
+	VMOVUPS 10432(AX), Y2
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_14
@@ -1111,82 +1106,82 @@ TEXT ·fbPass3AVX512(SB), $64-48
 blocks_13:
 	MOVQ    s5+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z2
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v55 = mul(2, logSumW)
-	VMULPS.BCST lgb27<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb27<>+0(SB), Z0, Z0
 	MOVQ        s6+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
 	// v56 = sub(v55, logSumW2)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z3, Z0, Z0
 
 	// essCol = exp(v56)
 	VBROADCASTSS      lgb4<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
+	VMAXPS            Z0, Z3, Z0
 	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
+	VMINPS            Z0, Z3, Z0
+	VMULPS.BCST       lgb6<>+0(SB), Z0, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z0
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z0
+	VMULPS            Z0, Z0, Z4
 	VBROADCASTSS      lgb9<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z5
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z0, Z5
 	VBROADCASTSS      lgb11<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb13<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
+	VFMADD213PS       Z0, Z4, Z5
 	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb15<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
+	VCVTPS2DQ         Z3, Z0
+	VPADDD.BCST       lgb15<>+0(SB), Z0, Z0
+	VPSRLD            $0x01, Z0, Z3
+	VPSUBD            Z3, Z0, Z0
 	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
+	VPSLLD            $0x17, Z0, Z0
 	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
+	VMULPS            Z0, Z5, Z5
 	MOVQ              s7+40(FP), DX
-	VMOVUPS           (DX)(BX*4), Z2
+	VMOVUPS           (DX)(BX*4), Z0
 	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v59 = gt(v58, 0)
-	VCMPPS      $0x1e, Z3, Z2, K1
-	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb1<>+0(SB), Z2, Z3
+	VCMPPS      $0x1e, Z3, Z0, K1
+	VPMOVM2D    K1, Z0
+	VANDPS.BCST lgb1<>+0(SB), Z0, Z3
 
 	// v60 = where(v59, essCol, 0)
-	VANDPS Z5, Z2, Z2
+	VANDPS Z5, Z0, Z0
 
 	// sum(v60) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y0, Y2, Y0
-	VADDPS        Y0, Y4, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y1
 
 	// sum(v59) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y1, Y3, Y1
-	VADDPS        Y1, Y2, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y2, Y3, Y2
+	VADDPS        Y2, Y0, Y2
 	DECQ          CX
 	JNZ           noflush_15
-	VMOVUPD       lgc25<>+0(SB), Y2
+	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+0(FP), CX
-	VMULPS        lgc26<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        9920(CX), Z0, Z0
-	VMOVUPD       Z0, 9920(CX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y1, Y2
+	VMULPS        lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        10240(CX), Z1, Z1
-	VMOVUPD       Z1, 10240(CX)
+	VADDPD        9920(CX), Z1, Z1
+	VMOVUPD       Z1, 9920(CX)
 	VMOVUPS       lgc26<>+0(SB), Y1
-	VCMPPS        $0x00, Y2, Y2, Y2
-	VANDPS        10560(CX), Y2, Y2
-	VMOVUPS       Y2, 10560(CX)
+	VFMADD231PS   lgc26<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        10240(CX), Z2, Z2
+	VMOVUPD       Z2, 10240(CX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        10560(CX), Y0, Y0
+	VMOVUPS       Y0, 10560(CX)
 	MOVQ          $+4, CX
 
 noflush_15:
@@ -1198,8 +1193,8 @@ noflush_15:
 
 chunkdone_14:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 10112(AX)
-	VMOVUPS      Y1, 10432(AX)
+	VMOVUPS      Y1, 10112(AX)
+	VMOVUPS      Y2, 10432(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -1207,21 +1202,21 @@ chunkdone_14:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      10112(AX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       9920(AX), Z0, Z0
-	VMOVUPD      Z0, 9920(AX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 10112(AX)
-	VMOVUPS      10432(AX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       10240(AX), Z0, Z0
-	VMOVUPD      Z0, 10240(AX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 10432(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      10112(AX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       9920(AX), Z1, Z1
+	VMOVUPD      Z1, 9920(AX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 10112(AX)
+	VMOVUPS      10432(AX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       10240(AX), Z1, Z1
+	VMOVUPD      Z1, 10240(AX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 10432(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       10560(AX), Y0, Y0
 	VMOVUPS      Y0, 10560(AX)
 	VZEROUPPER

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
+// func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
 	LEAQ 63(SP), AX
@@ -12,312 +12,299 @@ TEXT ·pass0AVX512(SB), $64-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ    $+4, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y1
+	VMOVUPS 576(CX), Y2
+	VMOVUPS 896(CX), Y3
+	VMOVUPS 1216(CX), Y4
+	VMOVUPS 1536(CX), Y5
+	VMOVUPS 1856(CX), Y6
+	VMOVUPS 2944(CX), Y7
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ          mask+8(FP), BX
+	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
 	VPMOVZXBD     (BX)(SI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z8
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VADDPS        Y1, Y8, Y1
+	VADDPS        Y1, Y9, Y1
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z8
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	VANDPS  Z8, Z0, Z8
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z9
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	VANDPS  Z9, Z0, Z9
+	MOVQ    advantage+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z10
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z10, Z0, Z10
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z2, Z1, Z4
-	VBROADCASTSS lgb2<>+0(SB), Z5
+	VSUBPS       Z9, Z8, Z11
+	VBROADCASTSS lgb2<>+0(SB), Z12
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z5, Z5
-	VBROADCASTSS lgb3<>+0(SB), Z6
+	VMAXPS       Z11, Z12, Z12
+	VBROADCASTSS lgb3<>+0(SB), Z13
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z5, Z6, Z5
+	VMINPS Z12, Z13, Z12
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z6
-	VMAXPS            Z4, Z6, Z6
-	VBROADCASTSS      lgb5<>+0(SB), Z7
-	VMINPS            Z6, Z7, Z6
-	VMULPS.BCST       lgb6<>+0(SB), Z6, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z6
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
-	VMULPS            Z6, Z6, Z8
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z6, Z8, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z6
-	VPADDD.BCST       lgb15<>+0(SB), Z6, Z6
-	VPSRLD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z6, Z9, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z13
+	VMAXPS            Z11, Z13, Z13
+	VBROADCASTSS      lgb5<>+0(SB), Z14
+	VMINPS            Z13, Z14, Z13
+	VMULPS.BCST       lgb6<>+0(SB), Z13, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z14, Z13
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
+	VMULPS            Z13, Z13, Z15
+	VBROADCASTSS      lgb9<>+0(SB), Z16
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z13, Z16
+	VBROADCASTSS      lgb11<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VBROADCASTSS      lgb13<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VFMADD213PS       Z13, Z15, Z16
+	VADDPS.BCST       lgb1<>+0(SB), Z16, Z16
+	VCVTPS2DQ         Z14, Z13
+	VPADDD.BCST       lgb15<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z16, Z16
+	VMULPS            Z13, Z16, Z16
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z5, K1
-	VPMOVM2D     K1, Z5
-	VANDPS.BCST  lgb1<>+0(SB), Z5, Z6
-	VBROADCASTSS lgb16<>+0(SB), Z7
-	VBROADCASTSS lgb17<>+0(SB), Z8
+	VCMPPS       $0x04, Z11, Z12, K1
+	VPMOVM2D     K1, Z12
+	VANDPS.BCST  lgb1<>+0(SB), Z12, Z13
+	VBROADCASTSS lgb16<>+0(SB), Z14
+	VBROADCASTSS lgb17<>+0(SB), Z15
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z5, Z10
-	VPTERNLOGD   $0xca, Z8, Z7, Z10
-	VBROADCASTSS lgb18<>+0(SB), Z7
-	VBROADCASTSS lgb19<>+0(SB), Z8
+	VMOVUPS      Z12, Z17
+	VPTERNLOGD   $0xca, Z15, Z14, Z17
+	VBROADCASTSS lgb18<>+0(SB), Z14
+	VBROADCASTSS lgb19<>+0(SB), Z15
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z8, Z7, Z5
-	VBROADCASTSS lgb0<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z15, Z14, Z12
+	VBROADCASTSS lgb0<>+0(SB), Z14
 
 	// v24 = ge(v10, 0)
-	VCMPPS   $0x1d, Z7, Z3, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x1d, Z14, Z10, K1
+	VPMOVM2D K1, Z14
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z9, Z10, Z10
+	VMINPS Z16, Z17, Z17
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z9, Z5, Z5
+	VMAXPS Z16, Z12, Z12
 
 	// ratioClipped = where(v24, v25, v26)
-	VPTERNLOGD $0xca, Z5, Z10, Z7
+	VPTERNLOGD $0xca, Z12, Z17, Z14
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Z7, Z3, Z3
+	VMULPS Z14, Z10, Z10
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb20<>+0(SB), Z10, Z10
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z10, Z0, Z10
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        576(BX), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 576(BX)
+	VEXTRACTF64X4 $0x01, Z10, Y12
+	VADDPS        Y2, Y10, Y2
+	VADDPS        Y2, Y12, Y2
 
 	// v34 = where(mask, v17, 0)
-	VANDPS Z6, Z0, Z3
+	VANDPS Z13, Z0, Z10
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        896(BX), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 896(BX)
+	VEXTRACTF64X4 $0x01, Z10, Y12
+	VADDPS        Y3, Y10, Y3
+	VADDPS        Y3, Y12, Y3
 
 	// v37 = sub(v8, v6)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z8, Z9, Z8
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        1216(BX), Y1, Y3
-	VADDPS        Y3, Y2, Y3
-	VMOVUPS       Y3, 1216(BX)
-	MOVQ          entropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VADDPS        Y4, Y8, Y4
+	VADDPS        Y4, Y9, Y4
+	MOVQ          entropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z9
 
 	// v42 = where(mask, entropy, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z9, Z0, Z9
 
 	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1536(BX), Y2, Y5
-	VADDPS        Y5, Y3, Y5
-	VMOVUPS       Y5, 1536(BX)
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y5, Y9, Y5
+	VADDPS        Y5, Y10, Y5
 
 	// v46 = mul(-0.01, v42)
-	VMULPS.BCST lgb21<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb21<>+0(SB), Z9, Z9
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z9, Z0, Z9
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1856(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 1856(BX)
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y6, Y9, Y6
+	VADDPS        Y6, Y10, Y6
 
 	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z2
-	VPTERNLOGD $0xca, Z8, Z4, Z2
+	VMOVUPS    Z0, Z9
+	VPTERNLOGD $0xca, Z15, Z11, Z9
 
 	// logsumexp(v50) over [B L]
-	VANDPS        Z9, Z0, Z3
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z4
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z5
-	VANDPS        Z5, Z4, Z4
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z5
-	VORPS         Z5, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y2
-	VANDPS        Y4, Y2, Y2
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VANDPS        2176(BX), Y2, Y2
-	VMOVUPS       Y2, 2176(BX)
-	VADDPS        2304(BX), Y3, Y2
-	VADDPS        Y2, Y4, Y2
-	VMOVUPS       Y2, 2304(BX)
-	VMULPS        Y3, Y3, Y2
-	VMULPS        Y4, Y4, Y3
-	VADDPS        2624(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2624(BX)
+	VANDPS        Z16, Z0, Z10
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z11
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z11, Z11
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z12
+	VORPS         Z12, Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y9
+	VANDPS        Y11, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	MOVQ          state+8(FP), BX
+	VANDPS        2176(BX), Y9, Y9
+	VMOVUPS       Y9, 2176(BX)
+	VADDPS        2304(BX), Y10, Y9
+	VADDPS        Y9, Y11, Y9
+	VMOVUPS       Y9, 2304(BX)
+	VMULPS        Y10, Y10, Y9
+	VMULPS        Y11, Y11, Y10
+	VADDPS        2624(BX), Y9, Y9
+	VADDPS        Y9, Y10, Y9
+	VMOVUPS       Y9, 2624(BX)
 
 	// k3 = expm1_minus_x(v38)
-	VBROADCASTSS      lgb4<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z1, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD        $0xb8, Z2, Z1, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z9
+	VMAXPS            Z8, Z9, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb6<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VMOVAPS           Z9, Z11
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z10, Z11
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z10, Z11
+	VMULPS            Z11, Z11, Z12
+	VBROADCASTSS      lgb9<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z11, Z13
+	VBROADCASTSS      lgb11<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VBROADCASTSS      lgb13<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VMULPS            Z12, Z13, Z9
+	VFMADD213PS       Z11, Z12, Z13
+	VADDPS.BCST       lgb1<>+0(SB), Z13, Z13
+	VCVTPS2DQ         Z10, Z11
+	VPADDD.BCST       lgb15<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z12
+	VPSUBD            Z12, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z12, Z13, Z13
+	VMULPS            Z11, Z13, Z13
+	VSUBPS.BCST       lgb1<>+0(SB), Z13, Z13
+	VSUBPS            Z8, Z13, Z13
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
+	VPMOVM2D          K1, Z8
+	VPTERNLOGD        $0xb8, Z9, Z8, Z13
 
 	// v62 = where(mask, k3, 0)
-	VANDPS Z6, Z0, Z0
+	VANDPS Z13, Z0, Z0
 
 	// sum(v62) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        2944(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 2944(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y7, Y0, Y7
+	VADDPS        Y7, Y8, Y7
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc24<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y0
-	VMULPS        lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 256(DX)
-	VMOVUPS       576(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        384(DX), Z0, Z0
-	VMOVUPD       Z0, 384(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 576(DX)
-	VMOVUPS       896(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        704(DX), Z0, Z0
-	VMOVUPD       Z0, 704(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 896(DX)
-	VMOVUPS       1216(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1024(DX), Z0, Z0
-	VMOVUPD       Z0, 1024(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 1216(DX)
-	VMOVUPS       1536(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1344(DX), Z0, Z0
-	VMOVUPD       Z0, 1344(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 1536(DX)
-	VMOVUPS       1856(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1664(DX), Z0, Z0
-	VMOVUPD       Z0, 1664(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 1856(DX)
-	VMOVUPS       2304(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1984(DX), Z0, Z0
-	VMOVUPD       Z0, 1984(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 2304(DX)
-	VMOVUPS       2624(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2432(DX), Z0, Z0
-	VMOVUPD       Z0, 2432(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 2624(DX)
-	VMOVUPS       2944(DX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2752(DX), Z0, Z0
-	VMOVUPD       Z0, 2752(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 2944(DX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+8(FP), DX
+	VMULPS        lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc25<>+0(SB), Y1
+	VFMADD231PS   lgc25<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX), Z2, Z2
+	VMOVUPD       Z2, 384(DX)
+	VMOVUPS       lgc25<>+0(SB), Y2
+	VFMADD231PS   lgc25<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        704(DX), Z3, Z3
+	VMOVUPD       Z3, 704(DX)
+	VMOVUPS       lgc25<>+0(SB), Y3
+	VFMADD231PS   lgc25<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z4
+	VADDPD        1024(DX), Z4, Z4
+	VMOVUPD       Z4, 1024(DX)
+	VMOVUPS       lgc25<>+0(SB), Y4
+	VFMADD231PS   lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z5
+	VADDPD        1344(DX), Z5, Z5
+	VMOVUPD       Z5, 1344(DX)
+	VMOVUPS       lgc25<>+0(SB), Y5
+	VFMADD231PS   lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD     Y6, Z6
+	VADDPD        1664(DX), Z6, Z6
+	VMOVUPD       Z6, 1664(DX)
+	VMOVUPS       lgc25<>+0(SB), Y6
+	VMOVUPS       2304(DX), Y8
+	VFMADD231PS   lgc25<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z8
+	VADDPD        1984(DX), Z8, Z8
+	VMOVUPD       Z8, 1984(DX)
+	VMOVUPS       lgc25<>+0(SB), Y8
+	VMOVUPS       Y8, 2304(DX)
+	VMOVUPS       2624(DX), Y8
+	VFMADD231PS   lgc25<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z8
+	VADDPD        2432(DX), Z8, Z8
+	VMOVUPD       Z8, 2432(DX)
+	VMOVUPS       lgc25<>+0(SB), Y8
+	VMOVUPS       Y8, 2624(DX)
+	VFMADD231PS   lgc25<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z7
+	VADDPD        2752(DX), Z7, Z7
+	VMOVUPD       Z7, 2752(DX)
+	VMOVUPS       lgc25<>+0(SB), Y7
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        3072(DX), Y0, Y0
 	VMOVUPS       Y0, 3072(DX)
 	MOVQ          $+4, DX
@@ -326,77 +313,85 @@ noflush_3:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      Y2, 576(CX)
+	VMOVUPS      Y3, 896(CX)
+	VMOVUPS      Y4, 1216(CX)
+	VMOVUPS      Y5, 1536(CX)
+	VMOVUPS      Y6, 1856(CX)
+	VMOVUPS      Y7, 2944(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX), Z0, Z0
-	VMOVUPD      Z0, 384(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(CX), Z0, Z0
-	VMOVUPD      Z0, 704(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(CX), Z0, Z0
-	VMOVUPD      Z0, 1024(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1344(CX), Z0, Z0
-	VMOVUPD      Z0, 1344(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VMOVUPS      1856(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1664(CX), Z0, Z0
-	VMOVUPD      Z0, 1664(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VMOVUPS      2304(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1984(CX), Z0, Z0
-	VMOVUPD      Z0, 1984(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(CX)
-	VMOVUPS      2624(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(CX), Z0, Z0
-	VMOVUPD      Z0, 2432(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VMOVUPS      2944(CX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(CX), Z0, Z0
-	VMOVUPD      Z0, 2752(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(CX), Z1, Z1
+	VMOVUPD      Z1, 704(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(CX), Z1, Z1
+	VMOVUPD      Z1, 1024(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(CX), Z1, Z1
+	VMOVUPD      Z1, 1344(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      1856(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1664(CX), Z1, Z1
+	VMOVUPD      Z1, 1664(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(CX)
+	VMOVUPS      2304(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1984(CX), Z1, Z1
+	VMOVUPD      Z1, 1984(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(CX)
+	VMOVUPS      2624(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(CX), Z1, Z1
+	VMOVUPD      Z1, 2432(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(CX), Z1, Z1
+	VMOVUPD      Z1, 2752(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3072(CX), Y0, Y0
 	VMOVUPS      Y0, 3072(CX)
 	INCQ         AX
@@ -503,37 +498,37 @@ TEXT ·fbPass0AVX512(SB), $64-32
 outer0_4:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
+	VMOVUPS 256(CX), Y1
 	XORQ    CX, CX
 
 blocks_5:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc24<>+0(SB), Y1
+	VMOVUPD       lgc24<>+0(SB), Y0
 	MOVQ          state+8(FP), DX
-	VMULPS        lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        384(DX), Y1, Y1
-	VMOVUPS       Y1, 384(DX)
+	VMULPS        lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc25<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        384(DX), Y0, Y0
+	VMOVUPS       Y0, 384(DX)
 	MOVQ          $+4, DX
 
 noflush_6:
@@ -541,7 +536,7 @@ noflush_6:
 	CMPQ         CX, $+128
 	JL           blocks_5
 	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -549,14 +544,14 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -565,7 +560,7 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(numValid *float32, lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $256-88
 	LEAQ 63(SP), AX
@@ -595,321 +590,323 @@ TEXT ·fbPass1AVX512(SB), $256-88
 	MOVQ        lo+8(FP), CX
 
 outer0_7:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+16(FP), DX
+	VMOVUPS 704(DX), Y1
+	VMOVUPS 1024(DX), Y2
+	VMOVUPS 1344(DX), Y3
+	VMOVUPS 1664(DX), Y4
+	VMOVUPS 1984(DX), Y5
+	VMOVUPS 3072(DX), Y6
+	XORQ    DX, DX
 
 blocks_8:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	MOVQ          logProb+24(FP), SI
-	VMOVUPS       (SI)(DI*4), Z1
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z7
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z2
-	MOVQ    sampleLogProb+32(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
+	VANDPS  Z7, Z0, Z8
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z9
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z3, Z0, Z4
-	MOVQ    advantage+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z5
+	VANDPS  Z9, Z0, Z10
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z11
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z5, Z0, Z6
+	VANDPS Z11, Z0, Z12
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z4, Z2, Z2
-	VBROADCASTSS lgb2<>+0(SB), Z4
+	VSUBPS       Z10, Z8, Z8
+	VBROADCASTSS lgb2<>+0(SB), Z10
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z4, Z4
-	VBROADCASTSS lgb3<>+0(SB), Z7
+	VMAXPS       Z8, Z10, Z10
+	VBROADCASTSS lgb3<>+0(SB), Z13
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z4, Z7, Z4
+	VMINPS Z10, Z13, Z10
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z7
-	VMAXPS            Z2, Z7, Z7
-	VBROADCASTSS      lgb5<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb6<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb9<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb11<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb13<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb15<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb4<>+0(SB), Z13
+	VMAXPS            Z8, Z13, Z13
+	VBROADCASTSS      lgb5<>+0(SB), Z14
+	VMINPS            Z13, Z14, Z13
+	VMULPS.BCST       lgb6<>+0(SB), Z13, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z14, Z13
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
+	VMULPS            Z13, Z13, Z15
+	VBROADCASTSS      lgb9<>+0(SB), Z16
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z13, Z16
+	VBROADCASTSS      lgb11<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VBROADCASTSS      lgb13<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VFMADD213PS       Z13, Z15, Z16
+	VADDPS.BCST       lgb1<>+0(SB), Z16, Z16
+	VCVTPS2DQ         Z14, Z13
+	VPADDD.BCST       lgb15<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z16, Z16
+	VMULPS            Z13, Z16, Z16
 
 	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z2, Z4, K1
-	VPMOVM2D     K1, Z4
-	VANDPS.BCST  lgb1<>+0(SB), Z4, Z7
-	VBROADCASTSS lgb16<>+0(SB), Z8
-	VBROADCASTSS lgb17<>+0(SB), Z9
+	VCMPPS       $0x04, Z8, Z10, K1
+	VPMOVM2D     K1, Z10
+	VANDPS.BCST  lgb1<>+0(SB), Z10, Z13
+	VBROADCASTSS lgb16<>+0(SB), Z14
+	VBROADCASTSS lgb17<>+0(SB), Z15
 
 	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z4, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb18<>+0(SB), Z8
-	VBROADCASTSS lgb19<>+0(SB), Z9
+	VMOVUPS      Z10, Z17
+	VPTERNLOGD   $0xca, Z15, Z14, Z17
+	VBROADCASTSS lgb18<>+0(SB), Z14
+	VBROADCASTSS lgb19<>+0(SB), Z15
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z4
-	VBROADCASTSS lgb0<>+0(SB), Z8
+	VPTERNLOGD   $0xca, Z15, Z14, Z10
+	VBROADCASTSS lgb0<>+0(SB), Z14
 
 	// v24 = ge(v10, 0)
-	VCMPPS   $0x1d, Z8, Z6, K1
-	VPMOVM2D K1, Z12
+	VCMPPS   $0x1d, Z14, Z12, K1
+	VPMOVM2D K1, Z14
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z10, Z11, Z13
+	VMINPS Z16, Z17, Z18
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z10, Z4, Z14
+	VMAXPS Z16, Z10, Z19
 
 	// v27 = where(v24, v25, v26)
-	VMOVUPS    Z12, Z15
-	VPTERNLOGD $0xca, Z14, Z13, Z15
+	VMOVUPS    Z14, Z20
+	VPTERNLOGD $0xca, Z19, Z18, Z20
 
 	// gain = mul(advantage, v27)
-	VMULPS Z15, Z5, Z5
+	VMULPS Z20, Z11, Z11
 
 	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb20<>+0(SB), Z11, Z11
 
 	// v30 = where(mask, v29, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z11, Z0, Z11
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y13
-	MOVQ          state+48(FP), SI
-	VADDPS        704(SI), Y5, Y5
-	VADDPS        Y5, Y13, Y5
-	VMOVUPS       Y5, 704(SI)
+	VEXTRACTF64X4 $0x01, Z11, Y18
+	VADDPS        Y1, Y11, Y1
+	VADDPS        Y1, Y18, Y1
 
 	// v34 = where(mask, v17, 0)
-	VANDPS Z7, Z0, Z5
+	VANDPS Z13, Z0, Z11
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y7
-	VADDPS        1024(SI), Y5, Y5
-	VADDPS        Y5, Y7, Y5
-	VMOVUPS       Y5, 1024(SI)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y2, Y11, Y2
+	VADDPS        Y2, Y13, Y2
 
 	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z7, Z9, Z7
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z7, Z0, Z7
 
 	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1344(SI), Y1, Y5
-	VADDPS        Y5, Y3, Y5
-	VMOVUPS       Y5, 1344(SI)
-	MOVQ          entropy+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z3
+	VEXTRACTF64X4 $0x01, Z7, Y9
+	VADDPS        Y3, Y7, Y3
+	VADDPS        Y3, Y9, Y3
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z9
 
 	// v42 = where(mask, entropy, 0)
-	VANDPS Z3, Z0, Z5
+	VANDPS Z9, Z0, Z11
 
 	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y7
-	VADDPS        1664(SI), Y5, Y5
-	VADDPS        Y5, Y7, Y5
-	VMOVUPS       Y5, 1664(SI)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y4, Y11, Y4
+	VADDPS        Y4, Y13, Y4
 
 	// v46 = mul(-0.01, entropy)
-	VMULPS.BCST lgb21<>+0(SB), Z3, Z3
+	VMULPS.BCST lgb21<>+0(SB), Z9, Z9
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z9, Z0, Z9
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        1984(SI), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 1984(SI)
+	VEXTRACTF64X4 $0x01, Z9, Y11
+	VADDPS        Y5, Y9, Y5
+	VADDPS        Y5, Y11, Y5
 
 	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z3
-	VPTERNLOGD $0xca, Z9, Z2, Z3
+	VMOVUPS    Z0, Z9
+	VPTERNLOGD $0xca, Z15, Z8, Z9
 
 	// logsumexp(v50) over [B L]
-	VANDPS        Z10, Z0, Z2
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z5
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z7
-	VANDPS        Z7, Z5, Z5
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z7
-	VORPS         Z7, Z5, Z5
-	VEXTRACTF64X4 $0x01, Z5, Y3
-	VANDPS        Y5, Y3, Y3
-	VEXTRACTF64X4 $0x01, Z2, Y5
-	VANDPS        2304(SI), Y3, Y3
-	VMOVUPS       Y3, 2304(SI)
-	VADDPS        2432(SI), Y2, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 2432(SI)
-	VMULPS        Y2, Y2, Y2
-	VMULPS        Y5, Y5, Y3
-	VADDPS        2752(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2752(SI)
+	VANDPS        Z16, Z0, Z8
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z11
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z13
+	VANDPS        Z13, Z11, Z11
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z9, K1
+	VPMOVM2D      K1, Z13
+	VORPS         Z13, Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y9
+	VANDPS        Y11, Y9, Y9
+	VEXTRACTF64X4 $0x01, Z8, Y11
+	MOVQ          state+16(FP), SI
+	VANDPS        2304(SI), Y9, Y9
+	VMOVUPS       Y9, 2304(SI)
+	VADDPS        2432(SI), Y8, Y9
+	VADDPS        Y9, Y11, Y9
+	VMOVUPS       Y9, 2432(SI)
+	VMULPS        Y8, Y8, Y8
+	VMULPS        Y11, Y11, Y9
+	VADDPS        2752(SI), Y8, Y8
+	VADDPS        Y8, Y9, Y8
+	VMOVUPS       Y8, 2752(SI)
 
 	// k3 = expm1_minus_x(v38)
-	VBROADCASTSS      lgb4<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z5
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z5
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z5
-	VMULPS            Z5, Z5, Z7
-	VBROADCASTSS      lgb9<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z5, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z5, Z2
-	VFMADD213PS       Z2, Z7, Z9
-	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z5, Z2
-	VFMADD213PS       Z2, Z7, Z9
-	VMULPS            Z7, Z9, Z2
-	VFMADD213PS       Z5, Z7, Z9
-	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z3, Z5
-	VPADDD.BCST       lgb15<>+0(SB), Z5, Z5
-	VPSRLD            $0x01, Z5, Z7
-	VPSUBD            Z7, Z5, Z5
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z5, Z9, Z9
-	VSUBPS.BCST       lgb1<>+0(SB), Z9, Z9
-	VSUBPS            Z1, Z9, Z9
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z9
+	VBROADCASTSS      lgb4<>+0(SB), Z8
+	VMAXPS            Z7, Z8, Z8
+	VBROADCASTSS      lgb5<>+0(SB), Z9
+	VMINPS            Z8, Z9, Z8
+	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VMOVAPS           Z8, Z11
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z11
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z11
+	VMULPS            Z11, Z11, Z13
+	VBROADCASTSS      lgb9<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z11, Z15
+	VBROADCASTSS      lgb11<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z8
+	VFMADD213PS       Z8, Z13, Z15
+	VBROADCASTSS      lgb13<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z8
+	VFMADD213PS       Z8, Z13, Z15
+	VMULPS            Z13, Z15, Z8
+	VFMADD213PS       Z11, Z13, Z15
+	VADDPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VCVTPS2DQ         Z9, Z11
+	VPADDD.BCST       lgb15<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z13
+	VPSUBD            Z13, Z11, Z11
+	VPSLLD            $0x17, Z13, Z13
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z13, Z15, Z15
+	VMULPS            Z11, Z15, Z15
+	VSUBPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VSUBPS            Z7, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z9
+	VPTERNLOGD        $0xb8, Z8, Z9, Z15
 
 	// v62 = where(mask, k3, 0)
-	VANDPS Z9, Z0, Z2
+	VANDPS Z15, Z0, Z8
 
 	// sum(v62) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3072(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 3072(SI)
-	VBROADCASTSS  lgb27<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VADDPS        Y6, Y8, Y6
+	VADDPS        Y6, Y9, Y6
+	VBROADCASTSS  lgb27<>+0(SB), Z8
 
 	// v70 = lt(v38, -40)
-	VCMPPS   $0x11, Z2, Z1, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x11, Z8, Z7, K1
+	VPMOVM2D K1, Z8
 
 	// v72 = add(k3, v38)
-	VADDPS       Z1, Z9, Z1
-	VBROADCASTSS lgb28<>+0(SB), Z3
+	VADDPS       Z7, Z15, Z7
+	VBROADCASTSS lgb28<>+0(SB), Z9
 
 	// v73 = where(v70, -1, v72)
-	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (AX), Z1
+	VPTERNLOGD $0xca, Z7, Z9, Z8
+	VMOVUPS    (AX), Z7
 
 	// v74 = mul(v68, v73)
-	VMULPS  Z2, Z1, Z1
-	VMOVUPS 64(AX), Z2
+	VMULPS  Z8, Z7, Z7
+	VMOVUPS 64(AX), Z8
 
 	// v76 = where(mask, v75, 0)
-	VANDPS  Z2, Z0, Z2
-	VMOVUPS 128(AX), Z3
+	VANDPS  Z8, Z0, Z8
+	VMOVUPS 128(AX), Z9
 
 	// gradEntropy = where(mask, v77, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z9, Z0, Z9
 
 	// v79 = neg(v76)
-	VXORPS.BCST lgb20<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb20<>+0(SB), Z8, Z8
 
 	// v80 = mul(v79, v10)
-	VMULPS Z6, Z2, Z2
+	VMULPS Z12, Z8, Z8
 
 	// v81 = where(v24, v80, 0)
-	VANDPS Z2, Z12, Z5
+	VANDPS Z8, Z14, Z11
 
 	// v82 = where(v24, 0, v80)
-	VANDNPS Z2, Z12, Z2
+	VANDNPS Z8, Z14, Z8
 
 	// v83 = ge(ratio, v23)
-	VCMPPS   $0x1d, Z4, Z10, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z10, Z16, K1
+	VPMOVM2D K1, Z10
 
 	// v84 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z10, Z10, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x04, Z16, Z16, K1
+	VPMOVM2D K1, Z12
 
 	// v85 = max(v83, v84)
-	VORPS Z4, Z6, Z4
+	VORPS Z10, Z12, Z10
 
 	// v86 = where(v85, v82, 0)
-	VANDPS Z2, Z4, Z2
+	VANDPS Z8, Z10, Z8
 
 	// v87 = le(ratio, v20)
-	VCMPPS   $0x12, Z11, Z10, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x12, Z17, Z16, K1
+	VPMOVM2D K1, Z10
 
 	// v88 = max(v87, v84)
-	VORPS Z4, Z6, Z4
+	VORPS Z10, Z12, Z10
 
 	// v89 = where(v88, v81, 0)
-	VANDPS Z5, Z4, Z4
+	VANDPS Z11, Z10, Z10
 
 	// v90 = add(v86, v89)
-	VADDPS Z4, Z2, Z2
+	VADDPS       Z10, Z8, Z8
+	VBROADCASTSS lgb0<>+0(SB), Z10
 
 	// v91 = ne(v90, 0)
-	VCMPPS   $0x04, Z8, Z2, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x04, Z10, Z8, K1
+	VPMOVM2D K1, Z10
 
 	// v92 = mul(v90, ratio)
-	VMULPS Z10, Z2, Z5
+	VMULPS Z16, Z8, Z11
 
 	// v93 = where(v91, v92, v90)
-	VPTERNLOGD $0xca, Z2, Z5, Z4
+	VPTERNLOGD $0xca, Z8, Z11, Z10
 
 	// v94 = neg(v74)
-	VXORPS.BCST lgb20<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb20<>+0(SB), Z7, Z7
 
 	// v95 = add(v94, v93)
-	VADDPS Z4, Z1, Z1
+	VADDPS Z10, Z7, Z7
 
 	// gradLogProb = where(mask, v95, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z7, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), SI
-	VMOVUPS Z3, (SI)(DI*4)
+	VMOVUPS Z9, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+72(FP), SI
@@ -917,64 +914,52 @@ blocks_8:
 	DECQ        BX
 	JNZ         noflush_9
 	VMOVUPD     lgc24<>+0(SB), Y0
-	MOVQ        state+48(FP), BX
-	VMOVUPS     704(BX), Y0
-	VMULPS      lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      512(BX), Z0, Z0
-	VMOVUPD     Z0, 512(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 704(BX)
-	VMOVUPS     1024(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      832(BX), Z0, Z0
-	VMOVUPD     Z0, 832(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 1024(BX)
-	VMOVUPS     1344(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1152(BX), Z0, Z0
-	VMOVUPD     Z0, 1152(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 1344(BX)
-	VMOVUPS     1664(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1472(BX), Z0, Z0
-	VMOVUPD     Z0, 1472(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 1664(BX)
-	VMOVUPS     1984(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1792(BX), Z0, Z0
-	VMOVUPD     Z0, 1792(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 1984(BX)
-	VMOVUPS     2432(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2112(BX), Z0, Z0
-	VMOVUPD     Z0, 2112(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 2432(BX)
-	VMOVUPS     2752(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2560(BX), Z0, Z0
-	VMOVUPD     Z0, 2560(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 2752(BX)
-	VMOVUPS     3072(BX), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2880(BX), Z0, Z0
-	VMOVUPD     Z0, 2880(BX)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 3072(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      512(BX), Z1, Z1
+	VMOVUPD     Z1, 512(BX)
+	VMOVUPS     lgc25<>+0(SB), Y1
+	VFMADD231PS lgc25<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      832(BX), Z2, Z2
+	VMOVUPD     Z2, 832(BX)
+	VMOVUPS     lgc25<>+0(SB), Y2
+	VFMADD231PS lgc25<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      1152(BX), Z3, Z3
+	VMOVUPD     Z3, 1152(BX)
+	VMOVUPS     lgc25<>+0(SB), Y3
+	VFMADD231PS lgc25<>+0(SB), Y4, Y0
+	VCVTPS2PD   Y4, Z4
+	VADDPD      1472(BX), Z4, Z4
+	VMOVUPD     Z4, 1472(BX)
+	VMOVUPS     lgc25<>+0(SB), Y4
+	VFMADD231PS lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD   Y5, Z5
+	VADDPD      1792(BX), Z5, Z5
+	VMOVUPD     Z5, 1792(BX)
+	VMOVUPS     lgc25<>+0(SB), Y5
+	VMOVUPS     2432(BX), Y7
+	VFMADD231PS lgc25<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      2112(BX), Z7, Z7
+	VMOVUPD     Z7, 2112(BX)
+	VMOVUPS     lgc25<>+0(SB), Y7
+	VMOVUPS     Y7, 2432(BX)
+	VMOVUPS     2752(BX), Y7
+	VFMADD231PS lgc25<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      2560(BX), Z7, Z7
+	VMOVUPD     Z7, 2560(BX)
+	VMOVUPS     lgc25<>+0(SB), Y7
+	VMOVUPS     Y7, 2752(BX)
+	VFMADD231PS lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z6
+	VADDPD      2880(BX), Z6, Z6
+	VMOVUPD     Z6, 2880(BX)
+	VMOVUPS     lgc25<>+0(SB), Y6
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      3200(BX), Y0, Y0
 	VMOVUPS     Y0, 3200(BX)
 	MOVQ        $+4, BX
@@ -983,70 +968,77 @@ noflush_9:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_8
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      Y2, 1024(DX)
+	VMOVUPS      Y3, 1344(DX)
+	VMOVUPS      Y4, 1664(DX)
+	VMOVUPS      Y5, 1984(DX)
+	VMOVUPS      Y6, 3072(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), DX
-	VMOVUPS      704(DX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       512(DX), Z0, Z0
-	VMOVUPD      Z0, 512(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)
-	VMOVUPS      1024(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       832(DX), Z0, Z0
-	VMOVUPD      Z0, 832(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)
-	VMOVUPS      1344(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1152(DX), Z0, Z0
-	VMOVUPD      Z0, 1152(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(DX)
-	VMOVUPS      1664(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(DX), Z0, Z0
-	VMOVUPD      Z0, 1472(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(DX), Z0, Z0
-	VMOVUPD      Z0, 1792(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VMOVUPS      2432(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2112(DX), Z0, Z0
-	VMOVUPD      Z0, 2112(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(DX)
-	VMOVUPS      2752(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2560(DX), Z0, Z0
-	VMOVUPD      Z0, 2560(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VMOVUPS      3072(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2880(DX), Z0, Z0
-	VMOVUPD      Z0, 2880(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      704(DX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(DX), Z1, Z1
+	VMOVUPD      Z1, 512(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       832(DX), Z1, Z1
+	VMOVUPD      Z1, 832(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1024(DX)
+	VMOVUPS      1344(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1152(DX), Z1, Z1
+	VMOVUPD      Z1, 1152(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1344(DX)
+	VMOVUPS      1664(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VMOVUPS      2432(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(DX), Z1, Z1
+	VMOVUPD      Z1, 2112(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2432(DX)
+	VMOVUPS      2752(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2560(DX), Z1, Z1
+	VMOVUPD      Z1, 2560(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2752(DX)
+	VMOVUPS      3072(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2880(DX), Z1, Z1
+	VMOVUPD      Z1, 2880(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3072(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3200(DX), Y0, Y0
 	VMOVUPS      Y0, 3200(DX)
 	INCQ         CX

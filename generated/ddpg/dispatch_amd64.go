@@ -60,7 +60,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r20_m, float32(math.Inf(-1)))
 	runtime.SetMask(st.p0_ok)
 	if useAVX512 {
-		pass0AVX512(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
+		pass0AVX512(&st.buf[0], &in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
 	} else {
 		pass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0])
 	}
@@ -119,7 +119,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r20_m, float32(math.Inf(-1)))
 	runtime.SetMask(st.p0_ok)
 	if useAVX512 {
-		fbPass0AVX512(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
+		fbPass0AVX512(&st.buf[0], &in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
 	} else {
 		fbPass0AVX2(&in.NextTerminated[0], &in.NextStateActionValue[0], &in.NextReward[0], &in.StateActionValue[0], &st.buf[0], &in.StateActionValueActor[0], &out.ValueTarget[0], &out.TDError[0], &g.StateActionValue[0], &g.StateActionValueActor[0])
 	}

@@ -9,11 +9,11 @@ package ddpg
 // blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
+func pass0AVX512(state *float64, nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
 
 // fbPass0AVX512 is pass 0 (elementwise over [B=256]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass0AVX2 would, in their order, so the results are fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
+func fbPass0AVX512(state *float64, nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)

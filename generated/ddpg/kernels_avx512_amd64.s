@@ -4,100 +4,101 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
+// func pass0AVX512(state *float64, nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-64
-	LEAQ 63(SP), AX
-	ANDQ $-64, AX
-	MOVQ $+4, CX
-	XORQ AX, AX
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 256(AX), Y1
+	VMOVUPS 576(AX), Y2
+	XORQ    AX, AX
 
 blocks_1:
 	VBROADCASTSS lgb0<>+0(SB), Z0
-	MOVQ         nextTerminated+0(FP), DX
+	MOVQ         nextTerminated+8(FP), DX
 	MOVQ         AX, BX
-	VPMOVZXBD    (DX)(BX*1), Z1
-	VCVTDQ2PS    Z1, Z1
+	VPMOVZXBD    (DX)(BX*1), Z3
+	VCVTDQ2PS    Z3, Z3
 
 	// v4 = sub(1, nextTerminated)
-	VSUBPS Z1, Z0, Z0
+	VSUBPS Z3, Z0, Z0
 
 	// v6 = mul(0.99, v4)
 	VMULPS.BCST lgb1<>+0(SB), Z0, Z0
-	MOVQ        nextStateActionValue+8(FP), DX
-	VMOVUPS     (DX)(BX*4), Z1
+	MOVQ        nextStateActionValue+16(FP), DX
+	VMOVUPS     (DX)(BX*4), Z3
 
 	// v7 = mul(v6, nextStateActionValue)
-	VMULPS  Z1, Z0, Z0
-	MOVQ    nextReward+16(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VMULPS  Z3, Z0, Z0
+	MOVQ    nextReward+24(FP), DX
+	VMOVUPS (DX)(BX*4), Z3
 
 	// td0Return = add(nextReward, v7)
-	VADDPS  Z0, Z1, Z0
-	MOVQ    stateActionValue+24(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VADDPS  Z0, Z3, Z0
+	MOVQ    stateActionValue+32(FP), DX
+	VMOVUPS (DX)(BX*4), Z3
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Z0, Z1, Z2
+	VSUBPS Z0, Z3, Z4
 
 	// l2 = mul(diff, diff)
-	VMULPS Z2, Z2, Z2
+	VMULPS Z4, Z4, Z4
 
 	// mean(l2) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+32(FP), DX
-	VADDPS        256(DX), Y2, Y4
-	VADDPS        Y4, Y3, Y4
-	VMOVUPS       Y4, 256(DX)
-	MOVQ          stateActionValueActor+40(FP), SI
-	VMOVUPS       (SI)(BX*4), Z3
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y1, Y4, Y1
+	VADDPS        Y1, Y5, Y1
+	MOVQ          stateActionValueActor+40(FP), DX
+	VMOVUPS       (DX)(BX*4), Z5
 
 	// v15 = neg(stateActionValueActor)
-	VXORPS.BCST lgb2<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb2<>+0(SB), Z5, Z5
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        576(DX), Y3, Y3
-	VADDPS        Y3, Y4, Y3
-	VMOVUPS       Y3, 576(DX)
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y2, Y5, Y2
+	VADDPS        Y2, Y6, Y2
 
 	// reduce_max(v18) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VMOVUPS       704(DX), Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMINPS        Y4, Y1, Y5
-	VMINPS        Y1, Y4, Y4
-	VORPS         Y5, Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VMOVUPS       Y4, 704(DX)
-	VMOVUPS       704(DX), Y1
-	VXORPS        lgc3<>+0(SB), Y1, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	MOVQ          state+0(FP), DX
+	VMOVUPS       704(DX), Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
 	VXORPS        lgc3<>+0(SB), Y3, Y3
-	VMINPS        Y1, Y3, Y4
-	VMINPS        Y3, Y1, Y1
-	VORPS         Y4, Y1, Y1
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMOVUPS       Y1, 704(DX)
+	VMINPS        Y6, Y3, Y7
+	VMINPS        Y3, Y6, Y6
+	VORPS         Y7, Y6, Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VMOVUPS       Y6, 704(DX)
+	VMOVUPS       704(DX), Y3
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VXORPS        lgc3<>+0(SB), Y5, Y5
+	VMINPS        Y3, Y5, Y6
+	VMINPS        Y5, Y3, Y3
+	VORPS         Y6, Y3, Y3
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VMOVUPS       Y3, 704(DX)
 
 	// reduce_max(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VMOVUPS       832(DX), Y3
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VMOVUPS       832(DX), Y5
+	VXORPS        lgc3<>+0(SB), Y5, Y5
+	VXORPS        lgc3<>+0(SB), Y0, Y7
+	VMINPS        Y5, Y7, Y6
+	VMINPS        Y7, Y5, Y5
+	VORPS         Y6, Y5, Y5
+	VXORPS        lgc3<>+0(SB), Y5, Y5
+	VMOVUPS       Y5, 832(DX)
+	VMOVUPS       832(DX), Y5
+	VXORPS        lgc3<>+0(SB), Y5, Y5
 	VXORPS        lgc3<>+0(SB), Y3, Y3
-	VXORPS        lgc3<>+0(SB), Y0, Y5
-	VMINPS        Y3, Y5, Y4
-	VMINPS        Y5, Y3, Y3
-	VORPS         Y4, Y3, Y3
-	VXORPS        lgc3<>+0(SB), Y3, Y3
-	VMOVUPS       Y3, 832(DX)
-	VMOVUPS       832(DX), Y3
-	VXORPS        lgc3<>+0(SB), Y3, Y3
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMINPS        Y3, Y1, Y4
-	VMINPS        Y1, Y3, Y3
-	VORPS         Y4, Y3, Y3
-	VXORPS        lgc3<>+0(SB), Y3, Y3
-	VMOVUPS       Y3, 832(DX)
+	VMINPS        Y5, Y3, Y6
+	VMINPS        Y3, Y5, Y5
+	VORPS         Y6, Y5, Y5
+	VXORPS        lgc3<>+0(SB), Y5, Y5
+	VMOVUPS       Y5, 832(DX)
 
 	// store valueTarget
 	MOVQ    valueTarget+48(FP), DX
@@ -105,26 +106,22 @@ blocks_1:
 
 	// store tdError
 	MOVQ        tDError+56(FP), DX
-	VMOVUPS     Z2, (DX)(BX*4)
+	VMOVUPS     Z4, (DX)(BX*4)
 	DECQ        CX
 	JNZ         noflush_2
 	VMOVUPD     lgc4<>+0(SB), Y0
-	MOVQ        state+32(FP), CX
-	VMOVUPS     256(CX), Y0
-	VMULPS      lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      64(CX), Z0, Z0
-	VMOVUPD     Z0, 64(CX)
-	VMOVUPS     lgc5<>+0(SB), Y0
-	VMOVUPS     Y0, 256(CX)
-	VMOVUPS     576(CX), Y0
-	VFMADD231PS lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      384(CX), Z0, Z0
-	VMOVUPD     Z0, 384(CX)
-	VMOVUPS     lgc5<>+0(SB), Y0
-	VMOVUPS     Y0, 576(CX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+0(FP), CX
+	VMULPS      lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      64(CX), Z1, Z1
+	VMOVUPD     Z1, 64(CX)
+	VMOVUPS     lgc5<>+0(SB), Y1
+	VFMADD231PS lgc5<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      384(CX), Z2, Z2
+	VMOVUPD     Z2, 384(CX)
+	VMOVUPS     lgc5<>+0(SB), Y2
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      960(CX), Y0, Y0
 	VMOVUPS     Y0, 960(CX)
 	MOVQ        $+4, CX
@@ -133,28 +130,31 @@ noflush_2:
 	ADDQ         $+16, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      Y2, 576(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc5<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(AX), Z0, Z0
-	VMOVUPD      Z0, 64(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VFMADD231PS  lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(AX), Z0, Z0
-	VMOVUPD      Z0, 384(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VFMADD231PS  lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(AX), Z1, Z1
+	VMOVUPD      Z1, 384(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER
@@ -195,107 +195,108 @@ DATA lgc5<>+24(SB)/4, $0x00000000
 DATA lgc5<>+28(SB)/4, $0x00000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX512(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
+// func fbPass0AVX512(state *float64, nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $64-80
-	LEAQ 63(SP), AX
-	ANDQ $-64, AX
-	MOVQ $+4, CX
-	XORQ AX, AX
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 256(AX), Y1
+	VMOVUPS 576(AX), Y2
+	XORQ    AX, AX
 
 blocks_3:
 	VBROADCASTSS lgb0<>+0(SB), Z0
-	MOVQ         nextTerminated+0(FP), DX
+	MOVQ         nextTerminated+8(FP), DX
 	MOVQ         AX, BX
-	VPMOVZXBD    (DX)(BX*1), Z1
-	VCVTDQ2PS    Z1, Z1
+	VPMOVZXBD    (DX)(BX*1), Z3
+	VCVTDQ2PS    Z3, Z3
 
 	// v4 = sub(1, nextTerminated)
-	VSUBPS Z1, Z0, Z0
+	VSUBPS Z3, Z0, Z0
 
 	// v6 = mul(0.99, v4)
 	VMULPS.BCST lgb1<>+0(SB), Z0, Z0
-	MOVQ        nextStateActionValue+8(FP), DX
-	VMOVUPS     (DX)(BX*4), Z1
+	MOVQ        nextStateActionValue+16(FP), DX
+	VMOVUPS     (DX)(BX*4), Z3
 
 	// v7 = mul(v6, nextStateActionValue)
-	VMULPS  Z1, Z0, Z0
-	MOVQ    nextReward+16(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VMULPS  Z3, Z0, Z0
+	MOVQ    nextReward+24(FP), DX
+	VMOVUPS (DX)(BX*4), Z3
 
 	// td0Return = add(nextReward, v7)
-	VADDPS  Z0, Z1, Z0
-	MOVQ    stateActionValue+24(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VADDPS  Z0, Z3, Z0
+	MOVQ    stateActionValue+32(FP), DX
+	VMOVUPS (DX)(BX*4), Z3
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Z0, Z1, Z2
+	VSUBPS Z0, Z3, Z4
 
 	// l2 = mul(diff, diff)
-	VMULPS Z2, Z2, Z3
+	VMULPS Z4, Z4, Z5
 
 	// mean(l2) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	MOVQ          state+32(FP), DX
-	VADDPS        256(DX), Y3, Y5
-	VADDPS        Y5, Y4, Y5
-	VMOVUPS       Y5, 256(DX)
-	MOVQ          stateActionValueActor+40(FP), SI
-	VMOVUPS       (SI)(BX*4), Z4
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y6, Y1
+	MOVQ          stateActionValueActor+40(FP), DX
+	VMOVUPS       (DX)(BX*4), Z6
 
 	// v15 = neg(stateActionValueActor)
-	VXORPS.BCST lgb2<>+0(SB), Z4, Z4
+	VXORPS.BCST lgb2<>+0(SB), Z6, Z6
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        576(DX), Y4, Y4
-	VADDPS        Y4, Y5, Y4
-	VMOVUPS       Y4, 576(DX)
+	VEXTRACTF64X4 $0x01, Z6, Y7
+	VADDPS        Y2, Y6, Y2
+	VADDPS        Y2, Y7, Y2
 
 	// reduce_max(v18) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VMOVUPS       704(DX), Y5
-	VXORPS        lgc3<>+0(SB), Y5, Y5
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMINPS        Y5, Y1, Y6
-	VMINPS        Y1, Y5, Y5
-	VORPS         Y6, Y5, Y5
-	VXORPS        lgc3<>+0(SB), Y5, Y5
-	VMOVUPS       Y5, 704(DX)
-	VMOVUPS       704(DX), Y1
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VMINPS        Y1, Y4, Y5
-	VMINPS        Y4, Y1, Y1
-	VORPS         Y5, Y1, Y1
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMOVUPS       Y1, 704(DX)
+	VEXTRACTF64X4 $0x01, Z3, Y6
+	MOVQ          state+0(FP), DX
+	VMOVUPS       704(DX), Y7
+	VXORPS        lgc3<>+0(SB), Y7, Y7
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VMINPS        Y7, Y3, Y8
+	VMINPS        Y3, Y7, Y7
+	VORPS         Y8, Y7, Y7
+	VXORPS        lgc3<>+0(SB), Y7, Y7
+	VMOVUPS       Y7, 704(DX)
+	VMOVUPS       704(DX), Y3
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VMINPS        Y3, Y6, Y7
+	VMINPS        Y6, Y3, Y3
+	VORPS         Y7, Y3, Y3
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VMOVUPS       Y3, 704(DX)
 
 	// reduce_max(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VMOVUPS       832(DX), Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y0, Y6
-	VMINPS        Y4, Y6, Y5
-	VMINPS        Y6, Y4, Y4
-	VORPS         Y5, Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VMOVUPS       Y4, 832(DX)
-	VMOVUPS       832(DX), Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y1, Y1
-	VMINPS        Y4, Y1, Y5
-	VMINPS        Y1, Y4, Y4
-	VORPS         Y5, Y4, Y4
-	VXORPS        lgc3<>+0(SB), Y4, Y4
-	VMOVUPS       Y4, 832(DX)
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VMOVUPS       832(DX), Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VXORPS        lgc3<>+0(SB), Y0, Y8
+	VMINPS        Y6, Y8, Y7
+	VMINPS        Y8, Y6, Y6
+	VORPS         Y7, Y6, Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VMOVUPS       Y6, 832(DX)
+	VMOVUPS       832(DX), Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VXORPS        lgc3<>+0(SB), Y3, Y3
+	VMINPS        Y6, Y3, Y7
+	VMINPS        Y3, Y6, Y6
+	VORPS         Y7, Y6, Y6
+	VXORPS        lgc3<>+0(SB), Y6, Y6
+	VMOVUPS       Y6, 832(DX)
 
 	// v23 = mul(0.00390625, diff)
-	VMULPS.BCST lgb6<>+0(SB), Z2, Z1
+	VMULPS.BCST lgb6<>+0(SB), Z4, Z3
 
 	// gradStateActionValue = add(v23, v23)
-	VADDPS       Z1, Z1, Z1
-	VBROADCASTSS lgb7<>+0(SB), Z2
+	VADDPS       Z3, Z3, Z3
+	VBROADCASTSS lgb7<>+0(SB), Z4
 
 	// store valueTarget
 	MOVQ    valueTarget+48(FP), DX
@@ -303,34 +304,30 @@ blocks_3:
 
 	// store tdError
 	MOVQ    tDError+56(FP), DX
-	VMOVUPS Z3, (DX)(BX*4)
+	VMOVUPS Z5, (DX)(BX*4)
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+64(FP), DX
-	VMOVUPS Z1, (DX)(BX*4)
+	VMOVUPS Z3, (DX)(BX*4)
 
 	// store gradStateActionValueActor
 	MOVQ        gradStateActionValueActor+72(FP), DX
-	VMOVUPS     Z2, (DX)(BX*4)
+	VMOVUPS     Z4, (DX)(BX*4)
 	DECQ        CX
 	JNZ         noflush_4
 	VMOVUPD     lgc4<>+0(SB), Y0
-	MOVQ        state+32(FP), CX
-	VMOVUPS     256(CX), Y0
-	VMULPS      lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      64(CX), Z0, Z0
-	VMOVUPD     Z0, 64(CX)
-	VMOVUPS     lgc5<>+0(SB), Y0
-	VMOVUPS     Y0, 256(CX)
-	VMOVUPS     576(CX), Y0
-	VFMADD231PS lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      384(CX), Z0, Z0
-	VMOVUPD     Z0, 384(CX)
-	VMOVUPS     lgc5<>+0(SB), Y0
-	VMOVUPS     Y0, 576(CX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+0(FP), CX
+	VMULPS      lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      64(CX), Z1, Z1
+	VMOVUPD     Z1, 64(CX)
+	VMOVUPS     lgc5<>+0(SB), Y1
+	VFMADD231PS lgc5<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      384(CX), Z2, Z2
+	VMOVUPD     Z2, 384(CX)
+	VMOVUPS     lgc5<>+0(SB), Y2
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      960(CX), Y0, Y0
 	VMOVUPS     Y0, 960(CX)
 	MOVQ        $+4, CX
@@ -339,28 +336,31 @@ noflush_4:
 	ADDQ         $+16, AX
 	CMPQ         AX, $+256
 	JL           blocks_3
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      Y2, 576(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc5<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+32(FP), AX
-	VMOVUPS      256(AX), Y0
-	VMULPS       lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(AX), Z0, Z0
-	VMOVUPD      Z0, 64(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 256(AX)
-	VMOVUPS      576(AX), Y0
-	VFMADD231PS  lgc5<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(AX), Z0, Z0
-	VMOVUPD      Z0, 384(AX)
-	VMOVUPS      lgc5<>+0(SB), Y0
-	VMOVUPS      Y0, 576(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(AX), Z1, Z1
+	VMOVUPD      Z1, 64(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 256(AX)
+	VMOVUPS      576(AX), Y1
+	VFMADD231PS  lgc5<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(AX), Z1, Z1
+	VMOVUPD      Z1, 384(AX)
+	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVUPS      Y1, 576(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       960(AX), Y0, Y0
 	VMOVUPS      Y0, 960(AX)
 	VZEROUPPER

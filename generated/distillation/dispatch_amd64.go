@@ -204,7 +204,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				s.s1[k] = float32(st.res[k])
 			}
 			if useAVX512 {
-				fbPass1AVX512(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
+				fbPass1AVX512(lo, &s.s1[0], &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
 			} else {
 				fbPass1AVX2(lo, &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], &g.LogProb[0], hi)
 			}

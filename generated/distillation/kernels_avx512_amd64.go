@@ -23,4 +23,4 @@ func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
+func fbPass1AVX512(lo int, s1 *float32, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)

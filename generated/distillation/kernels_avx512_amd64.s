@@ -14,40 +14,40 @@ TEXT ·pass0AVX512(SB), $64-48
 outer0_1:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
+	VMOVUPS 256(CX), Y1
 	MOVQ    AX, BX
 	IMUL3Q  $+8, BX, SI
-	VMOVUPS 1024(CX)(SI*4), Y1
+	VMOVUPS 1024(CX)(SI*4), Y2
 	IMUL3Q  $+8, BX, BX
-	VMOVUPS 2048(CX)(BX*4), Y2
+	VMOVUPS 2048(CX)(BX*4), Y3
 	XORQ    CX, CX
 
 blocks_2:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z3
-	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z3
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z4
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z4, Z3, Z4
+	VANDPS Z4, Z0, Z4
 
 	// sum(v3) over [B L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        Y0, Y4, Y0
-	VADDPS        Y0, Y5, Y0
+	VADDPS        Y1, Y4, Y1
+	VADDPS        Y1, Y5, Y1
 	MOVQ          logProb+24(FP), BX
 	VMOVUPS       (BX)(SI*4), Z5
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z5, Z3, Z5
+	VANDPS  Z5, Z0, Z5
 	MOVQ    teacherLogProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Z6
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Z6, Z3, Z6
+	VANDPS Z6, Z0, Z6
 
 	// v10 = sub(v8, v6)
 	VSUBPS Z5, Z6, Z5
@@ -89,42 +89,42 @@ blocks_2:
 	VPTERNLOGD        $0xb8, Z6, Z5, Z10
 
 	// v12 = where(mask, k3, 0)
-	VANDPS Z10, Z3, Z3
+	VANDPS Z10, Z0, Z0
 
 	// sum(v12) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        Y1, Y3, Y1
-	VADDPS        Y1, Y5, Y1
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y2, Y0, Y2
+	VADDPS        Y2, Y5, Y2
 
 	// sum(v3) over [L]
-	VEXTRACTF64X4 $0x01, Z4, Y3
-	VADDPS        Y2, Y4, Y2
-	VADDPS        Y2, Y3, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y3, Y4, Y3
+	VADDPS        Y3, Y0, Y3
 	DECQ          DX
 	JNZ           noflush_3
-	VMOVUPD       lgc14<>+0(SB), Y3
+	VMOVUPD       lgc14<>+0(SB), Y0
 	MOVQ          state+8(FP), DX
-	VMULPS        lgc15<>+0(SB), Y0, Y3
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc15<>+0(SB), Y0
+	VMULPS        lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc15<>+0(SB), Y1
 	MOVQ          AX, BX
 	IMUL3Q        $+8, BX, SI
-	VFMADD231PS   lgc15<>+0(SB), Y1, Y3
-	VCVTPS2PD     Y1, Z1
-	VADDPD        384(DX)(SI*8), Z1, Z1
-	VMOVUPD       Z1, 384(DX)(SI*8)
-	VMOVUPS       lgc15<>+0(SB), Y1
-	IMUL3Q        $+8, BX, BX
-	VFMADD231PS   lgc15<>+0(SB), Y2, Y3
+	VFMADD231PS   lgc15<>+0(SB), Y2, Y0
 	VCVTPS2PD     Y2, Z2
-	VADDPD        1408(DX)(BX*8), Z2, Z2
-	VMOVUPD       Z2, 1408(DX)(BX*8)
+	VADDPD        384(DX)(SI*8), Z2, Z2
+	VMOVUPD       Z2, 384(DX)(SI*8)
 	VMOVUPS       lgc15<>+0(SB), Y2
-	VCMPPS        $0x00, Y3, Y3, Y3
-	VANDPS        2432(DX), Y3, Y3
-	VMOVUPS       Y3, 2432(DX)
+	IMUL3Q        $+8, BX, BX
+	VFMADD231PS   lgc15<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        1408(DX)(BX*8), Z3, Z3
+	VMOVUPD       Z3, 1408(DX)(BX*8)
+	VMOVUPS       lgc15<>+0(SB), Y3
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        2432(DX), Y0, Y0
+	VMOVUPS       Y0, 2432(DX)
 	MOVQ          $+4, DX
 
 noflush_3:
@@ -132,12 +132,12 @@ noflush_3:
 	CMPQ         CX, $+128
 	JL           blocks_2
 	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, BX
 	IMUL3Q       $+8, BX, SI
-	VMOVUPS      Y1, 1024(CX)(SI*4)
+	VMOVUPS      Y2, 1024(CX)(SI*4)
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      Y2, 2048(CX)(BX*4)
+	VMOVUPS      Y3, 2048(CX)(BX*4)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -145,31 +145,31 @@ noflush_3:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         AX, DX
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      1024(CX)(BX*4), Y0
-	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 384(CX)(BX*8)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(CX)(BX*4)
+	VMOVUPS      1024(CX)(BX*4), Y1
+	VFMADD231PS  lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 384(CX)(BX*8)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1024(CX)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      2048(CX)(DX*4), Y0
-	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1408(CX)(DX*8), Z0, Z0
-	VMOVUPD      Z0, 1408(CX)(DX*8)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 2048(CX)(DX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      2048(CX)(DX*4), Y1
+	VFMADD231PS  lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1408(CX)(DX*8), Z1, Z1
+	VMOVUPD      Z1, 1408(CX)(DX*8)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 2048(CX)(DX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       2432(CX), Y0, Y0
 	VMOVUPS      Y0, 2432(CX)
 	INCQ         AX
@@ -248,39 +248,39 @@ outer0_4:
 	MOVQ    AX, CX
 	IMUL3Q  $+8, CX, CX
 	MOVQ    state+8(FP), BX
-	VMOVUPS 704(BX)(CX*4), Y0
+	VMOVUPS 704(BX)(CX*4), Y1
 	XORQ    CX, CX
 
 blocks_5:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v3) over [L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc14<>+0(SB), Y1
+	VMOVUPD       lgc14<>+0(SB), Y0
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, DX
 	MOVQ          state+8(FP), BX
-	VMULPS        lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(BX)(DX*8), Z0, Z0
-	VMOVUPD       Z0, 64(BX)(DX*8)
-	VMOVUPS       lgc15<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        1088(BX), Y1, Y1
-	VMOVUPS       Y1, 1088(BX)
+	VMULPS        lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(BX)(DX*8), Z1, Z1
+	VMOVUPD       Z1, 64(BX)(DX*8)
+	VMOVUPS       lgc15<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        1088(BX), Y0, Y0
+	VMOVUPS       Y0, 1088(BX)
 	MOVQ          $+4, DX
 
 noflush_6:
@@ -290,7 +290,7 @@ noflush_6:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      Y0, 704(BX)(CX*4)
+	VMOVUPS      Y1, 704(BX)(CX*4)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -300,14 +300,14 @@ noflush_6:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         state+8(FP), DX
-	VMOVUPS      704(DX)(CX*4), Y0
-	VMULPS       lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX)(CX*8), Z0, Z0
-	VMOVUPD      Z0, 64(DX)(CX*8)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)(CX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      704(DX)(CX*4), Y1
+	VMULPS       lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX)(CX*8), Z1, Z1
+	VMOVUPD      Z1, 64(DX)(CX*8)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)(CX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1088(DX), Y0, Y0
 	VMOVUPS      Y0, 1088(DX)
 	INCQ         AX
@@ -316,7 +316,7 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(lo int, s1 *float32, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(lo int, s1 *float32, state *float64, mask *bool, logProb *float32, teacherLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass1AVX512(SB), $128-64
 	LEAQ 63(SP), AX
@@ -338,108 +338,108 @@ outer0_7:
 	VDIVPS  Z0, Z1, Z0
 	VMOVUPS Z0, (AX)
 	MOVQ    $+4, BX
+	MOVQ    state+16(FP), DX
+	VMOVUPS 1408(DX), Y1
+	MOVQ    CX, SI
+	IMUL3Q  $+8, SI, SI
+	VMOVUPS 2176(DX)(SI*4), Y2
 	XORQ    DX, DX
 
 blocks_8:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z3
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z3, Z0, Z3
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), SI
-	VADDPS        1408(SI), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 1408(SI)
-	MOVQ          logProb+32(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	VADDPS        Y1, Y3, Y1
+	VADDPS        Y1, Y4, Y1
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z3
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
-	MOVQ    teacherLogProb+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z2
+	VANDPS  Z3, Z0, Z3
+	MOVQ    teacherLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z4
 
 	// v8 = where(mask, teacherLogProb, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z4, Z0, Z4
 
 	// v10 = sub(v8, v6)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z3, Z4, Z3
 
 	// k3 = expm1_minus_x(v10)
-	VBROADCASTSS      lgb2<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb3<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb4<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb5<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb6<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb7<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z4, Z6
-	VBROADCASTSS      lgb9<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb13<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z1, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb2<>+0(SB), Z4
+	VMAXPS            Z3, Z4, Z4
+	VBROADCASTSS      lgb3<>+0(SB), Z5
+	VMINPS            Z4, Z5, Z4
+	VMULPS.BCST       lgb4<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VMOVAPS           Z4, Z6
+	VFNMADD231PS.BCST lgb5<>+0(SB), Z5, Z6
+	VFNMADD231PS.BCST lgb6<>+0(SB), Z5, Z6
+	VMULPS            Z6, Z6, Z7
+	VBROADCASTSS      lgb7<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z6, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z6, Z4
+	VFMADD213PS       Z4, Z7, Z8
+	VBROADCASTSS      lgb11<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z6, Z4
+	VFMADD213PS       Z4, Z7, Z8
+	VMULPS            Z7, Z8, Z4
+	VFMADD213PS       Z6, Z7, Z8
+	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VCVTPS2DQ         Z5, Z6
+	VPADDD.BCST       lgb13<>+0(SB), Z6, Z6
+	VPSRLD            $0x01, Z6, Z7
+	VPSUBD            Z7, Z6, Z6
+	VPSLLD            $0x17, Z7, Z7
+	VPSLLD            $0x17, Z6, Z6
+	VMULPS            Z7, Z8, Z8
+	VMULPS            Z6, Z8, Z8
+	VSUBPS.BCST       lgb1<>+0(SB), Z8, Z8
+	VSUBPS            Z3, Z8, Z8
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z5, K1
+	VPMOVM2D          K1, Z5
+	VPTERNLOGD        $0xb8, Z4, Z5, Z8
 
 	// v12 = where(mask, k3, 0)
-	VANDPS Z6, Z0, Z2
+	VANDPS Z8, Z0, Z4
 
 	// sum(v12) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          CX, R8
-	IMUL3Q        $+8, R8, R8
-	VADDPS        2176(SI)(R8*4), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2176(SI)(R8*4)
-	VBROADCASTSS  lgb17<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y2, Y4, Y2
+	VADDPS        Y2, Y5, Y2
+	VBROADCASTSS  lgb17<>+0(SB), Z4
 
 	// v22 = lt(v10, -40)
-	VCMPPS   $0x11, Z2, Z1, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x11, Z4, Z3, K1
+	VPMOVM2D K1, Z4
 
 	// v24 = add(k3, v10)
-	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb18<>+0(SB), Z3
+	VADDPS       Z3, Z8, Z3
+	VBROADCASTSS lgb18<>+0(SB), Z5
 
 	// v25 = where(v22, -1, v24)
-	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (AX), Z1
+	VPTERNLOGD $0xca, Z3, Z5, Z4
+	VMOVUPS    (AX), Z3
 
 	// v26 = mul(v20, v25)
-	VMULPS Z2, Z1, Z1
+	VMULPS Z4, Z3, Z3
 
 	// v27 = neg(v26)
-	VXORPS.BCST lgb19<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb19<>+0(SB), Z3, Z3
 
 	// gradLogProb = where(mask, v27, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z3, Z0, Z0
 
 	// store gradLogProb
 	MOVQ        gradLogProb+48(FP), SI
@@ -447,24 +447,20 @@ blocks_8:
 	DECQ        BX
 	JNZ         noflush_9
 	VMOVUPD     lgc14<>+0(SB), Y0
-	MOVQ        state+24(FP), BX
-	VMOVUPS     1408(BX), Y0
-	VMULPS      lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1216(BX), Z0, Z0
-	VMOVUPD     Z0, 1216(BX)
-	VMOVUPS     lgc15<>+0(SB), Y0
-	VMOVUPS     Y0, 1408(BX)
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      1216(BX), Z1, Z1
+	VMOVUPD     Z1, 1216(BX)
+	VMOVUPS     lgc15<>+0(SB), Y1
 	MOVQ        CX, SI
 	IMUL3Q      $+8, SI, SI
-	VMOVUPS     2176(BX)(SI*4), Y0
-	VFMADD231PS lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1536(BX)(SI*8), Z0, Z0
-	VMOVUPD     Z0, 1536(BX)(SI*8)
-	VMOVUPS     lgc15<>+0(SB), Y0
-	VMOVUPS     Y0, 2176(BX)(SI*4)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	VFMADD231PS lgc15<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      1536(BX)(SI*8), Z2, Z2
+	VMOVUPD     Z2, 1536(BX)(SI*8)
+	VMOVUPS     lgc15<>+0(SB), Y2
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      2560(BX), Y0, Y0
 	VMOVUPS     Y0, 2560(BX)
 	MOVQ        $+4, BX
@@ -473,30 +469,35 @@ noflush_9:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_8
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y1, 1408(DX)
+	MOVQ         CX, SI
+	IMUL3Q       $+8, SI, SI
+	VMOVUPS      Y2, 2176(DX)(SI*4)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc15<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), DX
-	VMOVUPS      1408(DX), Y0
-	VMULPS       lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1216(DX), Z0, Z0
-	VMOVUPD      Z0, 1216(DX)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 1408(DX)
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1408(DX), Y1
+	VMULPS       lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1216(DX), Z1, Z1
+	VMOVUPD      Z1, 1216(DX)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 1408(DX)
 	MOVQ         CX, BX
 	IMUL3Q       $+8, BX, BX
-	VMOVUPS      2176(DX)(BX*4), Y0
-	VFMADD231PS  lgc15<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1536(DX)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 1536(DX)(BX*8)
-	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)(BX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      2176(DX)(BX*4), Y1
+	VFMADD231PS  lgc15<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1536(DX)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 1536(DX)(BX*8)
+	VMOVUPS      lgc15<>+0(SB), Y1
+	VMOVUPS      Y1, 2176(DX)(BX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       2560(DX), Y0, Y0
 	VMOVUPS      Y0, 2560(DX)
 	INCQ         CX

@@ -9,7 +9,7 @@ package grpo
 // 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
+func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 
 // fbPass0AVX512 is pass 0 (elementwise over [B=8 L=128]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
@@ -23,4 +23,4 @@ func fbPass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleL
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+func fbPass1AVX512(numKept *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)

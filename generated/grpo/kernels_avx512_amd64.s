@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
+// func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-72
 	LEAQ 63(SP), AX
@@ -12,354 +12,339 @@ TEXT ·pass0AVX512(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	MOVQ $+4, DX
-	XORQ CX, CX
+	MOVQ    $+4, DX
+	MOVQ    state+8(FP), CX
+	VMOVUPS 256(CX), Y1
+	VMOVUPS 576(CX), Y2
+	VMOVUPS 896(CX), Y3
+	VMOVUPS 1216(CX), Y4
+	VMOVUPS 1536(CX), Y5
+	VMOVUPS 1856(CX), Y6
+	VMOVUPS 2176(CX), Y7
+	VMOVUPS 3264(CX), Y8
+	XORQ    CX, CX
 
 blocks_2:
-	MOVQ          mask+8(FP), BX
+	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
 	VPMOVZXBD     (BX)(SI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z9
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z9, Z0, Z9
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+16(FP), BX
-	VADDPS        256(BX), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 256(BX)
-	MOVQ          logProb+24(FP), DI
-	VMOVUPS       (DI)(SI*4), Z1
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y1, Y9, Y1
+	VADDPS        Y1, Y10, Y1
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z9
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
-	MOVQ    sampleLogProb+32(FP), DI
-	VMOVUPS (DI)(SI*4), Z2
+	VANDPS  Z9, Z0, Z9
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z10
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z0, Z2
-	MOVQ    advantage+40(FP), DI
-	VMOVUPS (DI)(SI*4), Z3
+	VANDPS  Z10, Z0, Z10
+	MOVQ    advantage+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z11
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z11, Z0, Z11
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Z2, Z1, Z4
+	VSUBPS Z10, Z9, Z12
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Z4, Z4, Z5
+	VMULPS Z12, Z12, Z13
 
 	// v14 = mul(0.5, v13)
-	VMULPS.BCST  lgb2<>+0(SB), Z5, Z5
-	VBROADCASTSS lgb3<>+0(SB), Z6
+	VMULPS.BCST  lgb2<>+0(SB), Z13, Z13
+	VBROADCASTSS lgb3<>+0(SB), Z14
 
 	// v16 = le(v14, 0.05)
-	VCMPPS      $0x12, Z6, Z5, K1
-	VPMOVM2D    K1, Z5
-	VANDPS.BCST lgb1<>+0(SB), Z5, Z5
+	VCMPPS      $0x12, Z14, Z13, K1
+	VPMOVM2D    K1, Z13
+	VANDPS.BCST lgb1<>+0(SB), Z13, Z13
 
 	// kept = where(mask, v16, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z13, Z0, Z13
 
 	// sum(kept) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        576(BX), Y5, Y7
-	VADDPS        Y7, Y6, Y7
-	VMOVUPS       Y7, 576(BX)
-	VBROADCASTSS  lgb4<>+0(SB), Z6
+	VEXTRACTF64X4 $0x01, Z13, Y14
+	VADDPS        Y2, Y13, Y2
+	VADDPS        Y2, Y14, Y2
+	VBROADCASTSS  lgb4<>+0(SB), Z14
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z6, Z6
-	VBROADCASTSS lgb5<>+0(SB), Z7
+	VMAXPS       Z12, Z14, Z14
+	VBROADCASTSS lgb5<>+0(SB), Z15
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z14, Z15, Z14
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z7
-	VMAXPS            Z4, Z7, Z7
-	VBROADCASTSS      lgb7<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb8<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb11<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb13<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb15<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb16<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb6<>+0(SB), Z15
+	VMAXPS            Z12, Z15, Z15
+	VBROADCASTSS      lgb7<>+0(SB), Z16
+	VMINPS            Z15, Z16, Z15
+	VMULPS.BCST       lgb8<>+0(SB), Z15, Z16
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z16, Z15
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z16, Z15
+	VMULPS            Z15, Z15, Z17
+	VBROADCASTSS      lgb11<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z18
+	VBROADCASTSS      lgb13<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VBROADCASTSS      lgb15<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VFMADD213PS       Z15, Z17, Z18
+	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
+	VCVTPS2DQ         Z16, Z15
+	VPADDD.BCST       lgb16<>+0(SB), Z15, Z15
+	VPSRLD            $0x01, Z15, Z16
+	VPSUBD            Z16, Z15, Z15
+	VPSLLD            $0x17, Z16, Z16
+	VPSLLD            $0x17, Z15, Z15
+	VMULPS            Z16, Z18, Z18
+	VMULPS            Z15, Z18, Z18
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z6, K1
-	VPMOVM2D     K1, Z6
-	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb17<>+0(SB), Z8
-	VBROADCASTSS lgb18<>+0(SB), Z9
+	VCMPPS       $0x04, Z12, Z14, K1
+	VPMOVM2D     K1, Z14
+	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
+	VBROADCASTSS lgb17<>+0(SB), Z16
+	VBROADCASTSS lgb18<>+0(SB), Z17
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z6, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb19<>+0(SB), Z8
-	VBROADCASTSS lgb20<>+0(SB), Z9
+	VMOVUPS      Z14, Z19
+	VPTERNLOGD   $0xca, Z17, Z16, Z19
+	VBROADCASTSS lgb19<>+0(SB), Z16
+	VBROADCASTSS lgb20<>+0(SB), Z17
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z6
-	VBROADCASTSS lgb0<>+0(SB), Z8
+	VPTERNLOGD   $0xca, Z17, Z16, Z14
+	VBROADCASTSS lgb0<>+0(SB), Z16
 
 	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z8, Z3, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x1d, Z16, Z11, K1
+	VPMOVM2D K1, Z16
 
 	// v32 = min(ratio, v27) tie=first
-	VMINPS Z10, Z11, Z11
+	VMINPS Z18, Z19, Z19
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z10, Z6, Z6
+	VMAXPS Z18, Z14, Z14
 
 	// ratioClipped = where(v31, v32, v33)
-	VPTERNLOGD $0xca, Z6, Z11, Z8
+	VPTERNLOGD $0xca, Z14, Z19, Z16
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Z8, Z3, Z3
+	VMULPS Z16, Z11, Z11
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z3, Z3
-	VBROADCASTSS lgb0<>+0(SB), Z6
-	VCMPPS       $0x04, Z6, Z5, K1
-	VPMOVM2D     K1, Z6
+	VXORPS.BCST  lgb21<>+0(SB), Z11, Z11
+	VBROADCASTSS lgb0<>+0(SB), Z14
+	VCMPPS       $0x04, Z14, Z13, K1
+	VPMOVM2D     K1, Z14
 
 	// v37 = where(kept, v36, 0)
-	VANDPS Z3, Z6, Z3
+	VANDPS Z11, Z14, Z11
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        896(BX), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 896(BX)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y3, Y11, Y3
+	VADDPS        Y3, Y13, Y3
 
 	// v41 = where(mask, v24, 0)
-	VANDPS Z7, Z0, Z3
+	VANDPS Z15, Z0, Z11
 
 	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VADDPS        1216(BX), Y3, Y3
-	VADDPS        Y3, Y5, Y3
-	VMOVUPS       Y3, 1216(BX)
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	VADDPS        Y4, Y11, Y4
+	VADDPS        Y4, Y13, Y4
 
 	// v45 = sub(v8, v6)
-	VSUBPS Z1, Z2, Z2
+	VSUBPS Z9, Z10, Z10
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z10, Z0, Z10
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1536(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 1536(BX)
-	MOVQ          entropy+48(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y5, Y10, Y5
+	VADDPS        Y5, Y11, Y5
+	MOVQ          entropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z10
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z10, Z0, Z10
 
 	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1856(BX), Y2, Y5
-	VADDPS        Y5, Y3, Y5
-	VMOVUPS       Y5, 1856(BX)
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y6, Y10, Y6
+	VADDPS        Y6, Y11, Y6
 
 	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb22<>+0(SB), Z10, Z10
 
 	// v55 = where(kept, v54, 0)
-	VANDPS Z2, Z6, Z2
+	VANDPS Z10, Z14, Z10
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        2176(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2176(BX)
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y7, Y10, Y7
+	VADDPS        Y7, Y11, Y7
 
 	// v58 = where(kept, logWeight, -Inf)
-	VMOVUPS    Z6, Z2
-	VPTERNLOGD $0xca, Z9, Z4, Z2
+	VMOVUPS    Z14, Z10
+	VPTERNLOGD $0xca, Z17, Z12, Z10
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z10, Z6, Z3
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z4
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z5
-	VANDPS        Z5, Z4, Z4
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z5
-	VORPS         Z5, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y2
-	VANDPS        Y4, Y2, Y2
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VANDPS        2496(BX), Y2, Y2
-	VMOVUPS       Y2, 2496(BX)
-	VADDPS        2624(BX), Y3, Y2
-	VADDPS        Y2, Y4, Y2
-	VMOVUPS       Y2, 2624(BX)
-	VMULPS        Y3, Y3, Y2
-	VMULPS        Y4, Y4, Y3
-	VADDPS        2944(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2944(BX)
-	MOVQ          refLogProb+56(FP), DI
-	VMOVUPS       (DI)(SI*4), Z2
+	VANDPS        Z18, Z14, Z11
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z12
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z13
+	VANDPS        Z13, Z12, Z12
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z13
+	VORPS         Z13, Z12, Z12
+	VEXTRACTF64X4 $0x01, Z12, Y10
+	VANDPS        Y12, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	MOVQ          state+8(FP), BX
+	VANDPS        2496(BX), Y10, Y10
+	VMOVUPS       Y10, 2496(BX)
+	VADDPS        2624(BX), Y11, Y10
+	VADDPS        Y10, Y12, Y10
+	VMOVUPS       Y10, 2624(BX)
+	VMULPS        Y11, Y11, Y10
+	VMULPS        Y12, Y12, Y11
+	VADDPS        2944(BX), Y10, Y10
+	VADDPS        Y10, Y11, Y10
+	VMOVUPS       Y10, 2944(BX)
+	MOVQ          refLogProb+56(FP), BX
+	VMOVUPS       (BX)(SI*4), Z10
 
 	// v70 = where(mask, refLogProb, 0)
-	VANDPS Z2, Z0, Z0
+	VANDPS Z10, Z0, Z0
 
 	// v71 = sub(v70, v6)
-	VSUBPS Z1, Z0, Z0
+	VSUBPS Z9, Z0, Z0
 
 	// v72 = where(kept, v71, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z14, Z0
 
 	// k3 = expm1_minus_x(v72)
-	VBROADCASTSS      lgb6<>+0(SB), Z1
-	VMAXPS            Z0, Z1, Z1
-	VBROADCASTSS      lgb7<>+0(SB), Z2
-	VMINPS            Z1, Z2, Z1
-	VMULPS.BCST       lgb8<>+0(SB), Z1, Z2
-	VRNDSCALEPS       $0x00, Z2, Z2
-	VMOVAPS           Z1, Z3
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z2, Z3
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z2, Z3
-	VMULPS            Z3, Z3, Z4
-	VBROADCASTSS      lgb11<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z3, Z5
-	VBROADCASTSS      lgb13<>+0(SB), Z1
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z3, Z1
-	VFMADD213PS       Z1, Z4, Z5
-	VBROADCASTSS      lgb15<>+0(SB), Z1
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z3, Z1
-	VFMADD213PS       Z1, Z4, Z5
-	VMULPS            Z4, Z5, Z1
-	VFMADD213PS       Z3, Z4, Z5
-	VADDPS.BCST       lgb1<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z2, Z3
-	VPADDD.BCST       lgb16<>+0(SB), Z3, Z3
-	VPSRLD            $0x01, Z3, Z4
-	VPSUBD            Z4, Z3, Z3
-	VPSLLD            $0x17, Z4, Z4
-	VPSLLD            $0x17, Z3, Z3
-	VMULPS            Z4, Z5, Z5
-	VMULPS            Z3, Z5, Z5
-	VSUBPS.BCST       lgb1<>+0(SB), Z5, Z5
-	VSUBPS            Z0, Z5, Z5
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z2, K1
+	VBROADCASTSS      lgb6<>+0(SB), Z9
+	VMAXPS            Z0, Z9, Z9
+	VBROADCASTSS      lgb7<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb8<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VMOVAPS           Z9, Z11
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z10, Z11
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z10, Z11
+	VMULPS            Z11, Z11, Z12
+	VBROADCASTSS      lgb11<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z13
+	VBROADCASTSS      lgb13<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VBROADCASTSS      lgb15<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VMULPS            Z12, Z13, Z9
+	VFMADD213PS       Z11, Z12, Z13
+	VADDPS.BCST       lgb1<>+0(SB), Z13, Z13
+	VCVTPS2DQ         Z10, Z11
+	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z12
+	VPSUBD            Z12, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z12, Z13, Z13
+	VMULPS            Z11, Z13, Z13
+	VSUBPS.BCST       lgb1<>+0(SB), Z13, Z13
+	VSUBPS            Z0, Z13, Z13
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
 	VPMOVM2D          K1, Z0
-	VPTERNLOGD        $0xb8, Z1, Z0, Z5
+	VPTERNLOGD        $0xb8, Z9, Z0, Z13
 
 	// v74 = where(kept, k3, 0)
-	VANDPS Z5, Z6, Z0
+	VANDPS Z13, Z14, Z0
 
 	// sum(v74) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3264(BX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 3264(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y9
+	VADDPS        Y8, Y0, Y8
+	VADDPS        Y8, Y9, Y8
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+16(FP), DX
-	VMOVUPS       256(DX), Y0
-	VMULPS        lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 256(DX)
-	VMOVUPS       576(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        384(DX), Z0, Z0
-	VMOVUPD       Z0, 384(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 576(DX)
-	VMOVUPS       896(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        704(DX), Z0, Z0
-	VMOVUPD       Z0, 704(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 896(DX)
-	VMOVUPS       1216(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1024(DX), Z0, Z0
-	VMOVUPD       Z0, 1024(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1216(DX)
-	VMOVUPS       1536(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1344(DX), Z0, Z0
-	VMOVUPD       Z0, 1344(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1536(DX)
-	VMOVUPS       1856(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1664(DX), Z0, Z0
-	VMOVUPD       Z0, 1664(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 1856(DX)
-	VMOVUPS       2176(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        1984(DX), Z0, Z0
-	VMOVUPD       Z0, 1984(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 2176(DX)
-	VMOVUPS       2624(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2304(DX), Z0, Z0
-	VMOVUPD       Z0, 2304(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 2624(DX)
-	VMOVUPS       2944(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2752(DX), Z0, Z0
-	VMOVUPD       Z0, 2752(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 2944(DX)
-	VMOVUPS       3264(DX), Y0
-	VFMADD231PS   lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3072(DX), Z0, Z0
-	VMOVUPD       Z0, 3072(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VMOVUPS       Y0, 3264(DX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+8(FP), DX
+	VMULPS        lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VFMADD231PS   lgc26<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        384(DX), Z2, Z2
+	VMOVUPD       Z2, 384(DX)
+	VMOVUPS       lgc26<>+0(SB), Y2
+	VFMADD231PS   lgc26<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        704(DX), Z3, Z3
+	VMOVUPD       Z3, 704(DX)
+	VMOVUPS       lgc26<>+0(SB), Y3
+	VFMADD231PS   lgc26<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z4
+	VADDPD        1024(DX), Z4, Z4
+	VMOVUPD       Z4, 1024(DX)
+	VMOVUPS       lgc26<>+0(SB), Y4
+	VFMADD231PS   lgc26<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z5
+	VADDPD        1344(DX), Z5, Z5
+	VMOVUPD       Z5, 1344(DX)
+	VMOVUPS       lgc26<>+0(SB), Y5
+	VFMADD231PS   lgc26<>+0(SB), Y6, Y0
+	VCVTPS2PD     Y6, Z6
+	VADDPD        1664(DX), Z6, Z6
+	VMOVUPD       Z6, 1664(DX)
+	VMOVUPS       lgc26<>+0(SB), Y6
+	VFMADD231PS   lgc26<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z7
+	VADDPD        1984(DX), Z7, Z7
+	VMOVUPD       Z7, 1984(DX)
+	VMOVUPS       lgc26<>+0(SB), Y7
+	VMOVUPS       2624(DX), Y9
+	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z9
+	VADDPD        2304(DX), Z9, Z9
+	VMOVUPD       Z9, 2304(DX)
+	VMOVUPS       lgc26<>+0(SB), Y9
+	VMOVUPS       Y9, 2624(DX)
+	VMOVUPS       2944(DX), Y9
+	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z9
+	VADDPD        2752(DX), Z9, Z9
+	VMOVUPD       Z9, 2752(DX)
+	VMOVUPS       lgc26<>+0(SB), Y9
+	VMOVUPS       Y9, 2944(DX)
+	VFMADD231PS   lgc26<>+0(SB), Y8, Y0
+	VCVTPS2PD     Y8, Z8
+	VADDPD        3072(DX), Z8, Z8
+	VMOVUPD       Z8, 3072(DX)
+	VMOVUPS       lgc26<>+0(SB), Y8
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        3392(DX), Y0, Y0
 	VMOVUPS       Y0, 3392(DX)
 	MOVQ          $+4, DX
@@ -368,84 +353,93 @@ noflush_3:
 	ADDQ         $+16, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      Y2, 576(CX)
+	VMOVUPS      Y3, 896(CX)
+	VMOVUPS      Y4, 1216(CX)
+	VMOVUPS      Y5, 1536(CX)
+	VMOVUPS      Y6, 1856(CX)
+	VMOVUPS      Y7, 2176(CX)
+	VMOVUPS      Y8, 3264(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+16(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX), Z0, Z0
-	VMOVUPD      Z0, 384(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VMOVUPS      896(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(CX), Z0, Z0
-	VMOVUPD      Z0, 704(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 896(CX)
-	VMOVUPS      1216(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(CX), Z0, Z0
-	VMOVUPD      Z0, 1024(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(CX)
-	VMOVUPS      1536(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1344(CX), Z0, Z0
-	VMOVUPD      Z0, 1344(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(CX)
-	VMOVUPS      1856(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1664(CX), Z0, Z0
-	VMOVUPD      Z0, 1664(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1856(CX)
-	VMOVUPS      2176(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1984(CX), Z0, Z0
-	VMOVUPD      Z0, 1984(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(CX)
-	VMOVUPS      2624(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2304(CX), Z0, Z0
-	VMOVUPD      Z0, 2304(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(CX)
-	VMOVUPS      2944(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(CX), Z0, Z0
-	VMOVUPD      Z0, 2752(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(CX)
-	VMOVUPS      3264(CX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(CX), Z0, Z0
-	VMOVUPD      Z0, 3072(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VMOVUPS      896(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(CX), Z1, Z1
+	VMOVUPD      Z1, 704(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      1216(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(CX), Z1, Z1
+	VMOVUPD      Z1, 1024(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(CX)
+	VMOVUPS      1536(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(CX), Z1, Z1
+	VMOVUPD      Z1, 1344(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      1856(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1664(CX), Z1, Z1
+	VMOVUPD      Z1, 1664(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1856(CX)
+	VMOVUPS      2176(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1984(CX), Z1, Z1
+	VMOVUPD      Z1, 1984(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 2176(CX)
+	VMOVUPS      2624(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2304(CX), Z1, Z1
+	VMOVUPD      Z1, 2304(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(CX)
+	VMOVUPS      2944(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(CX), Z1, Z1
+	VMOVUPD      Z1, 2752(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(CX)
+	VMOVUPS      3264(CX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(CX), Z1, Z1
+	VMOVUPD      Z1, 3072(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3392(CX), Y0, Y0
 	VMOVUPS      Y0, 3392(CX)
 	INCQ         AX
@@ -555,26 +549,26 @@ TEXT ·fbPass0AVX512(SB), $64-48
 outer0_4:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
+	VMOVUPS 256(CX), Y1
 	XORQ    CX, CX
 
 blocks_5:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	MOVQ          logProb+24(FP), BX
 	VMOVUPS       (BX)(SI*4), Z2
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z2, Z1, Z2
+	VANDPS  Z2, Z0, Z2
 	MOVQ    sampleLogProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Z3
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Z3, Z1, Z3
+	VANDPS Z3, Z0, Z3
 
 	// logWeight = sub(v6, v8)
 	VSUBPS Z3, Z2, Z2
@@ -592,24 +586,24 @@ blocks_5:
 	VANDPS.BCST lgb1<>+0(SB), Z2, Z2
 
 	// v17 = where(mask, v16, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v17) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_6
-	VMOVUPD       lgc25<>+0(SB), Y1
+	VMOVUPD       lgc25<>+0(SB), Y0
 	MOVQ          state+8(FP), DX
-	VMULPS        lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc26<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        384(DX), Y1, Y1
-	VMOVUPS       Y1, 384(DX)
+	VMULPS        lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc26<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        384(DX), Y0, Y0
+	VMOVUPS       Y0, 384(DX)
 	MOVQ          $+4, DX
 
 noflush_6:
@@ -617,7 +611,7 @@ noflush_6:
 	CMPQ         CX, $+128
 	JL           blocks_5
 	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -625,14 +619,14 @@ noflush_6:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -641,9 +635,9 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(numKept *float32, lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(numKept *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $192-96
+TEXT ·fbPass1AVX512(SB), $320-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -667,365 +661,374 @@ TEXT ·fbPass1AVX512(SB), $192-96
 	MOVQ    lo+8(FP), CX
 
 outer0_7:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+16(FP), DX
+	VMOVUPS 704(DX), Y1
+	VMOVUPS 1024(DX), Y2
+	VMOVUPS 1344(DX), Y3
+	VMOVUPS 1664(DX), Y4
+	VMOVUPS 1984(DX), Y5
+	VMOVUPS 2304(DX), Y6
+	VMOVUPS 3392(DX), Y7
+	XORQ    DX, DX
 
 blocks_8:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z8
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+24(FP), SI
-	VADDPS        704(SI), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 704(SI)
-	MOVQ          logProb+32(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VADDPS        Y1, Y8, Y1
+	VADDPS        Y1, Y9, Y1
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z8
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z2
-	MOVQ    sampleLogProb+40(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	VANDPS  Z8, Z0, Z9
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z10
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z3, Z0, Z4
-	MOVQ    advantage+48(FP), R8
-	VMOVUPS (R8)(DI*4), Z5
+	VANDPS  Z10, Z0, Z11
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z12
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z5, Z0, Z5
+	VANDPS Z12, Z0, Z12
 
 	// logWeight = sub(v6, v8)
-	VSUBPS Z4, Z2, Z4
+	VSUBPS Z11, Z9, Z11
 
 	// v13 = mul(logWeight, logWeight)
-	VMULPS Z4, Z4, Z6
+	VMULPS Z11, Z11, Z13
 
 	// v14 = mul(0.5, v13)
-	VMULPS.BCST  lgb2<>+0(SB), Z6, Z6
-	VBROADCASTSS lgb3<>+0(SB), Z7
+	VMULPS.BCST  lgb2<>+0(SB), Z13, Z13
+	VBROADCASTSS lgb3<>+0(SB), Z14
 
 	// v16 = le(v14, 0.05)
-	VCMPPS      $0x12, Z7, Z6, K1
-	VPMOVM2D    K1, Z6
-	VANDPS.BCST lgb1<>+0(SB), Z6, Z6
+	VCMPPS      $0x12, Z14, Z13, K1
+	VPMOVM2D    K1, Z13
+	VANDPS.BCST lgb1<>+0(SB), Z13, Z13
 
 	// v17 = where(mask, v16, 0)
-	VANDPS       Z6, Z0, Z6
-	VBROADCASTSS lgb4<>+0(SB), Z7
+	VANDPS       Z13, Z0, Z13
+	VBROADCASTSS lgb4<>+0(SB), Z14
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z7, Z7
-	VBROADCASTSS lgb5<>+0(SB), Z8
+	VMAXPS       Z11, Z14, Z14
+	VBROADCASTSS lgb5<>+0(SB), Z15
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS Z7, Z8, Z7
+	VMINPS Z14, Z15, Z14
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z8
-	VMAXPS            Z4, Z8, Z8
-	VBROADCASTSS      lgb7<>+0(SB), Z9
-	VMINPS            Z8, Z9, Z8
-	VMULPS.BCST       lgb8<>+0(SB), Z8, Z9
-	VRNDSCALEPS       $0x00, Z9, Z9
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z9, Z8
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z9, Z8
-	VMULPS            Z8, Z8, Z10
-	VBROADCASTSS      lgb11<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z11
-	VBROADCASTSS      lgb13<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VBROADCASTSS      lgb15<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z8, Z12
-	VFMADD213PS       Z12, Z10, Z11
-	VFMADD213PS       Z8, Z10, Z11
-	VADDPS.BCST       lgb1<>+0(SB), Z11, Z11
-	VCVTPS2DQ         Z9, Z8
-	VPADDD.BCST       lgb16<>+0(SB), Z8, Z8
-	VPSRLD            $0x01, Z8, Z9
-	VPSUBD            Z9, Z8, Z8
-	VPSLLD            $0x17, Z9, Z9
-	VPSLLD            $0x17, Z8, Z8
-	VMULPS            Z9, Z11, Z11
-	VMULPS            Z8, Z11, Z11
+	VBROADCASTSS      lgb6<>+0(SB), Z15
+	VMAXPS            Z11, Z15, Z15
+	VBROADCASTSS      lgb7<>+0(SB), Z16
+	VMINPS            Z15, Z16, Z15
+	VMULPS.BCST       lgb8<>+0(SB), Z15, Z16
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z16, Z15
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z16, Z15
+	VMULPS            Z15, Z15, Z17
+	VBROADCASTSS      lgb11<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z18
+	VBROADCASTSS      lgb13<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VBROADCASTSS      lgb15<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VFMADD213PS       Z15, Z17, Z18
+	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
+	VCVTPS2DQ         Z16, Z15
+	VPADDD.BCST       lgb16<>+0(SB), Z15, Z15
+	VPSRLD            $0x01, Z15, Z16
+	VPSUBD            Z16, Z15, Z15
+	VPSLLD            $0x17, Z16, Z16
+	VPSLLD            $0x17, Z15, Z15
+	VMULPS            Z16, Z18, Z18
+	VMULPS            Z15, Z18, Z18
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z7, K1
-	VPMOVM2D     K1, Z7
-	VANDPS.BCST  lgb1<>+0(SB), Z7, Z8
-	VBROADCASTSS lgb17<>+0(SB), Z9
-	VBROADCASTSS lgb18<>+0(SB), Z10
+	VCMPPS       $0x04, Z11, Z14, K1
+	VPMOVM2D     K1, Z14
+	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
+	VBROADCASTSS lgb17<>+0(SB), Z16
+	VBROADCASTSS lgb18<>+0(SB), Z17
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z7, Z12
-	VPTERNLOGD   $0xca, Z10, Z9, Z12
-	VBROADCASTSS lgb19<>+0(SB), Z9
-	VBROADCASTSS lgb20<>+0(SB), Z10
+	VMOVUPS      Z14, Z19
+	VPTERNLOGD   $0xca, Z17, Z16, Z19
+	VBROADCASTSS lgb19<>+0(SB), Z16
+	VBROADCASTSS lgb20<>+0(SB), Z17
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z10, Z9, Z7
-	VBROADCASTSS lgb0<>+0(SB), Z9
+	VPTERNLOGD   $0xca, Z17, Z16, Z14
+	VBROADCASTSS lgb0<>+0(SB), Z16
 
 	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z9, Z5, K1
-	VPMOVM2D K1, Z13
+	VCMPPS   $0x1d, Z16, Z12, K1
+	VPMOVM2D K1, Z16
 
 	// v32 = min(ratio, v27) tie=first
-	VMINPS Z11, Z12, Z14
+	VMINPS Z18, Z19, Z20
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z11, Z7, Z15
+	VMAXPS Z18, Z14, Z21
 
 	// v34 = where(v31, v32, v33)
-	VMOVUPS    Z13, Z16
-	VPTERNLOGD $0xca, Z15, Z14, Z16
+	VMOVUPS    Z16, Z22
+	VPTERNLOGD $0xca, Z21, Z20, Z22
 
 	// gain = mul(v10, v34)
-	VMULPS Z16, Z5, Z14
+	VMULPS Z22, Z12, Z20
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z14, Z14
-	VBROADCASTSS lgb0<>+0(SB), Z15
-	VCMPPS       $0x04, Z15, Z6, K1
-	VPMOVM2D     K1, Z15
+	VXORPS.BCST  lgb21<>+0(SB), Z20, Z20
+	VBROADCASTSS lgb0<>+0(SB), Z21
+	VCMPPS       $0x04, Z21, Z13, K1
+	VPMOVM2D     K1, Z21
 
 	// v37 = where(v17, v36, 0)
-	VANDPS Z14, Z15, Z6
+	VANDPS Z20, Z21, Z13
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z6, Y14
-	VADDPS        1024(SI), Y6, Y6
-	VADDPS        Y6, Y14, Y6
-	VMOVUPS       Y6, 1024(SI)
+	VEXTRACTF64X4 $0x01, Z13, Y20
+	VADDPS        Y2, Y13, Y2
+	VADDPS        Y2, Y20, Y2
 
 	// v41 = where(mask, v24, 0)
-	VANDPS Z8, Z0, Z6
+	VANDPS Z15, Z0, Z13
 
 	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z6, Y8
-	VADDPS        1344(SI), Y6, Y6
-	VADDPS        Y6, Y8, Y6
-	VMOVUPS       Y6, 1344(SI)
+	VEXTRACTF64X4 $0x01, Z13, Y15
+	VADDPS        Y3, Y13, Y3
+	VADDPS        Y3, Y15, Y3
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z8, Z10, Z8
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1664(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 1664(SI)
-	MOVQ          entropy+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z8, Y10
+	VADDPS        Y4, Y8, Y4
+	VADDPS        Y4, Y10, Y4
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z8
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1984(SI), Y1, Y6
-	VADDPS        Y6, Y3, Y6
-	VMOVUPS       Y6, 1984(SI)
+	VEXTRACTF64X4 $0x01, Z8, Y10
+	VADDPS        Y5, Y8, Y5
+	VADDPS        Y5, Y10, Y5
 
 	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z1, Z1
+	VMULPS.BCST lgb22<>+0(SB), Z8, Z8
 
 	// v55 = where(v17, v54, 0)
-	VANDPS Z1, Z15, Z1
+	VANDPS Z8, Z21, Z8
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 2304(SI)
+	VEXTRACTF64X4 $0x01, Z8, Y10
+	VADDPS        Y6, Y8, Y6
+	VADDPS        Y6, Y10, Y6
 
 	// v58 = where(v17, logWeight, -Inf)
-	VMOVUPS    Z15, Z1
-	VPTERNLOGD $0xca, Z10, Z4, Z1
+	VMOVUPS    Z21, Z8
+	VPTERNLOGD $0xca, Z17, Z11, Z8
+	VMOVUPS    Z19, 128(AX)
+	VMOVUPS    Z14, 192(AX)
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z11, Z15, Z3
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z4
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z6
-	VANDPS        Z6, Z4, Z4
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z6
-	VORPS         Z6, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VANDPS        Y4, Y1, Y1
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VANDPS        2624(SI), Y1, Y1
-	VMOVUPS       Y1, 2624(SI)
-	VADDPS        2752(SI), Y3, Y1
-	VADDPS        Y1, Y4, Y1
-	VMOVUPS       Y1, 2752(SI)
-	VMULPS        Y3, Y3, Y1
-	VMULPS        Y4, Y4, Y3
-	VADDPS        3072(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 3072(SI)
-	MOVQ          refLogProb+64(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VANDPS        Z18, Z21, Z10
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z11
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z13
+	VANDPS        Z13, Z11, Z11
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z13
+	VORPS         Z13, Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y8
+	VANDPS        Y11, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	MOVQ          state+16(FP), SI
+	VANDPS        2624(SI), Y8, Y8
+	VMOVUPS       Y8, 2624(SI)
+	VADDPS        2752(SI), Y10, Y8
+	VADDPS        Y8, Y11, Y8
+	VMOVUPS       Y8, 2752(SI)
+	VMULPS        Y10, Y10, Y8
+	VMULPS        Y11, Y11, Y10
+	VADDPS        3072(SI), Y8, Y8
+	VADDPS        Y8, Y10, Y8
+	VMOVUPS       Y8, 3072(SI)
+	MOVQ          refLogProb+64(FP), SI
+	VMOVUPS       (SI)(DI*4), Z8
 
 	// v70 = where(mask, refLogProb, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z8, Z0, Z8
 
 	// v71 = sub(v70, v6)
-	VSUBPS Z2, Z1, Z1
+	VSUBPS Z9, Z8, Z8
 
 	// v72 = where(v17, v71, 0)
-	VANDPS Z1, Z15, Z1
+	VANDPS Z8, Z21, Z8
 
 	// k3 = expm1_minus_x(v72)
-	VBROADCASTSS      lgb6<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb7<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb8<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z8
-	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z6, Z8
-	VBROADCASTSS      lgb15<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z6, Z8
-	VMULPS            Z6, Z8, Z2
-	VFMADD213PS       Z4, Z6, Z8
-	VADDPS.BCST       lgb1<>+0(SB), Z8, Z8
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z6
-	VPSUBD            Z6, Z4, Z4
-	VPSLLD            $0x17, Z6, Z6
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z6, Z8, Z8
-	VMULPS            Z4, Z8, Z8
-	VSUBPS.BCST       lgb1<>+0(SB), Z8, Z8
-	VSUBPS            Z1, Z8, Z8
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z8
+	VBROADCASTSS      lgb6<>+0(SB), Z9
+	VMAXPS            Z8, Z9, Z9
+	VBROADCASTSS      lgb7<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb8<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VMOVAPS           Z9, Z11
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z10, Z11
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z10, Z11
+	VMULPS            Z11, Z11, Z13
+	VBROADCASTSS      lgb11<>+0(SB), Z14
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z14
+	VBROADCASTSS      lgb13<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z13, Z14
+	VBROADCASTSS      lgb15<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z13, Z14
+	VMULPS            Z13, Z14, Z9
+	VFMADD213PS       Z11, Z13, Z14
+	VADDPS.BCST       lgb1<>+0(SB), Z14, Z14
+	VCVTPS2DQ         Z10, Z11
+	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z13
+	VPSUBD            Z13, Z11, Z11
+	VPSLLD            $0x17, Z13, Z13
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z13, Z14, Z14
+	VMULPS            Z11, Z14, Z14
+	VSUBPS.BCST       lgb1<>+0(SB), Z14, Z14
+	VSUBPS            Z8, Z14, Z14
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
+	VPMOVM2D          K1, Z10
+	VPTERNLOGD        $0xb8, Z9, Z10, Z14
 
 	// v74 = where(v17, k3, 0)
-	VANDPS Z8, Z15, Z2
+	VANDPS Z14, Z21, Z9
 
 	// sum(v74) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3392(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 3392(SI)
-	VBROADCASTSS  lgb28<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y7, Y9, Y7
+	VADDPS        Y7, Y10, Y7
+	VBROADCASTSS  lgb28<>+0(SB), Z9
 
 	// v82 = lt(v72, -40)
-	VCMPPS   $0x11, Z2, Z1, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x11, Z9, Z8, K1
+	VPMOVM2D K1, Z9
 
 	// v84 = add(k3, v72)
-	VADDPS       Z1, Z8, Z1
-	VBROADCASTSS lgb29<>+0(SB), Z3
+	VADDPS       Z8, Z14, Z8
+	VBROADCASTSS lgb29<>+0(SB), Z10
 
 	// v85 = where(v82, -1, v84)
-	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (AX), Z1
+	VPTERNLOGD $0xca, Z8, Z10, Z9
+	VMOVUPS    (AX), Z8
 
 	// v86 = mul(v80, v85)
-	VMULPS Z2, Z1, Z1
+	VMULPS Z9, Z8, Z8
 
 	// v87 = where(v17, v86, 0)
-	VANDPS Z1, Z15, Z1
+	VANDPS Z8, Z21, Z8
 
 	// v88 = neg(v87)
-	VXORPS.BCST lgb21<>+0(SB), Z1, Z1
-	VMOVUPS     64(AX), Z2
+	VXORPS.BCST lgb21<>+0(SB), Z8, Z8
+	VMOVUPS     64(AX), Z9
 
 	// v90 = where(v17, v89, 0)
-	VANDPS Z2, Z15, Z2
+	VANDPS Z9, Z21, Z9
 
 	// v91 = mul(v90, -0.01)
-	VMULPS.BCST lgb22<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb22<>+0(SB), Z9, Z10
 
 	// gradEntropy = where(mask, v91, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z10, Z0, Z10
 
 	// v93 = neg(v90)
-	VXORPS.BCST lgb21<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb21<>+0(SB), Z9, Z9
 
 	// v94 = mul(v93, v10)
-	VMULPS Z5, Z2, Z2
+	VMULPS       Z12, Z9, Z9
+	VBROADCASTSS lgb0<>+0(SB), Z11
+	VCMPPS       $0x04, Z11, Z16, K1
+	VPMOVM2D     K1, Z11
 
 	// v95 = where(v31, v94, 0)
-	VANDPS Z2, Z13, Z4
+	VANDPS Z9, Z11, Z12
 
 	// v96 = where(v31, 0, v94)
-	VANDNPS Z2, Z13, Z2
+	VANDNPS Z9, Z11, Z9
+	VMOVUPS 192(AX), Z11
 
 	// v97 = ge(ratio, v30)
-	VCMPPS   $0x1d, Z7, Z11, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x1d, Z11, Z18, K1
+	VPMOVM2D K1, Z11
 
 	// v98 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z11, Z11, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x04, Z18, Z18, K1
+	VPMOVM2D K1, Z13
 
 	// v99 = max(v97, v98)
-	VORPS Z5, Z6, Z5
+	VORPS Z11, Z13, Z11
 
 	// v100 = where(v99, v96, 0)
-	VANDPS Z2, Z5, Z2
+	VANDPS  Z9, Z11, Z9
+	VMOVUPS 128(AX), Z11
 
 	// v101 = le(ratio, v27)
-	VCMPPS   $0x12, Z12, Z11, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x12, Z11, Z18, K1
+	VPMOVM2D K1, Z11
 
 	// v102 = max(v101, v98)
-	VORPS Z5, Z6, Z5
+	VORPS Z11, Z13, Z11
 
 	// v103 = where(v102, v95, 0)
-	VANDPS Z4, Z5, Z4
+	VANDPS Z12, Z11, Z11
 
 	// v104 = add(v100, v103)
-	VADDPS Z4, Z2, Z2
+	VADDPS       Z11, Z9, Z9
+	VBROADCASTSS lgb0<>+0(SB), Z11
 
 	// v105 = ne(v104, 0)
-	VCMPPS   $0x04, Z9, Z2, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x04, Z11, Z9, K1
+	VPMOVM2D K1, Z11
 
 	// v106 = mul(v104, ratio)
-	VMULPS Z11, Z2, Z5
+	VMULPS Z18, Z9, Z12
 
 	// v107 = where(v105, v106, v104)
-	VPTERNLOGD $0xca, Z2, Z5, Z4
+	VPTERNLOGD $0xca, Z9, Z12, Z11
 
 	// v108 = add(v88, v107)
-	VADDPS Z4, Z1, Z1
+	VADDPS Z11, Z8, Z8
 
 	// gradLogProb = where(mask, v108, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z8, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), SI
-	VMOVUPS Z3, (SI)(DI*4)
+	VMOVUPS Z10, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+80(FP), SI
@@ -1033,71 +1036,57 @@ blocks_8:
 	DECQ        BX
 	JNZ         noflush_9
 	VMOVUPD     lgc25<>+0(SB), Y0
-	MOVQ        state+24(FP), BX
-	VMOVUPS     704(BX), Y0
-	VMULPS      lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      512(BX), Z0, Z0
-	VMOVUPD     Z0, 512(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 704(BX)
-	VMOVUPS     1024(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      832(BX), Z0, Z0
-	VMOVUPD     Z0, 832(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1024(BX)
-	VMOVUPS     1344(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1152(BX), Z0, Z0
-	VMOVUPD     Z0, 1152(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1344(BX)
-	VMOVUPS     1664(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1472(BX), Z0, Z0
-	VMOVUPD     Z0, 1472(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1664(BX)
-	VMOVUPS     1984(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1792(BX), Z0, Z0
-	VMOVUPD     Z0, 1792(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 1984(BX)
-	VMOVUPS     2304(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2112(BX), Z0, Z0
-	VMOVUPD     Z0, 2112(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 2304(BX)
-	VMOVUPS     2752(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2432(BX), Z0, Z0
-	VMOVUPD     Z0, 2432(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 2752(BX)
-	VMOVUPS     3072(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2880(BX), Z0, Z0
-	VMOVUPD     Z0, 2880(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 3072(BX)
-	VMOVUPS     3392(BX), Y0
-	VFMADD231PS lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3200(BX), Z0, Z0
-	VMOVUPD     Z0, 3200(BX)
-	VMOVUPS     lgc26<>+0(SB), Y0
-	VMOVUPS     Y0, 3392(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      512(BX), Z1, Z1
+	VMOVUPD     Z1, 512(BX)
+	VMOVUPS     lgc26<>+0(SB), Y1
+	VFMADD231PS lgc26<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      832(BX), Z2, Z2
+	VMOVUPD     Z2, 832(BX)
+	VMOVUPS     lgc26<>+0(SB), Y2
+	VFMADD231PS lgc26<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      1152(BX), Z3, Z3
+	VMOVUPD     Z3, 1152(BX)
+	VMOVUPS     lgc26<>+0(SB), Y3
+	VFMADD231PS lgc26<>+0(SB), Y4, Y0
+	VCVTPS2PD   Y4, Z4
+	VADDPD      1472(BX), Z4, Z4
+	VMOVUPD     Z4, 1472(BX)
+	VMOVUPS     lgc26<>+0(SB), Y4
+	VFMADD231PS lgc26<>+0(SB), Y5, Y0
+	VCVTPS2PD   Y5, Z5
+	VADDPD      1792(BX), Z5, Z5
+	VMOVUPD     Z5, 1792(BX)
+	VMOVUPS     lgc26<>+0(SB), Y5
+	VFMADD231PS lgc26<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z6
+	VADDPD      2112(BX), Z6, Z6
+	VMOVUPD     Z6, 2112(BX)
+	VMOVUPS     lgc26<>+0(SB), Y6
+	VMOVUPS     2752(BX), Y8
+	VFMADD231PS lgc26<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z8
+	VADDPD      2432(BX), Z8, Z8
+	VMOVUPD     Z8, 2432(BX)
+	VMOVUPS     lgc26<>+0(SB), Y8
+	VMOVUPS     Y8, 2752(BX)
+	VMOVUPS     3072(BX), Y8
+	VFMADD231PS lgc26<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z8
+	VADDPD      2880(BX), Z8, Z8
+	VMOVUPD     Z8, 2880(BX)
+	VMOVUPS     lgc26<>+0(SB), Y8
+	VMOVUPS     Y8, 3072(BX)
+	VFMADD231PS lgc26<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      3200(BX), Z7, Z7
+	VMOVUPD     Z7, 3200(BX)
+	VMOVUPS     lgc26<>+0(SB), Y7
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      3520(BX), Y0, Y0
 	VMOVUPS     Y0, 3520(BX)
 	MOVQ        $+4, BX
@@ -1106,77 +1095,85 @@ noflush_9:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_8
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      Y2, 1024(DX)
+	VMOVUPS      Y3, 1344(DX)
+	VMOVUPS      Y4, 1664(DX)
+	VMOVUPS      Y5, 1984(DX)
+	VMOVUPS      Y6, 2304(DX)
+	VMOVUPS      Y7, 3392(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc26<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+24(FP), DX
-	VMOVUPS      704(DX), Y0
-	VMULPS       lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       512(DX), Z0, Z0
-	VMOVUPD      Z0, 512(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 704(DX)
-	VMOVUPS      1024(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       832(DX), Z0, Z0
-	VMOVUPD      Z0, 832(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1024(DX)
-	VMOVUPS      1344(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1152(DX), Z0, Z0
-	VMOVUPD      Z0, 1152(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1344(DX)
-	VMOVUPS      1664(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(DX), Z0, Z0
-	VMOVUPD      Z0, 1472(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(DX), Z0, Z0
-	VMOVUPD      Z0, 1792(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VMOVUPS      2304(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2112(DX), Z0, Z0
-	VMOVUPD      Z0, 2112(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VMOVUPS      2752(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(DX), Z0, Z0
-	VMOVUPD      Z0, 2432(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VMOVUPS      3072(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2880(DX), Z0, Z0
-	VMOVUPD      Z0, 2880(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VMOVUPS      3392(DX), Y0
-	VFMADD231PS  lgc26<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3200(DX), Z0, Z0
-	VMOVUPD      Z0, 3200(DX)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      704(DX), Y1
+	VMULPS       lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(DX), Z1, Z1
+	VMOVUPD      Z1, 512(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 704(DX)
+	VMOVUPS      1024(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       832(DX), Z1, Z1
+	VMOVUPD      Z1, 832(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1024(DX)
+	VMOVUPS      1344(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1152(DX), Z1, Z1
+	VMOVUPD      Z1, 1152(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1344(DX)
+	VMOVUPS      1664(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VMOVUPS      2304(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(DX), Z1, Z1
+	VMOVUPD      Z1, 2112(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(DX)
+	VMOVUPS      2752(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(DX), Z1, Z1
+	VMOVUPD      Z1, 2432(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 2752(DX)
+	VMOVUPS      3072(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2880(DX), Z1, Z1
+	VMOVUPD      Z1, 2880(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 3072(DX)
+	VMOVUPS      3392(DX), Y1
+	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3200(DX), Z1, Z1
+	VMOVUPD      Z1, 3200(DX)
+	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
 	INCQ         CX

@@ -168,7 +168,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r66_p, 0)
 		runtime.SetMask(st.p2_ok)
 		if useAVX512 {
-			pass2AVX512(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+			pass2AVX512(lo, &st.buf[0], &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 		} else {
 			pass2AVX2(lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 		}
@@ -423,7 +423,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r65_p, 0)
 		runtime.SetMask(st.p3_ok)
 		if useAVX512 {
-			fbPass3AVX512(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+			fbPass3AVX512(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 		} else {
 			fbPass3AVX2(&out.NumValid, lo, &in.NextReward[0], &s.s0[0], &s.s1[0], &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 		}

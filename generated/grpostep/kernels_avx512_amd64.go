@@ -9,7 +9,7 @@ package grpostep
 // 8-lane blocks of pass2AVX2 would, in their order, so the results are pass2AVX2's bit for bit.
 //
 //go:noescape
-func pass2AVX512(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func pass2AVX512(lo int, state *float64, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 
 // fbPass0AVX512 is pass 0 (elementwise over [G=4 N=8 L=64]) on 16 float32 lanes; see fbPass0Go for
 // the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
@@ -23,4 +23,4 @@ func fbPass0AVX512(lo int, state *float64, mask *bool, hi int)
 // 8-lane blocks of fbPass3AVX2 would, in their order, so the results are fbPass3AVX2's bit for bit.
 //
 //go:noescape
-func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, gradLogProb *float32, hi int)

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass2AVX512(lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+// func pass2AVX512(lo int, state *float64, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass2AVX512(SB), $64-80
 	LEAQ 63(SP), AX
@@ -15,305 +15,296 @@ outer0_1:
 	XORQ CX, CX
 
 outer1_2:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 2944(DX), Y1
+	VMOVUPS 3264(DX), Y2
+	VMOVUPS 3584(DX), Y3
+	VMOVUPS 3904(DX), Y4
+	VMOVUPS 4992(DX), Y5
+	XORQ    DX, DX
 
 blocks_3:
-	MOVQ         nextReward+8(FP), SI
+	MOVQ         nextReward+16(FP), SI
 	IMUL3Q       $+8, AX, DI
 	ADDQ         CX, DI
 	VBROADCASTSS (SI)(DI*4), Z0
-	MOVQ         s0+16(FP), SI
+	MOVQ         s0+24(FP), SI
 	MOVQ         AX, DI
-	VBROADCASTSS (SI)(DI*4), Z1
+	VBROADCASTSS (SI)(DI*4), Z6
 
 	// v3 = sub(nextReward, mean)
-	VSUBPS       Z1, Z0, Z0
-	MOVQ         s1+24(FP), SI
-	VBROADCASTSS (SI)(DI*4), Z1
-	VBROADCASTSS lgb0<>+0(SB), Z2
+	VSUBPS       Z6, Z0, Z0
+	MOVQ         s1+32(FP), SI
+	VBROADCASTSS (SI)(DI*4), Z6
+	VBROADCASTSS lgb0<>+0(SB), Z7
 
 	// v5 = max(std, 1e-06)
-	VMAXPS Z1, Z2, Z1
+	VMAXPS Z6, Z7, Z6
 
 	// v6 = div(v3, v5)
-	VDIVPS        Z1, Z0, Z0
-	MOVQ          mask+32(FP), SI
+	VDIVPS        Z6, Z0, Z0
+	MOVQ          mask+40(FP), SI
 	IMUL3Q        $+512, AX, DI
 	IMUL3Q        $+64, CX, R8
 	ADDQ          R8, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z1
-	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
-	VBROADCASTSS  lgb2<>+0(SB), Z2
+	VPMOVZXBD     (SI)(DI*1), Z6
+	VPCMPGTD.BCST lgb1<>+0(SB), Z6, K1
+	VPMOVM2D      K1, Z6
+	VBROADCASTSS  lgb2<>+0(SB), Z7
 
 	// v12 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z2
+	VANDPS Z7, Z6, Z7
 
 	// sum(v12) over [G N L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+40(FP), SI
-	VADDPS        2944(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2944(SI)
-	MOVQ          logProb+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        Y1, Y7, Y1
+	VADDPS        Y1, Y8, Y1
+	MOVQ          logProb+48(FP), SI
+	VMOVUPS       (SI)(DI*4), Z7
 
 	// v15 = where(mask, logProb, 0)
-	VANDPS  Z2, Z1, Z2
-	MOVQ    sampleLogProb+56(FP), R8
-	VMOVUPS (R8)(DI*4), Z3
+	VANDPS  Z7, Z6, Z7
+	MOVQ    sampleLogProb+56(FP), SI
+	VMOVUPS (SI)(DI*4), Z8
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Z3, Z1, Z3
+	VANDPS Z8, Z6, Z8
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z6, Z0
 
 	// logWeight = sub(v15, v17)
-	VSUBPS       Z3, Z2, Z4
-	VBROADCASTSS lgb3<>+0(SB), Z5
+	VSUBPS       Z8, Z7, Z9
+	VBROADCASTSS lgb3<>+0(SB), Z10
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z5, Z5
-	VBROADCASTSS lgb4<>+0(SB), Z6
+	VMAXPS       Z9, Z10, Z10
+	VBROADCASTSS lgb4<>+0(SB), Z11
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS Z5, Z6, Z5
+	VMINPS Z10, Z11, Z10
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb5<>+0(SB), Z6
-	VMAXPS            Z4, Z6, Z6
-	VBROADCASTSS      lgb6<>+0(SB), Z7
-	VMINPS            Z6, Z7, Z6
-	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z6
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z6
-	VMULPS            Z6, Z6, Z8
-	VBROADCASTSS      lgb10<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z6, Z9
-	VBROADCASTSS      lgb12<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VBROADCASTSS      lgb14<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z6, Z10
-	VFMADD213PS       Z10, Z8, Z9
-	VFMADD213PS       Z6, Z8, Z9
-	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z7, Z6
-	VPADDD.BCST       lgb16<>+0(SB), Z6, Z6
-	VPSRLD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z6, Z9, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z11
+	VMAXPS            Z9, Z11, Z11
+	VBROADCASTSS      lgb6<>+0(SB), Z12
+	VMINPS            Z11, Z12, Z11
+	VMULPS.BCST       lgb7<>+0(SB), Z11, Z12
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z12, Z11
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z11
+	VMULPS            Z11, Z11, Z13
+	VBROADCASTSS      lgb10<>+0(SB), Z14
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z11, Z14
+	VBROADCASTSS      lgb12<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z11, Z15
+	VFMADD213PS       Z15, Z13, Z14
+	VBROADCASTSS      lgb14<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z11, Z15
+	VFMADD213PS       Z15, Z13, Z14
+	VFMADD213PS       Z11, Z13, Z14
+	VADDPS.BCST       lgb2<>+0(SB), Z14, Z14
+	VCVTPS2DQ         Z12, Z11
+	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z12
+	VPSUBD            Z12, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z12, Z14, Z14
+	VMULPS            Z11, Z14, Z14
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z5, K1
-	VPMOVM2D     K1, Z5
-	VANDPS.BCST  lgb2<>+0(SB), Z5, Z6
-	VBROADCASTSS lgb17<>+0(SB), Z7
-	VBROADCASTSS lgb18<>+0(SB), Z8
+	VCMPPS       $0x04, Z9, Z10, K1
+	VPMOVM2D     K1, Z10
+	VANDPS.BCST  lgb2<>+0(SB), Z10, Z11
+	VBROADCASTSS lgb17<>+0(SB), Z12
+	VBROADCASTSS lgb18<>+0(SB), Z13
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS      Z5, Z10
-	VPTERNLOGD   $0xca, Z8, Z7, Z10
-	VBROADCASTSS lgb19<>+0(SB), Z7
-	VBROADCASTSS lgb20<>+0(SB), Z8
+	VMOVUPS      Z10, Z15
+	VPTERNLOGD   $0xca, Z13, Z12, Z15
+	VBROADCASTSS lgb19<>+0(SB), Z12
+	VBROADCASTSS lgb20<>+0(SB), Z13
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z8, Z7, Z5
-	VBROADCASTSS lgb1<>+0(SB), Z7
+	VPTERNLOGD   $0xca, Z13, Z12, Z10
+	VBROADCASTSS lgb1<>+0(SB), Z12
 
 	// v32 = ge(v18, 0)
-	VCMPPS   $0x1d, Z7, Z0, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x1d, Z12, Z0, K1
+	VPMOVM2D K1, Z12
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z9, Z10, Z10
+	VMINPS Z14, Z15, Z15
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z9, Z5, Z5
+	VMAXPS Z14, Z10, Z10
 
 	// ratioClipped = where(v32, v33, v34)
-	VPTERNLOGD $0xca, Z5, Z10, Z7
+	VPTERNLOGD $0xca, Z10, Z15, Z12
 
 	// gain = mul(v18, ratioClipped)
-	VMULPS Z7, Z0, Z0
+	VMULPS Z12, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z6, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y5
-	VADDPS        3264(SI), Y0, Y0
-	VADDPS        Y0, Y5, Y0
-	VMOVUPS       Y0, 3264(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y10
+	VADDPS        Y2, Y0, Y2
+	VADDPS        Y2, Y10, Y2
 
 	// v42 = where(mask, v25, 0)
-	VANDPS Z6, Z1, Z0
+	VANDPS Z11, Z6, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y5
-	VADDPS        3584(SI), Y0, Y0
-	VADDPS        Y0, Y5, Y0
-	VMOVUPS       Y0, 3584(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y10
+	VADDPS        Y3, Y0, Y3
+	VADDPS        Y3, Y10, Y3
 
 	// v45 = sub(v17, v15)
-	VSUBPS Z2, Z3, Z0
+	VSUBPS Z7, Z8, Z0
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z6, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VADDPS        3904(SI), Y0, Y0
-	VADDPS        Y0, Y3, Y0
-	VMOVUPS       Y0, 3904(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y4, Y0, Y4
+	VADDPS        Y4, Y8, Y4
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z0
-	VPTERNLOGD $0xca, Z8, Z4, Z0
+	VMOVUPS    Z6, Z0
+	VPTERNLOGD $0xca, Z13, Z9, Z0
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z9, Z1, Z3
+	VANDPS        Z14, Z6, Z8
 	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z4
+	VPMOVM2D      K1, Z9
 	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z5
-	VANDPS        Z5, Z4, Z4
+	VPMOVM2D      K1, Z10
+	VANDPS        Z10, Z9, Z9
 	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z5
-	VORPS         Z5, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VANDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z3, Y4
+	VPMOVM2D      K1, Z10
+	VORPS         Z10, Z9, Z9
+	VEXTRACTF64X4 $0x01, Z9, Y0
+	VANDPS        Y9, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	MOVQ          state+8(FP), SI
 	VANDPS        4224(SI), Y0, Y0
 	VMOVUPS       Y0, 4224(SI)
-	VADDPS        4352(SI), Y3, Y0
-	VADDPS        Y0, Y4, Y0
+	VADDPS        4352(SI), Y8, Y0
+	VADDPS        Y0, Y9, Y0
 	VMOVUPS       Y0, 4352(SI)
-	VMULPS        Y3, Y3, Y0
-	VMULPS        Y4, Y4, Y3
+	VMULPS        Y8, Y8, Y0
+	VMULPS        Y9, Y9, Y8
 	VADDPS        4672(SI), Y0, Y0
-	VADDPS        Y0, Y3, Y0
+	VADDPS        Y0, Y8, Y0
 	VMOVUPS       Y0, 4672(SI)
-	MOVQ          refLogProb+64(FP), R8
-	VMOVUPS       (R8)(DI*4), Z0
+	MOVQ          refLogProb+64(FP), SI
+	VMOVUPS       (SI)(DI*4), Z0
 
 	// v61 = where(mask, refLogProb, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z6, Z0
 
 	// v62 = sub(v61, v15)
-	VSUBPS Z2, Z0, Z0
+	VSUBPS Z7, Z0, Z0
 
 	// v63 = where(mask, v62, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z6, Z0
 
 	// k3 = expm1_minus_x(v63)
-	VBROADCASTSS      lgb5<>+0(SB), Z2
-	VMAXPS            Z0, Z2, Z2
-	VBROADCASTSS      lgb6<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb7<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb10<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z6
-	VBROADCASTSS      lgb12<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb14<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb2<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb2<>+0(SB), Z6, Z6
-	VSUBPS            Z0, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z3, K1
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMAXPS            Z0, Z7, Z7
+	VBROADCASTSS      lgb6<>+0(SB), Z8
+	VMINPS            Z7, Z8, Z7
+	VMULPS.BCST       lgb7<>+0(SB), Z7, Z8
+	VRNDSCALEPS       $0x00, Z8, Z8
+	VMOVAPS           Z7, Z9
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z9
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z9
+	VMULPS            Z9, Z9, Z10
+	VBROADCASTSS      lgb10<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z9, Z11
+	VBROADCASTSS      lgb12<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z9, Z7
+	VFMADD213PS       Z7, Z10, Z11
+	VBROADCASTSS      lgb14<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z9, Z7
+	VFMADD213PS       Z7, Z10, Z11
+	VMULPS            Z10, Z11, Z7
+	VFMADD213PS       Z9, Z10, Z11
+	VADDPS.BCST       lgb2<>+0(SB), Z11, Z11
+	VCVTPS2DQ         Z8, Z9
+	VPADDD.BCST       lgb16<>+0(SB), Z9, Z9
+	VPSRLD            $0x01, Z9, Z10
+	VPSUBD            Z10, Z9, Z9
+	VPSLLD            $0x17, Z10, Z10
+	VPSLLD            $0x17, Z9, Z9
+	VMULPS            Z10, Z11, Z11
+	VMULPS            Z9, Z11, Z11
+	VSUBPS.BCST       lgb2<>+0(SB), Z11, Z11
+	VSUBPS            Z0, Z11, Z11
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z8, K1
 	VPMOVM2D          K1, Z0
-	VPTERNLOGD        $0xb8, Z2, Z0, Z6
+	VPTERNLOGD        $0xb8, Z7, Z0, Z11
 
 	// v65 = where(mask, k3, 0)
-	VANDPS Z6, Z1, Z0
+	VANDPS Z11, Z6, Z0
 
 	// sum(v65) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        4992(SI), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 4992(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y5, Y0, Y5
+	VADDPS        Y5, Y6, Y5
 	DECQ          BX
 	JNZ           noflush_4
 	VMOVUPD       lgc24<>+0(SB), Y0
-	MOVQ          state+40(FP), BX
-	VMOVUPS       2944(BX), Y0
-	VMULPS        lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2752(BX), Z0, Z0
-	VMOVUPD       Z0, 2752(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 2944(BX)
-	VMOVUPS       3264(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3072(BX), Z0, Z0
-	VMOVUPD       Z0, 3072(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 3264(BX)
-	VMOVUPS       3584(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3392(BX), Z0, Z0
-	VMOVUPD       Z0, 3392(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 3584(BX)
-	VMOVUPS       3904(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3712(BX), Z0, Z0
-	VMOVUPD       Z0, 3712(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 3904(BX)
-	VMOVUPS       4352(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4032(BX), Z0, Z0
-	VMOVUPD       Z0, 4032(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 4352(BX)
-	VMOVUPS       4672(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4480(BX), Z0, Z0
-	VMOVUPD       Z0, 4480(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 4672(BX)
-	VMOVUPS       4992(BX), Y0
-	VFMADD231PS   lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4800(BX), Z0, Z0
-	VMOVUPD       Z0, 4800(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VMOVUPS       Y0, 4992(BX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+8(FP), BX
+	VMULPS        lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2752(BX), Z1, Z1
+	VMOVUPD       Z1, 2752(BX)
+	VMOVUPS       lgc25<>+0(SB), Y1
+	VFMADD231PS   lgc25<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        3072(BX), Z2, Z2
+	VMOVUPD       Z2, 3072(BX)
+	VMOVUPS       lgc25<>+0(SB), Y2
+	VFMADD231PS   lgc25<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        3392(BX), Z3, Z3
+	VMOVUPD       Z3, 3392(BX)
+	VMOVUPS       lgc25<>+0(SB), Y3
+	VFMADD231PS   lgc25<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z4
+	VADDPD        3712(BX), Z4, Z4
+	VMOVUPD       Z4, 3712(BX)
+	VMOVUPS       lgc25<>+0(SB), Y4
+	VMOVUPS       4352(BX), Y6
+	VFMADD231PS   lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD     Y6, Z6
+	VADDPD        4032(BX), Z6, Z6
+	VMOVUPD       Z6, 4032(BX)
+	VMOVUPS       lgc25<>+0(SB), Y6
+	VMOVUPS       Y6, 4352(BX)
+	VMOVUPS       4672(BX), Y6
+	VFMADD231PS   lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD     Y6, Z6
+	VADDPD        4480(BX), Z6, Z6
+	VMOVUPD       Z6, 4480(BX)
+	VMOVUPS       lgc25<>+0(SB), Y6
+	VMOVUPS       Y6, 4672(BX)
+	VFMADD231PS   lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z5
+	VADDPD        4800(BX), Z5, Z5
+	VMOVUPD       Z5, 4800(BX)
+	VMOVUPS       lgc25<>+0(SB), Y5
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        5120(BX), Y0, Y0
 	VMOVUPS       Y0, 5120(BX)
 	MOVQ          $+4, BX
@@ -322,63 +313,69 @@ noflush_4:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+64
 	JL           blocks_3
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      Y2, 3264(DX)
+	VMOVUPS      Y3, 3584(DX)
+	VMOVUPS      Y4, 3904(DX)
+	VMOVUPS      Y5, 4992(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), DX
-	VMOVUPS      2944(DX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(DX), Z0, Z0
-	VMOVUPD      Z0, 2752(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(DX), Z0, Z0
-	VMOVUPD      Z0, 3072(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VMOVUPS      3584(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3392(DX), Z0, Z0
-	VMOVUPD      Z0, 3392(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3584(DX)
-	VMOVUPS      3904(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3712(DX), Z0, Z0
-	VMOVUPD      Z0, 3712(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(DX)
-	VMOVUPS      4352(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4032(DX), Z0, Z0
-	VMOVUPD      Z0, 4032(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4352(DX)
-	VMOVUPS      4672(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4480(DX), Z0, Z0
-	VMOVUPD      Z0, 4480(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4672(DX)
-	VMOVUPS      4992(DX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4800(DX), Z0, Z0
-	VMOVUPD      Z0, 4800(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4992(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      2944(DX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(DX), Z1, Z1
+	VMOVUPD      Z1, 3072(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(DX)
+	VMOVUPS      3584(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3392(DX), Z1, Z1
+	VMOVUPD      Z1, 3392(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3584(DX)
+	VMOVUPS      3904(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3712(DX), Z1, Z1
+	VMOVUPD      Z1, 3712(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3904(DX)
+	VMOVUPS      4352(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4032(DX), Z1, Z1
+	VMOVUPD      Z1, 4032(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4352(DX)
+	VMOVUPS      4672(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4480(DX), Z1, Z1
+	VMOVUPD      Z1, 4480(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4672(DX)
+	VMOVUPS      4992(DX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4800(DX), Z1, Z1
+	VMOVUPD      Z1, 4800(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4992(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5120(DX), Y0, Y0
 	VMOVUPS      Y0, 5120(DX)
 	INCQ         CX
@@ -491,7 +488,7 @@ outer0_5:
 outer1_6:
 	MOVQ    $+4, BX
 	MOVQ    state+8(FP), DX
-	VMOVUPS 256(DX), Y0
+	VMOVUPS 256(DX), Y1
 	XORQ    DX, DX
 
 blocks_7:
@@ -500,30 +497,30 @@ blocks_7:
 	IMUL3Q        $+64, CX, R8
 	ADDQ          R8, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z1
-	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb1<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb2<>+0(SB), Z2
 
 	// v12 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v12) over [G N L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          BX
 	JNZ           noflush_8
-	VMOVUPD       lgc24<>+0(SB), Y1
+	VMOVUPD       lgc24<>+0(SB), Y0
 	MOVQ          state+8(FP), BX
-	VMULPS        lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(BX), Z0, Z0
-	VMOVUPD       Z0, 64(BX)
-	VMOVUPS       lgc25<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        384(BX), Y1, Y1
-	VMOVUPS       Y1, 384(BX)
+	VMULPS        lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(BX), Z1, Z1
+	VMOVUPD       Z1, 64(BX)
+	VMOVUPS       lgc25<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        384(BX), Y0, Y0
+	VMOVUPS       Y0, 384(BX)
 	MOVQ          $+4, BX
 
 noflush_8:
@@ -531,7 +528,7 @@ noflush_8:
 	CMPQ         DX, $+64
 	JL           blocks_7
 	MOVQ         state+8(FP), DX
-	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      Y1, 256(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
@@ -539,14 +536,14 @@ noflush_8:
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), DX
-	VMOVUPS      256(DX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX), Z0, Z0
-	VMOVUPD      Z0, 64(DX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       384(DX), Y0, Y0
 	VMOVUPS      Y0, 384(DX)
 	INCQ         CX
@@ -558,7 +555,7 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+// func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass3AVX512(SB), $256-96
 	LEAQ 63(SP), AX
@@ -609,305 +606,306 @@ outer1_10:
 	VDIVPS  Z1, Z0, Z0
 	VMOVUPS Z0, 128(AX)
 	MOVQ    $+4, SI
+	MOVQ    state+40(FP), BX
+	VMOVUPS 3392(BX), Y1
+	VMOVUPS 3712(BX), Y2
+	VMOVUPS 4032(BX), Y3
+	VMOVUPS 5120(BX), Y4
 	XORQ    BX, BX
 
 blocks_11:
 	VMOVUPS       128(AX), Z0
-	MOVQ          mask+40(FP), DI
+	MOVQ          mask+48(FP), DI
 	IMUL3Q        $+512, CX, R8
 	IMUL3Q        $+64, DX, R9
 	ADDQ          R9, R8
 	ADDQ          BX, R8
-	VPMOVZXBD     (DI)(R8*1), Z1
-	VPCMPGTD.BCST lgb1<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
-	MOVQ          logProb+48(FP), DI
-	VMOVUPS       (DI)(R8*4), Z2
+	VPMOVZXBD     (DI)(R8*1), Z5
+	VPCMPGTD.BCST lgb1<>+0(SB), Z5, K1
+	VPMOVM2D      K1, Z5
+	MOVQ          logProb+56(FP), DI
+	VMOVUPS       (DI)(R8*4), Z6
 
 	// v15 = where(mask, logProb, 0)
-	VANDPS  Z2, Z1, Z3
-	MOVQ    sampleLogProb+56(FP), DI
-	VMOVUPS (DI)(R8*4), Z4
+	VANDPS  Z6, Z5, Z7
+	MOVQ    sampleLogProb+64(FP), DI
+	VMOVUPS (DI)(R8*4), Z8
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Z4, Z1, Z5
+	VANDPS Z8, Z5, Z9
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Z0, Z1, Z6
+	VANDPS Z0, Z5, Z10
 
 	// logWeight = sub(v15, v17)
-	VSUBPS       Z5, Z3, Z3
-	VBROADCASTSS lgb3<>+0(SB), Z5
+	VSUBPS       Z9, Z7, Z7
+	VBROADCASTSS lgb3<>+0(SB), Z9
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z3, Z5, Z5
-	VBROADCASTSS lgb4<>+0(SB), Z7
+	VMAXPS       Z7, Z9, Z9
+	VBROADCASTSS lgb4<>+0(SB), Z11
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS Z5, Z7, Z5
+	VMINPS Z9, Z11, Z9
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb5<>+0(SB), Z7
-	VMAXPS            Z3, Z7, Z7
-	VBROADCASTSS      lgb6<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb7<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb10<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb12<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb14<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb2<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb16<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb5<>+0(SB), Z11
+	VMAXPS            Z7, Z11, Z11
+	VBROADCASTSS      lgb6<>+0(SB), Z12
+	VMINPS            Z11, Z12, Z11
+	VMULPS.BCST       lgb7<>+0(SB), Z11, Z12
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z12, Z11
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z11
+	VMULPS            Z11, Z11, Z13
+	VBROADCASTSS      lgb10<>+0(SB), Z14
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z11, Z14
+	VBROADCASTSS      lgb12<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z11, Z15
+	VFMADD213PS       Z15, Z13, Z14
+	VBROADCASTSS      lgb14<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z11, Z15
+	VFMADD213PS       Z15, Z13, Z14
+	VFMADD213PS       Z11, Z13, Z14
+	VADDPS.BCST       lgb2<>+0(SB), Z14, Z14
+	VCVTPS2DQ         Z12, Z11
+	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z12
+	VPSUBD            Z12, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z12, Z14, Z14
+	VMULPS            Z11, Z14, Z14
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z3, Z5, K1
-	VPMOVM2D     K1, Z5
-	VANDPS.BCST  lgb2<>+0(SB), Z5, Z7
-	VBROADCASTSS lgb17<>+0(SB), Z8
-	VBROADCASTSS lgb18<>+0(SB), Z9
+	VCMPPS       $0x04, Z7, Z9, K1
+	VPMOVM2D     K1, Z9
+	VANDPS.BCST  lgb2<>+0(SB), Z9, Z11
+	VBROADCASTSS lgb17<>+0(SB), Z12
+	VBROADCASTSS lgb18<>+0(SB), Z13
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS      Z5, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb19<>+0(SB), Z8
-	VBROADCASTSS lgb20<>+0(SB), Z9
+	VMOVUPS      Z9, Z15
+	VPTERNLOGD   $0xca, Z13, Z12, Z15
+	VBROADCASTSS lgb19<>+0(SB), Z12
+	VBROADCASTSS lgb20<>+0(SB), Z13
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z5
-	VBROADCASTSS lgb1<>+0(SB), Z8
+	VPTERNLOGD   $0xca, Z13, Z12, Z9
+	VBROADCASTSS lgb1<>+0(SB), Z12
 
 	// v32 = ge(v18, 0)
-	VCMPPS   $0x1d, Z8, Z6, K1
-	VPMOVM2D K1, Z12
+	VCMPPS   $0x1d, Z12, Z10, K1
+	VPMOVM2D K1, Z16
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z10, Z11, Z13
+	VMINPS Z14, Z15, Z17
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z10, Z5, Z14
+	VMAXPS Z14, Z9, Z18
 
 	// v35 = where(v32, v33, v34)
-	VMOVUPS    Z12, Z15
-	VPTERNLOGD $0xca, Z14, Z13, Z15
+	VMOVUPS    Z16, Z19
+	VPTERNLOGD $0xca, Z18, Z17, Z19
 
 	// gain = mul(v6, v35)
-	VMULPS Z15, Z0, Z0
+	VMULPS Z19, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z5, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y13
-	MOVQ          state+64(FP), DI
-	VADDPS        3392(DI), Y0, Y0
-	VADDPS        Y0, Y13, Y0
-	VMOVUPS       Y0, 3392(DI)
+	VEXTRACTF64X4 $0x01, Z0, Y17
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y17, Y1
 
 	// v42 = where(mask, v25, 0)
-	VANDPS Z7, Z1, Z0
+	VANDPS Z11, Z5, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y7
-	VADDPS        3712(DI), Y0, Y0
-	VADDPS        Y0, Y7, Y0
-	VMOVUPS       Y0, 3712(DI)
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VADDPS        Y2, Y0, Y2
+	VADDPS        Y2, Y11, Y2
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z2, Z4, Z0
+	VSUBPS Z6, Z8, Z0
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z5, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        4032(DI), Y0, Y0
-	VADDPS        Y0, Y4, Y0
-	VMOVUPS       Y0, 4032(DI)
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y3, Y0, Y3
+	VADDPS        Y3, Y8, Y3
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z0
-	VPTERNLOGD $0xca, Z9, Z3, Z0
+	VMOVUPS    Z5, Z0
+	VPTERNLOGD $0xca, Z13, Z7, Z0
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z10, Z1, Z3
+	VANDPS        Z14, Z5, Z7
 	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z4
+	VPMOVM2D      K1, Z8
 	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z7
-	VANDPS        Z7, Z4, Z4
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z8, Z8
 	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z7
-	VORPS         Z7, Z4, Z4
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VANDPS        Y4, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z3, Y4
+	VPMOVM2D      K1, Z11
+	VORPS         Z11, Z8, Z8
+	VEXTRACTF64X4 $0x01, Z8, Y0
+	VANDPS        Y8, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	MOVQ          state+40(FP), DI
 	VANDPS        4352(DI), Y0, Y0
 	VMOVUPS       Y0, 4352(DI)
-	VADDPS        4480(DI), Y3, Y0
-	VADDPS        Y0, Y4, Y0
+	VADDPS        4480(DI), Y7, Y0
+	VADDPS        Y0, Y8, Y0
 	VMOVUPS       Y0, 4480(DI)
-	VMULPS        Y3, Y3, Y0
-	VMULPS        Y4, Y4, Y3
+	VMULPS        Y7, Y7, Y0
+	VMULPS        Y8, Y8, Y7
 	VADDPS        4800(DI), Y0, Y0
-	VADDPS        Y0, Y3, Y0
+	VADDPS        Y0, Y7, Y0
 	VMOVUPS       Y0, 4800(DI)
-	MOVQ          refLogProb+72(FP), R9
-	VMOVUPS       (R9)(R8*4), Z0
+	MOVQ          refLogProb+72(FP), DI
+	VMOVUPS       (DI)(R8*4), Z0
 
 	// v61 = sub(refLogProb, logProb)
-	VSUBPS Z2, Z0, Z0
+	VSUBPS Z6, Z0, Z0
 
 	// v62 = where(mask, v61, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z5, Z0
 
 	// k3 = expm1_minus_x(v62)
-	VBROADCASTSS      lgb5<>+0(SB), Z2
-	VMAXPS            Z0, Z2, Z2
-	VBROADCASTSS      lgb6<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb7<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z7
-	VBROADCASTSS      lgb10<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z4, Z9
-	VBROADCASTSS      lgb12<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z7, Z9
-	VBROADCASTSS      lgb14<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z7, Z9
-	VMULPS            Z7, Z9, Z2
-	VFMADD213PS       Z4, Z7, Z9
-	VADDPS.BCST       lgb2<>+0(SB), Z9, Z9
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb16<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z7
-	VPSUBD            Z7, Z4, Z4
-	VPSLLD            $0x17, Z7, Z7
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z7, Z9, Z9
-	VMULPS            Z4, Z9, Z9
-	VSUBPS.BCST       lgb2<>+0(SB), Z9, Z9
-	VSUBPS            Z0, Z9, Z9
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z9
+	VBROADCASTSS      lgb5<>+0(SB), Z6
+	VMAXPS            Z0, Z6, Z6
+	VBROADCASTSS      lgb6<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VMOVAPS           Z6, Z8
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z8
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z8
+	VMULPS            Z8, Z8, Z11
+	VBROADCASTSS      lgb10<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z8, Z13
+	VBROADCASTSS      lgb12<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z11, Z13
+	VBROADCASTSS      lgb14<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z11, Z13
+	VMULPS            Z11, Z13, Z6
+	VFMADD213PS       Z8, Z11, Z13
+	VADDPS.BCST       lgb2<>+0(SB), Z13, Z13
+	VCVTPS2DQ         Z7, Z8
+	VPADDD.BCST       lgb16<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z11
+	VPSUBD            Z11, Z8, Z8
+	VPSLLD            $0x17, Z11, Z11
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z11, Z13, Z13
+	VMULPS            Z8, Z13, Z13
+	VSUBPS.BCST       lgb2<>+0(SB), Z13, Z13
+	VSUBPS            Z0, Z13, Z13
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z7, K1
+	VPMOVM2D          K1, Z7
+	VPTERNLOGD        $0xb8, Z6, Z7, Z13
 
 	// v64 = where(mask, k3, 0)
-	VANDPS Z9, Z1, Z2
+	VANDPS Z13, Z5, Z6
 
 	// sum(v64) over [G N L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        5120(DI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 5120(DI)
-	VBROADCASTSS  lgb27<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z6, Y7
+	VADDPS        Y4, Y6, Y4
+	VADDPS        Y4, Y7, Y4
+	VBROADCASTSS  lgb27<>+0(SB), Z6
 
 	// v72 = lt(v62, -40)
-	VCMPPS   $0x11, Z2, Z0, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x11, Z6, Z0, K1
+	VPMOVM2D K1, Z6
 
 	// v74 = add(k3, v62)
-	VADDPS       Z0, Z9, Z0
-	VBROADCASTSS lgb28<>+0(SB), Z3
+	VADDPS       Z0, Z13, Z0
+	VBROADCASTSS lgb28<>+0(SB), Z7
 
 	// v75 = where(v72, -1, v74)
-	VPTERNLOGD $0xca, Z0, Z3, Z2
+	VPTERNLOGD $0xca, Z0, Z7, Z6
 	VMOVUPS    (AX), Z0
 
 	// v76 = mul(v70, v75)
-	VMULPS  Z2, Z0, Z0
-	VMOVUPS 64(AX), Z2
+	VMULPS  Z6, Z0, Z0
+	VMOVUPS 64(AX), Z6
 
 	// v78 = where(mask, v77, 0)
-	VANDPS Z2, Z1, Z2
+	VANDPS Z6, Z5, Z6
 
 	// v79 = neg(v78)
-	VXORPS.BCST lgb21<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb21<>+0(SB), Z6, Z6
 
 	// v80 = ne(v79, 0)
-	VCMPPS   $0x04, Z8, Z2, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x04, Z12, Z6, K1
+	VPMOVM2D K1, Z7
 
 	// v81 = mul(v79, v18)
-	VMULPS Z6, Z2, Z4
+	VMULPS Z10, Z6, Z8
 
 	// v82 = where(v80, v81, v79)
-	VPTERNLOGD $0xca, Z2, Z4, Z3
+	VPTERNLOGD $0xca, Z6, Z8, Z7
 
 	// v83 = where(v32, v82, 0)
-	VANDPS Z3, Z12, Z2
+	VANDPS Z7, Z16, Z6
 
 	// v84 = where(v32, 0, v82)
-	VANDNPS Z3, Z12, Z3
+	VANDNPS Z7, Z16, Z7
 
 	// v85 = ge(ratio, v31)
-	VCMPPS   $0x1d, Z5, Z10, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z9, Z14, K1
+	VPMOVM2D K1, Z8
 
 	// v86 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z10, Z10, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x04, Z14, Z14, K1
+	VPMOVM2D K1, Z9
 
 	// v87 = max(v85, v86)
-	VORPS Z4, Z5, Z4
+	VORPS Z8, Z9, Z8
 
 	// v88 = where(v87, v84, 0)
-	VANDPS Z3, Z4, Z3
+	VANDPS Z7, Z8, Z7
 
 	// v89 = le(ratio, v28)
-	VCMPPS   $0x12, Z11, Z10, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x12, Z15, Z14, K1
+	VPMOVM2D K1, Z8
 
 	// v90 = max(v89, v86)
-	VORPS Z4, Z5, Z4
+	VORPS Z8, Z9, Z8
 
 	// v91 = where(v90, v83, 0)
-	VANDPS Z2, Z4, Z2
+	VANDPS Z6, Z8, Z6
 
 	// v92 = add(v88, v91)
-	VADDPS Z2, Z3, Z2
+	VADDPS Z6, Z7, Z6
 
 	// v93 = ne(v92, 0)
-	VCMPPS   $0x04, Z8, Z2, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x04, Z12, Z6, K1
+	VPMOVM2D K1, Z7
 
 	// v94 = mul(v92, ratio)
-	VMULPS Z10, Z2, Z4
+	VMULPS Z14, Z6, Z8
 
 	// v95 = where(v93, v94, v92)
-	VPTERNLOGD $0xca, Z2, Z4, Z3
+	VPTERNLOGD $0xca, Z6, Z8, Z7
 
 	// v96 = neg(v76)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v97 = add(v96, v95)
-	VADDPS Z3, Z0, Z0
+	VADDPS Z7, Z0, Z0
 
 	// gradLogProb = where(mask, v97, 0)
-	VANDPS Z0, Z1, Z0
+	VANDPS Z0, Z5, Z0
 
 	// store gradLogProb
 	MOVQ        gradLogProb+80(FP), DI
@@ -915,50 +913,42 @@ blocks_11:
 	DECQ        SI
 	JNZ         noflush_12
 	VMOVUPD     lgc24<>+0(SB), Y0
-	MOVQ        state+64(FP), SI
-	VMOVUPS     3392(SI), Y0
-	VMULPS      lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3200(SI), Z0, Z0
-	VMOVUPD     Z0, 3200(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 3392(SI)
-	VMOVUPS     3712(SI), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3520(SI), Z0, Z0
-	VMOVUPD     Z0, 3520(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 3712(SI)
-	VMOVUPS     4032(SI), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3840(SI), Z0, Z0
-	VMOVUPD     Z0, 3840(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 4032(SI)
-	VMOVUPS     4480(SI), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4160(SI), Z0, Z0
-	VMOVUPD     Z0, 4160(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 4480(SI)
-	VMOVUPS     4800(SI), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4608(SI), Z0, Z0
-	VMOVUPD     Z0, 4608(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 4800(SI)
-	VMOVUPS     5120(SI), Y0
-	VFMADD231PS lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4928(SI), Z0, Z0
-	VMOVUPD     Z0, 4928(SI)
-	VMOVUPS     lgc25<>+0(SB), Y0
-	VMOVUPS     Y0, 5120(SI)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+40(FP), SI
+	VMULPS      lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      3200(SI), Z1, Z1
+	VMOVUPD     Z1, 3200(SI)
+	VMOVUPS     lgc25<>+0(SB), Y1
+	VFMADD231PS lgc25<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      3520(SI), Z2, Z2
+	VMOVUPD     Z2, 3520(SI)
+	VMOVUPS     lgc25<>+0(SB), Y2
+	VFMADD231PS lgc25<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      3840(SI), Z3, Z3
+	VMOVUPD     Z3, 3840(SI)
+	VMOVUPS     lgc25<>+0(SB), Y3
+	VMOVUPS     4480(SI), Y5
+	VFMADD231PS lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD   Y5, Z5
+	VADDPD      4160(SI), Z5, Z5
+	VMOVUPD     Z5, 4160(SI)
+	VMOVUPS     lgc25<>+0(SB), Y5
+	VMOVUPS     Y5, 4480(SI)
+	VMOVUPS     4800(SI), Y5
+	VFMADD231PS lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD   Y5, Z5
+	VADDPD      4608(SI), Z5, Z5
+	VMOVUPD     Z5, 4608(SI)
+	VMOVUPS     lgc25<>+0(SB), Y5
+	VMOVUPS     Y5, 4800(SI)
+	VFMADD231PS lgc25<>+0(SB), Y4, Y0
+	VCVTPS2PD   Y4, Z4
+	VADDPD      4928(SI), Z4, Z4
+	VMOVUPD     Z4, 4928(SI)
+	VMOVUPS     lgc25<>+0(SB), Y4
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      5248(SI), Y0, Y0
 	VMOVUPS     Y0, 5248(SI)
 	MOVQ        $+4, SI
@@ -967,56 +957,61 @@ noflush_12:
 	ADDQ         $+16, BX
 	CMPQ         BX, $+64
 	JL           blocks_11
+	MOVQ         state+40(FP), BX
+	VMOVUPS      Y1, 3392(BX)
+	VMOVUPS      Y2, 3712(BX)
+	VMOVUPS      Y3, 4032(BX)
+	VMOVUPS      Y4, 5120(BX)
 	MOVQ         $+4, BX
 	SUBQ         SI, BX
 	SHLQ         $0x01, BX
 	VMOVUPS      lgc25<>+0(SB), X0
 	VCVTSI2SDQ   BX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), BX
-	VMOVUPS      3392(BX), Y0
-	VMULPS       lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3200(BX), Z0, Z0
-	VMOVUPD      Z0, 3200(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(BX)
-	VMOVUPS      3712(BX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3520(BX), Z0, Z0
-	VMOVUPD      Z0, 3520(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 3712(BX)
-	VMOVUPS      4032(BX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3840(BX), Z0, Z0
-	VMOVUPD      Z0, 3840(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4032(BX)
-	VMOVUPS      4480(BX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4160(BX), Z0, Z0
-	VMOVUPD      Z0, 4160(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4480(BX)
-	VMOVUPS      4800(BX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4608(BX), Z0, Z0
-	VMOVUPD      Z0, 4608(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4800(BX)
-	VMOVUPS      5120(BX), Y0
-	VFMADD231PS  lgc25<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4928(BX), Z0, Z0
-	VMOVUPD      Z0, 4928(BX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 5120(BX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+40(FP), BX
+	VMOVUPS      3392(BX), Y1
+	VMULPS       lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3200(BX), Z1, Z1
+	VMOVUPD      Z1, 3200(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(BX)
+	VMOVUPS      3712(BX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3520(BX), Z1, Z1
+	VMOVUPD      Z1, 3520(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 3712(BX)
+	VMOVUPS      4032(BX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3840(BX), Z1, Z1
+	VMOVUPD      Z1, 3840(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4032(BX)
+	VMOVUPS      4480(BX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4160(BX), Z1, Z1
+	VMOVUPD      Z1, 4160(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4480(BX)
+	VMOVUPS      4800(BX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4608(BX), Z1, Z1
+	VMOVUPD      Z1, 4608(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 4800(BX)
+	VMOVUPS      5120(BX), Y1
+	VFMADD231PS  lgc25<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4928(BX), Z1, Z1
+	VMOVUPD      Z1, 4928(BX)
+	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      Y1, 5120(BX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5248(BX), Y0, Y0
 	VMOVUPS      Y0, 5248(BX)
 	INCQ         DX

@@ -102,7 +102,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 				s.s1[k] = float32(st.res[k])
 			}
 			if useAVX512 {
-				pass1AVX512(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
+				pass1AVX512(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.RefLogProb[0], hi)
 			} else {
 				pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.RefLogProb[0], hi)
 			}
@@ -292,7 +292,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				s.s5[k] = float32(st.res[k])
 			}
 			if useAVX512 {
-				fbPass2AVX512(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
+				fbPass2AVX512(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &st.buf[0], &in.Mask[0], &in.LogProb[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 			} else {
 				fbPass2AVX2(&out.NumValid, lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &s.s5[0], &in.Mask[0], &in.LogProb[0], &st.buf[0], &in.RefLogProb[0], &g.LogProb[0], hi)
 			}

@@ -16,7 +16,7 @@ func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLog
 // 8-lane blocks of pass1AVX2 would, in their order, so the results are pass1AVX2's bit for bit.
 //
 //go:noescape
-func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
+func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, state *float64, mask *bool, logProb *float32, refLogProb *float32, hi int)
 
 // fbPass0AVX512 is pass 0 (elementwise over [B=8 L=128]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
@@ -37,4 +37,4 @@ func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, logPro
 // 8-lane blocks of fbPass2AVX2 would, in their order, so the results are fbPass2AVX2's bit for bit.
 //
 //go:noescape
-func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, state *float64, mask *bool, logProb *float32, refLogProb *float32, gradLogProb *float32, hi int)

@@ -16,68 +16,68 @@ outer0_1:
 	MOVQ    AX, CX
 	IMUL3Q  $+8, CX, BX
 	MOVQ    state+8(FP), SI
-	VMOVUPS 704(SI)(BX*4), Y0
+	VMOVUPS 704(SI)(BX*4), Y1
 	IMUL3Q  $+8, CX, CX
-	VMOVUPS 1728(SI)(CX*4), Y1
+	VMOVUPS 1728(SI)(CX*4), Y2
 	XORQ    CX, CX
 
 blocks_2:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z2
-	VPCMPGTD.BCST lgb0<>+0(SB), Z2, K1
-	VPMOVM2D      K1, Z2
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z3
 
 	// v3 = where(mask, 1, 0)
-	VANDPS  Z3, Z2, Z3
+	VANDPS  Z3, Z0, Z3
 	MOVQ    logProb+24(FP), BX
 	VMOVUPS (BX)(SI*4), Z4
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z4, Z2, Z4
+	VANDPS  Z4, Z0, Z4
 	MOVQ    sampleLogProb+32(FP), BX
 	VMOVUPS (BX)(SI*4), Z5
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS Z5, Z2, Z5
+	VANDPS Z5, Z0, Z5
 
 	// sum(v3) over [L]
 	VEXTRACTF64X4 $0x01, Z3, Y6
-	VADDPS        Y0, Y3, Y0
-	VADDPS        Y0, Y6, Y0
+	VADDPS        Y1, Y3, Y1
+	VADDPS        Y1, Y6, Y1
 
 	// v11 = sub(v6, v8)
 	VSUBPS Z5, Z4, Z3
 
 	// v12 = where(mask, v11, 0)
-	VANDPS Z3, Z2, Z2
+	VANDPS Z3, Z0, Z0
 
 	// sum(v12) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        Y1, Y2, Y1
-	VADDPS        Y1, Y3, Y1
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VADDPS        Y2, Y0, Y2
+	VADDPS        Y2, Y3, Y2
 	DECQ          DX
 	JNZ           noflush_3
-	VMOVUPD       lgc2<>+0(SB), Y2
+	VMOVUPD       lgc2<>+0(SB), Y0
 	MOVQ          AX, DX
 	IMUL3Q        $+8, DX, BX
 	MOVQ          state+8(FP), SI
-	VMULPS        lgc3<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(SI)(BX*8), Z0, Z0
-	VMOVUPD       Z0, 64(SI)(BX*8)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	IMUL3Q        $+8, DX, DX
-	VFMADD231PS   lgc3<>+0(SB), Y1, Y2
+	VMULPS        lgc3<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        1088(SI)(DX*8), Z1, Z1
-	VMOVUPD       Z1, 1088(SI)(DX*8)
+	VADDPD        64(SI)(BX*8), Z1, Z1
+	VMOVUPD       Z1, 64(SI)(BX*8)
 	VMOVUPS       lgc3<>+0(SB), Y1
-	VCMPPS        $0x00, Y2, Y2, Y2
-	VANDPS        2112(SI), Y2, Y2
-	VMOVUPS       Y2, 2112(SI)
+	IMUL3Q        $+8, DX, DX
+	VFMADD231PS   lgc3<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        1088(SI)(DX*8), Z2, Z2
+	VMOVUPD       Z2, 1088(SI)(DX*8)
+	VMOVUPS       lgc3<>+0(SB), Y2
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        2112(SI), Y0, Y0
+	VMOVUPS       Y0, 2112(SI)
 	MOVQ          $+4, DX
 
 noflush_3:
@@ -87,9 +87,9 @@ noflush_3:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, BX
 	MOVQ         state+8(FP), SI
-	VMOVUPS      Y0, 704(SI)(BX*4)
+	VMOVUPS      Y1, 704(SI)(BX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      Y1, 1728(SI)(CX*4)
+	VMOVUPS      Y2, 1728(SI)(CX*4)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -99,22 +99,22 @@ noflush_3:
 	MOVQ         AX, CX
 	IMUL3Q       $+8, CX, DX
 	MOVQ         state+8(FP), BX
-	VMOVUPS      704(BX)(DX*4), Y0
-	VMULPS       lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(BX)(DX*8), Z0, Z0
-	VMOVUPD      Z0, 64(BX)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 704(BX)(DX*4)
+	VMOVUPS      704(BX)(DX*4), Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(BX)(DX*8), Z1, Z1
+	VMOVUPD      Z1, 64(BX)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 704(BX)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	VMOVUPS      1728(BX)(CX*4), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1088(BX)(CX*8), Z0, Z0
-	VMOVUPD      Z0, 1088(BX)(CX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(BX)(CX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      1728(BX)(CX*4), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1088(BX)(CX*8), Z1, Z1
+	VMOVUPD      Z1, 1088(BX)(CX*8)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1728(BX)(CX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       2112(BX), Y0, Y0
 	VMOVUPS      Y0, 2112(BX)
 	INCQ         AX
@@ -145,7 +145,7 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, logProb *float32, refLogProb *float32, hi int)
+// func pass1AVX512(lo int, s0 *float32, s1 *float32, advantage *float32, state *float64, mask *bool, logProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass1AVX512(SB), $192-72
 	LEAQ 63(SP), AX
@@ -254,137 +254,129 @@ outer0_4:
 	VMOVUPS    Z1, (AX)
 	VMOVUPS    Z2, 64(AX)
 	MOVQ       $+4, BX
+	MOVQ       state+32(FP), DX
+	VMOVUPS    2432(DX), Y1
+	VMOVUPS    2752(DX), Y2
+	VMOVUPS    3072(DX), Y3
+	VMOVUPS    3392(DX), Y4
 	XORQ       DX, DX
 
 blocks_5:
-	MOVQ          mask+32(FP), SI
+	MOVQ          mask+40(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z1
+	VBROADCASTSS  lgb1<>+0(SB), Z5
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z5, Z0, Z5
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          state+40(FP), SI
-	VADDPS        2432(SI), Y1, Y1
-	VADDPS        Y1, Y2, Y1
-	VMOVUPS       Y1, 2432(SI)
-	MOVQ          logProb+48(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y6, Y1
+	MOVQ          logProb+48(FP), SI
+	VMOVUPS       (SI)(DI*4), Z5
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
-	VMOVUPS (AX), Z2
+	VANDPS  Z5, Z0, Z5
+	VMOVUPS (AX), Z6
 
 	// v28 = where(mask, v26, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z6, Z0, Z6
 
 	// sum(v28) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        2752(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 2752(SI)
-	VMOVUPS       64(AX), Z2
+	VEXTRACTF64X4 $0x01, Z6, Y7
+	VADDPS        Y2, Y6, Y2
+	VADDPS        Y2, Y7, Y2
+	VMOVUPS       64(AX), Z6
 
 	// v39 = where(mask, v37, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z6, Z0, Z6
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3072(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 3072(SI)
-	MOVQ          refLogProb+56(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VEXTRACTF64X4 $0x01, Z6, Y7
+	VADDPS        Y3, Y6, Y3
+	VADDPS        Y3, Y7, Y3
+	MOVQ          refLogProb+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z6
 
 	// v43 = where(mask, refLogProb, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z6, Z0, Z6
 
 	// v44 = sub(v43, v6)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z5, Z6, Z5
 
 	// k3 = expm1_minus_x(v44)
-	VBROADCASTSS      lgb4<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z1, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD        $0xb8, Z2, Z1, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z6
+	VMAXPS            Z5, Z6, Z6
+	VBROADCASTSS      lgb5<>+0(SB), Z7
+	VMINPS            Z6, Z7, Z6
+	VMULPS.BCST       lgb6<>+0(SB), Z6, Z7
+	VRNDSCALEPS       $0x00, Z7, Z7
+	VMOVAPS           Z6, Z8
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z7, Z8
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z8
+	VMULPS            Z8, Z8, Z9
+	VBROADCASTSS      lgb9<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z8, Z10
+	VBROADCASTSS      lgb11<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z9, Z10
+	VBROADCASTSS      lgb13<>+0(SB), Z6
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z8, Z6
+	VFMADD213PS       Z6, Z9, Z10
+	VMULPS            Z9, Z10, Z6
+	VFMADD213PS       Z8, Z9, Z10
+	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VCVTPS2DQ         Z7, Z8
+	VPADDD.BCST       lgb15<>+0(SB), Z8, Z8
+	VPSRLD            $0x01, Z8, Z9
+	VPSUBD            Z9, Z8, Z8
+	VPSLLD            $0x17, Z9, Z9
+	VPSLLD            $0x17, Z8, Z8
+	VMULPS            Z9, Z10, Z10
+	VMULPS            Z8, Z10, Z10
+	VSUBPS.BCST       lgb1<>+0(SB), Z10, Z10
+	VSUBPS            Z5, Z10, Z10
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z7, K1
+	VPMOVM2D          K1, Z5
+	VPTERNLOGD        $0xb8, Z6, Z5, Z10
 
 	// v47 = where(mask, k3, 0)
-	VANDPS Z6, Z0, Z0
+	VANDPS Z10, Z0, Z0
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        3392(SI), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 3392(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y4, Y0, Y4
+	VADDPS        Y4, Y5, Y4
 	DECQ          BX
 	JNZ           noflush_6
 	VMOVUPD       lgc2<>+0(SB), Y0
-	MOVQ          state+40(FP), BX
-	VMOVUPS       2432(BX), Y0
-	VMULPS        lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2240(BX), Z0, Z0
-	VMOVUPD       Z0, 2240(BX)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	VMOVUPS       Y0, 2432(BX)
-	VMOVUPS       2752(BX), Y0
-	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2560(BX), Z0, Z0
-	VMOVUPD       Z0, 2560(BX)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	VMOVUPS       Y0, 2752(BX)
-	VMOVUPS       3072(BX), Y0
-	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        2880(BX), Z0, Z0
-	VMOVUPD       Z0, 2880(BX)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	VMOVUPS       Y0, 3072(BX)
-	VMOVUPS       3392(BX), Y0
-	VFMADD231PS   lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        3200(BX), Z0, Z0
-	VMOVUPD       Z0, 3200(BX)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	VMOVUPS       Y0, 3392(BX)
-	VCMPPS        $0x00, Y1, Y1, Y0
+	MOVQ          state+32(FP), BX
+	VMULPS        lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        2240(BX), Z1, Z1
+	VMOVUPD       Z1, 2240(BX)
+	VMOVUPS       lgc3<>+0(SB), Y1
+	VFMADD231PS   lgc3<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        2560(BX), Z2, Z2
+	VMOVUPD       Z2, 2560(BX)
+	VMOVUPS       lgc3<>+0(SB), Y2
+	VFMADD231PS   lgc3<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        2880(BX), Z3, Z3
+	VMOVUPD       Z3, 2880(BX)
+	VMOVUPS       lgc3<>+0(SB), Y3
+	VFMADD231PS   lgc3<>+0(SB), Y4, Y0
+	VCVTPS2PD     Y4, Z4
+	VADDPD        3200(BX), Z4, Z4
+	VMOVUPD       Z4, 3200(BX)
+	VMOVUPS       lgc3<>+0(SB), Y4
+	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        3520(BX), Y0, Y0
 	VMOVUPS       Y0, 3520(BX)
 	MOVQ          $+4, BX
@@ -393,42 +385,47 @@ noflush_6:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_5
+	MOVQ         state+32(FP), DX
+	VMOVUPS      Y1, 2432(DX)
+	VMOVUPS      Y2, 2752(DX)
+	VMOVUPS      Y3, 3072(DX)
+	VMOVUPS      Y4, 3392(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), DX
-	VMOVUPS      2432(DX), Y0
-	VMULPS       lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2240(DX), Z0, Z0
-	VMOVUPD      Z0, 2240(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2432(DX)
-	VMOVUPS      2752(DX), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2560(DX), Z0, Z0
-	VMOVUPD      Z0, 2560(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(DX)
-	VMOVUPS      3072(DX), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2880(DX), Z0, Z0
-	VMOVUPD      Z0, 2880(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3072(DX)
-	VMOVUPS      3392(DX), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3200(DX), Z0, Z0
-	VMOVUPD      Z0, 3200(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3392(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+32(FP), DX
+	VMOVUPS      2432(DX), Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2240(DX), Z1, Z1
+	VMOVUPD      Z1, 2240(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2432(DX)
+	VMOVUPS      2752(DX), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2560(DX), Z1, Z1
+	VMOVUPD      Z1, 2560(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2752(DX)
+	VMOVUPS      3072(DX), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2880(DX), Z1, Z1
+	VMOVUPD      Z1, 2880(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 3072(DX)
+	VMOVUPS      3392(DX), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3200(DX), Z1, Z1
+	VMOVUPD      Z1, 3200(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 3392(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3520(DX), Y0, Y0
 	VMOVUPS      Y0, 3520(DX)
 	INCQ         CX
@@ -492,37 +489,37 @@ TEXT ·fbPass0AVX512(SB), $64-32
 outer0_7:
 	MOVQ    $+4, DX
 	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y0
+	VMOVUPS 256(CX), Y1
 	XORQ    CX, CX
 
 blocks_8:
 	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+128, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
+	VPMOVZXBD     (BX)(SI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z2
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z2, Z1, Z1
+	VANDPS Z2, Z0, Z0
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        Y0, Y1, Y0
-	VADDPS        Y0, Y2, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y2, Y1
 	DECQ          DX
 	JNZ           noflush_9
-	VMOVUPD       lgc2<>+0(SB), Y1
+	VMOVUPD       lgc2<>+0(SB), Y0
 	MOVQ          state+8(FP), DX
-	VMULPS        lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD     Y0, Z0
-	VADDPD        64(DX), Z0, Z0
-	VMOVUPD       Z0, 64(DX)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	VCMPPS        $0x00, Y1, Y1, Y1
-	VANDPS        384(DX), Y1, Y1
-	VMOVUPS       Y1, 384(DX)
+	VMULPS        lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD     Y1, Z1
+	VADDPD        64(DX), Z1, Z1
+	VMOVUPD       Z1, 64(DX)
+	VMOVUPS       lgc3<>+0(SB), Y1
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        384(DX), Y0, Y0
+	VMOVUPS       Y0, 384(DX)
 	MOVQ          $+4, DX
 
 noflush_9:
@@ -530,7 +527,7 @@ noflush_9:
 	CMPQ         CX, $+128
 	JL           blocks_8
 	MOVQ         state+8(FP), CX
-	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      Y1, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -538,14 +535,14 @@ noflush_9:
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       384(CX), Y0, Y0
 	VMOVUPS      Y0, 384(CX)
 	INCQ         AX
@@ -579,29 +576,29 @@ outer0_10:
 	MOVQ    CX, DX
 	IMUL3Q  $+8, DX, SI
 	MOVQ    state+16(FP), DI
-	VMOVUPS 1152(DI)(SI*4), Y0
+	VMOVUPS 1152(DI)(SI*4), Y1
 	IMUL3Q  $+8, DX, SI
-	VMOVUPS 2176(DI)(SI*4), Y1
+	VMOVUPS 2176(DI)(SI*4), Y2
 	IMUL3Q  $+8, DX, DX
-	VMOVUPS 3200(DI)(DX*4), Y2
+	VMOVUPS 3200(DI)(DX*4), Y3
 	XORQ    DX, DX
 
 blocks_11:
 	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z3
-	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
-	VPMOVM2D      K1, Z3
+	VPMOVZXBD     (SI)(DI*1), Z0
+	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z0
 	VBROADCASTSS  lgb1<>+0(SB), Z4
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z4, Z3, Z4
+	VANDPS Z4, Z0, Z4
 
 	// sum(v3) over [L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        Y0, Y4, Y0
-	VADDPS        Y0, Y5, Y0
+	VADDPS        Y1, Y4, Y1
+	VADDPS        Y1, Y5, Y1
 	MOVQ          logProb+32(FP), SI
 	VMOVUPS       (SI)(DI*4), Z4
 	MOVQ          sampleLogProb+40(FP), SI
@@ -611,47 +608,47 @@ blocks_11:
 	VSUBPS Z5, Z4, Z4
 
 	// v11 = where(mask, v10, 0)
-	VANDPS Z4, Z3, Z4
+	VANDPS Z4, Z0, Z4
 
 	// sum(v11) over [L]
 	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        Y1, Y4, Y1
-	VADDPS        Y1, Y5, Y1
+	VADDPS        Y2, Y4, Y2
+	VADDPS        Y2, Y5, Y2
 	VMOVUPS       (AX), Z4
 
 	// v59 = where(mask, v58, 0)
-	VANDPS Z4, Z3, Z3
+	VANDPS Z4, Z0, Z0
 
 	// sum(v59) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        Y2, Y3, Y2
-	VADDPS        Y2, Y4, Y2
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y3, Y0, Y3
+	VADDPS        Y3, Y4, Y3
 	DECQ          BX
 	JNZ           noflush_12
-	VMOVUPD       lgc2<>+0(SB), Y3
+	VMOVUPD       lgc2<>+0(SB), Y0
 	MOVQ          CX, BX
 	IMUL3Q        $+8, BX, SI
 	MOVQ          state+16(FP), DI
-	VMULPS        lgc3<>+0(SB), Y0, Y3
-	VCVTPS2PD     Y0, Z0
-	VADDPD        512(DI)(SI*8), Z0, Z0
-	VMOVUPD       Z0, 512(DI)(SI*8)
-	VMOVUPS       lgc3<>+0(SB), Y0
-	IMUL3Q        $+8, BX, SI
-	VFMADD231PS   lgc3<>+0(SB), Y1, Y3
+	VMULPS        lgc3<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        1536(DI)(SI*8), Z1, Z1
-	VMOVUPD       Z1, 1536(DI)(SI*8)
+	VADDPD        512(DI)(SI*8), Z1, Z1
+	VMOVUPD       Z1, 512(DI)(SI*8)
 	VMOVUPS       lgc3<>+0(SB), Y1
-	IMUL3Q        $+8, BX, BX
-	VFMADD231PS   lgc3<>+0(SB), Y2, Y3
+	IMUL3Q        $+8, BX, SI
+	VFMADD231PS   lgc3<>+0(SB), Y2, Y0
 	VCVTPS2PD     Y2, Z2
-	VADDPD        2560(DI)(BX*8), Z2, Z2
-	VMOVUPD       Z2, 2560(DI)(BX*8)
+	VADDPD        1536(DI)(SI*8), Z2, Z2
+	VMOVUPD       Z2, 1536(DI)(SI*8)
 	VMOVUPS       lgc3<>+0(SB), Y2
-	VCMPPS        $0x00, Y3, Y3, Y3
-	VANDPS        3584(DI), Y3, Y3
-	VMOVUPS       Y3, 3584(DI)
+	IMUL3Q        $+8, BX, BX
+	VFMADD231PS   lgc3<>+0(SB), Y3, Y0
+	VCVTPS2PD     Y3, Z3
+	VADDPD        2560(DI)(BX*8), Z3, Z3
+	VMOVUPD       Z3, 2560(DI)(BX*8)
+	VMOVUPS       lgc3<>+0(SB), Y3
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        3584(DI), Y0, Y0
+	VMOVUPS       Y0, 3584(DI)
 	MOVQ          $+4, BX
 
 noflush_12:
@@ -661,11 +658,11 @@ noflush_12:
 	MOVQ         CX, DX
 	IMUL3Q       $+8, DX, SI
 	MOVQ         state+16(FP), DI
-	VMOVUPS      Y0, 1152(DI)(SI*4)
+	VMOVUPS      Y1, 1152(DI)(SI*4)
 	IMUL3Q       $+8, DX, SI
-	VMOVUPS      Y1, 2176(DI)(SI*4)
+	VMOVUPS      Y2, 2176(DI)(SI*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      Y2, 3200(DI)(DX*4)
+	VMOVUPS      Y3, 3200(DI)(DX*4)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
@@ -675,30 +672,30 @@ noflush_12:
 	MOVQ         CX, DX
 	IMUL3Q       $+8, DX, BX
 	MOVQ         state+16(FP), SI
-	VMOVUPS      1152(SI)(BX*4), Y0
-	VMULPS       lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       512(SI)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 512(SI)(BX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(SI)(BX*4)
+	VMOVUPS      1152(SI)(BX*4), Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       512(SI)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 512(SI)(BX*8)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 1152(SI)(BX*4)
 	IMUL3Q       $+8, DX, BX
-	VMOVUPS      2176(SI)(BX*4), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1536(SI)(BX*8), Z0, Z0
-	VMOVUPD      Z0, 1536(SI)(BX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(SI)(BX*4)
+	VMOVUPS      2176(SI)(BX*4), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1536(SI)(BX*8), Z1, Z1
+	VMOVUPD      Z1, 1536(SI)(BX*8)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 2176(SI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	VMOVUPS      3200(SI)(DX*4), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2560(SI)(DX*8), Z0, Z0
-	VMOVUPD      Z0, 2560(SI)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(SI)(DX*4)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      3200(SI)(DX*4), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2560(SI)(DX*8), Z1, Z1
+	VMOVUPD      Z1, 2560(SI)(DX*8)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 3200(SI)(DX*4)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3584(SI), Y0, Y0
 	VMOVUPS      Y0, 3584(SI)
 	INCQ         CX
@@ -707,7 +704,7 @@ noflush_12:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, mask *bool, logProb *float32, state *float64, refLogProb *float32, gradLogProb *float32, hi int)
+// func fbPass2AVX512(numValid *float32, lo int, s0 *float32, s1 *float32, advantage *float32, s5 *float32, state *float64, mask *bool, logProb *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass2AVX512(SB), $320-96
 	LEAQ 63(SP), AX
@@ -892,120 +889,120 @@ outer0_13:
 	VMOVUPS    Z8, 128(AX)
 	VMOVUPS    Z0, 192(AX)
 	MOVQ       $+4, BX
+	MOVQ       state+48(FP), DX
+	VMOVUPS    3904(DX), Y1
+	VMOVUPS    4224(DX), Y2
+	VMOVUPS    4544(DX), Y3
 	XORQ       DX, DX
 
 blocks_14:
-	MOVQ          mask+48(FP), SI
+	MOVQ          mask+56(FP), SI
 	IMUL3Q        $+128, CX, DI
 	ADDQ          DX, DI
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	MOVQ          logProb+56(FP), SI
-	VMOVUPS       (SI)(DI*4), Z1
+	MOVQ          logProb+64(FP), SI
+	VMOVUPS       (SI)(DI*4), Z4
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z1, Z0, Z1
-	VMOVUPS 64(AX), Z2
+	VANDPS  Z4, Z0, Z4
+	VMOVUPS 64(AX), Z5
 
 	// v27 = where(mask, v25, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z5, Z0, Z5
 
 	// sum(v27) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+64(FP), SI
-	VADDPS        3904(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 3904(SI)
-	VMOVUPS       128(AX), Z2
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y6, Y1
+	VMOVUPS       128(AX), Z5
 
 	// v38 = where(mask, v36, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z5, Z0, Z5
 
 	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        4224(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 4224(SI)
-	MOVQ          refLogProb+72(FP), R8
-	VMOVUPS       (R8)(DI*4), Z2
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y2, Y5, Y2
+	VADDPS        Y2, Y6, Y2
+	MOVQ          refLogProb+72(FP), SI
+	VMOVUPS       (SI)(DI*4), Z5
 
 	// v42 = where(mask, refLogProb, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z5, Z0, Z5
 
 	// v43 = sub(v42, v6)
-	VSUBPS Z1, Z2, Z1
+	VSUBPS Z4, Z5, Z4
 
 	// k3 = expm1_minus_x(v43)
-	VBROADCASTSS      lgb4<>+0(SB), Z2
-	VMAXPS            Z1, Z2, Z2
-	VBROADCASTSS      lgb5<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb6<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VMOVAPS           Z2, Z4
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z3, Z4
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z3, Z4
-	VMULPS            Z4, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z6
-	VBROADCASTSS      lgb11<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VBROADCASTSS      lgb13<>+0(SB), Z2
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z4, Z2
-	VFMADD213PS       Z2, Z5, Z6
-	VMULPS            Z5, Z6, Z2
-	VFMADD213PS       Z4, Z5, Z6
-	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z3, Z4
-	VPADDD.BCST       lgb15<>+0(SB), Z4, Z4
-	VPSRLD            $0x01, Z4, Z5
-	VPSUBD            Z5, Z4, Z4
-	VPSLLD            $0x17, Z5, Z5
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z5, Z6, Z6
-	VMULPS            Z4, Z6, Z6
-	VSUBPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VSUBPS            Z1, Z6, Z6
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
-	VPMOVM2D          K1, Z3
-	VPTERNLOGD        $0xb8, Z2, Z3, Z6
+	VBROADCASTSS      lgb4<>+0(SB), Z5
+	VMAXPS            Z4, Z5, Z5
+	VBROADCASTSS      lgb5<>+0(SB), Z6
+	VMINPS            Z5, Z6, Z5
+	VMULPS.BCST       lgb6<>+0(SB), Z5, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VMOVAPS           Z5, Z7
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z6, Z7
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z6, Z7
+	VMULPS            Z7, Z7, Z8
+	VBROADCASTSS      lgb9<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z7, Z9
+	VBROADCASTSS      lgb11<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z7, Z5
+	VFMADD213PS       Z5, Z8, Z9
+	VBROADCASTSS      lgb13<>+0(SB), Z5
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z7, Z5
+	VFMADD213PS       Z5, Z8, Z9
+	VMULPS            Z8, Z9, Z5
+	VFMADD213PS       Z7, Z8, Z9
+	VADDPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VCVTPS2DQ         Z6, Z7
+	VPADDD.BCST       lgb15<>+0(SB), Z7, Z7
+	VPSRLD            $0x01, Z7, Z8
+	VPSUBD            Z8, Z7, Z7
+	VPSLLD            $0x17, Z8, Z8
+	VPSLLD            $0x17, Z7, Z7
+	VMULPS            Z8, Z9, Z9
+	VMULPS            Z7, Z9, Z9
+	VSUBPS.BCST       lgb1<>+0(SB), Z9, Z9
+	VSUBPS            Z4, Z9, Z9
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z6, K1
+	VPMOVM2D          K1, Z6
+	VPTERNLOGD        $0xb8, Z5, Z6, Z9
 
 	// v46 = where(mask, k3, 0)
-	VANDPS Z6, Z0, Z2
+	VANDPS Z9, Z0, Z5
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        4544(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 4544(SI)
-	VBROADCASTSS  lgb20<>+0(SB), Z2
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y3, Y5, Y3
+	VADDPS        Y3, Y6, Y3
+	VBROADCASTSS  lgb20<>+0(SB), Z5
 
 	// v53 = lt(v43, -40)
-	VCMPPS   $0x11, Z2, Z1, K1
-	VPMOVM2D K1, Z2
+	VCMPPS   $0x11, Z5, Z4, K1
+	VPMOVM2D K1, Z5
 
 	// v55 = add(k3, v43)
-	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb21<>+0(SB), Z3
+	VADDPS       Z4, Z9, Z4
+	VBROADCASTSS lgb21<>+0(SB), Z6
 
 	// v56 = where(v53, -1, v55)
-	VPTERNLOGD $0xca, Z1, Z3, Z2
-	VMOVUPS    (AX), Z1
+	VPTERNLOGD $0xca, Z4, Z6, Z5
+	VMOVUPS    (AX), Z4
 
 	// v57 = mul(v51, v56)
-	VMULPS Z2, Z1, Z1
+	VMULPS Z5, Z4, Z4
 
 	// v79 = neg(v57)
-	VXORPS.BCST lgb18<>+0(SB), Z1, Z1
-	VMOVUPS     192(AX), Z2
+	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
+	VMOVUPS     192(AX), Z5
 
 	// v80 = add(v79, v78)
-	VADDPS Z2, Z1, Z1
+	VADDPS Z5, Z4, Z4
 
 	// gradLogProb = where(mask, v80, 0)
-	VANDPS Z1, Z0, Z0
+	VANDPS Z4, Z0, Z0
 
 	// store gradLogProb
 	MOVQ        gradLogProb+80(FP), SI
@@ -1013,29 +1010,23 @@ blocks_14:
 	DECQ        BX
 	JNZ         noflush_15
 	VMOVUPD     lgc2<>+0(SB), Y0
-	MOVQ        state+64(FP), BX
-	VMOVUPS     3904(BX), Y0
-	VMULPS      lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3712(BX), Z0, Z0
-	VMOVUPD     Z0, 3712(BX)
-	VMOVUPS     lgc3<>+0(SB), Y0
-	VMOVUPS     Y0, 3904(BX)
-	VMOVUPS     4224(BX), Y0
-	VFMADD231PS lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4032(BX), Z0, Z0
-	VMOVUPD     Z0, 4032(BX)
-	VMOVUPS     lgc3<>+0(SB), Y0
-	VMOVUPS     Y0, 4224(BX)
-	VMOVUPS     4544(BX), Y0
-	VFMADD231PS lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      4352(BX), Z0, Z0
-	VMOVUPD     Z0, 4352(BX)
-	VMOVUPS     lgc3<>+0(SB), Y0
-	VMOVUPS     Y0, 4544(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+48(FP), BX
+	VMULPS      lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      3712(BX), Z1, Z1
+	VMOVUPD     Z1, 3712(BX)
+	VMOVUPS     lgc3<>+0(SB), Y1
+	VFMADD231PS lgc3<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      4032(BX), Z2, Z2
+	VMOVUPD     Z2, 4032(BX)
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VFMADD231PS lgc3<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      4352(BX), Z3, Z3
+	VMOVUPD     Z3, 4352(BX)
+	VMOVUPS     lgc3<>+0(SB), Y3
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      4672(BX), Y0, Y0
 	VMOVUPS     Y0, 4672(BX)
 	MOVQ        $+4, BX
@@ -1044,35 +1035,39 @@ noflush_15:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_14
+	MOVQ         state+48(FP), DX
+	VMOVUPS      Y1, 3904(DX)
+	VMOVUPS      Y2, 4224(DX)
+	VMOVUPS      Y3, 4544(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc3<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), DX
-	VMOVUPS      3904(DX), Y0
-	VMULPS       lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3712(DX), Z0, Z0
-	VMOVUPD      Z0, 3712(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3904(DX)
-	VMOVUPS      4224(DX), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4032(DX), Z0, Z0
-	VMOVUPD      Z0, 4032(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4224(DX)
-	VMOVUPS      4544(DX), Y0
-	VFMADD231PS  lgc3<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4352(DX), Z0, Z0
-	VMOVUPD      Z0, 4352(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 4544(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+48(FP), DX
+	VMOVUPS      3904(DX), Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3712(DX), Z1, Z1
+	VMOVUPD      Z1, 3712(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 3904(DX)
+	VMOVUPS      4224(DX), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4032(DX), Z1, Z1
+	VMOVUPD      Z1, 4032(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 4224(DX)
+	VMOVUPS      4544(DX), Y1
+	VFMADD231PS  lgc3<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4352(DX), Z1, Z1
+	VMOVUPD      Z1, 4352(DX)
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 4544(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       4672(DX), Y0, Y0
 	VMOVUPS      Y0, 4672(DX)
 	INCQ         CX

@@ -109,7 +109,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		} else {
 			pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		}
@@ -425,7 +425,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			fbPass0AVX512(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+			fbPass0AVX512(lo, &st.buf[0], &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		} else {
 			fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		}
@@ -498,7 +498,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p1_ok)
 		if useAVX512 {
-			fbPass1AVX512(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
+			fbPass1AVX512(&out.NumValid, lo, &st.buf[0], &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 		} else {
 			fbPass1AVX2(&out.NumValid, lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &st.buf[0], &s.s5[0], &s.s6[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 		}
@@ -591,7 +591,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				m -= (hi - lo) % 64
 			}
 			if m > lo {
-				fbPass3AVX512(lo, m, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])
+				fbPass3AVX512(&st.buf[0], lo, m, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &out.ExplainedVariance[0])
 			}
 			if m < hi {
 				fbPass3AVX2(m, hi, &s.s5[0], &s.s7[0], &s.s9[0], &s.s10[0], &s.s11[0], &st.buf[0], &out.ExplainedVariance[0])

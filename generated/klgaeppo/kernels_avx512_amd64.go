@@ -9,7 +9,7 @@ package klgaeppo
 // two 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+func pass0AVX512(lo int, state *float64, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 
 // pass2AVX512 is pass 2 (elementwise over [L=48]) on 16 float32 lanes; see pass2Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
@@ -38,18 +38,18 @@ func pass5AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explaine
 // fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+func fbPass0AVX512(lo int, state *float64, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 
 // fbPass1AVX512 is pass 1 (elementwise over [B=16 L=48]) on 16 float32 lanes; see fbPass1Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 
 // fbPass3AVX512 is pass 3 (elementwise over [L=48]) on 16 float32 lanes; see fbPass3Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
 // blocks of fbPass3AVX2 would, in their order, so the results are fbPass3AVX2's bit for bit.
 //
 //go:noescape
-func fbPass3AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
+func fbPass3AVX512(state *float64, lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, explainedVariance *float32)

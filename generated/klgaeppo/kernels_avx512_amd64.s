@@ -4,535 +4,529 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// func pass0AVX512(lo int, state *float64, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·pass0AVX512(SB), $384-144
+TEXT ·pass0AVX512(SB), $192-144
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 	MOVQ lo+0(FP), CX
 
 outer0_1:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z6
 	MOVQ         $+4, BX
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y7
+	VMOVUPS      576(DX), Y8
+	VMOVUPS      896(DX), Y9
+	VMOVUPS      1216(DX), Y10
+	VMOVUPS      1536(DX), Y11
 	MOVQ         $+32, DX
 
 blocks_2:
-	MOVQ          mask+8(FP), SI
+	MOVQ          mask+16(FP), SI
 	IMUL3Q        $+48, CX, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
-	MOVQ          sampleLogProb+16(FP), SI
-	VMOVUPS       (SI)(DI*4), Z2
+	VPMOVZXBD     (SI)(DI*1), Z3
+	VPCMPGTD.BCST lgb0<>+0(SB), Z3, K1
+	VPMOVM2D      K1, Z3
+	MOVQ          sampleLogProb+24(FP), SI
+	VMOVUPS       (SI)(DI*4), Z0
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z1, Z2
-	MOVQ    refLogProb+24(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
+	VANDPS  Z0, Z3, Z4
+	MOVQ    refLogProb+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z0
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VANDPS Z3, Z1, Z3
+	VANDPS Z0, Z3, Z12
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Z3, Z2, Z4
+	VSUBPS Z12, Z4, Z13
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS.BCST lgb1<>+0(SB), Z4, Z5
-	MOVQ        nextReward+32(FP), SI
-	VMOVUPS     (SI)(DI*4), Z6
+	VMULPS.BCST lgb1<>+0(SB), Z13, Z0
+	MOVQ        nextReward+40(FP), SI
+	VMOVUPS     (SI)(DI*4), Z1
 
 	// nextReward2 = sub(nextReward, v9)
-	VSUBPS       Z5, Z6, Z5
-	VBROADCASTSS lgb2<>+0(SB), Z6
-	MOVQ         nextTerminated+40(FP), SI
-	VPMOVZXBD    (SI)(DI*1), Z7
-	VCVTDQ2PS    Z7, Z7
+	VSUBPS       Z0, Z1, Z14
+	VBROADCASTSS lgb2<>+0(SB), Z5
+	MOVQ         nextTerminated+48(FP), SI
+	VPMOVZXBD    (SI)(DI*1), Z0
+	VCVTDQ2PS    Z0, Z0
 
 	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Z7, Z6, Z7
-	MOVQ      nextDone+48(FP), SI
-	VPMOVZXBD (SI)(DI*1), Z8
-	VCVTDQ2PS Z8, Z8
+	VSUBPS    Z0, Z5, Z1
+	MOVQ      nextDone+56(FP), SI
+	VPMOVZXBD (SI)(DI*1), Z0
+	VCVTDQ2PS Z0, Z0
 
 	// notDone = sub(1, nextDone)
-	VSUBPS  Z8, Z6, Z8
-	MOVQ    nextStateValue+56(FP), SI
-	VMOVUPS (SI)(DI*4), Z9
+	VSUBPS  Z0, Z5, Z0
+	MOVQ    nextStateValue+64(FP), SI
+	VMOVUPS (SI)(DI*4), Z2
 
 	// v18 = mul(notTerminated, nextStateValue)
-	VMULPS Z9, Z7, Z7
+	VMULPS Z2, Z1, Z1
 
 	// v19 = add(nextReward2, v18)
-	VADDPS  Z7, Z5, Z7
-	MOVQ    stateValue+64(FP), SI
-	VMOVUPS (SI)(DI*4), Z9
+	VADDPS  Z1, Z14, Z1
+	MOVQ    stateValue+72(FP), SI
+	VMOVUPS (SI)(DI*4), Z16
 
 	// delta = sub(v19, stateValue)
-	VSUBPS Z9, Z7, Z7
+	VSUBPS Z16, Z1, Z1
 
 	// discount = mul(0.95, notDone)
-	VMULPS.BCST lgb3<>+0(SB), Z8, Z8
+	VMULPS.BCST lgb3<>+0(SB), Z0, Z0
 
 	// gae = scan(delta, discount) over L reverse cut
-	VANDPS.BCST   lgb4<>+0(SB), Z7, Z11
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z11, K1
-	VPMOVM2D      K1, Z10
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z11, K1
-	VPMOVM2D      K1, Z11
-	VORPS         Z11, Z10, Z10
-	MOVQ          mask+8(FP), SI
-	VPMOVZXBD     (SI)(DI*1), Z11
-	VPCMPEQD.BCST lgb0<>+0(SB), Z11, K1
-	VPMOVM2D      K1, Z11
-	VORPS         Z11, Z10, Z10
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	VANDPS        Y10, Y11, Y10
-	MOVQ          state+72(FP), SI
-	VANDPS        4544(SI), Y10, Y10
-	VMOVUPS       Y10, 4544(SI)
-	VMOVUPS       lgc7<>+0(SB), Z11
+	VMOVUPS       Z1, Z15
+	VANDPS.BCST   lgb4<>+0(SB), Z15, Z2
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z1
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
+	VORPS         Z2, Z1, Z1
+	MOVQ          mask+16(FP), SI
+	VPMOVZXBD     (SI)(DI*1), Z2
+	VPCMPEQD.BCST lgb0<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
+	VORPS         Z2, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Y1, Y2, Y1
+	MOVQ          state+8(FP), SI
+	VANDPS        4544(SI), Y1, Y1
+	VMOVUPS       Y1, 4544(SI)
+	VMOVUPS       lgc7<>+0(SB), Z2
 	MOVL          $0x00007f7f, R8
 	KMOVW         R8, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z10
-	VPERMPS       Z8, Z11, K1, Z10
-	VPERMPS.Z     Z7, Z11, K1, Z11
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z12
-	VANDPS        Z12, Z11, Z11
-	VFMADD231PS   Z8, Z11, Z7
-	VMULPS        Z10, Z8, Z8
-	VANDPS        Z12, Z8, Z8
-	VMOVUPS       lgc8<>+0(SB), Z11
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z15, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z17
+	VANDPS        Z17, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z15
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z17, Z0, Z0
+	VMOVUPS       lgc8<>+0(SB), Z2
 	MOVL          $0x00003f3f, R8
 	KMOVW         R8, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z10
-	VPERMPS       Z8, Z11, K1, Z10
-	VPERMPS.Z     Z7, Z11, K1, Z11
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z12
-	VANDPS        Z12, Z11, Z11
-	VFMADD231PS   Z8, Z11, Z7
-	VMULPS        Z10, Z8, Z8
-	VANDPS        Z12, Z8, Z8
-	VMOVUPS       lgc9<>+0(SB), Z11
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z15, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z17
+	VANDPS        Z17, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z15
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z17, Z0, Z0
+	VMOVUPS       lgc9<>+0(SB), Z2
 	MOVL          $0x00000f0f, R8
 	KMOVW         R8, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z10
-	VPERMPS       Z8, Z11, K1, Z10
-	VPERMPS.Z     Z7, Z11, K1, Z11
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z12
-	VANDPS        Z12, Z11, Z11
-	VFMADD231PS   Z8, Z11, Z7
-	VMULPS        Z10, Z8, Z8
-	VANDPS        Z12, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y10
-	VEXTRACTF64X4 $0x01, Z7, Y11
-	VCMPPS        $0x04, lgc10<>+0(SB), Y10, Y12
-	VANDPS        Y12, Y0, Y0
-	VFMADD231PS   Y10, Y0, Y11
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z15, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z17
+	VANDPS        Z17, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z15
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z17, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VEXTRACTF64X4 $0x01, Z15, Y17
+	VCMPPS        $0x04, lgc10<>+0(SB), Y1, Y2
+	VANDPS        Y2, Y6, Y6
+	VFMADD231PS   Y1, Y6, Y17
+	VMOVUPS       lgc11<>+0(SB), Y1
+	VPERMPS       Y17, Y1, Y6
+	VMOVUPS       Y6, Y2
+	VCMPPS        $0x04, lgc10<>+0(SB), Y0, Y1
+	VANDPS        Y1, Y2, Y2
+	VFMADD231PS   Y0, Y2, Y15
 	VMOVUPS       lgc11<>+0(SB), Y0
-	VPERMPS       Y11, Y0, Y0
-	VCMPPS        $0x04, lgc10<>+0(SB), Y8, Y10
-	VANDPS        Y10, Y0, Y0
-	VFMADD231PS   Y8, Y0, Y7
-	VMOVUPS       lgc11<>+0(SB), Y0
-	VPERMPS       Y7, Y0, Y0
-	VINSERTF32X8  $0x01, Y11, Z7, Z7
+	VPERMPS       Y15, Y0, Y6
+	VINSERTF32X8  $0x01, Y17, Z15, Z1
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Z9, Z7, Z8
+	VADDPS Z16, Z1, Z15
 
 	// v27 = where(mask, 1, 0)
-	VANDPS Z6, Z1, Z10
+	VANDPS Z5, Z3, Z0
 
 	// sum(v27) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	VADDPS        256(SI), Y11, Y11
-	VADDPS        Y11, Y10, Y11
-	VMOVUPS       Y11, 256(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VADDPS        Y7, Y2, Y7
+	VADDPS        Y7, Y0, Y7
 
 	// v29 = where(mask, gae, 0)
-	VANDPS  Z7, Z1, Z11
+	VANDPS  Z1, Z3, Z2
 	MOVQ    logProb+80(FP), R8
-	VMOVUPS (R8)(DI*4), Z12
+	VMOVUPS (R8)(DI*4), Z17
 
 	// v31 = where(mask, logProb, 0)
-	VANDPS Z12, Z1, Z12
+	VANDPS Z17, Z3, Z20
 
 	// logWeight = sub(v31, v4)
-	VSUBPS       Z2, Z12, Z13
-	VBROADCASTSS lgb12<>+0(SB), Z14
+	VSUBPS       Z4, Z20, Z17
+	VBROADCASTSS lgb12<>+0(SB), Z18
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z13, Z14, Z14
-	VBROADCASTSS lgb13<>+0(SB), Z15
+	VMAXPS       Z17, Z18, Z18
+	VBROADCASTSS lgb13<>+0(SB), Z19
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Z14, Z15, Z14
-	VMOVUPS Z7, (AX)
-	VMOVUPS Z7, 64(AX)
+	VMINPS Z18, Z19, Z19
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb14<>+0(SB), Z7
-	VMAXPS            Z13, Z7, Z7
-	VBROADCASTSS      lgb15<>+0(SB), Z15
-	VMINPS            Z7, Z15, Z7
-	VMULPS.BCST       lgb16<>+0(SB), Z7, Z15
-	VRNDSCALEPS       $0x00, Z15, Z15
-	VFNMADD231PS.BCST lgb17<>+0(SB), Z15, Z7
-	VFNMADD231PS.BCST lgb18<>+0(SB), Z15, Z7
-	VMULPS            Z7, Z7, Z16
-	VBROADCASTSS      lgb19<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb20<>+0(SB), Z7, Z17
-	VBROADCASTSS      lgb21<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z18
-	VFMADD213PS       Z18, Z16, Z17
-	VBROADCASTSS      lgb23<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z18
-	VFMADD213PS       Z18, Z16, Z17
-	VFMADD213PS       Z7, Z16, Z17
-	VADDPS.BCST       lgb2<>+0(SB), Z17, Z17
-	VCVTPS2DQ         Z15, Z7
-	VPADDD.BCST       lgb25<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z15
-	VPSUBD            Z15, Z7, Z7
-	VPSLLD            $0x17, Z15, Z15
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z15, Z17, Z17
-	VMULPS            Z7, Z17, Z17
+	VBROADCASTSS      lgb14<>+0(SB), Z18
+	VMAXPS            Z17, Z18, Z18
+	VBROADCASTSS      lgb15<>+0(SB), Z21
+	VMINPS            Z18, Z21, Z18
+	VMULPS.BCST       lgb16<>+0(SB), Z18, Z21
+	VRNDSCALEPS       $0x00, Z21, Z21
+	VMOVAPS           Z18, Z22
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z21, Z22
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z21, Z22
+	VMULPS            Z22, Z22, Z23
+	VBROADCASTSS      lgb19<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z22, Z18
+	VBROADCASTSS      lgb21<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z18
+	VBROADCASTSS      lgb23<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z18
+	VFMADD213PS       Z22, Z23, Z18
+	VADDPS.BCST       lgb2<>+0(SB), Z18, Z18
+	VCVTPS2DQ         Z21, Z21
+	VPADDD.BCST       lgb25<>+0(SB), Z21, Z21
+	VPSRLD            $0x01, Z21, Z22
+	VPSUBD            Z22, Z21, Z21
+	VPSLLD            $0x17, Z22, Z22
+	VPSLLD            $0x17, Z21, Z21
+	VMULPS            Z22, Z18, Z18
+	VMULPS            Z21, Z18, Z18
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z13, Z14, K1
-	VPMOVM2D     K1, Z7
-	VANDPS.BCST  lgb2<>+0(SB), Z7, Z14
-	VBROADCASTSS lgb26<>+0(SB), Z15
-	VBROADCASTSS lgb6<>+0(SB), Z16
+	VCMPPS       $0x04, Z17, Z19, K1
+	VPMOVM2D     K1, Z21
+	VANDPS.BCST  lgb2<>+0(SB), Z21, Z22
+	VBROADCASTSS lgb26<>+0(SB), Z19
+	VBROADCASTSS lgb6<>+0(SB), Z24
 
 	// v41 = where(v38, 1.2000000078829447, +Inf)
-	VMOVUPS      Z7, Z18
-	VPTERNLOGD   $0xca, Z16, Z15, Z18
-	VBROADCASTSS lgb27<>+0(SB), Z15
-	VBROADCASTSS lgb28<>+0(SB), Z16
+	VMOVUPS      Z21, Z23
+	VPTERNLOGD   $0xca, Z24, Z19, Z23
+	VBROADCASTSS lgb27<>+0(SB), Z24
+	VBROADCASTSS lgb28<>+0(SB), Z19
 
 	// v44 = where(v38, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z16, Z15, Z7
-	VBROADCASTSS lgb0<>+0(SB), Z15
+	VPTERNLOGD   $0xca, Z19, Z24, Z21
+	VBROADCASTSS lgb0<>+0(SB), Z24
 
 	// v45 = ge(v29, 0)
-	VCMPPS   $0x1d, Z15, Z11, K1
-	VPMOVM2D K1, Z15
-	VMOVUPS  Z5, 128(AX)
-	VMOVUPS  Z4, 192(AX)
-	VMOVUPS  Z3, 256(AX)
+	VCMPPS   $0x1d, Z24, Z2, K1
+	VPMOVM2D K1, Z24
+	VMOVUPS  Z1, (AX)
+	VMOVUPS  Z1, 64(AX)
 
 	// v46 = min(ratio, v41) tie=first
-	VMINPS Z17, Z18, Z3
+	VMINPS Z18, Z23, Z1
 
 	// v47 = max(ratio, v44) tie=first
-	VMAXPS Z17, Z7, Z4
+	VMAXPS Z18, Z21, Z21
 
 	// ratioClipped = where(v45, v46, v47)
-	VMOVUPS    Z15, Z5
-	VPTERNLOGD $0xca, Z4, Z3, Z5
+	VMOVUPS    Z24, Z23
+	VPTERNLOGD $0xca, Z21, Z1, Z23
 
 	// gain = mul(v29, ratioClipped)
-	VMULPS Z5, Z11, Z3
+	VMULPS Z23, Z2, Z1
 
 	// v50 = neg(gain)
-	VXORPS.BCST lgb29<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb29<>+0(SB), Z1, Z1
 
 	// v51 = where(mask, v50, 0)
-	VANDPS Z3, Z1, Z3
+	VANDPS Z1, Z3, Z1
 
 	// sum(v51) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        576(SI), Y4, Y4
-	VADDPS        Y4, Y3, Y4
-	VMOVUPS       Y4, 576(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y8, Y2, Y8
+	VADDPS        Y8, Y1, Y8
 
 	// v55 = where(mask, v38, 0)
-	VANDPS Z14, Z1, Z3
+	VANDPS Z22, Z3, Z1
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VADDPS        896(SI), Y4, Y4
-	VADDPS        Y4, Y3, Y4
-	VMOVUPS       Y4, 896(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y9, Y2, Y9
+	VADDPS        Y9, Y1, Y9
 
 	// v58 = sub(v4, v31)
-	VSUBPS Z12, Z2, Z2
+	VSUBPS Z20, Z4, Z1
 
 	// v59 = where(mask, v58, 0)
-	VANDPS Z2, Z1, Z2
+	VANDPS Z1, Z3, Z1
 
 	// sum(v59) over [B L]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        1216(SI), Y3, Y3
-	VADDPS        Y3, Y2, Y3
-	VMOVUPS       Y3, 1216(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VADDPS        Y10, Y2, Y10
+	VADDPS        Y10, Y1, Y10
 
 	// v62 = where(mask, valueTarget, 0)
-	VANDPS Z8, Z1, Z2
+	VANDPS Z15, Z3, Z1
 
 	// v63 = where(mask, stateValue, 0)
-	VANDPS Z9, Z1, Z3
+	VANDPS Z16, Z3, Z2
 
 	// diff = sub(v62, v63)
-	VSUBPS Z3, Z2, Z3
+	VSUBPS Z2, Z1, Z4
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb29<>+0(SB), Z4
-	VANDNPS      Z3, Z4, Z4
+	VBROADCASTSS lgb29<>+0(SB), Z2
+	VANDNPS      Z4, Z2, Z2
 
 	// v67 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z6, Z4, K1
+	VCMPPS   $0x11, Z5, Z2, K1
 	VPMOVM2D K1, Z5
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS.BCST lgb24<>+0(SB), Z4, Z6
+	VMULPS.BCST lgb24<>+0(SB), Z2, Z16
 
 	// v69 = mul(v68, absDiff)
-	VMULPS Z4, Z6, Z6
+	VMULPS Z2, Z16, Z16
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb24<>+0(SB), Z4, Z4
+	VSUBPS.BCST lgb24<>+0(SB), Z2, Z2
 
 	// smoothL1 = where(v67, v69, v70)
-	VPTERNLOGD $0xca, Z4, Z6, Z5
+	VPTERNLOGD $0xca, Z2, Z16, Z5
 
 	// v72 = where(mask, smoothL1, 0)
-	VANDPS Z5, Z1, Z4
+	VANDPS Z5, Z3, Z2
 
 	// sum(v72) over [B L]
-	VEXTRACTF64X4 $0x01, Z4, Y5
-	VADDPS        1536(SI), Y5, Y5
-	VADDPS        Y5, Y4, Y5
-	VMOVUPS       Y5, 1536(SI)
+	VEXTRACTF64X4 $0x01, Z2, Y5
+	VADDPS        Y11, Y5, Y11
+	VADDPS        Y11, Y2, Y11
 
 	// sum(v27) over [B]
-	VEXTRACTF64X4 $0x01, Z10, Y4
+	VEXTRACTF64X4 $0x01, Z0, Y2
 	MOVQ          DX, R8
-	VCVTPS2PD     X4, Y5
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        1728(SI)(R8*8), Y5, Y5
-	VMOVUPD       Y5, 1728(SI)(R8*8)
-	VADDPD        1760(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 1760(SI)(R8*8)
-	VCVTPS2PD     X10, Y4
-	VEXTRACTF128  $0x01, Y10, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        1664(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 1664(SI)(R8*8)
-	VADDPD        1696(SI)(R8*8), Y5, Y4
-	VMOVUPD       Y4, 1696(SI)(R8*8)
-
-	// v77 = where(mask, diff, 0)
-	VANDPS Z3, Z1, Z3
-
-	// sum(v77) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VCVTPS2PD     X4, Y5
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        2240(SI)(R8*8), Y5, Y5
-	VMOVUPD       Y5, 2240(SI)(R8*8)
-	VADDPD        2272(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 2272(SI)(R8*8)
-	VCVTPS2PD     X3, Y4
-	VEXTRACTF128  $0x01, Y3, X3
-	VCVTPS2PD     X3, Y3
-	VADDPD        2176(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 2176(SI)(R8*8)
-	VADDPD        2208(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 2208(SI)(R8*8)
-
-	// sum(v62) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VCVTPS2PD     X3, Y4
-	VEXTRACTF128  $0x01, Y3, X3
-	VCVTPS2PD     X3, Y3
-	VADDPD        2752(SI)(R8*8), Y4, Y4
-	VMOVUPD       Y4, 2752(SI)(R8*8)
-	VADDPD        2784(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 2784(SI)(R8*8)
-	VCVTPS2PD     X2, Y3
+	VCVTPS2PD     X2, Y5
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VADDPD        2688(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 2688(SI)(R8*8)
-	VADDPD        2720(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 2720(SI)(R8*8)
+	VADDPD        1728(SI)(R8*8), Y5, Y5
+	VMOVUPD       Y5, 1728(SI)(R8*8)
+	VADDPD        1760(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 1760(SI)(R8*8)
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        1664(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 1664(SI)(R8*8)
+	VADDPD        1696(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 1696(SI)(R8*8)
+
+	// v77 = where(mask, diff, 0)
+	VANDPS Z4, Z3, Z0
+
+	// sum(v77) over [B]
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VCVTPS2PD     X2, Y4
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        2240(SI)(R8*8), Y4, Y4
+	VMOVUPD       Y4, 2240(SI)(R8*8)
+	VADDPD        2272(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 2272(SI)(R8*8)
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        2176(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 2176(SI)(R8*8)
+	VADDPD        2208(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 2208(SI)(R8*8)
+
+	// sum(v62) over [B]
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        2752(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 2752(SI)(R8*8)
+	VADDPD        2784(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 2784(SI)(R8*8)
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        2688(SI)(R8*8), Y2, Y1
+	VMOVUPD       Y1, 2688(SI)(R8*8)
+	VADDPD        2720(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 2720(SI)(R8*8)
 
 	// v97 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z1, Z2
-	VPTERNLOGD $0xca, Z16, Z13, Z2
+	VMOVUPS    Z3, Z0
+	VPTERNLOGD $0xca, Z19, Z17, Z0
 
 	// logsumexp(v97) over [B]
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VANDPS        Z18, Z3, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
-	VANDPS        Z17, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VCMPPS        $0x15, lgc30<>+0(SB), Y3, Y5
-	VCMPPS        $0x1a, lgc31<>+0(SB), Y3, Y6
-	VANDPS        Y6, Y5, Y5
-	VCMPPS        $0x00, lgc32<>+0(SB), Y3, Y6
-	VORPS         Y6, Y5, Y5
-	VANDPS        3712(SI), Y5, Y5
-	VMOVUPS       Y5, 3712(SI)
-	VCVTPS2PD     X4, Y3
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        3264(SI)(R8*8), Y3, Y5
-	VMOVUPD       Y5, 3264(SI)(R8*8)
-	VMULPD        Y3, Y3, Y3
+	VCMPPS        $0x15, lgc30<>+0(SB), Y1, Y4
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y1, Y5
+	VANDPS        Y5, Y4, Y4
+	VCMPPS        $0x00, lgc32<>+0(SB), Y1, Y5
+	VORPS         Y5, Y4, Y4
+	VANDPS        3712(SI), Y4, Y4
+	VMOVUPS       Y4, 3712(SI)
+	VCVTPS2PD     X3, Y4
+	VEXTRACTF128  $0x01, Y3, X1
+	VCVTPS2PD     X1, Y1
+	VADDPD        3264(SI)(R8*8), Y4, Y3
+	VMOVUPD       Y3, 3264(SI)(R8*8)
+	VMULPD        Y4, Y4, Y3
 	VADDPD        4096(SI)(R8*8), Y3, Y3
 	VMOVUPD       Y3, 4096(SI)(R8*8)
-	VADDPD        3296(SI)(R8*8), Y4, Y3
+	VADDPD        3296(SI)(R8*8), Y1, Y3
 	VMOVUPD       Y3, 3296(SI)(R8*8)
-	VMULPD        Y4, Y4, Y3
-	VADDPD        4128(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 4128(SI)(R8*8)
-	VCMPPS        $0x15, lgc30<>+0(SB), Y2, Y3
-	VCMPPS        $0x1a, lgc31<>+0(SB), Y2, Y4
-	VANDPS        Y4, Y3, Y3
-	VCMPPS        $0x00, lgc32<>+0(SB), Y2, Y4
-	VORPS         Y4, Y3, Y3
-	VANDPS        3712(SI), Y3, Y3
-	VMOVUPS       Y3, 3712(SI)
-	VCVTPS2PD     X1, Y2
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        3200(SI)(R8*8), Y2, Y3
-	VMOVUPD       Y3, 3200(SI)(R8*8)
-	VMULPD        Y2, Y2, Y2
-	VADDPD        4032(SI)(R8*8), Y2, Y2
-	VMOVUPD       Y2, 4032(SI)(R8*8)
-	VADDPD        3232(SI)(R8*8), Y1, Y2
-	VMOVUPD       Y2, 3232(SI)(R8*8)
 	VMULPD        Y1, Y1, Y1
-	VADDPD        4064(SI)(R8*8), Y1, Y1
-	VMOVUPD       Y1, 4064(SI)(R8*8)
-	VMOVUPS       256(AX), Z1
+	VADDPD        4128(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 4128(SI)(R8*8)
+	VCMPPS        $0x15, lgc30<>+0(SB), Y0, Y1
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y0, Y3
+	VANDPS        Y3, Y1, Y1
+	VCMPPS        $0x00, lgc32<>+0(SB), Y0, Y3
+	VORPS         Y3, Y1, Y1
+	VANDPS        3712(SI), Y1, Y1
+	VMOVUPS       Y1, 3712(SI)
+	VCVTPS2PD     X2, Y1
+	VEXTRACTF128  $0x01, Y2, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        3200(SI)(R8*8), Y1, Y2
+	VMOVUPD       Y2, 3200(SI)(R8*8)
+	VMULPD        Y1, Y1, Y1
+	VADDPD        4032(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 4032(SI)(R8*8)
+	VADDPD        3232(SI)(R8*8), Y0, Y1
+	VMOVUPD       Y1, 3232(SI)(R8*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        4064(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 4064(SI)(R8*8)
 
 	// store nextRefLogProbs
 	MOVQ    nextRefLogProbs+88(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
-	VMOVUPS 192(AX), Z1
+	VMOVUPS Z12, (SI)(DI*4)
 
 	// store nextKLPenalty
 	MOVQ    nextKLPenalty+96(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
-	VMOVUPS 128(AX), Z1
+	VMOVUPS Z13, (SI)(DI*4)
 
 	// store nextReward2
 	MOVQ    outNextReward+104(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
-	VMOVUPS 64(AX), Z1
+	VMOVUPS Z14, (SI)(DI*4)
+	VMOVUPS 64(AX), Z0
 
 	// store gae
 	MOVQ    s0+112(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
-	VMOVUPS (AX), Z1
+	VMOVUPS Z0, (SI)(DI*4)
+	VMOVUPS (AX), Z0
 
 	// store advantage
 	MOVQ    advantage+120(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS Z0, (SI)(DI*4)
 
 	// store valueTarget2
 	MOVQ        valueTarget+128(FP), SI
-	VMOVUPS     Z8, (SI)(DI*4)
+	VMOVUPS     Z15, (SI)(DI*4)
 	DECQ        BX
 	JNZ         noflush_3
-	VMOVUPD     lgc33<>+0(SB), Y1
-	MOVQ        state+72(FP), BX
-	VMOVUPS     256(BX), Y1
-	VMULPS      lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
+	VMOVUPD     lgc33<>+0(SB), Y0
+	MOVQ        state+8(FP), BX
+	VMULPS      lgc10<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z1
 	VADDPD      64(BX), Z1, Z1
 	VMOVUPD     Z1, 64(BX)
-	VMOVUPS     lgc10<>+0(SB), Y1
-	VMOVUPS     Y1, 256(BX)
-	VMOVUPS     576(BX), Y1
-	VFMADD231PS lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
+	VMOVUPS     lgc10<>+0(SB), Y7
+	VFMADD231PS lgc10<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z1
 	VADDPD      384(BX), Z1, Z1
 	VMOVUPD     Z1, 384(BX)
-	VMOVUPS     lgc10<>+0(SB), Y1
-	VMOVUPS     Y1, 576(BX)
-	VMOVUPS     896(BX), Y1
-	VFMADD231PS lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
+	VMOVUPS     lgc10<>+0(SB), Y8
+	VFMADD231PS lgc10<>+0(SB), Y9, Y0
+	VCVTPS2PD   Y9, Z1
 	VADDPD      704(BX), Z1, Z1
 	VMOVUPD     Z1, 704(BX)
-	VMOVUPS     lgc10<>+0(SB), Y1
-	VMOVUPS     Y1, 896(BX)
-	VMOVUPS     1216(BX), Y1
-	VFMADD231PS lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
+	VMOVUPS     lgc10<>+0(SB), Y9
+	VFMADD231PS lgc10<>+0(SB), Y10, Y0
+	VCVTPS2PD   Y10, Z1
 	VADDPD      1024(BX), Z1, Z1
 	VMOVUPD     Z1, 1024(BX)
-	VMOVUPS     lgc10<>+0(SB), Y1
-	VMOVUPS     Y1, 1216(BX)
-	VMOVUPS     1536(BX), Y1
-	VFMADD231PS lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
+	VMOVUPS     lgc10<>+0(SB), Y10
+	VFMADD231PS lgc10<>+0(SB), Y11, Y0
+	VCVTPS2PD   Y11, Z1
 	VADDPD      1344(BX), Z1, Z1
 	VMOVUPD     Z1, 1344(BX)
-	VMOVUPS     lgc10<>+0(SB), Y1
-	VMOVUPS     Y1, 1536(BX)
-	VCMPPS      $0x00, Y2, Y2, Y1
-	VANDPS      4544(BX), Y1, Y1
-	VMOVUPS     Y1, 4544(BX)
+	VMOVUPS     lgc10<>+0(SB), Y11
+	VCMPPS      $0x00, Y0, Y0, Y0
+	VANDPS      4544(BX), Y0, Y0
+	VMOVUPS     Y0, 4544(BX)
 	MOVQ        $+4, BX
 
 noflush_3:
 	SUBQ         $+16, DX
 	JGE          blocks_2
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y7, 256(DX)
+	VMOVUPS      Y8, 576(DX)
+	VMOVUPS      Y9, 896(DX)
+	VMOVUPS      Y10, 1216(DX)
+	VMOVUPS      Y11, 1536(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+72(FP), DX
-	VMOVUPS      256(DX), Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(DX), Z0, Z0
-	VMOVUPD      Z0, 64(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 256(DX)
-	VMOVUPS      576(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(DX), Z0, Z0
-	VMOVUPD      Z0, 384(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 576(DX)
-	VMOVUPS      896(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       704(DX), Z0, Z0
-	VMOVUPD      Z0, 704(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 896(DX)
-	VMOVUPS      1216(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1024(DX), Z0, Z0
-	VMOVUPD      Z0, 1024(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 1216(DX)
-	VMOVUPS      1536(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1344(DX), Z0, Z0
-	VMOVUPD      Z0, 1344(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 1536(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(DX), Z1, Z1
+	VMOVUPD      Z1, 384(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       704(DX), Z1, Z1
+	VMOVUPD      Z1, 704(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1024(DX), Z1, Z1
+	VMOVUPD      Z1, 1024(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1344(DX), Z1, Z1
+	VMOVUPD      Z1, 1344(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       4544(DX), Y0, Y0
 	VMOVUPS      Y0, 4544(DX)
 	INCQ         CX
@@ -733,8 +727,8 @@ TEXT ·pass2AVX512(SB), $64-48
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 4864(AX), Y0
-	VMOVUPS 5184(AX), Y1
+	VMOVUPS 4864(AX), Y1
+	VMOVUPS 5184(AX), Y2
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_5
@@ -742,82 +736,82 @@ TEXT ·pass2AVX512(SB), $64-48
 blocks_4:
 	MOVQ    s10+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z2
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb34<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb34<>+0(SB), Z0, Z0
 	MOVQ        s11+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z3
 
 	// v102 = sub(v101, logSumW2)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z3, Z0, Z0
 
 	// essCol = exp(v102)
 	VBROADCASTSS      lgb14<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
+	VMAXPS            Z0, Z3, Z0
 	VBROADCASTSS      lgb15<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb16<>+0(SB), Z2, Z3
+	VMINPS            Z0, Z3, Z0
+	VMULPS.BCST       lgb16<>+0(SB), Z0, Z3
 	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb17<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb18<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z3, Z0
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z3, Z0
+	VMULPS            Z0, Z0, Z4
 	VBROADCASTSS      lgb19<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb20<>+0(SB), Z2, Z5
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z0, Z5
 	VBROADCASTSS      lgb21<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
 	VBROADCASTSS      lgb23<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z0, Z6
 	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
+	VFMADD213PS       Z0, Z4, Z5
 	VADDPS.BCST       lgb2<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb25<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
+	VCVTPS2DQ         Z3, Z0
+	VPADDD.BCST       lgb25<>+0(SB), Z0, Z0
+	VPSRLD            $0x01, Z0, Z3
+	VPSUBD            Z3, Z0, Z0
 	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
+	VPSLLD            $0x17, Z0, Z0
 	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
+	VMULPS            Z0, Z5, Z5
 	MOVQ              s5+40(FP), DX
-	VMOVUPS           (DX)(BX*4), Z2
+	VMOVUPS           (DX)(BX*4), Z0
 	VBROADCASTSS      lgb0<>+0(SB), Z3
 
 	// v104 = gt(v75, 0)
-	VCMPPS      $0x1e, Z3, Z2, K1
-	VPMOVM2D    K1, Z2
-	VANDPS.BCST lgb2<>+0(SB), Z2, Z3
+	VCMPPS      $0x1e, Z3, Z0, K1
+	VPMOVM2D    K1, Z0
+	VANDPS.BCST lgb2<>+0(SB), Z0, Z3
 
 	// v105 = where(v104, essCol, 0)
-	VANDPS Z5, Z2, Z2
+	VANDPS Z5, Z0, Z0
 
 	// sum(v105) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VADDPS        Y0, Y2, Y0
-	VADDPS        Y0, Y4, Y0
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y4, Y1
 
 	// sum(v104) over [L]
-	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        Y1, Y3, Y1
-	VADDPS        Y1, Y2, Y1
+	VEXTRACTF64X4 $0x01, Z3, Y0
+	VADDPS        Y2, Y3, Y2
+	VADDPS        Y2, Y0, Y2
 	DECQ          CX
 	JNZ           noflush_6
-	VMOVUPD       lgc33<>+0(SB), Y2
+	VMOVUPD       lgc33<>+0(SB), Y0
 	MOVQ          state+0(FP), CX
-	VMULPS        lgc10<>+0(SB), Y0, Y2
-	VCVTPS2PD     Y0, Z0
-	VADDPD        4672(CX), Z0, Z0
-	VMOVUPD       Z0, 4672(CX)
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VFMADD231PS   lgc10<>+0(SB), Y1, Y2
+	VMULPS        lgc10<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        4992(CX), Z1, Z1
-	VMOVUPD       Z1, 4992(CX)
+	VADDPD        4672(CX), Z1, Z1
+	VMOVUPD       Z1, 4672(CX)
 	VMOVUPS       lgc10<>+0(SB), Y1
-	VCMPPS        $0x00, Y2, Y2, Y2
-	VANDPS        5312(CX), Y2, Y2
-	VMOVUPS       Y2, 5312(CX)
+	VFMADD231PS   lgc10<>+0(SB), Y2, Y0
+	VCVTPS2PD     Y2, Z2
+	VADDPD        4992(CX), Z2, Z2
+	VMOVUPD       Z2, 4992(CX)
+	VMOVUPS       lgc10<>+0(SB), Y2
+	VCMPPS        $0x00, Y0, Y0, Y0
+	VANDPS        5312(CX), Y0, Y0
+	VMOVUPS       Y0, 5312(CX)
 	MOVQ          $+4, CX
 
 noflush_6:
@@ -829,8 +823,8 @@ noflush_6:
 
 chunkdone_5:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 4864(AX)
-	VMOVUPS      Y1, 5184(AX)
+	VMOVUPS      Y1, 4864(AX)
+	VMOVUPS      Y2, 5184(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -838,21 +832,21 @@ chunkdone_5:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      4864(AX), Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4672(AX), Z0, Z0
-	VMOVUPD      Z0, 4672(AX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 4864(AX)
-	VMOVUPS      5184(AX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       4992(AX), Z0, Z0
-	VMOVUPD      Z0, 4992(AX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 5184(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      4864(AX), Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4672(AX), Z1, Z1
+	VMOVUPD      Z1, 4672(AX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 4864(AX)
+	VMOVUPS      5184(AX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       4992(AX), Z1, Z1
+	VMOVUPD      Z1, 4992(AX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 5184(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5312(AX), Y0, Y0
 	VMOVUPS      Y0, 5312(AX)
 	VZEROUPPER
@@ -875,72 +869,72 @@ blocks_8:
 	MOVQ    s0+8(FP), DX
 	IMUL3Q  $+48, AX, BX
 	ADDQ    CX, BX
-	VMOVUPS (DX)(BX*4), Z0
-	MOVQ    stateValue+16(FP), DX
 	VMOVUPS (DX)(BX*4), Z1
+	MOVQ    stateValue+16(FP), DX
+	VMOVUPS (DX)(BX*4), Z0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS        Z1, Z0, Z0
+	VADDPS        Z0, Z1, Z1
 	MOVQ          mask+24(FP), DX
 	VPMOVZXBD     (DX)(BX*1), Z2
 	VPCMPGTD.BCST lgb0<>+0(SB), Z2, K1
 	VPMOVM2D      K1, Z2
 
 	// v62 = where(mask, valueTarget, 0)
-	VANDPS Z0, Z2, Z0
+	VANDPS Z1, Z2, Z3
 
 	// v63 = where(mask, stateValue, 0)
-	VANDPS Z1, Z2, Z1
+	VANDPS Z0, Z2, Z0
 
 	// diff = sub(v62, v63)
-	VSUBPS       Z1, Z0, Z1
+	VSUBPS       Z0, Z3, Z0
 	MOVQ         s5+32(FP), DX
 	MOVQ         CX, BX
-	VMOVUPS      (DX)(BX*4), Z3
+	VMOVUPS      (DX)(BX*4), Z1
 	VBROADCASTSS lgb2<>+0(SB), Z4
 
 	// v76 = max(v75, 1)
-	VMAXPS  Z3, Z4, Z3
+	VMAXPS  Z1, Z4, Z4
 	MOVQ    s6+40(FP), DX
-	VMOVUPS (DX)(BX*4), Z4
+	VMOVUPS (DX)(BX*4), Z1
 
 	// v79 = div(v78, v76)
-	VDIVPS Z3, Z4, Z4
+	VDIVPS Z4, Z1, Z1
 
 	// v80 = sub(diff, v79)
-	VSUBPS Z4, Z1, Z1
+	VSUBPS Z1, Z0, Z0
 
 	// v81 = mul(v80, v80)
-	VMULPS Z1, Z1, Z1
+	VMULPS Z0, Z0, Z0
 
 	// v82 = where(mask, v81, 0)
-	VANDPS Z1, Z2, Z1
+	VANDPS Z0, Z2, Z0
 
 	// sum(v82) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VCVTPS2PD     X0, Y5
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
 	MOVQ          state+48(FP), DX
 	VADDPD        5440(DX)(BX*8), Y5, Y5
 	VMOVUPD       Y5, 5440(DX)(BX*8)
-	VADDPD        5472(DX)(BX*8), Y1, Y1
-	VMOVUPD       Y1, 5472(DX)(BX*8)
-	VCVTPS2PD     X4, Y1
-	VEXTRACTF128  $0x01, Y4, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        5504(DX)(BX*8), Y1, Y1
+	VADDPD        5472(DX)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 5472(DX)(BX*8)
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        5504(DX)(BX*8), Y5, Y1
 	VMOVUPD       Y1, 5504(DX)(BX*8)
-	VADDPD        5536(DX)(BX*8), Y4, Y1
-	VMOVUPD       Y1, 5536(DX)(BX*8)
+	VADDPD        5536(DX)(BX*8), Y0, Y0
+	VMOVUPD       Y0, 5536(DX)(BX*8)
 	MOVQ          s8+56(FP), SI
-	VMOVUPS       (SI)(BX*4), Z1
+	VMOVUPS       (SI)(BX*4), Z0
 
 	// v86 = div(v85, v76)
-	VDIVPS Z3, Z1, Z1
+	VDIVPS Z4, Z0, Z0
 
 	// v87 = sub(v62, v86)
-	VSUBPS Z1, Z0, Z0
+	VSUBPS Z0, Z3, Z0
 
 	// v88 = mul(v87, v87)
 	VMULPS Z0, Z0, Z0
@@ -957,12 +951,12 @@ blocks_8:
 	VMOVUPD       Y2, 5952(DX)(BX*8)
 	VADDPD        5984(DX)(BX*8), Y0, Y0
 	VMOVUPD       Y0, 5984(DX)(BX*8)
-	VCVTPS2PD     X1, Y0
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        6016(DX)(BX*8), Y0, Y0
-	VMOVUPD       Y0, 6016(DX)(BX*8)
-	VADDPD        6048(DX)(BX*8), Y1, Y0
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        6016(DX)(BX*8), Y2, Y1
+	VMOVUPD       Y1, 6016(DX)(BX*8)
+	VADDPD        6048(DX)(BX*8), Y0, Y0
 	VMOVUPD       Y0, 6048(DX)(BX*8)
 	ADDQ          $+16, CX
 	CMPQ          CX, $+48
@@ -1026,7 +1020,7 @@ chunkdone_10:
 DATA lgb35<>+0(SB)/4, $0x34000000
 GLOBL lgb35<>(SB), RODATA|NOPTR, $4
 
-// func fbPass0AVX512(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// func fbPass0AVX512(lo int, state *float64, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $64-136
 	LEAQ 63(SP), AX
@@ -1034,268 +1028,271 @@ TEXT ·fbPass0AVX512(SB), $64-136
 	MOVQ lo+0(FP), AX
 
 outer0_11:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z3
 	MOVQ         $+4, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y4
 	MOVQ         $+32, CX
 
 blocks_12:
-	MOVQ          mask+8(FP), BX
+	MOVQ          mask+16(FP), BX
 	IMUL3Q        $+48, AX, SI
 	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z1
-	VPCMPGTD.BCST lgb0<>+0(SB), Z1, K1
-	VPMOVM2D      K1, Z1
-	MOVQ          sampleLogProb+16(FP), BX
-	VMOVUPS       (BX)(SI*4), Z2
+	VPMOVZXBD     (BX)(SI*1), Z5
+	VPCMPGTD.BCST lgb0<>+0(SB), Z5, K1
+	VPMOVM2D      K1, Z5
+	MOVQ          sampleLogProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z0
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Z2, Z1, Z2
-	MOVQ    refLogProb+24(FP), BX
-	VMOVUPS (BX)(SI*4), Z3
+	VANDPS  Z0, Z5, Z0
+	MOVQ    refLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z1
 
 	// nextRefLogProbs = where(mask, refLogProb, 0)
-	VANDPS Z3, Z1, Z3
+	VANDPS Z1, Z5, Z6
 
 	// nextKLPenalty = sub(v4, nextRefLogProbs)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z6, Z0, Z7
 
 	// v9 = mul(0.05, nextKLPenalty)
-	VMULPS.BCST lgb1<>+0(SB), Z2, Z4
-	MOVQ        nextReward+32(FP), BX
-	VMOVUPS     (BX)(SI*4), Z5
+	VMULPS.BCST lgb1<>+0(SB), Z7, Z0
+	MOVQ        nextReward+40(FP), BX
+	VMOVUPS     (BX)(SI*4), Z1
 
 	// nextReward2 = sub(nextReward, v9)
-	VSUBPS       Z4, Z5, Z4
-	VBROADCASTSS lgb2<>+0(SB), Z5
-	MOVQ         nextTerminated+40(FP), BX
-	VPMOVZXBD    (BX)(SI*1), Z6
-	VCVTDQ2PS    Z6, Z6
+	VSUBPS       Z0, Z1, Z8
+	VBROADCASTSS lgb2<>+0(SB), Z9
+	MOVQ         nextTerminated+48(FP), BX
+	VPMOVZXBD    (BX)(SI*1), Z0
+	VCVTDQ2PS    Z0, Z0
 
 	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Z6, Z5, Z6
-	MOVQ      nextDone+48(FP), BX
-	VPMOVZXBD (BX)(SI*1), Z7
-	VCVTDQ2PS Z7, Z7
+	VSUBPS    Z0, Z9, Z1
+	MOVQ      nextDone+56(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z0
+	VCVTDQ2PS Z0, Z0
 
 	// notDone = sub(1, nextDone)
-	VSUBPS  Z7, Z5, Z7
-	MOVQ    nextStateValue+56(FP), BX
-	VMOVUPS (BX)(SI*4), Z8
+	VSUBPS  Z0, Z9, Z0
+	MOVQ    nextStateValue+64(FP), BX
+	VMOVUPS (BX)(SI*4), Z2
 
 	// v18 = mul(notTerminated, nextStateValue)
-	VMULPS Z8, Z6, Z6
+	VMULPS Z2, Z1, Z1
 
 	// v19 = add(nextReward2, v18)
-	VADDPS  Z6, Z4, Z6
-	MOVQ    stateValue+64(FP), BX
-	VMOVUPS (BX)(SI*4), Z8
+	VADDPS  Z1, Z8, Z1
+	MOVQ    stateValue+72(FP), BX
+	VMOVUPS (BX)(SI*4), Z10
 
 	// delta = sub(v19, stateValue)
-	VSUBPS Z8, Z6, Z6
+	VSUBPS Z10, Z1, Z1
 
 	// discount = mul(0.95, notDone)
-	VMULPS.BCST lgb3<>+0(SB), Z7, Z7
+	VMULPS.BCST lgb3<>+0(SB), Z0, Z0
 
 	// gae = scan(delta, discount) over L reverse cut
-	VANDPS.BCST   lgb4<>+0(SB), Z6, Z10
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z10, K1
-	VPMOVM2D      K1, Z9
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z10, K1
-	VPMOVM2D      K1, Z10
-	VORPS         Z10, Z9, Z9
-	MOVQ          mask+8(FP), BX
-	VPMOVZXBD     (BX)(SI*1), Z10
-	VPCMPEQD.BCST lgb0<>+0(SB), Z10, K1
-	VPMOVM2D      K1, Z10
-	VORPS         Z10, Z9, Z9
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VANDPS        Y9, Y10, Y9
-	MOVQ          state+72(FP), BX
-	VANDPS        1920(BX), Y9, Y9
-	VMOVUPS       Y9, 1920(BX)
-	VMOVUPS       lgc7<>+0(SB), Z10
+	VMOVUPS       Z1, Z11
+	VANDPS.BCST   lgb4<>+0(SB), Z11, Z2
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z1
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
+	VORPS         Z2, Z1, Z1
+	MOVQ          mask+16(FP), BX
+	VPMOVZXBD     (BX)(SI*1), Z2
+	VPCMPEQD.BCST lgb0<>+0(SB), Z2, K1
+	VPMOVM2D      K1, Z2
+	VORPS         Z2, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y2
+	VANDPS        Y1, Y2, Y1
+	MOVQ          state+8(FP), BX
+	VANDPS        1920(BX), Y1, Y1
+	VMOVUPS       Y1, 1920(BX)
+	VMOVUPS       lgc7<>+0(SB), Z2
 	MOVL          $0x00007f7f, DI
 	KMOVW         DI, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z9
-	VPERMPS       Z7, Z10, K1, Z9
-	VPERMPS.Z     Z6, Z10, K1, Z10
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
-	VPMOVM2D      K1, Z11
-	VANDPS        Z11, Z10, Z10
-	VFMADD231PS   Z7, Z10, Z6
-	VMULPS        Z9, Z7, Z7
-	VANDPS        Z11, Z7, Z7
-	VMOVUPS       lgc8<>+0(SB), Z10
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z11, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z11
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z12, Z0, Z0
+	VMOVUPS       lgc8<>+0(SB), Z2
 	MOVL          $0x00003f3f, DI
 	KMOVW         DI, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z9
-	VPERMPS       Z7, Z10, K1, Z9
-	VPERMPS.Z     Z6, Z10, K1, Z10
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
-	VPMOVM2D      K1, Z11
-	VANDPS        Z11, Z10, Z10
-	VFMADD231PS   Z7, Z10, Z6
-	VMULPS        Z9, Z7, Z7
-	VANDPS        Z11, Z7, Z7
-	VMOVUPS       lgc9<>+0(SB), Z10
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z11, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z11
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z12, Z0, Z0
+	VMOVUPS       lgc9<>+0(SB), Z2
 	MOVL          $0x00000f0f, DI
 	KMOVW         DI, K1
-	VBROADCASTSS  lgb2<>+0(SB), Z9
-	VPERMPS       Z7, Z10, K1, Z9
-	VPERMPS.Z     Z6, Z10, K1, Z10
-	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z7, K1
-	VPMOVM2D      K1, Z11
-	VANDPS        Z11, Z10, Z10
-	VFMADD231PS   Z7, Z10, Z6
-	VMULPS        Z9, Z7, Z7
-	VANDPS        Z11, Z7, Z7
-	VEXTRACTF64X4 $0x01, Z7, Y9
-	VEXTRACTF64X4 $0x01, Z6, Y10
-	VCMPPS        $0x04, lgc10<>+0(SB), Y9, Y11
-	VANDPS        Y11, Y0, Y0
-	VFMADD231PS   Y9, Y0, Y10
+	VBROADCASTSS  lgb2<>+0(SB), Z1
+	VPERMPS       Z0, Z2, K1, Z1
+	VPERMPS.Z     Z11, Z2, K1, Z2
+	VCMPPS.BCST   $0x04, lgb0<>+0(SB), Z0, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z2, Z2
+	VFMADD231PS   Z0, Z2, Z11
+	VMULPS        Z1, Z0, Z0
+	VANDPS        Z12, Z0, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VCMPPS        $0x04, lgc10<>+0(SB), Y1, Y2
+	VANDPS        Y2, Y3, Y3
+	VFMADD231PS   Y1, Y3, Y12
+	VMOVUPS       lgc11<>+0(SB), Y1
+	VPERMPS       Y12, Y1, Y3
+	VMOVUPS       Y3, Y2
+	VCMPPS        $0x04, lgc10<>+0(SB), Y0, Y1
+	VANDPS        Y1, Y2, Y2
+	VFMADD231PS   Y0, Y2, Y11
 	VMOVUPS       lgc11<>+0(SB), Y0
-	VPERMPS       Y10, Y0, Y0
-	VCMPPS        $0x04, lgc10<>+0(SB), Y7, Y9
-	VANDPS        Y9, Y0, Y0
-	VFMADD231PS   Y7, Y0, Y6
-	VMOVUPS       lgc11<>+0(SB), Y0
-	VPERMPS       Y6, Y0, Y0
-	VINSERTF32X8  $0x01, Y10, Z6, Z6
+	VPERMPS       Y11, Y0, Y3
+	VINSERTF32X8  $0x01, Y12, Z11, Z11
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Z8, Z6, Z7
+	VADDPS Z10, Z11, Z12
 
 	// v27 = where(mask, 1, 0)
-	VANDPS Z5, Z1, Z5
+	VANDPS Z9, Z5, Z0
 
 	// sum(v27) over [B L]
-	VEXTRACTF64X4 $0x01, Z5, Y9
-	VADDPS        256(BX), Y9, Y9
-	VADDPS        Y9, Y5, Y9
-	VMOVUPS       Y9, 256(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y4, Y1, Y4
+	VADDPS        Y4, Y0, Y4
 
 	// v62 = where(mask, valueTarget, 0)
-	VANDPS Z7, Z1, Z9
+	VANDPS Z12, Z5, Z1
 
 	// v63 = where(mask, stateValue, 0)
-	VANDPS Z8, Z1, Z8
+	VANDPS Z10, Z5, Z2
 
 	// diff = sub(v62, v63)
-	VSUBPS Z8, Z9, Z8
+	VSUBPS Z2, Z1, Z9
 
 	// sum(v27) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y10
+	VEXTRACTF64X4 $0x01, Z0, Y2
 	MOVQ          CX, DI
-	VCVTPS2PD     X10, Y11
-	VEXTRACTF128  $0x01, Y10, X10
-	VCVTPS2PD     X10, Y10
-	VADDPD        448(BX)(DI*8), Y11, Y11
-	VMOVUPD       Y11, 448(BX)(DI*8)
-	VADDPD        480(BX)(DI*8), Y10, Y10
-	VMOVUPD       Y10, 480(BX)(DI*8)
-	VCVTPS2PD     X5, Y10
-	VEXTRACTF128  $0x01, Y5, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        384(BX)(DI*8), Y10, Y10
-	VMOVUPD       Y10, 384(BX)(DI*8)
-	VADDPD        416(BX)(DI*8), Y5, Y5
-	VMOVUPD       Y5, 416(BX)(DI*8)
+	VCVTPS2PD     X2, Y10
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        448(BX)(DI*8), Y10, Y10
+	VMOVUPD       Y10, 448(BX)(DI*8)
+	VADDPD        480(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 480(BX)(DI*8)
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        384(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 384(BX)(DI*8)
+	VADDPD        416(BX)(DI*8), Y0, Y0
+	VMOVUPD       Y0, 416(BX)(DI*8)
 
 	// v77 = where(mask, diff, 0)
-	VANDPS Z8, Z1, Z1
+	VANDPS Z9, Z5, Z0
 
 	// sum(v77) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y5
-	VCVTPS2PD     X5, Y8
-	VEXTRACTF128  $0x01, Y5, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        960(BX)(DI*8), Y8, Y8
-	VMOVUPD       Y8, 960(BX)(DI*8)
-	VADDPD        992(BX)(DI*8), Y5, Y5
-	VMOVUPD       Y5, 992(BX)(DI*8)
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        896(BX)(DI*8), Y5, Y5
-	VMOVUPD       Y5, 896(BX)(DI*8)
-	VADDPD        928(BX)(DI*8), Y1, Y1
-	VMOVUPD       Y1, 928(BX)(DI*8)
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VCVTPS2PD     X2, Y5
+	VEXTRACTF128  $0x01, Y2, X2
+	VCVTPS2PD     X2, Y2
+	VADDPD        960(BX)(DI*8), Y5, Y5
+	VMOVUPD       Y5, 960(BX)(DI*8)
+	VADDPD        992(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 992(BX)(DI*8)
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        896(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 896(BX)(DI*8)
+	VADDPD        928(BX)(DI*8), Y0, Y0
+	VMOVUPD       Y0, 928(BX)(DI*8)
 
 	// sum(v62) over [B]
-	VEXTRACTF64X4 $0x01, Z9, Y1
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        1472(BX)(DI*8), Y5, Y5
-	VMOVUPD       Y5, 1472(BX)(DI*8)
-	VADDPD        1504(BX)(DI*8), Y1, Y1
-	VMOVUPD       Y1, 1504(BX)(DI*8)
-	VCVTPS2PD     X9, Y1
-	VEXTRACTF128  $0x01, Y9, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        1408(BX)(DI*8), Y1, Y1
+	VEXTRACTF64X4 $0x01, Z1, Y0
+	VCVTPS2PD     X0, Y2
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        1472(BX)(DI*8), Y2, Y2
+	VMOVUPD       Y2, 1472(BX)(DI*8)
+	VADDPD        1504(BX)(DI*8), Y0, Y0
+	VMOVUPD       Y0, 1504(BX)(DI*8)
+	VCVTPS2PD     X1, Y2
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        1408(BX)(DI*8), Y2, Y1
 	VMOVUPD       Y1, 1408(BX)(DI*8)
-	VADDPD        1440(BX)(DI*8), Y5, Y1
-	VMOVUPD       Y1, 1440(BX)(DI*8)
+	VADDPD        1440(BX)(DI*8), Y0, Y0
+	VMOVUPD       Y0, 1440(BX)(DI*8)
 
 	// store nextRefLogProbs
 	MOVQ    nextRefLogProbs+80(FP), BX
-	VMOVUPS Z3, (BX)(SI*4)
+	VMOVUPS Z6, (BX)(SI*4)
 
 	// store nextKLPenalty
 	MOVQ    nextKLPenalty+88(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	VMOVUPS Z7, (BX)(SI*4)
 
 	// store nextReward2
 	MOVQ    outNextReward+96(FP), BX
-	VMOVUPS Z4, (BX)(SI*4)
+	VMOVUPS Z8, (BX)(SI*4)
 
 	// store gae
 	MOVQ    s0+104(FP), BX
-	VMOVUPS Z6, (BX)(SI*4)
+	VMOVUPS Z11, (BX)(SI*4)
 
 	// store advantage
 	MOVQ    advantage+112(FP), BX
-	VMOVUPS Z6, (BX)(SI*4)
+	VMOVUPS Z11, (BX)(SI*4)
 
 	// store valueTarget2
 	MOVQ      valueTarget+120(FP), BX
-	VMOVUPS   Z7, (BX)(SI*4)
+	VMOVUPS   Z12, (BX)(SI*4)
 	DECQ      DX
 	JNZ       noflush_13
-	VMOVUPD   lgc33<>+0(SB), Y1
-	MOVQ      state+72(FP), DX
-	VMOVUPS   256(DX), Y1
-	VMULPS    lgc10<>+0(SB), Y1, Y2
-	VCVTPS2PD Y1, Z1
+	VMOVUPD   lgc33<>+0(SB), Y0
+	MOVQ      state+8(FP), DX
+	VMULPS    lgc10<>+0(SB), Y4, Y0
+	VCVTPS2PD Y4, Z1
 	VADDPD    64(DX), Z1, Z1
 	VMOVUPD   Z1, 64(DX)
-	VMOVUPS   lgc10<>+0(SB), Y1
-	VMOVUPS   Y1, 256(DX)
-	VCMPPS    $0x00, Y2, Y2, Y1
-	VANDPS    1920(DX), Y1, Y1
-	VMOVUPS   Y1, 1920(DX)
+	VMOVUPS   lgc10<>+0(SB), Y4
+	VCMPPS    $0x00, Y0, Y0, Y0
+	VANDPS    1920(DX), Y0, Y0
+	VMOVUPS   Y0, 1920(DX)
 	MOVQ      $+4, DX
 
 noflush_13:
 	SUBQ         $+16, CX
 	JGE          blocks_12
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y4, 256(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+72(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1920(CX), Y0, Y0
 	VMOVUPS      Y0, 1920(CX)
 	INCQ         AX
@@ -1304,9 +1301,9 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(numValid *float32, lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, state *float64, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, s5 *float32, s6 *float32, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $512-112
+TEXT ·fbPass1AVX512(SB), $320-112
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -1325,450 +1322,444 @@ TEXT ·fbPass1AVX512(SB), $512-112
 	MOVQ    lo+8(FP), CX
 
 outer0_14:
-	MOVQ $+4, BX
-	XORQ DX, DX
+	MOVQ    $+4, BX
+	MOVQ    state+16(FP), DX
+	VMOVUPS 2240(DX), Y6
+	VMOVUPS 2560(DX), Y7
+	VMOVUPS 2880(DX), Y8
+	VMOVUPS 3200(DX), Y9
+	XORQ    DX, DX
 
 blocks_15:
-	MOVQ          mask+16(FP), SI
+	MOVQ          mask+24(FP), SI
 	IMUL3Q        $+48, CX, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z0
-	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z0
-	MOVQ          sampleLogProb+24(FP), SI
+	VPMOVZXBD     (SI)(DI*1), Z10
+	VPCMPGTD.BCST lgb0<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z10
+	MOVQ          sampleLogProb+32(FP), SI
 	VMOVUPS       (SI)(DI*4), Z1
 
 	// v4 = where(mask, sampleLogProb, 0)
-	VANDPS  Z1, Z0, Z2
-	MOVQ    s0+32(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
-	MOVQ    stateValue+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z4
+	VANDPS  Z1, Z10, Z2
+	MOVQ    s0+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z14
+	MOVQ    stateValue+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z0
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS Z4, Z3, Z5
+	VADDPS Z0, Z14, Z15
 
 	// v29 = where(mask, gae, 0)
-	VANDPS  Z3, Z0, Z6
-	MOVQ    logProb+48(FP), SI
-	VMOVUPS (SI)(DI*4), Z7
+	VANDPS  Z14, Z10, Z11
+	MOVQ    logProb+56(FP), SI
+	VMOVUPS (SI)(DI*4), Z16
 
 	// v31 = where(mask, logProb, 0)
-	VANDPS Z7, Z0, Z8
+	VANDPS Z16, Z10, Z3
 
 	// logWeight = sub(v31, v4)
-	VSUBPS       Z2, Z8, Z2
-	VBROADCASTSS lgb12<>+0(SB), Z8
+	VSUBPS       Z2, Z3, Z2
+	VBROADCASTSS lgb12<>+0(SB), Z3
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z2, Z8, Z8
-	VBROADCASTSS lgb13<>+0(SB), Z9
+	VMAXPS       Z2, Z3, Z3
+	VBROADCASTSS lgb13<>+0(SB), Z4
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS Z8, Z9, Z8
+	VMINPS Z3, Z4, Z3
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb14<>+0(SB), Z9
-	VMAXPS            Z2, Z9, Z9
-	VBROADCASTSS      lgb15<>+0(SB), Z10
-	VMINPS            Z9, Z10, Z9
-	VMULPS.BCST       lgb16<>+0(SB), Z9, Z10
-	VRNDSCALEPS       $0x00, Z10, Z10
-	VFNMADD231PS.BCST lgb17<>+0(SB), Z10, Z9
-	VFNMADD231PS.BCST lgb18<>+0(SB), Z10, Z9
-	VMULPS            Z9, Z9, Z11
+	VBROADCASTSS      lgb14<>+0(SB), Z4
+	VMAXPS            Z2, Z4, Z4
+	VBROADCASTSS      lgb15<>+0(SB), Z5
+	VMINPS            Z4, Z5, Z5
+	VMULPS.BCST       lgb16<>+0(SB), Z5, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z4, Z5
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z4, Z5
+	VMULPS            Z5, Z5, Z13
 	VBROADCASTSS      lgb19<>+0(SB), Z12
-	VFMADD213PS.BCST  lgb20<>+0(SB), Z9, Z12
-	VBROADCASTSS      lgb21<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z9, Z13
-	VFMADD213PS       Z13, Z11, Z12
-	VBROADCASTSS      lgb23<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z9, Z13
-	VFMADD213PS       Z13, Z11, Z12
-	VFMADD213PS       Z9, Z11, Z12
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z5, Z12
+	VBROADCASTSS      lgb21<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z5, Z17
+	VFMADD213PS       Z17, Z13, Z12
+	VBROADCASTSS      lgb23<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z5, Z17
+	VFMADD213PS       Z17, Z13, Z12
+	VFMADD213PS       Z5, Z13, Z12
 	VADDPS.BCST       lgb2<>+0(SB), Z12, Z12
-	VCVTPS2DQ         Z10, Z9
-	VPADDD.BCST       lgb25<>+0(SB), Z9, Z9
-	VPSRLD            $0x01, Z9, Z10
-	VPSUBD            Z10, Z9, Z9
-	VPSLLD            $0x17, Z10, Z10
-	VPSLLD            $0x17, Z9, Z9
-	VMULPS            Z10, Z12, Z12
-	VMULPS            Z9, Z12, Z12
+	VCVTPS2DQ         Z4, Z4
+	VPADDD.BCST       lgb25<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z12, Z12
+	VMULPS            Z4, Z12, Z12
 
 	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z2, Z8, K1
-	VPMOVM2D     K1, Z8
-	VANDPS.BCST  lgb2<>+0(SB), Z8, Z9
-	VBROADCASTSS lgb26<>+0(SB), Z10
-	VBROADCASTSS lgb6<>+0(SB), Z11
+	VCMPPS       $0x04, Z2, Z3, K1
+	VPMOVM2D     K1, Z5
+	VANDPS.BCST  lgb2<>+0(SB), Z5, Z17
+	VBROADCASTSS lgb26<>+0(SB), Z4
+	VBROADCASTSS lgb6<>+0(SB), Z13
 
 	// v41 = where(v38, 1.2000000078829447, +Inf)
-	VMOVUPS      Z8, Z13
-	VPTERNLOGD   $0xca, Z11, Z10, Z13
-	VBROADCASTSS lgb27<>+0(SB), Z10
-	VBROADCASTSS lgb28<>+0(SB), Z11
+	VMOVUPS      Z5, Z3
+	VPTERNLOGD   $0xca, Z13, Z4, Z3
+	VBROADCASTSS lgb27<>+0(SB), Z13
+	VBROADCASTSS lgb28<>+0(SB), Z4
 
 	// v44 = where(v38, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z11, Z10, Z8
-	VBROADCASTSS lgb0<>+0(SB), Z10
+	VPTERNLOGD   $0xca, Z4, Z13, Z5
+	VBROADCASTSS lgb0<>+0(SB), Z13
 
 	// v45 = ge(v29, 0)
-	VCMPPS   $0x1d, Z10, Z6, K1
-	VPMOVM2D K1, Z14
+	VCMPPS   $0x1d, Z13, Z11, K1
+	VPMOVM2D K1, Z19
 
 	// v46 = min(ratio, v41) tie=first
-	VMINPS Z12, Z13, Z15
+	VMINPS Z12, Z3, Z18
 
 	// v47 = max(ratio, v44) tie=first
-	VMAXPS  Z12, Z8, Z16
-	VMOVUPS Z13, 64(AX)
+	VMAXPS Z12, Z5, Z20
 
 	// v48 = where(v45, v46, v47)
-	VMOVUPS    Z14, Z13
-	VPTERNLOGD $0xca, Z16, Z15, Z13
+	VMOVUPS    Z19, Z21
+	VPTERNLOGD $0xca, Z20, Z18, Z21
 
 	// gain = mul(gae, v48)
-	VMULPS Z13, Z3, Z3
+	VMULPS Z21, Z14, Z14
 
 	// v50 = neg(gain)
-	VXORPS.BCST lgb29<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb29<>+0(SB), Z14, Z14
 
 	// v51 = where(mask, v50, 0)
-	VANDPS Z3, Z0, Z3
+	VANDPS Z14, Z10, Z14
 
 	// sum(v51) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y13
-	MOVQ          state+56(FP), SI
-	VADDPS        2240(SI), Y3, Y3
-	VADDPS        Y3, Y13, Y3
-	VMOVUPS       Y3, 2240(SI)
+	VEXTRACTF64X4 $0x01, Z14, Y18
+	VADDPS        Y6, Y14, Y6
+	VADDPS        Y6, Y18, Y6
 
 	// v55 = where(mask, v38, 0)
-	VANDPS Z9, Z0, Z3
+	VANDPS Z17, Z10, Z14
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z3, Y9
-	VADDPS        2560(SI), Y3, Y3
-	VADDPS        Y3, Y9, Y3
-	VMOVUPS       Y3, 2560(SI)
+	VEXTRACTF64X4 $0x01, Z14, Y17
+	VADDPS        Y7, Y14, Y7
+	VADDPS        Y7, Y17, Y7
 
 	// v58 = sub(sampleLogProb, logProb)
-	VSUBPS Z7, Z1, Z1
+	VSUBPS Z16, Z1, Z1
 
 	// v59 = where(mask, v58, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z1, Z10, Z1
 
 	// sum(v59) over [B L]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        2880(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 2880(SI)
+	VEXTRACTF64X4 $0x01, Z1, Y14
+	VADDPS        Y8, Y1, Y8
+	VADDPS        Y8, Y14, Y8
 
 	// v62 = where(mask, valueTarget, 0)
-	VANDPS Z5, Z0, Z1
+	VANDPS Z15, Z10, Z20
 
 	// v63 = where(mask, stateValue, 0)
-	VANDPS Z4, Z0, Z3
+	VANDPS Z0, Z10, Z0
 
 	// diff = sub(v62, v63)
-	VSUBPS Z3, Z1, Z3
+	VSUBPS Z0, Z20, Z14
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb29<>+0(SB), Z4
-	VANDNPS      Z3, Z4, Z4
-	VBROADCASTSS lgb2<>+0(SB), Z5
+	VBROADCASTSS lgb29<>+0(SB), Z0
+	VANDNPS      Z14, Z0, Z15
+	VBROADCASTSS lgb2<>+0(SB), Z16
 
 	// v67 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z5, Z4, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x11, Z16, Z15, K1
+	VPMOVM2D K1, Z17
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS.BCST lgb24<>+0(SB), Z4, Z9
+	VMULPS.BCST lgb24<>+0(SB), Z15, Z18
 
 	// v69 = mul(v68, absDiff)
-	VMULPS Z4, Z9, Z13
+	VMULPS Z15, Z18, Z0
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb24<>+0(SB), Z4, Z15
-	VMOVUPS     Z8, 128(AX)
+	VSUBPS.BCST lgb24<>+0(SB), Z15, Z1
 
 	// v71 = where(v67, v69, v70)
-	VMOVUPS    Z7, Z8
-	VPTERNLOGD $0xca, Z15, Z13, Z8
+	VMOVUPS    Z17, Z21
+	VPTERNLOGD $0xca, Z1, Z0, Z21
 
 	// v72 = where(mask, v71, 0)
-	VANDPS Z8, Z0, Z8
+	VANDPS Z21, Z10, Z0
 
 	// sum(v72) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y13
-	VADDPS        3200(SI), Y8, Y8
-	VADDPS        Y8, Y13, Y8
-	VMOVUPS       Y8, 3200(SI)
-	MOVQ          s5+64(FP), R8
-	MOVQ          DX, R9
-	VMOVUPS       (R8)(R9*4), Z8
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y9, Y0, Y9
+	VADDPS        Y9, Y1, Y9
+	MOVQ          s5+64(FP), SI
+	MOVQ          DX, R8
+	VMOVUPS       (SI)(R8*4), Z0
 
 	// v76 = max(v75, 1)
-	VMAXPS  Z8, Z5, Z5
-	MOVQ    s6+72(FP), R8
-	VMOVUPS (R8)(R9*4), Z8
+	VMAXPS  Z0, Z16, Z21
+	MOVQ    s6+72(FP), SI
+	VMOVUPS (SI)(R8*4), Z0
 
 	// v79 = div(v78, v76)
-	VDIVPS Z5, Z8, Z8
+	VDIVPS Z21, Z0, Z0
 
 	// v80 = sub(diff, v79)
-	VSUBPS Z8, Z3, Z8
+	VSUBPS Z0, Z14, Z0
 
 	// v81 = mul(v80, v80)
-	VMULPS Z8, Z8, Z8
+	VMULPS Z0, Z0, Z0
 
 	// v82 = where(mask, v81, 0)
-	VANDPS Z8, Z0, Z8
+	VANDPS Z0, Z10, Z0
 
 	// sum(v82) over [B]
-	VEXTRACTF64X4 $0x01, Z8, Y13
-	VCVTPS2PD     X8, Y15
-	VEXTRACTF128  $0x01, Y8, X8
-	VCVTPS2PD     X8, Y8
-	VADDPD        3328(SI)(R9*8), Y15, Y15
-	VMOVUPD       Y15, 3328(SI)(R9*8)
-	VADDPD        3360(SI)(R9*8), Y8, Y8
-	VMOVUPD       Y8, 3360(SI)(R9*8)
-	VCVTPS2PD     X13, Y8
-	VEXTRACTF128  $0x01, Y13, X13
-	VCVTPS2PD     X13, Y13
-	VADDPD        3392(SI)(R9*8), Y8, Y8
-	VMOVUPD       Y8, 3392(SI)(R9*8)
-	VADDPD        3424(SI)(R9*8), Y13, Y8
-	VMOVUPD       Y8, 3424(SI)(R9*8)
-	MOVQ          s8+80(FP), R8
-	VMOVUPS       (R8)(R9*4), Z8
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VCVTPS2PD     X0, Y22
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	MOVQ          state+16(FP), SI
+	VADDPD        3328(SI)(R8*8), Y22, Y22
+	VMOVUPD       Y22, 3328(SI)(R8*8)
+	VADDPD        3360(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 3360(SI)(R8*8)
+	VCVTPS2PD     X1, Y22
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        3392(SI)(R8*8), Y22, Y1
+	VMOVUPD       Y1, 3392(SI)(R8*8)
+	VADDPD        3424(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 3424(SI)(R8*8)
+	MOVQ          s8+80(FP), R9
+	VMOVUPS       (R9)(R8*4), Z0
 
 	// v86 = div(v85, v76)
-	VDIVPS Z5, Z8, Z5
+	VDIVPS Z21, Z0, Z0
 
 	// v87 = sub(v62, v86)
-	VSUBPS Z5, Z1, Z1
+	VSUBPS Z0, Z20, Z0
 
 	// v88 = mul(v87, v87)
-	VMULPS Z1, Z1, Z1
+	VMULPS Z0, Z0, Z0
 
 	// v89 = where(mask, v88, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z0, Z10, Z0
 
 	// sum(v89) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y5
-	VCVTPS2PD     X1, Y8
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VADDPD        3840(SI)(R9*8), Y8, Y8
-	VMOVUPD       Y8, 3840(SI)(R9*8)
-	VADDPD        3872(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 3872(SI)(R9*8)
-	VCVTPS2PD     X5, Y1
-	VEXTRACTF128  $0x01, Y5, X5
-	VCVTPS2PD     X5, Y5
-	VADDPD        3904(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 3904(SI)(R9*8)
-	VADDPD        3936(SI)(R9*8), Y5, Y1
-	VMOVUPD       Y1, 3936(SI)(R9*8)
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VCVTPS2PD     X0, Y20
+	VEXTRACTF128  $0x01, Y0, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        3840(SI)(R8*8), Y20, Y20
+	VMOVUPD       Y20, 3840(SI)(R8*8)
+	VADDPD        3872(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 3872(SI)(R8*8)
+	VCVTPS2PD     X1, Y20
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        3904(SI)(R8*8), Y20, Y1
+	VMOVUPD       Y1, 3904(SI)(R8*8)
+	VADDPD        3936(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 3936(SI)(R8*8)
 
 	// v97 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z1
-	VPTERNLOGD $0xca, Z11, Z2, Z1
-	VMOVUPS    Z14, 192(AX)
-	VMOVUPS    Z6, 256(AX)
-	VMOVUPS    Z3, 320(AX)
-	VMOVUPS    Z9, 384(AX)
+	VMOVUPS    Z10, Z0
+	VPTERNLOGD $0xca, Z4, Z2, Z0
+	VMOVUPS    Z3, 64(AX)
+	VMOVUPS    Z5, 128(AX)
+	VMOVUPS    Z19, 192(AX)
 
 	// logsumexp(v97) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VANDPS        Z12, Z0, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VCMPPS        $0x15, lgc30<>+0(SB), Y1, Y6
-	VCMPPS        $0x1a, lgc31<>+0(SB), Y1, Y8
-	VANDPS        Y8, Y6, Y6
-	VCMPPS        $0x00, lgc32<>+0(SB), Y1, Y8
-	VORPS         Y8, Y6, Y6
-	VANDPS        4864(SI), Y6, Y6
-	VMOVUPS       Y6, 4864(SI)
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VANDPS        Z12, Z10, Z2
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VCMPPS        $0x15, lgc30<>+0(SB), Y0, Y4
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y0, Y5
+	VANDPS        Y5, Y4, Y4
+	VCMPPS        $0x00, lgc32<>+0(SB), Y0, Y5
+	VORPS         Y5, Y4, Y4
+	VANDPS        4864(SI), Y4, Y4
+	VMOVUPS       Y4, 4864(SI)
+	VCVTPS2PD     X2, Y4
+	VEXTRACTF128  $0x01, Y2, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        4352(SI)(R8*8), Y4, Y2
+	VMOVUPD       Y2, 4352(SI)(R8*8)
+	VMULPD        Y4, Y4, Y2
+	VADDPD        5184(SI)(R8*8), Y2, Y2
+	VMOVUPD       Y2, 5184(SI)(R8*8)
+	VADDPD        4384(SI)(R8*8), Y0, Y2
+	VMOVUPD       Y2, 4384(SI)(R8*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        5216(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 5216(SI)(R8*8)
+	VCMPPS        $0x15, lgc30<>+0(SB), Y1, Y0
+	VCMPPS        $0x1a, lgc31<>+0(SB), Y1, Y2
+	VANDPS        Y2, Y0, Y0
+	VCMPPS        $0x00, lgc32<>+0(SB), Y1, Y2
+	VORPS         Y2, Y0, Y0
+	VANDPS        4864(SI), Y0, Y0
+	VMOVUPS       Y0, 4864(SI)
 	VCVTPS2PD     X3, Y1
-	VEXTRACTF128  $0x01, Y3, X3
-	VCVTPS2PD     X3, Y3
-	VADDPD        4352(SI)(R9*8), Y1, Y6
-	VMOVUPD       Y6, 4352(SI)(R9*8)
+	VEXTRACTF128  $0x01, Y3, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        4416(SI)(R8*8), Y1, Y2
+	VMOVUPD       Y2, 4416(SI)(R8*8)
 	VMULPD        Y1, Y1, Y1
-	VADDPD        5184(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 5184(SI)(R9*8)
-	VADDPD        4384(SI)(R9*8), Y3, Y1
-	VMOVUPD       Y1, 4384(SI)(R9*8)
-	VMULPD        Y3, Y3, Y1
-	VADDPD        5216(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 5216(SI)(R9*8)
-	VCMPPS        $0x15, lgc30<>+0(SB), Y2, Y1
-	VCMPPS        $0x1a, lgc31<>+0(SB), Y2, Y3
-	VANDPS        Y3, Y1, Y1
-	VCMPPS        $0x00, lgc32<>+0(SB), Y2, Y3
-	VORPS         Y3, Y1, Y1
-	VANDPS        4864(SI), Y1, Y1
-	VMOVUPS       Y1, 4864(SI)
-	VCVTPS2PD     X5, Y1
-	VEXTRACTF128  $0x01, Y5, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        4416(SI)(R9*8), Y1, Y3
-	VMOVUPD       Y3, 4416(SI)(R9*8)
-	VMULPD        Y1, Y1, Y1
-	VADDPD        5248(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 5248(SI)(R9*8)
-	VADDPD        4448(SI)(R9*8), Y2, Y1
-	VMOVUPD       Y1, 4448(SI)(R9*8)
-	VMULPD        Y2, Y2, Y1
-	VADDPD        5280(SI)(R9*8), Y1, Y1
-	VMOVUPD       Y1, 5280(SI)(R9*8)
-	VMOVUPS       (AX), Z1
+	VADDPD        5248(SI)(R8*8), Y1, Y1
+	VMOVUPD       Y1, 5248(SI)(R8*8)
+	VADDPD        4448(SI)(R8*8), Y0, Y1
+	VMOVUPD       Y1, 4448(SI)(R8*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        5280(SI)(R8*8), Y0, Y0
+	VMOVUPD       Y0, 5280(SI)(R8*8)
+	VMOVUPS       (AX), Z0
 
 	// v114 = where(mask, v112, 0)
-	VANDPS Z1, Z0, Z1
+	VANDPS Z0, Z10, Z0
 
 	// v115 = where(v67, v114, 0)
-	VANDPS Z1, Z7, Z2
+	VANDPS Z0, Z17, Z1
 
 	// v116 = where(v67, 0, v114)
-	VANDNPS Z1, Z7, Z3
+	VANDNPS Z0, Z17, Z2
 
 	// v117 = ne(v115, 0)
-	VCMPPS   $0x04, Z10, Z2, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x04, Z13, Z1, K1
+	VPMOVM2D K1, Z3
 
 	// v118 = mul(v115, absDiff)
-	VMULPS Z4, Z2, Z4
+	VMULPS Z15, Z1, Z4
 
 	// v119 = where(v117, v118, v115)
-	VMOVUPS    Z5, Z6
-	VPTERNLOGD $0xca, Z2, Z4, Z6
-	VMOVUPS    384(AX), Z4
+	VMOVUPS    Z3, Z5
+	VPTERNLOGD $0xca, Z1, Z4, Z5
 
 	// v120 = mul(v115, v68)
-	VMULPS Z4, Z2, Z4
+	VMULPS Z18, Z1, Z4
 
 	// v121 = where(v117, v120, v115)
-	VPTERNLOGD $0xca, Z2, Z4, Z5
+	VPTERNLOGD $0xca, Z1, Z4, Z3
 
 	// v122 = add(v116, v121)
-	VADDPS Z5, Z3, Z2
+	VADDPS Z3, Z2, Z1
 
 	// v123 = mul(v119, 0.5)
-	VMULPS.BCST lgb24<>+0(SB), Z6, Z3
+	VMULPS.BCST lgb24<>+0(SB), Z5, Z2
 
 	// v124 = add(v122, v123)
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS 320(AX), Z3
+	VADDPS Z2, Z1, Z1
 
 	// v125 = gt(diff, 0)
-	VCMPPS   $0x1e, Z10, Z3, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1e, Z13, Z14, K1
+	VPMOVM2D K1, Z2
 
 	// v126 = lt(diff, 0)
-	VCMPPS   $0x11, Z10, Z3, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x11, Z13, Z14, K1
+	VPMOVM2D K1, Z3
 
 	// v127 = mul(diff, 0)
-	VMULPS.BCST  lgb0<>+0(SB), Z3, Z3
-	VBROADCASTSS lgb36<>+0(SB), Z6
+	VMULPS.BCST  lgb0<>+0(SB), Z14, Z4
+	VBROADCASTSS lgb36<>+0(SB), Z5
 
 	// v128 = where(v126, -1, v127)
-	VPTERNLOGD   $0xca, Z3, Z6, Z5
-	VBROADCASTSS lgb2<>+0(SB), Z3
+	VPTERNLOGD $0xca, Z4, Z5, Z3
 
 	// v129 = where(v125, 1, v128)
-	VPTERNLOGD $0xca, Z5, Z3, Z4
+	VPTERNLOGD $0xca, Z3, Z16, Z2
 
 	// v130 = ne(v124, 0)
-	VCMPPS   $0x04, Z10, Z2, K1
+	VCMPPS   $0x04, Z13, Z1, K1
 	VPMOVM2D K1, Z3
 
 	// v131 = mul(v124, v129)
-	VMULPS Z4, Z2, Z4
+	VMULPS Z2, Z1, Z2
 
 	// v132 = where(v130, v131, v124)
-	VPTERNLOGD $0xca, Z2, Z4, Z3
+	VPTERNLOGD $0xca, Z1, Z2, Z3
 
 	// v133 = neg(v132)
-	VXORPS.BCST lgb29<>+0(SB), Z3, Z2
+	VXORPS.BCST lgb29<>+0(SB), Z3, Z1
 
 	// gradStateValue = where(mask, v133, 0)
-	VANDPS Z2, Z0, Z2
+	VANDPS Z1, Z10, Z1
 
 	// v135 = neg(v114)
-	VXORPS.BCST lgb29<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb29<>+0(SB), Z0, Z0
 
 	// v136 = ne(v135, 0)
-	VCMPPS   $0x04, Z10, Z1, K1
-	VPMOVM2D K1, Z3
-	VMOVUPS  256(AX), Z4
+	VCMPPS   $0x04, Z13, Z0, K1
+	VPMOVM2D K1, Z2
 
 	// v137 = mul(v135, v29)
-	VMULPS Z4, Z1, Z4
+	VMULPS Z11, Z0, Z3
 
 	// v138 = where(v136, v137, v135)
-	VPTERNLOGD   $0xca, Z1, Z4, Z3
-	VMOVUPS      192(AX), Z1
-	VBROADCASTSS lgb0<>+0(SB), Z4
-	VCMPPS       $0x04, Z4, Z1, K1
-	VPMOVM2D     K1, Z4
+	VPTERNLOGD   $0xca, Z0, Z3, Z2
+	VMOVUPS      192(AX), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z3
+	VCMPPS       $0x04, Z3, Z0, K1
+	VPMOVM2D     K1, Z3
 
 	// v139 = where(v45, v138, 0)
-	VANDPS Z3, Z4, Z1
+	VANDPS Z2, Z3, Z0
 
 	// v140 = where(v45, 0, v138)
-	VANDNPS Z3, Z4, Z3
-	VMOVUPS 128(AX), Z4
+	VANDNPS Z2, Z3, Z2
+	VMOVUPS 128(AX), Z3
 
 	// v141 = ge(ratio, v44)
-	VCMPPS   $0x1d, Z4, Z12, K1
-	VPMOVM2D K1, Z4
+	VCMPPS   $0x1d, Z3, Z12, K1
+	VPMOVM2D K1, Z3
 
 	// v142 = ne(ratio, ratio)
 	VCMPPS   $0x04, Z12, Z12, K1
-	VPMOVM2D K1, Z5
-
-	// v143 = max(v141, v142)
-	VORPS Z4, Z5, Z4
-
-	// v144 = where(v143, v140, 0)
-	VANDPS  Z3, Z4, Z3
-	VMOVUPS 64(AX), Z4
-
-	// v145 = le(ratio, v41)
-	VCMPPS   $0x12, Z4, Z12, K1
 	VPMOVM2D K1, Z4
 
-	// v146 = max(v145, v142)
-	VORPS Z4, Z5, Z4
+	// v143 = max(v141, v142)
+	VORPS Z3, Z4, Z3
 
-	// v147 = where(v146, v139, 0)
-	VANDPS Z1, Z4, Z1
+	// v144 = where(v143, v140, 0)
+	VANDPS  Z2, Z3, Z2
+	VMOVUPS 64(AX), Z3
 
-	// v148 = add(v144, v147)
-	VADDPS Z1, Z3, Z1
-
-	// v149 = ne(v148, 0)
-	VCMPPS   $0x04, Z10, Z1, K1
+	// v145 = le(ratio, v41)
+	VCMPPS   $0x12, Z3, Z12, K1
 	VPMOVM2D K1, Z3
 
+	// v146 = max(v145, v142)
+	VORPS Z3, Z4, Z3
+
+	// v147 = where(v146, v139, 0)
+	VANDPS Z0, Z3, Z0
+
+	// v148 = add(v144, v147)
+	VADDPS Z0, Z2, Z0
+
+	// v149 = ne(v148, 0)
+	VCMPPS   $0x04, Z13, Z0, K1
+	VPMOVM2D K1, Z2
+
 	// v150 = mul(v148, ratio)
-	VMULPS Z12, Z1, Z4
+	VMULPS Z12, Z0, Z3
 
 	// v151 = where(v149, v150, v148)
-	VPTERNLOGD $0xca, Z1, Z4, Z3
+	VPTERNLOGD $0xca, Z0, Z3, Z2
 
 	// gradLogProb = where(mask, v151, 0)
-	VANDPS Z3, Z0, Z0
+	VANDPS Z2, Z10, Z0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), SI
-	VMOVUPS Z2, (SI)(DI*4)
+	VMOVUPS Z1, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+96(FP), SI
@@ -1776,36 +1767,28 @@ blocks_15:
 	DECQ        BX
 	JNZ         noflush_16
 	VMOVUPD     lgc33<>+0(SB), Y0
-	MOVQ        state+56(FP), BX
-	VMOVUPS     2240(BX), Y0
-	VMULPS      lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2048(BX), Z0, Z0
-	VMOVUPD     Z0, 2048(BX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 2240(BX)
-	VMOVUPS     2560(BX), Y0
-	VFMADD231PS lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2368(BX), Z0, Z0
-	VMOVUPD     Z0, 2368(BX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 2560(BX)
-	VMOVUPS     2880(BX), Y0
-	VFMADD231PS lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2688(BX), Z0, Z0
-	VMOVUPD     Z0, 2688(BX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 2880(BX)
-	VMOVUPS     3200(BX), Y0
-	VFMADD231PS lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3008(BX), Z0, Z0
-	VMOVUPD     Z0, 3008(BX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 3200(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc10<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z1
+	VADDPD      2048(BX), Z1, Z1
+	VMOVUPD     Z1, 2048(BX)
+	VMOVUPS     lgc10<>+0(SB), Y6
+	VFMADD231PS lgc10<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z1
+	VADDPD      2368(BX), Z1, Z1
+	VMOVUPD     Z1, 2368(BX)
+	VMOVUPS     lgc10<>+0(SB), Y7
+	VFMADD231PS lgc10<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z1
+	VADDPD      2688(BX), Z1, Z1
+	VMOVUPD     Z1, 2688(BX)
+	VMOVUPS     lgc10<>+0(SB), Y8
+	VFMADD231PS lgc10<>+0(SB), Y9, Y0
+	VCVTPS2PD   Y9, Z1
+	VADDPD      3008(BX), Z1, Z1
+	VMOVUPD     Z1, 3008(BX)
+	VMOVUPS     lgc10<>+0(SB), Y9
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      5696(BX), Y0, Y0
 	VMOVUPS     Y0, 5696(BX)
 	MOVQ        $+4, BX
@@ -1814,42 +1797,47 @@ noflush_16:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+48
 	JL           blocks_15
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y6, 2240(DX)
+	VMOVUPS      Y7, 2560(DX)
+	VMOVUPS      Y8, 2880(DX)
+	VMOVUPS      Y9, 3200(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+56(FP), DX
-	VMOVUPS      2240(DX), Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2048(DX), Z0, Z0
-	VMOVUPD      Z0, 2048(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 2240(DX)
-	VMOVUPS      2560(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2368(DX), Z0, Z0
-	VMOVUPD      Z0, 2368(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 2560(DX)
-	VMOVUPS      2880(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2688(DX), Z0, Z0
-	VMOVUPD      Z0, 2688(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 2880(DX)
-	VMOVUPS      3200(DX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3008(DX), Z0, Z0
-	VMOVUPD      Z0, 3008(DX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      2240(DX), Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2048(DX), Z1, Z1
+	VMOVUPD      Z1, 2048(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 2240(DX)
+	VMOVUPS      2560(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2368(DX), Z1, Z1
+	VMOVUPD      Z1, 2368(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 2560(DX)
+	VMOVUPS      2880(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2688(DX), Z1, Z1
+	VMOVUPD      Z1, 2688(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 2880(DX)
+	VMOVUPS      3200(DX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3008(DX), Z1, Z1
+	VMOVUPD      Z1, 3008(DX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 3200(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       5696(DX), Y0, Y0
 	VMOVUPS      Y0, 5696(DX)
 	INCQ         CX
@@ -1861,127 +1849,123 @@ noflush_16:
 DATA lgb36<>+0(SB)/4, $0xbf800000
 GLOBL lgb36<>(SB), RODATA|NOPTR, $4
 
-// func fbPass3AVX512(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, state *float64, explainedVariance *float32)
+// func fbPass3AVX512(state *float64, lo int, hi int, s5 *float32, s7 *float32, s9 *float32, s10 *float32, s11 *float32, explainedVariance *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass3AVX512(SB), $64-72
-	LEAQ 63(SP), AX
-	ANDQ $-64, AX
-	MOVQ $+4, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_18
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 6016(AX), Y1
+	VMOVUPS 6336(AX), Y2
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_18
 
 blocks_17:
-	MOVQ         s5+16(FP), DX
+	MOVQ         s5+24(FP), DX
 	MOVQ         AX, BX
 	VMOVUPS      (DX)(BX*4), Z0
-	VBROADCASTSS lgb2<>+0(SB), Z1
+	VBROADCASTSS lgb2<>+0(SB), Z3
 
 	// v76 = max(v75, 1)
-	VMAXPS  Z0, Z1, Z2
-	MOVQ    s7+24(FP), DX
-	VMOVUPS (DX)(BX*4), Z3
+	VMAXPS  Z0, Z3, Z4
+	MOVQ    s7+32(FP), DX
+	VMOVUPS (DX)(BX*4), Z5
 
 	// residVar = div(v83, v76)
-	VDIVPS  Z2, Z3, Z3
-	MOVQ    s9+32(FP), DX
-	VMOVUPS (DX)(BX*4), Z4
+	VDIVPS  Z4, Z5, Z5
+	MOVQ    s9+40(FP), DX
+	VMOVUPS (DX)(BX*4), Z6
 
 	// targetVar = div(v90, v76)
-	VDIVPS Z2, Z4, Z2
+	VDIVPS Z4, Z6, Z4
 
 	// v93 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb35<>+0(SB), Z2, Z2
+	VADDPS.BCST lgb35<>+0(SB), Z4, Z4
 
 	// v94 = div(residVar, v93)
-	VDIVPS Z2, Z3, Z2
+	VDIVPS Z4, Z5, Z4
 
 	// explainedVariance = sub(1, v94)
-	VSUBPS  Z2, Z1, Z1
-	MOVQ    s10+40(FP), DX
-	VMOVUPS (DX)(BX*4), Z2
+	VSUBPS  Z4, Z3, Z3
+	MOVQ    s10+48(FP), DX
+	VMOVUPS (DX)(BX*4), Z4
 
 	// v101 = mul(2, logSumW)
-	VMULPS.BCST lgb34<>+0(SB), Z2, Z2
-	MOVQ        s11+48(FP), DX
-	VMOVUPS     (DX)(BX*4), Z3
+	VMULPS.BCST lgb34<>+0(SB), Z4, Z4
+	MOVQ        s11+56(FP), DX
+	VMOVUPS     (DX)(BX*4), Z5
 
 	// v102 = sub(v101, logSumW2)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z5, Z4, Z4
 
 	// essCol = exp(v102)
-	VBROADCASTSS      lgb14<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb15<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb16<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb17<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb18<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb19<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb20<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb21<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb23<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb2<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb25<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
-	VBROADCASTSS      lgb0<>+0(SB), Z2
+	VBROADCASTSS      lgb14<>+0(SB), Z5
+	VMAXPS            Z4, Z5, Z4
+	VBROADCASTSS      lgb15<>+0(SB), Z5
+	VMINPS            Z4, Z5, Z4
+	VMULPS.BCST       lgb16<>+0(SB), Z4, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST lgb17<>+0(SB), Z5, Z4
+	VFNMADD231PS.BCST lgb18<>+0(SB), Z5, Z4
+	VMULPS            Z4, Z4, Z6
+	VBROADCASTSS      lgb19<>+0(SB), Z7
+	VFMADD213PS.BCST  lgb20<>+0(SB), Z4, Z7
+	VBROADCASTSS      lgb21<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z4, Z8
+	VFMADD213PS       Z8, Z6, Z7
+	VBROADCASTSS      lgb23<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z4, Z8
+	VFMADD213PS       Z8, Z6, Z7
+	VFMADD213PS       Z4, Z6, Z7
+	VADDPS.BCST       lgb2<>+0(SB), Z7, Z7
+	VCVTPS2DQ         Z5, Z4
+	VPADDD.BCST       lgb25<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z5
+	VPSUBD            Z5, Z4, Z4
+	VPSLLD            $0x17, Z5, Z5
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z5, Z7, Z7
+	VMULPS            Z4, Z7, Z7
+	VBROADCASTSS      lgb0<>+0(SB), Z4
 
 	// v104 = gt(v75, 0)
-	VCMPPS      $0x1e, Z2, Z0, K1
+	VCMPPS      $0x1e, Z4, Z0, K1
 	VPMOVM2D    K1, Z0
-	VANDPS.BCST lgb2<>+0(SB), Z0, Z2
+	VANDPS.BCST lgb2<>+0(SB), Z0, Z4
 
 	// v105 = where(v104, essCol, 0)
-	VANDPS Z5, Z0, Z0
+	VANDPS Z7, Z0, Z0
 
 	// sum(v105) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	MOVQ          state+56(FP), DX
-	VADDPS        6016(DX), Y0, Y0
-	VADDPS        Y0, Y3, Y0
-	VMOVUPS       Y0, 6016(DX)
+	VEXTRACTF64X4 $0x01, Z0, Y5
+	VADDPS        Y1, Y0, Y1
+	VADDPS        Y1, Y5, Y1
 
 	// sum(v104) over [L]
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        6336(DX), Y2, Y2
+	VEXTRACTF64X4 $0x01, Z4, Y0
+	VADDPS        Y2, Y4, Y2
 	VADDPS        Y2, Y0, Y2
-	VMOVUPS       Y2, 6336(DX)
 
 	// store explainedVariance
 	MOVQ        explainedVariance+64(FP), DX
-	VMOVUPS     Z1, (DX)(BX*4)
+	VMOVUPS     Z3, (DX)(BX*4)
 	DECQ        CX
 	JNZ         noflush_19
 	VMOVUPD     lgc33<>+0(SB), Y0
-	MOVQ        state+56(FP), CX
-	VMOVUPS     6016(CX), Y0
-	VMULPS      lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      5824(CX), Z0, Z0
-	VMOVUPD     Z0, 5824(CX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 6016(CX)
-	VMOVUPS     6336(CX), Y0
-	VFMADD231PS lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      6144(CX), Z0, Z0
-	VMOVUPD     Z0, 6144(CX)
-	VMOVUPS     lgc10<>+0(SB), Y0
-	VMOVUPS     Y0, 6336(CX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+0(FP), CX
+	VMULPS      lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD   Y1, Z1
+	VADDPD      5824(CX), Z1, Z1
+	VMOVUPD     Z1, 5824(CX)
+	VMOVUPS     lgc10<>+0(SB), Y1
+	VFMADD231PS lgc10<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      6144(CX), Z2, Z2
+	VMOVUPD     Z2, 6144(CX)
+	VMOVUPS     lgc10<>+0(SB), Y2
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      6464(CX), Y0, Y0
 	VMOVUPS     Y0, 6464(CX)
 	MOVQ        $+4, CX
@@ -1990,32 +1974,35 @@ noflush_19:
 	ADDQ $+16, AX
 	CMPQ AX, $+48
 	JGE  chunkdone_18
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_17
 
 chunkdone_18:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y1, 6016(AX)
+	VMOVUPS      Y2, 6336(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc10<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+56(FP), AX
-	VMOVUPS      6016(AX), Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       5824(AX), Z0, Z0
-	VMOVUPD      Z0, 5824(AX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 6016(AX)
-	VMOVUPS      6336(AX), Y0
-	VFMADD231PS  lgc10<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       6144(AX), Z0, Z0
-	VMOVUPD      Z0, 6144(AX)
-	VMOVUPS      lgc10<>+0(SB), Y0
-	VMOVUPS      Y0, 6336(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+0(FP), AX
+	VMOVUPS      6016(AX), Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       5824(AX), Z1, Z1
+	VMOVUPD      Z1, 5824(AX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 6016(AX)
+	VMOVUPS      6336(AX), Y1
+	VFMADD231PS  lgc10<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       6144(AX), Z1, Z1
+	VMOVUPD      Z1, 6144(AX)
+	VMOVUPS      lgc10<>+0(SB), Y1
+	VMOVUPS      Y1, 6336(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       6464(AX), Y0, Y0
 	VMOVUPS      Y0, 6464(AX)
 	VZEROUPPER

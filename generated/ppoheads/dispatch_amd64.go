@@ -119,7 +119,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 				m -= (hi - lo) % 64
 			}
 			if m > lo {
-				pass0AVX512(lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+				pass0AVX512(&st.buf[0], lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
 			}
 			if m < hi {
 				pass0AVX2(m, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
@@ -280,7 +280,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				m -= (hi - lo) % 64
 			}
 			if m > lo {
-				fbPass0AVX512(lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+				fbPass0AVX512(&st.buf[0], lo, m, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
 			}
 			if m < hi {
 				fbPass0AVX2(m, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])

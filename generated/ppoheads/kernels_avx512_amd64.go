@@ -9,11 +9,11 @@ package ppoheads
 // blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
+func pass0AVX512(state *float64, lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
 
 // fbPass0AVX512 is pass 0 (elementwise over [B=1024]) on 16 float32 lanes; see fbPass0Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass0AVX2 would, in their order, so the results are fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
+func fbPass0AVX512(state *float64, lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)

@@ -4,358 +4,352 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
+// func pass0AVX512(state *float64, lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-96
-	LEAQ 63(SP), AX
-	ANDQ $-64, AX
-	MOVQ $+4, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_2
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, CX
+	MOVQ    state+0(FP), AX
+	VMOVUPS 256(AX), Y5
+	VMOVUPS 576(AX), Y6
+	VMOVUPS 896(AX), Y7
+	VMOVUPS 1216(AX), Y8
+	VMOVUPS 1536(AX), Y9
+	VMOVUPS 2240(AX), Y10
+	VMOVUPS 2368(AX), Y11
+	VMOVUPS 2496(AX), Y0
+	VMOVUPS 3200(AX), Y12
+	VMOVUPS 3328(AX), Y13
+	VMOVUPS 3456(AX), Y1
+	MOVQ    lo+8(FP), AX
+	CMPQ    AX, hi+16(FP)
+	JGE     chunkdone_2
 
 blocks_1:
-	MOVQ    logProb+16(FP), DX
+	MOVQ    logProb+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z0
-	MOVQ    sampleLogProb+24(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z2
+	MOVQ    sampleLogProb+32(FP), DX
+	VMOVUPS (DX)(BX*4), Z3
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS Z1, Z0, Z2
+	VSUBPS Z3, Z2, Z4
 
 	// v4 = exp(logWeight)
-	VBROADCASTSS      lgb0<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb1<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb2<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb3<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb5<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb6<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb7<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb11<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb12<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
-	MOVQ              advantage+32(FP), DX
-	VMOVUPS           (DX)(BX*4), Z2
+	VBROADCASTSS      lgb0<>+0(SB), Z14
+	VMAXPS            Z4, Z14, Z4
+	VBROADCASTSS      lgb1<>+0(SB), Z14
+	VMINPS            Z4, Z14, Z4
+	VMULPS.BCST       lgb2<>+0(SB), Z4, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VFNMADD231PS.BCST lgb3<>+0(SB), Z14, Z4
+	VFNMADD231PS.BCST lgb4<>+0(SB), Z14, Z4
+	VMULPS            Z4, Z4, Z15
+	VBROADCASTSS      lgb5<>+0(SB), Z16
+	VFMADD213PS.BCST  lgb6<>+0(SB), Z4, Z16
+	VBROADCASTSS      lgb7<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z4, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VBROADCASTSS      lgb9<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z4, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VFMADD213PS       Z4, Z15, Z16
+	VADDPS.BCST       lgb11<>+0(SB), Z16, Z16
+	VCVTPS2DQ         Z14, Z4
+	VPADDD.BCST       lgb12<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z14
+	VPSUBD            Z14, Z4, Z4
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z14, Z16, Z16
+	VMULPS            Z4, Z16, Z16
+	MOVQ              advantage+40(FP), DX
+	VMOVUPS           (DX)(BX*4), Z4
 
 	// gain = mul(v4, advantage)
-	VMULPS Z2, Z5, Z2
+	VMULPS Z4, Z16, Z4
 
 	// v6 = neg(gain)
-	VXORPS.BCST lgb13<>+0(SB), Z2, Z2
+	VXORPS.BCST lgb13<>+0(SB), Z4, Z4
 
 	// mean(v6) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	MOVQ          state+40(FP), DX
-	VADDPS        256(DX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 256(DX)
+	VEXTRACTF64X4 $0x01, Z4, Y14
+	VADDPS        Y5, Y4, Y5
+	VADDPS        Y5, Y14, Y5
 
 	// v8 = sub(sampleLogProb, logProb)
-	VSUBPS Z0, Z1, Z0
+	VSUBPS Z2, Z3, Z2
 
 	// mean(v8) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        576(DX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 576(DX)
-	MOVQ          moveEntropy+48(FP), SI
-	VMOVUPS       (SI)(BX*4), Z0
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y6, Y2, Y6
+	VADDPS        Y6, Y3, Y6
+	MOVQ          moveEntropy+48(FP), DX
+	VMOVUPS       (DX)(BX*4), Z14
 
 	// v12 = mul(-0.01, moveEntropy)
-	VMULPS.BCST lgb14<>+0(SB), Z0, Z1
-	MOVQ        turnEntropy+56(FP), SI
-	VMOVUPS     (SI)(BX*4), Z2
+	VMULPS.BCST lgb14<>+0(SB), Z14, Z2
+	MOVQ        turnEntropy+56(FP), DX
+	VMOVUPS     (DX)(BX*4), Z15
 
 	// v16 = mul(-0.05, turnEntropy)
-	VMULPS.BCST lgb15<>+0(SB), Z2, Z3
+	VMULPS.BCST lgb15<>+0(SB), Z15, Z3
 
 	// v17 = add(moveEntropy, turnEntropy)
-	VADDPS Z2, Z0, Z4
+	VADDPS Z15, Z14, Z4
 
 	// v18 = add(v12, v16)
-	VADDPS Z3, Z1, Z1
+	VADDPS Z3, Z2, Z2
 
 	// mean(v17) over [B]
 	VEXTRACTF64X4 $0x01, Z4, Y3
-	VADDPS        896(DX), Y4, Y4
-	VADDPS        Y4, Y3, Y4
-	VMOVUPS       Y4, 896(DX)
+	VADDPS        Y7, Y4, Y7
+	VADDPS        Y7, Y3, Y7
 
 	// mean(v18) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        1216(DX), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 1216(DX)
-	MOVQ          valueTarget+64(FP), SI
-	VMOVUPS       (SI)(BX*4), Z1
-	MOVQ          stateValue+72(FP), SI
-	VMOVUPS       (SI)(BX*4), Z3
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y8, Y2, Y8
+	VADDPS        Y8, Y3, Y8
+	MOVQ          valueTarget+64(FP), DX
+	VMOVUPS       (DX)(BX*4), Z2
+	MOVQ          stateValue+72(FP), DX
+	VMOVUPS       (DX)(BX*4), Z3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z3, Z1, Z3
+	VSUBPS Z3, Z2, Z3
 
 	// absDiff = abs(diff)
 	VBROADCASTSS lgb13<>+0(SB), Z4
 	VANDNPS      Z3, Z4, Z4
-	VBROADCASTSS lgb11<>+0(SB), Z5
+	VBROADCASTSS lgb11<>+0(SB), Z16
 
 	// v28 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z5, Z4, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x11, Z16, Z4, K1
+	VPMOVM2D K1, Z16
 
 	// v29 = mul(0.5, absDiff)
-	VMULPS.BCST lgb10<>+0(SB), Z4, Z6
+	VMULPS.BCST lgb10<>+0(SB), Z4, Z17
 
 	// v30 = mul(v29, absDiff)
-	VMULPS Z4, Z6, Z6
+	VMULPS Z4, Z17, Z17
 
 	// v31 = sub(absDiff, 0.5)
 	VSUBPS.BCST lgb10<>+0(SB), Z4, Z4
 
 	// smoothL1 = where(v28, v30, v31)
-	VPTERNLOGD $0xca, Z4, Z6, Z5
+	VPTERNLOGD $0xca, Z4, Z17, Z16
 
 	// mean(smoothL1) over [B]
-	VEXTRACTF64X4 $0x01, Z5, Y4
-	VADDPS        1536(DX), Y5, Y5
-	VADDPS        Y5, Y4, Y5
-	VMOVUPS       Y5, 1536(DX)
+	VEXTRACTF64X4 $0x01, Z16, Y4
+	VADDPS        Y9, Y16, Y9
+	VADDPS        Y9, Y4, Y9
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VMOVUPS       2240(DX), Y5
-	VMOVUPS       2368(DX), Y6
-	VMOVUPS       2496(DX), Y7
-	VMOVQ         CX, X8
-	VPBROADCASTD  X8, Y8
-	VPCMPEQD      lgc16<>+0(SB), Y8, Y8
-	VBLENDVPS     Y8, Y3, Y7, Y7
-	VSUBPS        Y7, Y3, Y3
-	VADDPS        Y5, Y3, Y5
-	VFMADD231PS   Y3, Y3, Y6
-	VSUBPS        Y7, Y4, Y3
-	VADDPS        Y5, Y3, Y5
-	VFMADD231PS   Y3, Y3, Y6
-	VMOVUPS       Y5, 2240(DX)
-	VMOVUPS       Y6, 2368(DX)
-	VMOVUPS       Y7, 2496(DX)
+	VEXTRACTF64X4 $0x01, Z3, Y16
+	VMOVQ         CX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc16<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y3, Y0, Y0
+	VSUBPS        Y0, Y3, Y3
+	VADDPS        Y10, Y3, Y10
+	VFMADD231PS   Y3, Y3, Y11
+	VSUBPS        Y0, Y16, Y3
+	VADDPS        Y10, Y3, Y10
+	VFMADD231PS   Y3, Y3, Y11
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VMOVUPS       3200(DX), Y4
-	VMOVUPS       3328(DX), Y5
-	VMOVUPS       3456(DX), Y6
-	VMOVQ         CX, X7
-	VPBROADCASTD  X7, Y7
-	VPCMPEQD      lgc16<>+0(SB), Y7, Y7
-	VBLENDVPS     Y7, Y1, Y6, Y6
-	VSUBPS        Y6, Y1, Y1
-	VADDPS        Y4, Y1, Y4
-	VFMADD231PS   Y1, Y1, Y5
-	VSUBPS        Y6, Y3, Y1
-	VADDPS        Y4, Y1, Y4
-	VFMADD231PS   Y1, Y1, Y5
-	VMOVUPS       Y4, 3200(DX)
-	VMOVUPS       Y5, 3328(DX)
-	VMOVUPS       Y6, 3456(DX)
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VMOVQ         CX, X3
+	VPBROADCASTD  X3, Y3
+	VPCMPEQD      lgc16<>+0(SB), Y3, Y3
+	VBLENDVPS     Y3, Y2, Y1, Y1
+	VSUBPS        Y1, Y2, Y2
+	VADDPS        Y12, Y2, Y12
+	VFMADD231PS   Y2, Y2, Y13
+	VSUBPS        Y1, Y4, Y2
+	VADDPS        Y12, Y2, Y12
+	VFMADD231PS   Y2, Y2, Y13
 
 	// store compositeEntropyMoveEntropy
 	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
-	VMOVUPS Z0, (DX)(BX*4)
+	VMOVUPS Z14, (DX)(BX*4)
 
 	// store compositeEntropyTurnEntropy
 	MOVQ         compositeEntropyTurnEntropy+88(FP), DX
-	VMOVUPS      Z2, (DX)(BX*4)
+	VMOVUPS      Z15, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_3
-	VMOVUPD      lgc17<>+0(SB), Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       384(CX), Z1, Z1
-	VMOVUPD      Z1, 384(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 576(CX)
-	VMOVUPS      896(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       704(CX), Z1, Z1
-	VMOVUPD      Z1, 704(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 896(CX)
-	VMOVUPS      1216(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1024(CX), Z1, Z1
-	VMOVUPD      Z1, 1024(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(CX)
-	VMOVUPS      1536(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1344(CX), Z1, Z1
-	VMOVUPD      Z1, 1344(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      2240(CX), Y1
-	VMOVUPS      2368(CX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
-	VMOVUPS      2496(CX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VMOVUPD      lgc17<>+0(SB), Y3
+	MOVQ         state+0(FP), CX
+	VMULPS       lgc18<>+0(SB), Y5, Y2
+	VCVTPS2PD    Y5, Z4
+	VADDPD       64(CX), Z4, Z4
+	VMOVUPD      Z4, 64(CX)
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y2
+	VCVTPS2PD    Y6, Z4
+	VADDPD       384(CX), Z4, Z4
+	VMOVUPD      Z4, 384(CX)
+	VMOVUPS      lgc18<>+0(SB), Y6
+	VFMADD231PS  lgc18<>+0(SB), Y7, Y2
+	VCVTPS2PD    Y7, Z4
+	VADDPD       704(CX), Z4, Z4
+	VMOVUPD      Z4, 704(CX)
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VFMADD231PS  lgc18<>+0(SB), Y8, Y2
+	VCVTPS2PD    Y8, Z4
+	VADDPD       1024(CX), Z4, Z4
+	VMOVUPD      Z4, 1024(CX)
+	VMOVUPS      lgc18<>+0(SB), Y8
+	VFMADD231PS  lgc18<>+0(SB), Y9, Y2
+	VCVTPS2PD    Y9, Z4
+	VADDPD       1344(CX), Z4, Z4
+	VMOVUPD      Z4, 1344(CX)
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VMOVUPS      Y10, Y4
+	VMOVUPS      Y11, Y10
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y10, Y2
+	VMOVUPS      Y0, Y11
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
-	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
-	VADDPD       Z4, Z7, Z7
-	VMOVUPD      1664(CX), Z1
-	VADDPD       Z6, Z1, Z4
-	VMOVUPD      Z4, 1664(CX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z6, Z4
-	VMOVUPD      1856(CX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z4, Z5
-	VMOVUPD      Z5, 1856(CX)
-	VMULPD       Z4, Z1, Z4
-	VMULPD       Z6, Z4, Z4
-	VADDPD       2048(CX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 2048(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(CX)
-	VMOVUPS      Y1, 2368(CX)
-	VMOVUPS      3200(CX), Y1
-	VMOVUPS      3328(CX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
-	VMOVUPS      3456(CX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y10, Z10
+	VCVTPS2PD    Y11, Z11
+	VBROADCASTSD lgc19<>+0(SB), Z14
+	VBROADCASTSD X3, Z15
+	VMAXPD       Z14, Z15, Z16
+	VDIVPD       Z16, Z4, Z16
+	VFNMADD231PD Z4, Z16, Z10
+	VADDPD       Z11, Z16, Z16
+	VMOVUPD      1664(CX), Z4
+	VADDPD       Z15, Z4, Z11
+	VMOVUPD      Z11, 1664(CX)
+	VMAXPD       Z14, Z11, Z11
+	VDIVPD       Z11, Z15, Z11
+	VMOVUPD      1856(CX), Z14
+	VSUBPD       Z14, Z16, Z15
+	VFMADD231PD  Z15, Z11, Z14
+	VMOVUPD      Z14, 1856(CX)
+	VMULPD       Z11, Z4, Z11
+	VMULPD       Z15, Z11, Z11
+	VADDPD       2048(CX), Z10, Z4
+	VFMADD231PD  Z15, Z11, Z4
+	VMOVUPD      Z4, 2048(CX)
+	VMOVUPS      lgc18<>+0(SB), Y10
+	VMOVUPS      lgc18<>+0(SB), Y11
+	VMOVUPS      Y12, Y4
+	VMOVUPS      Y13, Y12
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y12, Y2
+	VMOVUPS      Y1, Y13
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
-	VADDPD       Z4, Z6, Z6
-	VMOVUPD      2624(CX), Z1
-	VADDPD       Z0, Z1, Z4
-	VMOVUPD      Z4, 2624(CX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
-	VMOVUPD      2816(CX), Z4
-	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
-	VMOVUPD      Z4, 2816(CX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       3008(CX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 3008(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(CX)
-	VMOVUPS      Y0, 3328(CX)
-	VCMPPS       $0x00, Y2, Y2, Y0
-	VANDPS       3584(CX), Y0, Y0
-	VMOVUPS      Y0, 3584(CX)
+	VCVTPS2PD    Y12, Z12
+	VCVTPS2PD    Y13, Z13
+	VBROADCASTSD lgc19<>+0(SB), Z14
+	VBROADCASTSD X3, Z3
+	VMAXPD       Z14, Z3, Z15
+	VDIVPD       Z15, Z4, Z15
+	VFNMADD231PD Z4, Z15, Z12
+	VADDPD       Z13, Z15, Z15
+	VMOVUPD      2624(CX), Z4
+	VADDPD       Z3, Z4, Z13
+	VMOVUPD      Z13, 2624(CX)
+	VMAXPD       Z14, Z13, Z13
+	VDIVPD       Z13, Z3, Z3
+	VMOVUPD      2816(CX), Z13
+	VSUBPD       Z13, Z15, Z14
+	VFMADD231PD  Z14, Z3, Z13
+	VMOVUPD      Z13, 2816(CX)
+	VMULPD       Z3, Z4, Z3
+	VMULPD       Z14, Z3, Z3
+	VADDPD       3008(CX), Z12, Z4
+	VFMADD231PD  Z14, Z3, Z4
+	VMOVUPD      Z4, 3008(CX)
+	VMOVUPS      lgc18<>+0(SB), Y12
+	VMOVUPS      lgc18<>+0(SB), Y13
+	VCMPPS       $0x00, Y2, Y2, Y2
+	VANDPS       3584(CX), Y2, Y2
+	VMOVUPS      Y2, 3584(CX)
 	MOVQ         $+4, CX
 
 noflush_3:
 	ADDQ $+16, AX
 	CMPQ AX, $+1024
 	JGE  chunkdone_2
-	CMPQ AX, hi+8(FP)
+	CMPQ AX, hi+16(FP)
 	JL   blocks_1
 
 chunkdone_2:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y5, 256(AX)
+	VMOVUPS      Y6, 576(AX)
+	VMOVUPS      Y7, 896(AX)
+	VMOVUPS      Y8, 1216(AX)
+	VMOVUPS      Y9, 1536(AX)
+	VMOVUPS      Y10, 2240(AX)
+	VMOVUPS      Y11, 2368(AX)
+	VMOVUPS      Y0, 2496(AX)
+	VMOVUPS      Y12, 3200(AX)
+	VMOVUPS      Y13, 3328(AX)
+	VMOVUPS      Y1, 3456(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       384(AX), Z1, Z1
-	VMOVUPD      Z1, 384(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 576(AX)
-	VMOVUPS      896(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       704(AX), Z1, Z1
-	VMOVUPD      Z1, 704(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 896(AX)
-	VMOVUPS      1216(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1024(AX), Z1, Z1
-	VMOVUPD      Z1, 1024(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(AX)
-	VMOVUPS      1536(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1344(AX), Z1, Z1
-	VMOVUPD      Z1, 1344(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(AX)
-	VMOVUPS      2240(AX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(AX), Z2, Z2
+	VMOVUPD      Z2, 64(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(AX), Z2, Z2
+	VMOVUPD      Z2, 384(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VMOVUPS      896(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(AX), Z2, Z2
+	VMOVUPD      Z2, 704(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 896(AX)
+	VMOVUPS      1216(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(AX), Z2, Z2
+	VMOVUPD      Z2, 1024(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(AX)
+	VMOVUPS      1536(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1344(AX), Z2, Z2
+	VMOVUPD      Z2, 1344(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(AX)
+	VMOVUPS      2240(AX), Y2
 	VMOVUPS      2368(AX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y0
 	VMOVUPS      2496(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
+	VBROADCASTSD X1, Z6
 	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z3
 	VADDPD       Z4, Z7, Z7
-	VMOVUPD      1664(AX), Z1
-	VADDPD       Z6, Z1, Z4
+	VMOVUPD      1664(AX), Z2
+	VADDPD       Z6, Z2, Z4
 	VMOVUPD      Z4, 1664(AX)
 	VMAXPD       Z5, Z4, Z4
 	VDIVPD       Z4, Z6, Z4
@@ -363,46 +357,46 @@ chunkdone_2:
 	VSUBPD       Z5, Z7, Z6
 	VFMADD231PD  Z6, Z4, Z5
 	VMOVUPD      Z5, 1856(AX)
-	VMULPD       Z4, Z1, Z4
+	VMULPD       Z4, Z2, Z4
 	VMULPD       Z6, Z4, Z4
-	VADDPD       2048(AX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 2048(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(AX)
-	VMOVUPS      Y1, 2368(AX)
-	VMOVUPS      3200(AX), Y1
+	VADDPD       2048(AX), Z3, Z2
+	VFMADD231PD  Z6, Z4, Z2
+	VMOVUPD      Z2, 2048(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 2240(AX)
+	VMOVUPS      Y2, 2368(AX)
+	VMOVUPS      3200(AX), Y2
 	VMOVUPS      3328(AX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y0
 	VMOVUPS      3456(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      2624(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      2624(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 2624(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      2816(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 2816(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       3008(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 3008(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(AX)
-	VMOVUPS      Y0, 3328(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       3008(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 3008(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 3200(AX)
+	VMOVUPS      Y1, 3328(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3584(AX), Y0, Y0
 	VMOVUPS      Y0, 3584(AX)
 	VZEROUPPER
@@ -488,448 +482,445 @@ DATA lgc19<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc19<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX512(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
+// func fbPass0AVX512(state *float64, lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass0AVX512(SB), $64-128
-	LEAQ 63(SP), AX
-	ANDQ $-64, AX
-	MOVQ $+4, CX
-	MOVQ lo+0(FP), AX
-	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_5
+TEXT ·fbPass0AVX512(SB), $128-128
+	LEAQ    63(SP), AX
+	ANDQ    $-64, AX
+	MOVQ    $+4, DX
+	MOVQ    state+0(FP), CX
+	VMOVUPS 256(CX), Y5
+	VMOVUPS 576(CX), Y6
+	VMOVUPS 896(CX), Y7
+	VMOVUPS 1216(CX), Y8
+	VMOVUPS 1536(CX), Y9
+	VMOVUPS 2240(CX), Y10
+	VMOVUPS 2368(CX), Y11
+	VMOVUPS 2496(CX), Y0
+	VMOVUPS 3200(CX), Y12
+	VMOVUPS 3328(CX), Y13
+	VMOVUPS 3456(CX), Y1
+	MOVQ    lo+8(FP), CX
+	CMPQ    CX, hi+16(FP)
+	JGE     chunkdone_5
 
 blocks_4:
-	MOVQ    logProb+16(FP), DX
-	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z0
-	MOVQ    sampleLogProb+24(FP), DX
-	VMOVUPS (DX)(BX*4), Z1
+	MOVQ    logProb+24(FP), BX
+	MOVQ    CX, SI
+	VMOVUPS (BX)(SI*4), Z2
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z3
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS Z1, Z0, Z2
+	VSUBPS Z3, Z2, Z4
 
 	// v4 = exp(logWeight)
-	VBROADCASTSS      lgb0<>+0(SB), Z3
-	VMAXPS            Z2, Z3, Z2
-	VBROADCASTSS      lgb1<>+0(SB), Z3
-	VMINPS            Z2, Z3, Z2
-	VMULPS.BCST       lgb2<>+0(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST lgb3<>+0(SB), Z3, Z2
-	VFNMADD231PS.BCST lgb4<>+0(SB), Z3, Z2
-	VMULPS            Z2, Z2, Z4
-	VBROADCASTSS      lgb5<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb6<>+0(SB), Z2, Z5
-	VBROADCASTSS      lgb7<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb8<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VBROADCASTSS      lgb9<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z2, Z6
-	VFMADD213PS       Z6, Z4, Z5
-	VFMADD213PS       Z2, Z4, Z5
-	VADDPS.BCST       lgb11<>+0(SB), Z5, Z5
-	VCVTPS2DQ         Z3, Z2
-	VPADDD.BCST       lgb12<>+0(SB), Z2, Z2
-	VPSRLD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPSLLD            $0x17, Z3, Z3
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z5, Z5
-	VMULPS            Z2, Z5, Z5
-	MOVQ              advantage+32(FP), DX
-	VMOVUPS           (DX)(BX*4), Z2
+	VBROADCASTSS      lgb0<>+0(SB), Z14
+	VMAXPS            Z4, Z14, Z4
+	VBROADCASTSS      lgb1<>+0(SB), Z14
+	VMINPS            Z4, Z14, Z14
+	VMULPS.BCST       lgb2<>+0(SB), Z14, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VMOVAPS           Z14, Z15
+	VFNMADD231PS.BCST lgb3<>+0(SB), Z4, Z15
+	VFNMADD231PS.BCST lgb4<>+0(SB), Z4, Z15
+	VMULPS            Z15, Z15, Z16
+	VBROADCASTSS      lgb5<>+0(SB), Z14
+	VFMADD213PS.BCST  lgb6<>+0(SB), Z15, Z14
+	VBROADCASTSS      lgb7<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb8<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z14
+	VBROADCASTSS      lgb9<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z14
+	VFMADD213PS       Z15, Z16, Z14
+	VADDPS.BCST       lgb11<>+0(SB), Z14, Z14
+	VCVTPS2DQ         Z4, Z4
+	VPADDD.BCST       lgb12<>+0(SB), Z4, Z4
+	VPSRLD            $0x01, Z4, Z15
+	VPSUBD            Z15, Z4, Z4
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z4, Z4
+	VMULPS            Z15, Z14, Z14
+	VMULPS            Z4, Z14, Z14
+	MOVQ              advantage+40(FP), BX
+	VMOVUPS           (BX)(SI*4), Z15
 
 	// gain = mul(v4, advantage)
-	VMULPS Z2, Z5, Z3
+	VMULPS Z15, Z14, Z4
 
 	// v6 = neg(gain)
-	VXORPS.BCST lgb13<>+0(SB), Z3, Z3
+	VXORPS.BCST lgb13<>+0(SB), Z4, Z4
 
 	// mean(v6) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	MOVQ          state+40(FP), DX
-	VADDPS        256(DX), Y3, Y3
-	VADDPS        Y3, Y4, Y3
-	VMOVUPS       Y3, 256(DX)
+	VEXTRACTF64X4 $0x01, Z4, Y16
+	VADDPS        Y5, Y4, Y5
+	VADDPS        Y5, Y16, Y5
 
 	// v8 = sub(sampleLogProb, logProb)
-	VSUBPS Z0, Z1, Z0
+	VSUBPS Z2, Z3, Z2
 
 	// mean(v8) over [B]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        576(DX), Y0, Y0
-	VADDPS        Y0, Y1, Y0
-	VMOVUPS       Y0, 576(DX)
-	MOVQ          moveEntropy+48(FP), SI
-	VMOVUPS       (SI)(BX*4), Z0
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y6, Y2, Y6
+	VADDPS        Y6, Y3, Y6
+	MOVQ          moveEntropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z16
 
 	// v12 = mul(-0.01, moveEntropy)
-	VMULPS.BCST lgb14<>+0(SB), Z0, Z1
-	MOVQ        turnEntropy+56(FP), SI
-	VMOVUPS     (SI)(BX*4), Z3
+	VMULPS.BCST lgb14<>+0(SB), Z16, Z2
+	MOVQ        turnEntropy+56(FP), BX
+	VMOVUPS     (BX)(SI*4), Z4
 
 	// v16 = mul(-0.05, turnEntropy)
-	VMULPS.BCST lgb15<>+0(SB), Z3, Z4
+	VMULPS.BCST lgb15<>+0(SB), Z4, Z3
 
 	// v17 = add(moveEntropy, turnEntropy)
-	VADDPS Z3, Z0, Z6
+	VADDPS Z4, Z16, Z17
 
 	// v18 = add(v12, v16)
-	VADDPS Z4, Z1, Z1
+	VADDPS Z3, Z2, Z2
 
 	// mean(v17) over [B]
-	VEXTRACTF64X4 $0x01, Z6, Y4
-	VADDPS        896(DX), Y6, Y6
-	VADDPS        Y6, Y4, Y6
-	VMOVUPS       Y6, 896(DX)
+	VEXTRACTF64X4 $0x01, Z17, Y3
+	VADDPS        Y7, Y17, Y7
+	VADDPS        Y7, Y3, Y7
 
 	// mean(v18) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        1216(DX), Y1, Y1
-	VADDPS        Y1, Y4, Y1
-	VMOVUPS       Y1, 1216(DX)
-	MOVQ          valueTarget+64(FP), SI
-	VMOVUPS       (SI)(BX*4), Z1
-	MOVQ          stateValue+72(FP), SI
-	VMOVUPS       (SI)(BX*4), Z4
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VADDPS        Y8, Y2, Y8
+	VADDPS        Y8, Y3, Y8
+	MOVQ          valueTarget+64(FP), BX
+	VMOVUPS       (BX)(SI*4), Z2
+	MOVQ          stateValue+72(FP), BX
+	VMOVUPS       (BX)(SI*4), Z3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z4, Z1, Z4
+	VSUBPS Z3, Z2, Z3
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb13<>+0(SB), Z6
-	VANDNPS      Z4, Z6, Z6
-	VBROADCASTSS lgb11<>+0(SB), Z7
+	VBROADCASTSS lgb13<>+0(SB), Z17
+	VANDNPS      Z3, Z17, Z17
+	VBROADCASTSS lgb11<>+0(SB), Z18
 
 	// v28 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z7, Z6, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x11, Z18, Z17, K1
+	VPMOVM2D K1, Z19
 
 	// v29 = mul(0.5, absDiff)
-	VMULPS.BCST lgb10<>+0(SB), Z6, Z9
+	VMULPS.BCST lgb10<>+0(SB), Z17, Z20
 
 	// v30 = mul(v29, absDiff)
-	VMULPS Z6, Z9, Z10
+	VMULPS Z17, Z20, Z21
 
 	// v31 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb10<>+0(SB), Z6, Z11
+	VSUBPS.BCST lgb10<>+0(SB), Z17, Z22
 
 	// v32 = where(v28, v30, v31)
-	VMOVUPS    Z8, Z12
-	VPTERNLOGD $0xca, Z11, Z10, Z12
+	VMOVUPS    Z19, Z23
+	VPTERNLOGD $0xca, Z22, Z21, Z23
 
 	// mean(v32) over [B]
-	VEXTRACTF64X4 $0x01, Z12, Y10
-	VADDPS        1536(DX), Y12, Y11
-	VADDPS        Y11, Y10, Y11
-	VMOVUPS       Y11, 1536(DX)
+	VEXTRACTF64X4 $0x01, Z23, Y21
+	VADDPS        Y9, Y23, Y9
+	VADDPS        Y9, Y21, Y9
+	VMOVUPS       Z4, (AX)
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y10
-	VMOVUPS       2240(DX), Y11
-	VMOVUPS       2368(DX), Y12
-	VMOVUPS       2496(DX), Y13
-	VMOVQ         CX, X14
-	VPBROADCASTD  X14, Y14
-	VPCMPEQD      lgc16<>+0(SB), Y14, Y14
-	VBLENDVPS     Y14, Y4, Y13, Y13
-	VSUBPS        Y13, Y4, Y14
-	VADDPS        Y11, Y14, Y11
-	VFMADD231PS   Y14, Y14, Y12
-	VSUBPS        Y13, Y10, Y10
-	VADDPS        Y11, Y10, Y11
-	VFMADD231PS   Y10, Y10, Y12
-	VMOVUPS       Y11, 2240(DX)
-	VMOVUPS       Y12, 2368(DX)
-	VMOVUPS       Y13, 2496(DX)
+	VEXTRACTF64X4 $0x01, Z3, Y21
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc16<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y3, Y0, Y0
+	VSUBPS        Y0, Y3, Y4
+	VADDPS        Y10, Y4, Y10
+	VFMADD231PS   Y4, Y4, Y11
+	VSUBPS        Y0, Y21, Y4
+	VADDPS        Y10, Y4, Y10
+	VFMADD231PS   Y4, Y4, Y11
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z1, Y10
-	VMOVUPS       3200(DX), Y11
-	VMOVUPS       3328(DX), Y12
-	VMOVUPS       3456(DX), Y13
-	VMOVQ         CX, X14
-	VPBROADCASTD  X14, Y14
-	VPCMPEQD      lgc16<>+0(SB), Y14, Y14
-	VBLENDVPS     Y14, Y1, Y13, Y13
-	VSUBPS        Y13, Y1, Y1
-	VADDPS        Y11, Y1, Y11
-	VFMADD231PS   Y1, Y1, Y12
-	VSUBPS        Y13, Y10, Y1
-	VADDPS        Y11, Y1, Y11
-	VFMADD231PS   Y1, Y1, Y12
-	VMOVUPS       Y11, 3200(DX)
-	VMOVUPS       Y12, 3328(DX)
-	VMOVUPS       Y13, 3456(DX)
-	VBROADCASTSS  lgb20<>+0(SB), Z1
+	VEXTRACTF64X4 $0x01, Z2, Y21
+	VMOVQ         DX, X4
+	VPBROADCASTD  X4, Y4
+	VPCMPEQD      lgc16<>+0(SB), Y4, Y4
+	VBLENDVPS     Y4, Y2, Y1, Y1
+	VSUBPS        Y1, Y2, Y2
+	VADDPS        Y12, Y2, Y12
+	VFMADD231PS   Y2, Y2, Y13
+	VSUBPS        Y1, Y21, Y2
+	VADDPS        Y12, Y2, Y12
+	VFMADD231PS   Y2, Y2, Y13
+	VBROADCASTSS  lgb20<>+0(SB), Z2
 
 	// v42 = where(v28, 0, 0.0009765625)
-	VANDNPS Z1, Z8, Z1
+	VANDNPS Z2, Z19, Z2
 
 	// v43 = mul(0.0009765625, absDiff)
-	VMULPS.BCST lgb20<>+0(SB), Z6, Z6
+	VMULPS.BCST lgb20<>+0(SB), Z17, Z4
 
 	// v44 = where(v28, v43, 0)
-	VANDPS Z6, Z8, Z6
+	VANDPS Z4, Z19, Z4
 
 	// v45 = mul(0.0009765625, v29)
-	VMULPS.BCST lgb20<>+0(SB), Z9, Z9
+	VMULPS.BCST lgb20<>+0(SB), Z20, Z17
 
 	// v46 = where(v28, v45, 0)
-	VANDPS Z9, Z8, Z8
+	VANDPS Z17, Z19, Z17
 
 	// v47 = add(v42, v46)
-	VADDPS Z8, Z1, Z1
+	VADDPS Z17, Z2, Z2
 
 	// v48 = mul(v44, 0.5)
-	VMULPS.BCST lgb10<>+0(SB), Z6, Z6
+	VMULPS.BCST lgb10<>+0(SB), Z4, Z4
 
 	// v49 = add(v47, v48)
-	VADDPS       Z6, Z1, Z1
-	VBROADCASTSS lgb21<>+0(SB), Z6
+	VADDPS       Z4, Z2, Z2
+	VBROADCASTSS lgb21<>+0(SB), Z4
 
 	// v50 = gt(diff, 0)
-	VCMPPS   $0x1e, Z6, Z4, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x1e, Z4, Z3, K1
+	VPMOVM2D K1, Z17
 
 	// v51 = lt(diff, 0)
-	VCMPPS   $0x11, Z6, Z4, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x11, Z4, Z3, K1
+	VPMOVM2D K1, Z19
 
 	// v53 = mul(diff, 0)
-	VMULPS.BCST  lgb21<>+0(SB), Z4, Z4
-	VBROADCASTSS lgb22<>+0(SB), Z10
+	VMULPS.BCST  lgb21<>+0(SB), Z3, Z3
+	VBROADCASTSS lgb22<>+0(SB), Z20
 
 	// v54 = where(v51, -1, v53)
-	VPTERNLOGD $0xca, Z4, Z10, Z9
+	VPTERNLOGD $0xca, Z3, Z20, Z19
 
 	// v55 = where(v50, 1, v54)
-	VMOVUPS    Z8, Z4
-	VPTERNLOGD $0xca, Z9, Z7, Z4
+	VMOVUPS    Z17, Z3
+	VPTERNLOGD $0xca, Z19, Z18, Z3
 
 	// v56 = ne(v49, 0)
-	VCMPPS   $0x04, Z6, Z1, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x04, Z4, Z2, K1
+	VPMOVM2D K1, Z17
 
 	// v57 = mul(v49, v55)
-	VMULPS Z4, Z1, Z4
+	VMULPS Z3, Z2, Z3
 
 	// v58 = where(v56, v57, v49)
-	VPTERNLOGD $0xca, Z1, Z4, Z7
+	VPTERNLOGD $0xca, Z2, Z3, Z17
 
 	// gradStateValue = neg(v58)
-	VXORPS.BCST lgb13<>+0(SB), Z7, Z1
+	VXORPS.BCST lgb13<>+0(SB), Z17, Z2
 
 	// v63 = mul(-0.0009765625, advantage)
-	VMULPS.BCST lgb23<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb23<>+0(SB), Z15, Z3
 
 	// v64 = ne(v63, 0)
-	VCMPPS   $0x04, Z6, Z2, K1
+	VCMPPS   $0x04, Z4, Z3, K1
 	VPMOVM2D K1, Z4
 
 	// v65 = mul(v63, v4)
-	VMULPS Z5, Z2, Z5
+	VMULPS Z14, Z3, Z14
 
 	// gradLogProb = where(v64, v65, v63)
-	VPTERNLOGD   $0xca, Z2, Z5, Z4
-	VBROADCASTSS lgb24<>+0(SB), Z2
-	VBROADCASTSS lgb25<>+0(SB), Z5
+	VPTERNLOGD   $0xca, Z3, Z14, Z4
+	VBROADCASTSS lgb24<>+0(SB), Z3
+	VBROADCASTSS lgb25<>+0(SB), Z14
 
 	// store compositeEntropyMoveEntropy
-	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
-	VMOVUPS Z0, (DX)(BX*4)
+	MOVQ    compositeEntropyMoveEntropy+80(FP), BX
+	VMOVUPS Z16, (BX)(SI*4)
+	VMOVUPS (AX), Z15
 
 	// store compositeEntropyTurnEntropy
-	MOVQ    compositeEntropyTurnEntropy+88(FP), DX
-	VMOVUPS Z3, (DX)(BX*4)
+	MOVQ    compositeEntropyTurnEntropy+88(FP), BX
+	VMOVUPS Z15, (BX)(SI*4)
 
 	// store gradStateValue
-	MOVQ    gradStateValue+96(FP), DX
-	VMOVUPS Z1, (DX)(BX*4)
+	MOVQ    gradStateValue+96(FP), BX
+	VMOVUPS Z2, (BX)(SI*4)
 
 	// store gradLogProb
-	MOVQ    gradLogProb+104(FP), DX
-	VMOVUPS Z4, (DX)(BX*4)
+	MOVQ    gradLogProb+104(FP), BX
+	VMOVUPS Z4, (BX)(SI*4)
 
 	// store gradMoveEntropy
-	MOVQ    gradMoveEntropy+112(FP), DX
-	VMOVUPS Z2, (DX)(BX*4)
+	MOVQ    gradMoveEntropy+112(FP), BX
+	VMOVUPS Z3, (BX)(SI*4)
 
 	// store gradTurnEntropy
-	MOVQ         gradTurnEntropy+120(FP), DX
-	VMOVUPS      Z5, (DX)(BX*4)
-	DECQ         CX
+	MOVQ         gradTurnEntropy+120(FP), BX
+	VMOVUPS      Z14, (BX)(SI*4)
+	DECQ         DX
 	JNZ          noflush_6
-	VMOVUPD      lgc17<>+0(SB), Y0
-	MOVQ         state+40(FP), CX
-	VMOVUPS      256(CX), Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       384(CX), Z1, Z1
-	VMOVUPD      Z1, 384(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 576(CX)
-	VMOVUPS      896(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       704(CX), Z1, Z1
-	VMOVUPD      Z1, 704(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 896(CX)
-	VMOVUPS      1216(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1024(CX), Z1, Z1
-	VMOVUPD      Z1, 1024(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(CX)
-	VMOVUPS      1536(CX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1344(CX), Z1, Z1
-	VMOVUPD      Z1, 1344(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      2240(CX), Y1
-	VMOVUPS      2368(CX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
-	VMOVUPS      2496(CX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VMOVUPD      lgc17<>+0(SB), Y3
+	MOVQ         state+0(FP), DX
+	VMULPS       lgc18<>+0(SB), Y5, Y2
+	VCVTPS2PD    Y5, Z4
+	VADDPD       64(DX), Z4, Z4
+	VMOVUPD      Z4, 64(DX)
+	VMOVUPS      lgc18<>+0(SB), Y5
+	VFMADD231PS  lgc18<>+0(SB), Y6, Y2
+	VCVTPS2PD    Y6, Z4
+	VADDPD       384(DX), Z4, Z4
+	VMOVUPD      Z4, 384(DX)
+	VMOVUPS      lgc18<>+0(SB), Y6
+	VFMADD231PS  lgc18<>+0(SB), Y7, Y2
+	VCVTPS2PD    Y7, Z4
+	VADDPD       704(DX), Z4, Z4
+	VMOVUPD      Z4, 704(DX)
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VFMADD231PS  lgc18<>+0(SB), Y8, Y2
+	VCVTPS2PD    Y8, Z4
+	VADDPD       1024(DX), Z4, Z4
+	VMOVUPD      Z4, 1024(DX)
+	VMOVUPS      lgc18<>+0(SB), Y8
+	VFMADD231PS  lgc18<>+0(SB), Y9, Y2
+	VCVTPS2PD    Y9, Z4
+	VADDPD       1344(DX), Z4, Z4
+	VMOVUPD      Z4, 1344(DX)
+	VMOVUPS      lgc18<>+0(SB), Y9
+	VMOVUPS      Y10, Y4
+	VMOVUPS      Y11, Y10
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y10, Y2
+	VMOVUPS      Y0, Y11
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
-	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
-	VADDPD       Z4, Z7, Z7
-	VMOVUPD      1664(CX), Z1
-	VADDPD       Z6, Z1, Z4
-	VMOVUPD      Z4, 1664(CX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z6, Z4
-	VMOVUPD      1856(CX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z4, Z5
-	VMOVUPD      Z5, 1856(CX)
-	VMULPD       Z4, Z1, Z4
-	VMULPD       Z6, Z4, Z4
-	VADDPD       2048(CX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 2048(CX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(CX)
-	VMOVUPS      Y1, 2368(CX)
-	VMOVUPS      3200(CX), Y1
-	VMOVUPS      3328(CX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
-	VMOVUPS      3456(CX), Y4
-	VCVTPS2PD    Y1, Z1
-	VCVTPS2PD    Y3, Z3
+	VCVTPS2PD    Y10, Z10
+	VCVTPS2PD    Y11, Z11
+	VBROADCASTSD lgc19<>+0(SB), Z14
+	VBROADCASTSD X3, Z15
+	VMAXPD       Z14, Z15, Z16
+	VDIVPD       Z16, Z4, Z16
+	VFNMADD231PD Z4, Z16, Z10
+	VADDPD       Z11, Z16, Z16
+	VMOVUPD      1664(DX), Z4
+	VADDPD       Z15, Z4, Z11
+	VMOVUPD      Z11, 1664(DX)
+	VMAXPD       Z14, Z11, Z11
+	VDIVPD       Z11, Z15, Z11
+	VMOVUPD      1856(DX), Z14
+	VSUBPD       Z14, Z16, Z15
+	VFMADD231PD  Z15, Z11, Z14
+	VMOVUPD      Z14, 1856(DX)
+	VMULPD       Z11, Z4, Z11
+	VMULPD       Z15, Z11, Z11
+	VADDPD       2048(DX), Z10, Z4
+	VFMADD231PD  Z15, Z11, Z4
+	VMOVUPD      Z4, 2048(DX)
+	VMOVUPS      lgc18<>+0(SB), Y10
+	VMOVUPS      lgc18<>+0(SB), Y11
+	VMOVUPS      Y12, Y4
+	VMOVUPS      Y13, Y12
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y12, Y2
+	VMOVUPS      Y1, Y13
 	VCVTPS2PD    Y4, Z4
-	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
-	VADDPD       Z4, Z6, Z6
-	VMOVUPD      2624(CX), Z1
-	VADDPD       Z0, Z1, Z4
-	VMOVUPD      Z4, 2624(CX)
-	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
-	VMOVUPD      2816(CX), Z4
-	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
-	VMOVUPD      Z4, 2816(CX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       3008(CX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 3008(CX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(CX)
-	VMOVUPS      Y0, 3328(CX)
-	VCMPPS       $0x00, Y2, Y2, Y0
-	VANDPS       3584(CX), Y0, Y0
-	VMOVUPS      Y0, 3584(CX)
-	MOVQ         $+4, CX
+	VCVTPS2PD    Y12, Z12
+	VCVTPS2PD    Y13, Z13
+	VBROADCASTSD lgc19<>+0(SB), Z14
+	VBROADCASTSD X3, Z3
+	VMAXPD       Z14, Z3, Z15
+	VDIVPD       Z15, Z4, Z15
+	VFNMADD231PD Z4, Z15, Z12
+	VADDPD       Z13, Z15, Z15
+	VMOVUPD      2624(DX), Z4
+	VADDPD       Z3, Z4, Z13
+	VMOVUPD      Z13, 2624(DX)
+	VMAXPD       Z14, Z13, Z13
+	VDIVPD       Z13, Z3, Z3
+	VMOVUPD      2816(DX), Z13
+	VSUBPD       Z13, Z15, Z14
+	VFMADD231PD  Z14, Z3, Z13
+	VMOVUPD      Z13, 2816(DX)
+	VMULPD       Z3, Z4, Z3
+	VMULPD       Z14, Z3, Z3
+	VADDPD       3008(DX), Z12, Z4
+	VFMADD231PD  Z14, Z3, Z4
+	VMOVUPD      Z4, 3008(DX)
+	VMOVUPS      lgc18<>+0(SB), Y12
+	VMOVUPS      lgc18<>+0(SB), Y13
+	VCMPPS       $0x00, Y2, Y2, Y2
+	VANDPS       3584(DX), Y2, Y2
+	VMOVUPS      Y2, 3584(DX)
+	MOVQ         $+4, DX
 
 noflush_6:
-	ADDQ $+16, AX
-	CMPQ AX, $+1024
+	ADDQ $+16, CX
+	CMPQ CX, $+1024
 	JGE  chunkdone_5
-	CMPQ AX, hi+8(FP)
+	CMPQ CX, hi+16(FP)
 	JL   blocks_4
 
 chunkdone_5:
+	MOVQ         state+0(FP), AX
+	VMOVUPS      Y5, 256(AX)
+	VMOVUPS      Y6, 576(AX)
+	VMOVUPS      Y7, 896(AX)
+	VMOVUPS      Y8, 1216(AX)
+	VMOVUPS      Y9, 1536(AX)
+	VMOVUPS      Y10, 2240(AX)
+	VMOVUPS      Y11, 2368(AX)
+	VMOVUPS      Y0, 2496(AX)
+	VMOVUPS      Y12, 3200(AX)
+	VMOVUPS      Y13, 3328(AX)
+	VMOVUPS      Y1, 3456(AX)
 	MOVQ         $+4, AX
-	SUBQ         CX, AX
+	SUBQ         DX, AX
 	SHLQ         $0x01, AX
 	VMOVUPS      lgc18<>+0(SB), X0
 	VCVTSI2SDQ   AX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+40(FP), AX
-	VMOVUPS      256(AX), Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(AX), Z1, Z1
-	VMOVUPD      Z1, 64(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 256(AX)
-	VMOVUPS      576(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       384(AX), Z1, Z1
-	VMOVUPD      Z1, 384(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 576(AX)
-	VMOVUPS      896(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       704(AX), Z1, Z1
-	VMOVUPD      Z1, 704(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 896(AX)
-	VMOVUPS      1216(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1024(AX), Z1, Z1
-	VMOVUPD      Z1, 1024(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(AX)
-	VMOVUPS      1536(AX), Y1
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       1344(AX), Z1, Z1
-	VMOVUPD      Z1, 1344(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(AX)
-	VMOVUPS      2240(AX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+0(FP), AX
+	VMOVUPS      256(AX), Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(AX), Z2, Z2
+	VMOVUPD      Z2, 64(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 256(AX)
+	VMOVUPS      576(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       384(AX), Z2, Z2
+	VMOVUPD      Z2, 384(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 576(AX)
+	VMOVUPS      896(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       704(AX), Z2, Z2
+	VMOVUPD      Z2, 704(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 896(AX)
+	VMOVUPS      1216(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1024(AX), Z2, Z2
+	VMOVUPD      Z2, 1024(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 1216(AX)
+	VMOVUPS      1536(AX), Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       1344(AX), Z2, Z2
+	VMOVUPD      Z2, 1344(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 1536(AX)
+	VMOVUPS      2240(AX), Y2
 	VMOVUPS      2368(AX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y0
 	VMOVUPS      2496(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z6
+	VBROADCASTSD X1, Z6
 	VMAXPD       Z5, Z6, Z7
-	VDIVPD       Z7, Z1, Z7
-	VFNMADD231PD Z1, Z7, Z3
+	VDIVPD       Z7, Z2, Z7
+	VFNMADD231PD Z2, Z7, Z3
 	VADDPD       Z4, Z7, Z7
-	VMOVUPD      1664(AX), Z1
-	VADDPD       Z6, Z1, Z4
+	VMOVUPD      1664(AX), Z2
+	VADDPD       Z6, Z2, Z4
 	VMOVUPD      Z4, 1664(AX)
 	VMAXPD       Z5, Z4, Z4
 	VDIVPD       Z4, Z6, Z4
@@ -937,46 +928,46 @@ chunkdone_5:
 	VSUBPD       Z5, Z7, Z6
 	VFMADD231PD  Z6, Z4, Z5
 	VMOVUPD      Z5, 1856(AX)
-	VMULPD       Z4, Z1, Z4
+	VMULPD       Z4, Z2, Z4
 	VMULPD       Z6, Z4, Z4
-	VADDPD       2048(AX), Z3, Z1
-	VFMADD231PD  Z6, Z4, Z1
-	VMOVUPD      Z1, 2048(AX)
-	VMOVUPS      lgc18<>+0(SB), Y1
-	VMOVUPS      Y1, 2240(AX)
-	VMOVUPS      Y1, 2368(AX)
-	VMOVUPS      3200(AX), Y1
+	VADDPD       2048(AX), Z3, Z2
+	VFMADD231PD  Z6, Z4, Z2
+	VMOVUPD      Z2, 2048(AX)
+	VMOVUPS      lgc18<>+0(SB), Y2
+	VMOVUPS      Y2, 2240(AX)
+	VMOVUPS      Y2, 2368(AX)
+	VMOVUPS      3200(AX), Y2
 	VMOVUPS      3328(AX), Y3
-	VFMADD231PS  lgc18<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc18<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y0
 	VMOVUPS      3456(AX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc19<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      2624(AX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      2624(AX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 2624(AX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      2816(AX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 2816(AX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       3008(AX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 3008(AX)
-	VMOVUPS      lgc18<>+0(SB), Y0
-	VMOVUPS      Y0, 3200(AX)
-	VMOVUPS      Y0, 3328(AX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       3008(AX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 3008(AX)
+	VMOVUPS      lgc18<>+0(SB), Y1
+	VMOVUPS      Y1, 3200(AX)
+	VMOVUPS      Y1, 3328(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       3584(AX), Y0, Y0
 	VMOVUPS      Y0, 3584(AX)
 	VZEROUPPER

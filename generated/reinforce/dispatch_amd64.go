@@ -59,7 +59,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r31_p, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		} else {
 			pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		}
@@ -134,7 +134,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r31_p, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			fbPass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
+			fbPass0AVX512(lo, &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
 		} else {
 			fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], hi)
 		}

@@ -9,7 +9,7 @@ package reinforce
 // two 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, hi int)
+func pass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, logProb *float32, advantage *float32, valueTarget *float32, hi int)
 
 // fbPass0AVX512 is pass 0 (reverse scan along T over [N=16 T=64]) on 16 float32 lanes; see
 // fbPass0Go for the same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane
@@ -17,4 +17,4 @@ func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *f
 // fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+func fbPass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)

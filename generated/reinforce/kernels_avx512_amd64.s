@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, hi int)
+// func pass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, logProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-88
 	LEAQ 63(SP), AX
@@ -12,195 +12,195 @@ TEXT ·pass0AVX512(SB), $64-88
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
 	MOVQ         $+4, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y2
+	VMOVUPS      576(CX), Y3
 	MOVQ         $+48, CX
 
 blocks_2:
-	VBROADCASTSS lgb1<>+0(SB), Z1
-	MOVQ         nextTerminated+8(FP), BX
+	VBROADCASTSS lgb1<>+0(SB), Z0
+	MOVQ         nextTerminated+16(FP), BX
 	IMUL3Q       $+64, AX, SI
 	ADDQ         CX, SI
-	VPMOVZXBD    (BX)(SI*1), Z2
-	VCVTDQ2PS    Z2, Z2
+	VPMOVZXBD    (BX)(SI*1), Z4
+	VCVTDQ2PS    Z4, Z4
 
 	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Z2, Z1, Z2
-	MOVQ      nextDone+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Z3
-	VCVTDQ2PS Z3, Z3
+	VSUBPS    Z4, Z0, Z4
+	MOVQ      nextDone+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z5
+	VCVTDQ2PS Z5, Z5
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Z3, Z1, Z3
+	VSUBPS Z5, Z0, Z5
 
 	// v9 = mul(0.99, notTerminated)
-	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
-	MOVQ        nextStateValue+24(FP), BX
-	VMOVUPS     (BX)(SI*4), Z4
+	VMULPS.BCST lgb2<>+0(SB), Z4, Z4
+	MOVQ        nextStateValue+32(FP), BX
+	VMOVUPS     (BX)(SI*4), Z6
 
 	// v10 = mul(v9, nextStateValue)
-	VMULPS  Z4, Z2, Z2
-	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z4
+	VMULPS  Z6, Z4, Z4
+	MOVQ    nextReward+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z6
 
 	// v11 = add(nextReward, v10)
-	VADDPS  Z2, Z4, Z2
-	MOVQ    stateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z4
+	VADDPS  Z4, Z6, Z4
+	MOVQ    stateValue+48(FP), BX
+	VMOVUPS (BX)(SI*4), Z6
 
 	// delta = sub(v11, stateValue)
-	VSUBPS Z4, Z2, Z2
+	VSUBPS Z6, Z4, Z4
 
 	// discount = mul(0.9405, notDone)
-	VMULPS.BCST lgb3<>+0(SB), Z3, Z3
+	VMULPS.BCST lgb3<>+0(SB), Z5, Z5
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS.BCST   lgb4<>+0(SB), Z2, Z6
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z6, K1
-	VPMOVM2D      K1, Z5
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z6, K1
-	VPMOVM2D      K1, Z6
-	VORPS         Z6, Z5, Z5
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VANDPS        Y5, Y6, Y5
-	MOVQ          state+48(FP), BX
-	VANDPS        704(BX), Y5, Y5
-	VMOVUPS       Y5, 704(BX)
-	VMOVUPS       lgc7<>+0(SB), Z6
-	MOVL          $0x00007f7f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VMOVUPS       lgc8<>+0(SB), Z6
-	MOVL          $0x00003f3f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VMOVUPS       lgc9<>+0(SB), Z6
-	MOVL          $0x00000f0f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VEXTRACTF64X4 $0x01, Z2, Y6
-	VFMADD231PS   Y5, Y0, Y6
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y6, Y0, Y0
-	VFMADD231PS   Y3, Y0, Y2
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y2, Y0, Y0
-	VINSERTF32X8  $0x01, Y6, Z2, Z2
+	VANDPS.BCST   lgb4<>+0(SB), Z4, Z8
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z7
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z8
+	VORPS         Z8, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VANDPS        Y7, Y8, Y7
+	MOVQ          state+8(FP), BX
+	VANDPS        704(BX), Y7, Y7
+	VMOVUPS       Y7, 704(BX)
+	VMOVUPS       lgc7<>+0(SB), Z8
+	MOVL          $0x00007f7f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VMOVUPS       lgc8<>+0(SB), Z8
+	MOVL          $0x00003f3f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VMOVUPS       lgc9<>+0(SB), Z8
+	MOVL          $0x00000f0f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VEXTRACTF64X4 $0x01, Z4, Y8
+	VFMADD231PS   Y7, Y1, Y8
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y8, Y1, Y1
+	VFMADD231PS   Y5, Y1, Y4
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y4, Y1, Y1
+	VINSERTF32X8  $0x01, Y8, Z4, Z4
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS  Z4, Z2, Z3
-	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Z5
+	VADDPS  Z6, Z4, Z5
+	MOVQ    logProb+56(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// v20 = mul(logProb, gae)
-	VMULPS Z2, Z5, Z5
+	VMULPS Z4, Z7, Z7
 
 	// v21 = neg(v20)
-	VXORPS.BCST lgb11<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb11<>+0(SB), Z7, Z7
 
 	// mean(v21) over [N T]
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        256(BX), Y6, Y6
-	VADDPS        Y6, Y5, Y6
-	VMOVUPS       Y6, 256(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        Y2, Y8, Y2
+	VADDPS        Y2, Y7, Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z4, Z3, Z4
+	VSUBPS Z6, Z5, Z6
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb11<>+0(SB), Z5
-	VANDNPS      Z4, Z5, Z4
+	VBROADCASTSS lgb11<>+0(SB), Z7
+	VANDNPS      Z6, Z7, Z6
 
 	// v26 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z1, Z4, K1
-	VPMOVM2D K1, Z1
+	VCMPPS   $0x11, Z0, Z6, K1
+	VPMOVM2D K1, Z0
 
 	// v27 = mul(0.5, absDiff)
-	VMULPS.BCST lgb12<>+0(SB), Z4, Z5
+	VMULPS.BCST lgb12<>+0(SB), Z6, Z7
 
 	// v28 = mul(v27, absDiff)
-	VMULPS Z4, Z5, Z5
+	VMULPS Z6, Z7, Z7
 
 	// v29 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb12<>+0(SB), Z4, Z4
+	VSUBPS.BCST lgb12<>+0(SB), Z6, Z6
 
 	// smoothL1 = where(v26, v28, v29)
-	VPTERNLOGD $0xca, Z4, Z5, Z1
+	VPTERNLOGD $0xca, Z6, Z7, Z0
 
 	// mean(smoothL1) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y4
-	VADDPS        576(BX), Y4, Y4
-	VADDPS        Y4, Y1, Y4
-	VMOVUPS       Y4, 576(BX)
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y3, Y6, Y3
+	VADDPS        Y3, Y0, Y3
 
 	// store advantage
 	MOVQ    advantage+64(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	VMOVUPS Z4, (BX)(SI*4)
 
 	// store valueTarget2
 	MOVQ        valueTarget+72(FP), BX
-	VMOVUPS     Z3, (BX)(SI*4)
+	VMOVUPS     Z5, (BX)(SI*4)
 	DECQ        DX
 	JNZ         noflush_3
-	VMOVUPD     lgc13<>+0(SB), Y1
-	MOVQ        state+48(FP), DX
-	VMOVUPS     256(DX), Y1
-	VMULPS      lgc14<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
-	VADDPD      64(DX), Z1, Z1
-	VMOVUPD     Z1, 64(DX)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 256(DX)
-	VMOVUPS     576(DX), Y1
-	VFMADD231PS lgc14<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
-	VADDPD      384(DX), Z1, Z1
-	VMOVUPD     Z1, 384(DX)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 576(DX)
-	VCMPPS      $0x00, Y2, Y2, Y1
-	VANDPS      704(DX), Y1, Y1
-	VMOVUPS     Y1, 704(DX)
+	VMOVUPD     lgc13<>+0(SB), Y0
+	MOVQ        state+8(FP), DX
+	VMULPS      lgc14<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      64(DX), Z2, Z2
+	VMOVUPD     Z2, 64(DX)
+	VMOVUPS     lgc14<>+0(SB), Y2
+	VFMADD231PS lgc14<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      384(DX), Z3, Z3
+	VMOVUPD     Z3, 384(DX)
+	VMOVUPS     lgc14<>+0(SB), Y3
+	VCMPPS      $0x00, Y0, Y0, Y0
+	VANDPS      704(DX), Y0, Y0
+	VMOVUPS     Y0, 704(DX)
 	MOVQ        $+4, DX
 
 noflush_3:
 	SUBQ         $+16, CX
 	JGE          blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      Y3, 576(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc14<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VFMADD231PS  lgc14<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX), Z0, Z0
-	VMOVUPD      Z0, 384(CX)
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc14<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       704(CX), Y0, Y0
 	VMOVUPS      Y0, 704(CX)
 	INCQ         AX
@@ -316,7 +316,7 @@ DATA lgc14<>+24(SB)/4, $0x00000000
 DATA lgc14<>+28(SB)/4, $0x00000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
+// func fbPass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, logProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $64-104
 	LEAQ 63(SP), AX
@@ -324,265 +324,265 @@ TEXT ·fbPass0AVX512(SB), $64-104
 	MOVQ lo+0(FP), AX
 
 outer0_4:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
 	MOVQ         $+4, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y2
+	VMOVUPS      576(CX), Y3
 	MOVQ         $+48, CX
 
 blocks_5:
-	VBROADCASTSS lgb1<>+0(SB), Z1
-	MOVQ         nextTerminated+8(FP), BX
+	VBROADCASTSS lgb1<>+0(SB), Z0
+	MOVQ         nextTerminated+16(FP), BX
 	IMUL3Q       $+64, AX, SI
 	ADDQ         CX, SI
-	VPMOVZXBD    (BX)(SI*1), Z2
-	VCVTDQ2PS    Z2, Z2
+	VPMOVZXBD    (BX)(SI*1), Z4
+	VCVTDQ2PS    Z4, Z4
 
 	// notTerminated = sub(1, nextTerminated)
-	VSUBPS    Z2, Z1, Z2
-	MOVQ      nextDone+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Z3
-	VCVTDQ2PS Z3, Z3
+	VSUBPS    Z4, Z0, Z4
+	MOVQ      nextDone+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z5
+	VCVTDQ2PS Z5, Z5
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Z3, Z1, Z3
+	VSUBPS Z5, Z0, Z5
 
 	// v9 = mul(0.99, notTerminated)
-	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
-	MOVQ        nextStateValue+24(FP), BX
-	VMOVUPS     (BX)(SI*4), Z4
+	VMULPS.BCST lgb2<>+0(SB), Z4, Z4
+	MOVQ        nextStateValue+32(FP), BX
+	VMOVUPS     (BX)(SI*4), Z6
 
 	// v10 = mul(v9, nextStateValue)
-	VMULPS  Z4, Z2, Z2
-	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z4
+	VMULPS  Z6, Z4, Z4
+	MOVQ    nextReward+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z6
 
 	// v11 = add(nextReward, v10)
-	VADDPS  Z2, Z4, Z2
-	MOVQ    stateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z4
+	VADDPS  Z4, Z6, Z4
+	MOVQ    stateValue+48(FP), BX
+	VMOVUPS (BX)(SI*4), Z6
 
 	// delta = sub(v11, stateValue)
-	VSUBPS Z4, Z2, Z2
+	VSUBPS Z6, Z4, Z4
 
 	// discount = mul(0.9405, notDone)
-	VMULPS.BCST lgb3<>+0(SB), Z3, Z3
+	VMULPS.BCST lgb3<>+0(SB), Z5, Z5
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS.BCST   lgb4<>+0(SB), Z2, Z6
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z6, K1
-	VPMOVM2D      K1, Z5
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z6, K1
-	VPMOVM2D      K1, Z6
-	VORPS         Z6, Z5, Z5
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VANDPS        Y5, Y6, Y5
-	MOVQ          state+48(FP), BX
-	VANDPS        704(BX), Y5, Y5
-	VMOVUPS       Y5, 704(BX)
-	VMOVUPS       lgc7<>+0(SB), Z6
-	MOVL          $0x00007f7f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VMOVUPS       lgc8<>+0(SB), Z6
-	MOVL          $0x00003f3f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VMOVUPS       lgc9<>+0(SB), Z6
-	MOVL          $0x00000f0f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z5
-	VPERMPS       Z3, Z6, K1, Z5
-	VPERMPS.Z     Z2, Z6, K1, Z6
-	VFMADD231PS   Z3, Z6, Z2
-	VMULPS        Z5, Z3, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	VEXTRACTF64X4 $0x01, Z2, Y6
-	VFMADD231PS   Y5, Y0, Y6
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y6, Y0, Y0
-	VFMADD231PS   Y3, Y0, Y2
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y2, Y0, Y0
-	VINSERTF32X8  $0x01, Y6, Z2, Z2
+	VANDPS.BCST   lgb4<>+0(SB), Z4, Z8
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z7
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z8
+	VORPS         Z8, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VANDPS        Y7, Y8, Y7
+	MOVQ          state+8(FP), BX
+	VANDPS        704(BX), Y7, Y7
+	VMOVUPS       Y7, 704(BX)
+	VMOVUPS       lgc7<>+0(SB), Z8
+	MOVL          $0x00007f7f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VMOVUPS       lgc8<>+0(SB), Z8
+	MOVL          $0x00003f3f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VMOVUPS       lgc9<>+0(SB), Z8
+	MOVL          $0x00000f0f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z5, Z8, K1, Z7
+	VPERMPS.Z     Z4, Z8, K1, Z8
+	VFMADD231PS   Z5, Z8, Z4
+	VMULPS        Z7, Z5, Z5
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VEXTRACTF64X4 $0x01, Z4, Y8
+	VFMADD231PS   Y7, Y1, Y8
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y8, Y1, Y1
+	VFMADD231PS   Y5, Y1, Y4
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y4, Y1, Y1
+	VINSERTF32X8  $0x01, Y8, Z4, Z4
 
 	// valueTarget = add(gae, stateValue)
-	VADDPS  Z4, Z2, Z3
-	MOVQ    logProb+56(FP), DI
-	VMOVUPS (DI)(SI*4), Z5
+	VADDPS  Z6, Z4, Z5
+	MOVQ    logProb+56(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// v20 = mul(logProb, gae)
-	VMULPS Z2, Z5, Z5
+	VMULPS Z4, Z7, Z7
 
 	// v21 = neg(v20)
-	VXORPS.BCST lgb11<>+0(SB), Z5, Z5
+	VXORPS.BCST lgb11<>+0(SB), Z7, Z7
 
 	// mean(v21) over [N T]
-	VEXTRACTF64X4 $0x01, Z5, Y6
-	VADDPS        256(BX), Y6, Y6
-	VADDPS        Y6, Y5, Y6
-	VMOVUPS       Y6, 256(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VADDPS        Y2, Y8, Y2
+	VADDPS        Y2, Y7, Y2
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z4, Z3, Z4
+	VSUBPS Z6, Z5, Z6
 
 	// absDiff = abs(diff)
-	VBROADCASTSS lgb11<>+0(SB), Z5
-	VANDNPS      Z4, Z5, Z5
+	VBROADCASTSS lgb11<>+0(SB), Z7
+	VANDNPS      Z6, Z7, Z7
 
 	// v26 = lt(absDiff, 1)
-	VCMPPS   $0x11, Z1, Z5, K1
-	VPMOVM2D K1, Z6
-
-	// v27 = mul(0.5, absDiff)
-	VMULPS.BCST lgb12<>+0(SB), Z5, Z7
-
-	// v28 = mul(v27, absDiff)
-	VMULPS Z5, Z7, Z8
-
-	// v29 = sub(absDiff, 0.5)
-	VSUBPS.BCST lgb12<>+0(SB), Z5, Z9
-
-	// v30 = where(v26, v28, v29)
-	VMOVUPS    Z6, Z10
-	VPTERNLOGD $0xca, Z9, Z8, Z10
-
-	// mean(v30) over [N T]
-	VEXTRACTF64X4 $0x01, Z10, Y8
-	VADDPS        576(BX), Y8, Y8
-	VADDPS        Y8, Y10, Y8
-	VMOVUPS       Y8, 576(BX)
-	VBROADCASTSS  lgb15<>+0(SB), Z8
-
-	// v34 = where(v26, 0, 0.0009765625)
-	VANDNPS Z8, Z6, Z8
-
-	// v35 = mul(0.0009765625, absDiff)
-	VMULPS.BCST lgb15<>+0(SB), Z5, Z5
-
-	// v36 = where(v26, v35, 0)
-	VANDPS Z5, Z6, Z5
-
-	// v37 = mul(0.0009765625, v27)
-	VMULPS.BCST lgb15<>+0(SB), Z7, Z7
-
-	// v38 = where(v26, v37, 0)
-	VANDPS Z7, Z6, Z6
-
-	// v39 = add(v34, v38)
-	VADDPS Z6, Z8, Z6
-
-	// v40 = mul(v36, 0.5)
-	VMULPS.BCST lgb12<>+0(SB), Z5, Z5
-
-	// v41 = add(v39, v40)
-	VADDPS       Z5, Z6, Z5
-	VBROADCASTSS lgb0<>+0(SB), Z6
-
-	// v42 = gt(diff, 0)
-	VCMPPS   $0x1e, Z6, Z4, K1
-	VPMOVM2D K1, Z7
-
-	// v43 = lt(diff, 0)
-	VCMPPS   $0x11, Z6, Z4, K1
+	VCMPPS   $0x11, Z0, Z7, K1
 	VPMOVM2D K1, Z8
 
+	// v27 = mul(0.5, absDiff)
+	VMULPS.BCST lgb12<>+0(SB), Z7, Z9
+
+	// v28 = mul(v27, absDiff)
+	VMULPS Z7, Z9, Z10
+
+	// v29 = sub(absDiff, 0.5)
+	VSUBPS.BCST lgb12<>+0(SB), Z7, Z11
+
+	// v30 = where(v26, v28, v29)
+	VMOVUPS    Z8, Z12
+	VPTERNLOGD $0xca, Z11, Z10, Z12
+
+	// mean(v30) over [N T]
+	VEXTRACTF64X4 $0x01, Z12, Y10
+	VADDPS        Y3, Y10, Y3
+	VADDPS        Y3, Y12, Y3
+	VBROADCASTSS  lgb15<>+0(SB), Z10
+
+	// v34 = where(v26, 0, 0.0009765625)
+	VANDNPS Z10, Z8, Z10
+
+	// v35 = mul(0.0009765625, absDiff)
+	VMULPS.BCST lgb15<>+0(SB), Z7, Z7
+
+	// v36 = where(v26, v35, 0)
+	VANDPS Z7, Z8, Z7
+
+	// v37 = mul(0.0009765625, v27)
+	VMULPS.BCST lgb15<>+0(SB), Z9, Z9
+
+	// v38 = where(v26, v37, 0)
+	VANDPS Z9, Z8, Z8
+
+	// v39 = add(v34, v38)
+	VADDPS Z8, Z10, Z8
+
+	// v40 = mul(v36, 0.5)
+	VMULPS.BCST lgb12<>+0(SB), Z7, Z7
+
+	// v41 = add(v39, v40)
+	VADDPS       Z7, Z8, Z7
+	VBROADCASTSS lgb0<>+0(SB), Z8
+
+	// v42 = gt(diff, 0)
+	VCMPPS   $0x1e, Z8, Z6, K1
+	VPMOVM2D K1, Z9
+
+	// v43 = lt(diff, 0)
+	VCMPPS   $0x11, Z8, Z6, K1
+	VPMOVM2D K1, Z10
+
 	// v45 = mul(diff, 0)
-	VMULPS.BCST  lgb0<>+0(SB), Z4, Z4
-	VBROADCASTSS lgb16<>+0(SB), Z9
+	VMULPS.BCST  lgb0<>+0(SB), Z6, Z6
+	VBROADCASTSS lgb16<>+0(SB), Z11
 
 	// v46 = where(v43, -1, v45)
-	VPTERNLOGD $0xca, Z4, Z9, Z8
+	VPTERNLOGD $0xca, Z6, Z11, Z10
 
 	// v47 = where(v42, 1, v46)
-	VMOVUPS    Z7, Z4
-	VPTERNLOGD $0xca, Z8, Z1, Z4
+	VMOVUPS    Z9, Z6
+	VPTERNLOGD $0xca, Z10, Z0, Z6
 
 	// v48 = ne(v41, 0)
-	VCMPPS   $0x04, Z6, Z5, K1
-	VPMOVM2D K1, Z1
+	VCMPPS   $0x04, Z8, Z7, K1
+	VPMOVM2D K1, Z0
 
 	// v49 = mul(v41, v47)
-	VMULPS Z4, Z5, Z4
+	VMULPS Z6, Z7, Z6
 
 	// v50 = where(v48, v49, v41)
-	VPTERNLOGD $0xca, Z5, Z4, Z1
+	VPTERNLOGD $0xca, Z7, Z6, Z0
 
 	// gradStateValue = neg(v50)
-	VXORPS.BCST lgb11<>+0(SB), Z1, Z1
+	VXORPS.BCST lgb11<>+0(SB), Z0, Z0
 
 	// gradLogProb = mul(-0.0009765625, gae)
-	VMULPS.BCST lgb17<>+0(SB), Z2, Z4
+	VMULPS.BCST lgb17<>+0(SB), Z4, Z6
 
 	// store advantage
 	MOVQ    advantage+64(FP), BX
-	VMOVUPS Z2, (BX)(SI*4)
+	VMOVUPS Z4, (BX)(SI*4)
 
 	// store valueTarget2
 	MOVQ    valueTarget+72(FP), BX
-	VMOVUPS Z3, (BX)(SI*4)
+	VMOVUPS Z5, (BX)(SI*4)
 
 	// store gradStateValue
 	MOVQ    gradStateValue+80(FP), BX
-	VMOVUPS Z1, (BX)(SI*4)
+	VMOVUPS Z0, (BX)(SI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+88(FP), BX
-	VMOVUPS     Z4, (BX)(SI*4)
+	VMOVUPS     Z6, (BX)(SI*4)
 	DECQ        DX
 	JNZ         noflush_6
-	VMOVUPD     lgc13<>+0(SB), Y1
-	MOVQ        state+48(FP), DX
-	VMOVUPS     256(DX), Y1
-	VMULPS      lgc14<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
-	VADDPD      64(DX), Z1, Z1
-	VMOVUPD     Z1, 64(DX)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 256(DX)
-	VMOVUPS     576(DX), Y1
-	VFMADD231PS lgc14<>+0(SB), Y1, Y2
-	VCVTPS2PD   Y1, Z1
-	VADDPD      384(DX), Z1, Z1
-	VMOVUPD     Z1, 384(DX)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 576(DX)
-	VCMPPS      $0x00, Y2, Y2, Y1
-	VANDPS      704(DX), Y1, Y1
-	VMOVUPS     Y1, 704(DX)
+	VMOVUPD     lgc13<>+0(SB), Y0
+	MOVQ        state+8(FP), DX
+	VMULPS      lgc14<>+0(SB), Y2, Y0
+	VCVTPS2PD   Y2, Z2
+	VADDPD      64(DX), Z2, Z2
+	VMOVUPD     Z2, 64(DX)
+	VMOVUPS     lgc14<>+0(SB), Y2
+	VFMADD231PS lgc14<>+0(SB), Y3, Y0
+	VCVTPS2PD   Y3, Z3
+	VADDPD      384(DX), Z3, Z3
+	VMOVUPD     Z3, 384(DX)
+	VMOVUPS     lgc14<>+0(SB), Y3
+	VCMPPS      $0x00, Y0, Y0, Y0
+	VANDPS      704(DX), Y0, Y0
+	VMOVUPS     Y0, 704(DX)
 	MOVQ        $+4, DX
 
 noflush_6:
 	SUBQ         $+16, CX
 	JGE          blocks_5
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      Y3, 576(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc14<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y0
-	VMULPS       lgc14<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       64(CX), Z0, Z0
-	VMOVUPD      Z0, 64(CX)
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, 256(CX)
-	VMOVUPS      576(CX), Y0
-	VFMADD231PS  lgc14<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       384(CX), Z0, Z0
-	VMOVUPD      Z0, 384(CX)
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, 576(CX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       64(CX), Z1, Z1
+	VMOVUPD      Z1, 64(CX)
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      Y1, 256(CX)
+	VMOVUPS      576(CX), Y1
+	VFMADD231PS  lgc14<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       384(CX), Z1, Z1
+	VMOVUPD      Z1, 384(CX)
+	VMOVUPS      lgc14<>+0(SB), Y1
+	VMOVUPS      Y1, 576(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       704(CX), Y0, Y0
 	VMOVUPS      Y0, 704(CX)
 	INCQ         AX

@@ -121,7 +121,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			pass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+			pass0AVX512(lo, &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &s.s0[0], hi)
 		} else {
 			pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
 		}
@@ -189,7 +189,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
 		if useAVX512 {
-			pass1AVX512(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+			pass1AVX512(&s.s2, lo, &st.buf[0], &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		} else {
 			pass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 		}
@@ -422,7 +422,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r20_pc, 0)
 		runtime.SetMask(st.p0_ok)
 		if useAVX512 {
-			fbPass0AVX512(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
+			fbPass0AVX512(lo, &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &s.s0[0], hi)
 		} else {
 			fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], hi)
 		}
@@ -491,7 +491,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r85_s, 0)
 		runtime.SetMask(st.p1_ok)
 		if useAVX512 {
-			fbPass1AVX512(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
+			fbPass1AVX512(&s.s2, lo, &st.buf[0], &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
 		} else {
 			fbPass1AVX2(&s.s2, lo, &in.Logits[0], &s.s0[0], &in.StateValue[0], &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.Logits[0], hi)
 		}

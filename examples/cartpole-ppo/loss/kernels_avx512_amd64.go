@@ -9,14 +9,14 @@ package loss
 // two 8-lane blocks of pass0AVX2 would, in their order, so the results are pass0AVX2's bit for bit.
 //
 //go:noescape
-func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+func pass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, s0 *float32, hi int)
 
 // pass1AVX512 is pass 1 (elementwise over [N=2 T=128]) on 16 float32 lanes; see pass1Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of pass1AVX2 would, in their order, so the results are pass1AVX2's bit for bit.
 //
 //go:noescape
-func pass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+func pass1AVX512(s2 *float32, lo int, state *float64, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 
 // pass2AVX512 is pass 2 (elementwise over [T=128]) on 16 float32 lanes; see pass2Go for the same
 // loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two 8-lane
@@ -31,14 +31,14 @@ func pass2AVX512(state *float64, lo int, hi int, s4 *float32, s3 *float32, s5 *f
 // fbPass0AVX2's bit for bit.
 //
 //go:noescape
-func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+func fbPass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, s0 *float32, hi int)
 
 // fbPass1AVX512 is pass 1 (elementwise over [N=2 T=128]) on 16 float32 lanes; see fbPass1Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two
 // 8-lane blocks of fbPass1AVX2 would, in their order, so the results are fbPass1AVX2's bit for bit.
 //
 //go:noescape
-func fbPass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+func fbPass1AVX512(s2 *float32, lo int, state *float64, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 
 // fbPass2AVX512 is pass 2 (elementwise over [T=128]) on 16 float32 lanes; see fbPass2Go for the
 // same loop in Go. Each block of 16 lanes folds into the reductions' 8-lane states as the two

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+// func pass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, s0 *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass0AVX512(SB), $64-72
 	LEAQ 63(SP), AX
@@ -12,13 +12,18 @@ TEXT ·pass0AVX512(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_1:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z3
 	MOVQ         $+4, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y4
+	VMOVUPS      960(CX), Y5
+	VMOVUPS      1088(CX), Y6
+	VMOVUPS      1216(CX), Y0
 	MOVQ         $+112, CX
 
 blocks_2:
 	VBROADCASTSS lgb1<>+0(SB), Z1
-	MOVQ         nextTerminated+8(FP), BX
+	MOVQ         nextTerminated+16(FP), BX
 	IMUL3Q       $+128, AX, SI
 	ADDQ         CX, SI
 	VPMOVZXBD    (BX)(SI*1), Z2
@@ -26,151 +31,139 @@ blocks_2:
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Z2, Z1, Z2
-	MOVQ      nextDone+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Z3
-	VCVTDQ2PS Z3, Z3
+	MOVQ      nextDone+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z7
+	VCVTDQ2PS Z7, Z7
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Z3, Z1, Z1
+	VSUBPS Z7, Z1, Z1
 
 	// v9 = mul(0.99, notTerminated)
 	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
-	MOVQ        nextStateValue+24(FP), BX
-	VMOVUPS     (BX)(SI*4), Z3
+	MOVQ        nextStateValue+32(FP), BX
+	VMOVUPS     (BX)(SI*4), Z7
 
 	// v10 = mul(v9, nextStateValue)
-	VMULPS  Z3, Z2, Z2
-	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z3
+	VMULPS  Z7, Z2, Z2
+	MOVQ    nextReward+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// v11 = add(nextReward, v10)
-	VADDPS  Z2, Z3, Z2
-	MOVQ    stateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z3
+	VADDPS  Z2, Z7, Z2
+	MOVQ    stateValue+48(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// delta = sub(v11, stateValue)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z7, Z2, Z2
 
 	// discount = mul(0.9405, notDone)
 	VMULPS.BCST lgb3<>+0(SB), Z1, Z1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS.BCST   lgb4<>+0(SB), Z2, Z4
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z4
-	VORPS         Z4, Z3, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VANDPS        Y3, Y4, Y3
-	MOVQ          state+48(FP), BX
-	VANDPS        1344(BX), Y3, Y3
-	VMOVUPS       Y3, 1344(BX)
-	VMOVUPS       lgc7<>+0(SB), Z4
-	MOVL          $0x00007f7f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VMOVUPS       lgc8<>+0(SB), Z4
-	MOVL          $0x00003f3f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VMOVUPS       lgc9<>+0(SB), Z4
-	MOVL          $0x00000f0f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VFMADD231PS   Y3, Y0, Y4
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y4, Y0, Y0
-	VFMADD231PS   Y1, Y0, Y2
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y2, Y0, Y0
-	VINSERTF32X8  $0x01, Y4, Z2, Z1
+	VANDPS.BCST   lgb4<>+0(SB), Z2, Z8
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z7
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z8
+	VORPS         Z8, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VANDPS        Y7, Y8, Y7
+	MOVQ          state+8(FP), BX
+	VANDPS        1344(BX), Y7, Y7
+	VMOVUPS       Y7, 1344(BX)
+	VMOVUPS       lgc7<>+0(SB), Z8
+	MOVL          $0x00007f7f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VMOVUPS       lgc8<>+0(SB), Z8
+	MOVL          $0x00003f3f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VMOVUPS       lgc9<>+0(SB), Z8
+	MOVL          $0x00000f0f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y7
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VFMADD231PS   Y7, Y3, Y8
+	VMOVUPS       lgc10<>+0(SB), Y3
+	VPERMPS       Y8, Y3, Y3
+	VFMADD231PS   Y1, Y3, Y2
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y2, Y1, Y3
+	VINSERTF32X8  $0x01, Y8, Z2, Z7
 
 	// mean(advantage) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y2, Y1, Y2
-	VMOVUPS       Y2, 256(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y4, Y1, Y4
+	VADDPS        Y4, Y7, Y4
 
 	// std(advantage) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVUPS       960(BX), Y3
-	VMOVUPS       1088(BX), Y4
-	VMOVUPS       1216(BX), Y5
-	VMOVQ         DX, X6
-	VPBROADCASTD  X6, Y6
-	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
-	VBLENDVPS     Y6, Y2, Y5, Y5
-	VSUBPS        Y5, Y2, Y2
-	VADDPS        Y3, Y2, Y3
-	VFMADD231PS   Y2, Y2, Y4
-	VSUBPS        Y5, Y1, Y2
-	VADDPS        Y3, Y2, Y3
-	VFMADD231PS   Y2, Y2, Y4
-	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       Y4, 1088(BX)
-	VMOVUPS       Y5, 1216(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VMOVQ         DX, X2
+	VPBROADCASTD  X2, Y2
+	VPCMPEQD      lgc11<>+0(SB), Y2, Y2
+	VBLENDVPS     Y2, Y1, Y0, Y0
+	VSUBPS        Y0, Y1, Y1
+	VADDPS        Y5, Y1, Y5
+	VFMADD231PS   Y1, Y1, Y6
+	VSUBPS        Y0, Y7, Y1
+	VADDPS        Y5, Y1, Y5
+	VFMADD231PS   Y1, Y1, Y6
 
 	// store gae
 	MOVQ         s0+56(FP), BX
-	VMOVUPS      Z1, (BX)(SI*4)
+	VMOVUPS      Z7, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	VMOVUPD      lgc12<>+0(SB), Y1
-	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VMULPS       lgc13<>+0(SB), Y2, Y3
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(DX), Z2, Z2
-	VMOVUPD      Z2, 64(DX)
-	VMOVUPS      lgc13<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      960(DX), Y2
-	VMOVUPS      1088(DX), Y4
-	VFMADD231PS  lgc13<>+0(SB), Y2, Y3
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y3
-	VMOVUPS      1216(DX), Y5
-	VCVTPS2PD    Y2, Z2
+	VMOVUPD      lgc12<>+0(SB), Y2
+	MOVQ         state+8(FP), DX
+	VMULPS       lgc13<>+0(SB), Y4, Y1
 	VCVTPS2PD    Y4, Z4
+	VADDPD       64(DX), Z4, Z4
+	VMOVUPD      Z4, 64(DX)
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD231PS  lgc13<>+0(SB), Y5, Y1
+	VFMADD231PS  lgc13<>+0(SB), Y6, Y1
+	VMOVUPS      Y0, Y7
 	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc14<>+0(SB), Z6
-	VBROADCASTSD X1, Z1
-	VMAXPD       Z6, Z1, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z4
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(DX), Z2
-	VADDPD       Z1, Z2, Z5
-	VMOVUPD      Z5, 384(DX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z1, Z1
-	VMOVUPD      576(DX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z1, Z5
-	VMOVUPD      Z5, 576(DX)
-	VMULPD       Z1, Z2, Z1
-	VMULPD       Z6, Z1, Z1
-	VADDPD       768(DX), Z4, Z2
-	VFMADD231PD  Z6, Z1, Z2
-	VMOVUPD      Z2, 768(DX)
-	VMOVUPS      lgc13<>+0(SB), Y1
-	VMOVUPS      Y1, 960(DX)
-	VMOVUPS      Y1, 1088(DX)
-	VCMPPS       $0x00, Y3, Y3, Y1
+	VCVTPS2PD    Y6, Z6
+	VCVTPS2PD    Y7, Z7
+	VBROADCASTSD lgc14<>+0(SB), Z8
+	VBROADCASTSD X2, Z2
+	VMAXPD       Z8, Z2, Z9
+	VDIVPD       Z9, Z5, Z9
+	VFNMADD231PD Z5, Z9, Z6
+	VADDPD       Z7, Z9, Z9
+	VMOVUPD      384(DX), Z5
+	VADDPD       Z2, Z5, Z7
+	VMOVUPD      Z7, 384(DX)
+	VMAXPD       Z8, Z7, Z7
+	VDIVPD       Z7, Z2, Z2
+	VMOVUPD      576(DX), Z7
+	VSUBPD       Z7, Z9, Z8
+	VFMADD231PD  Z8, Z2, Z7
+	VMOVUPD      Z7, 576(DX)
+	VMULPD       Z2, Z5, Z2
+	VMULPD       Z8, Z2, Z2
+	VADDPD       768(DX), Z6, Z5
+	VFMADD231PD  Z8, Z2, Z5
+	VMOVUPD      Z5, 768(DX)
+	VMOVUPS      lgc13<>+0(SB), Y5
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       1344(DX), Y1, Y1
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+4, DX
@@ -178,52 +171,57 @@ blocks_2:
 noflush_3:
 	SUBQ         $+16, CX
 	JGE          blocks_2
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y4, 256(CX)
+	VMOVUPS      Y5, 960(CX)
+	VMOVUPS      Y6, 1088(CX)
+	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc13<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(CX), Z2, Z2
+	VMOVUPD      Z2, 64(CX)
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
-	VFMADD231PS  lgc13<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc13<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y0
 	VMOVUPS      1216(CX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc14<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      384(CX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      384(CX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 384(CX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      576(CX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 576(CX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       768(CX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 768(CX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 960(CX)
-	VMOVUPS      Y0, 1088(CX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       768(CX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 768(CX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y1, 1088(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
@@ -349,7 +347,7 @@ DATA lgc14<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc14<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, hi int)
+// func pass1AVX512(s2 *float32, lo int, state *float64, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·pass1AVX512(SB), $520-96
 	LEAQ 71(SP), AX
@@ -378,11 +376,18 @@ outer0_4:
 	VDIVSD       X0, X1, X0
 	VMOVSD       X0, (SP)
 	MOVQ         $+4, BX
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1664(DX), Y7
+	VMOVUPS      1984(DX), Y8
+	VMOVUPS      2304(DX), Y9
+	VMOVUPS      2624(DX), Y10
+	VMOVUPS      2944(DX), Y11
+	VMOVUPS      3264(DX), Y12
 	XORQ         DX, DX
 
 blocks_5:
 	// tile logits
-	MOVQ       logits+16(FP), SI
+	MOVQ       logits+24(FP), SI
 	IMUL3Q     $+256, CX, DI
 	IMUL3Q     $+2, DX, R8
 	ADDQ       R8, DI
@@ -395,91 +400,91 @@ blocks_5:
 	VMOVUPS.Z  32(SI)(DI*4), K1, Z4
 	VMOVUPS.Z  40(SI)(DI*4), K1, Z5
 	VMOVUPS.Z  48(SI)(DI*4), K1, Z6
-	VMOVUPS.Z  56(SI)(DI*4), K1, Z7
-	VMOVUPS.Z  64(SI)(DI*4), K1, Z8
-	VMOVUPS.Z  72(SI)(DI*4), K1, Z9
-	VMOVUPS.Z  80(SI)(DI*4), K1, Z10
-	VMOVUPS.Z  88(SI)(DI*4), K1, Z11
-	VMOVUPS.Z  96(SI)(DI*4), K1, Z12
-	VMOVUPS.Z  104(SI)(DI*4), K1, Z13
-	VMOVUPS.Z  112(SI)(DI*4), K1, Z14
-	VMOVUPS.Z  120(SI)(DI*4), K1, Z15
-	VUNPCKLPS  Z1, Z0, Z16
+	VMOVUPS.Z  56(SI)(DI*4), K1, Z13
+	VMOVUPS.Z  64(SI)(DI*4), K1, Z14
+	VMOVUPS.Z  72(SI)(DI*4), K1, Z15
+	VMOVUPS.Z  80(SI)(DI*4), K1, Z16
+	VMOVUPS.Z  88(SI)(DI*4), K1, Z17
+	VMOVUPS.Z  96(SI)(DI*4), K1, Z18
+	VMOVUPS.Z  104(SI)(DI*4), K1, Z19
+	VMOVUPS.Z  112(SI)(DI*4), K1, Z20
+	VMOVUPS.Z  120(SI)(DI*4), K1, Z21
+	VUNPCKLPS  Z1, Z0, Z22
 	VUNPCKHPS  Z1, Z0, Z0
 	VUNPCKLPS  Z3, Z2, Z1
 	VUNPCKHPS  Z3, Z2, Z2
 	VUNPCKLPS  Z5, Z4, Z3
 	VUNPCKHPS  Z5, Z4, Z4
-	VUNPCKLPS  Z7, Z6, Z5
-	VUNPCKHPS  Z7, Z6, Z6
-	VUNPCKLPS  Z9, Z8, Z7
-	VUNPCKHPS  Z9, Z8, Z8
-	VUNPCKLPS  Z11, Z10, Z9
-	VUNPCKHPS  Z11, Z10, Z10
-	VUNPCKLPS  Z13, Z12, Z11
-	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z13, Z6, Z5
+	VUNPCKHPS  Z13, Z6, Z6
 	VUNPCKLPS  Z15, Z14, Z13
 	VUNPCKHPS  Z15, Z14, Z14
-	VSHUFPS    $0x44, Z1, Z16, Z15
-	VSHUFPS    $0xee, Z1, Z16, Z1
-	VSHUFPS    $0x44, Z2, Z0, Z16
+	VUNPCKLPS  Z17, Z16, Z15
+	VUNPCKHPS  Z17, Z16, Z16
+	VUNPCKLPS  Z19, Z18, Z17
+	VUNPCKHPS  Z19, Z18, Z18
+	VUNPCKLPS  Z21, Z20, Z19
+	VUNPCKHPS  Z21, Z20, Z20
+	VSHUFPS    $0x44, Z1, Z22, Z21
+	VSHUFPS    $0xee, Z1, Z22, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z22
 	VSHUFPS    $0xee, Z2, Z0, Z0
 	VSHUFPS    $0x44, Z5, Z3, Z2
 	VSHUFPS    $0xee, Z5, Z3, Z3
 	VSHUFPS    $0x44, Z6, Z4, Z5
 	VSHUFPS    $0xee, Z6, Z4, Z4
-	VSHUFPS    $0x44, Z9, Z7, Z6
-	VSHUFPS    $0xee, Z9, Z7, Z7
-	VSHUFPS    $0x44, Z10, Z8, Z9
-	VSHUFPS    $0xee, Z10, Z8, Z8
-	VSHUFPS    $0x44, Z13, Z11, Z10
-	VSHUFPS    $0xee, Z13, Z11, Z11
-	VSHUFPS    $0x44, Z14, Z12, Z13
-	VSHUFPS    $0xee, Z14, Z12, Z12
-	VSHUFF32X4 $0x44, Z2, Z15, Z14
-	VSHUFF32X4 $0xee, Z2, Z15, Z2
-	VSHUFF32X4 $0x44, Z10, Z6, Z15
-	VSHUFF32X4 $0xee, Z10, Z6, Z6
-	VSHUFF32X4 $0x88, Z15, Z14, Z10
-	VSHUFF32X4 $0xdd, Z15, Z14, Z14
-	VSHUFF32X4 $0x88, Z6, Z2, Z14
+	VSHUFPS    $0x44, Z15, Z13, Z6
+	VSHUFPS    $0xee, Z15, Z13, Z13
+	VSHUFPS    $0x44, Z16, Z14, Z15
+	VSHUFPS    $0xee, Z16, Z14, Z14
+	VSHUFPS    $0x44, Z19, Z17, Z16
+	VSHUFPS    $0xee, Z19, Z17, Z17
+	VSHUFPS    $0x44, Z20, Z18, Z19
+	VSHUFPS    $0xee, Z20, Z18, Z18
+	VSHUFF32X4 $0x44, Z2, Z21, Z20
+	VSHUFF32X4 $0xee, Z2, Z21, Z2
+	VSHUFF32X4 $0x44, Z16, Z6, Z21
+	VSHUFF32X4 $0xee, Z16, Z6, Z6
+	VSHUFF32X4 $0x88, Z21, Z20, Z16
+	VSHUFF32X4 $0xdd, Z21, Z20, Z20
+	VSHUFF32X4 $0x88, Z6, Z2, Z20
 	VSHUFF32X4 $0xdd, Z6, Z2, Z2
 	VSHUFF32X4 $0x44, Z3, Z1, Z2
 	VSHUFF32X4 $0xee, Z3, Z1, Z1
-	VSHUFF32X4 $0x44, Z11, Z7, Z3
-	VSHUFF32X4 $0xee, Z11, Z7, Z6
-	VSHUFF32X4 $0x88, Z3, Z2, Z7
+	VSHUFF32X4 $0x44, Z17, Z13, Z3
+	VSHUFF32X4 $0xee, Z17, Z13, Z6
+	VSHUFF32X4 $0x88, Z3, Z2, Z13
 	VSHUFF32X4 $0xdd, Z3, Z2, Z2
 	VSHUFF32X4 $0x88, Z6, Z1, Z2
 	VSHUFF32X4 $0xdd, Z6, Z1, Z1
-	VSHUFF32X4 $0x44, Z5, Z16, Z1
-	VSHUFF32X4 $0xee, Z5, Z16, Z2
-	VSHUFF32X4 $0x44, Z13, Z9, Z3
-	VSHUFF32X4 $0xee, Z13, Z9, Z5
+	VSHUFF32X4 $0x44, Z5, Z22, Z1
+	VSHUFF32X4 $0xee, Z5, Z22, Z2
+	VSHUFF32X4 $0x44, Z19, Z15, Z3
+	VSHUFF32X4 $0xee, Z19, Z15, Z5
 	VSHUFF32X4 $0x88, Z3, Z1, Z6
 	VSHUFF32X4 $0xdd, Z3, Z1, Z1
 	VSHUFF32X4 $0x88, Z5, Z2, Z1
 	VSHUFF32X4 $0xdd, Z5, Z2, Z1
 	VSHUFF32X4 $0x44, Z4, Z0, Z1
 	VSHUFF32X4 $0xee, Z4, Z0, Z0
-	VSHUFF32X4 $0x44, Z12, Z8, Z2
-	VSHUFF32X4 $0xee, Z12, Z8, Z3
+	VSHUFF32X4 $0x44, Z18, Z14, Z2
+	VSHUFF32X4 $0xee, Z18, Z14, Z3
 	VSHUFF32X4 $0x88, Z2, Z1, Z4
 	VSHUFF32X4 $0xdd, Z2, Z1, Z1
 	VSHUFF32X4 $0x88, Z3, Z0, Z1
 	VSHUFF32X4 $0xdd, Z3, Z0, Z0
-	VMOVUPS    Z10, 64(AX)
-	VMOVUPS    Z7, 128(AX)
-	MOVQ       s0+24(FP), SI
+	VMOVUPS    Z16, 64(AX)
+	VMOVUPS    Z13, 128(AX)
+	MOVQ       s0+32(FP), SI
 	IMUL3Q     $+128, CX, DI
 	ADDQ       DX, DI
 	VMOVUPS    (SI)(DI*4), Z0
-	MOVQ       stateValue+32(FP), SI
+	MOVQ       stateValue+40(FP), SI
 	VMOVUPS    (SI)(DI*4), Z1
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS       Z1, Z0, Z1
-	MOVQ         s1+40(FP), SI
+	MOVQ         s1+48(FP), SI
 	XORQ         R8, R8
 	VBROADCASTSS (SI)(R8*4), Z2
 
@@ -530,12 +535,12 @@ inner_A_7:
 	VMULPS            Z3, Z3, Z5
 	VBROADCASTSS      lgb21<>+0(SB), Z6
 	VFMADD213PS.BCST  lgb22<>+0(SB), Z3, Z6
-	VBROADCASTSS      lgb23<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VBROADCASTSS      lgb25<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z13
+	VFMADD213PS       Z13, Z5, Z6
+	VBROADCASTSS      lgb25<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z13
+	VFMADD213PS       Z13, Z5, Z6
 	VFMADD213PS       Z3, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
 	VCVTPS2DQ         Z4, Z3
@@ -564,59 +569,59 @@ inner_A_7:
 	JL     inner_A_7
 
 	// finish v31
-	VMOVUPS Z1, Z0
+	VMOVUPS Z1, Z3
 
 	// v32 = log(v31)
-	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z0, K1
+	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z3, K1
 	VPMOVM2D          K1, Z1
-	VMULPS.BCST       lgb30<>+0(SB), Z0, Z3
-	VPTERNLOGD        $0xe2, Z0, Z1, Z3
-	VPSRLD            $0x17, Z3, Z4
-	VPSUBD.BCST       lgb31<>+0(SB), Z4, Z4
+	VMULPS.BCST       lgb30<>+0(SB), Z3, Z4
+	VPTERNLOGD        $0xe2, Z3, Z1, Z4
+	VPSRLD            $0x17, Z4, Z0
+	VPSUBD.BCST       lgb31<>+0(SB), Z0, Z0
 	VPANDD.BCST       lgb32<>+0(SB), Z1, Z1
-	VPADDD            Z1, Z4, Z4
-	VPANDD.BCST       lgb33<>+0(SB), Z3, Z1
+	VPADDD            Z1, Z0, Z0
+	VPANDD.BCST       lgb33<>+0(SB), Z4, Z1
 	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
 	VCMPPS.BCST       $0x1e, lgb34<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
+	VPMOVM2D          K1, Z4
 	VMULPS.BCST       lgb26<>+0(SB), Z1, Z5
-	VPTERNLOGD        $0xb8, Z5, Z3, Z1
-	VPSUBD            Z3, Z4, Z4
+	VPTERNLOGD        $0xb8, Z5, Z4, Z1
+	VPSUBD            Z4, Z0, Z0
 	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
-	VMULPS            Z1, Z1, Z3
-	VBROADCASTSS      lgb35<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
-	VMULPS            Z1, Z5, Z5
-	VMULPS            Z3, Z5, Z5
-	VCVTDQ2PS         Z4, Z4
-	VFMADD231PS.BCST  lgb20<>+0(SB), Z4, Z5
-	VFNMADD231PS.BCST lgb26<>+0(SB), Z3, Z5
-	VADDPS            Z1, Z5, Z5
-	VFMADD231PS.BCST  lgb19<>+0(SB), Z4, Z5
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z1, Z5
-	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z1, Z5
-	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
-	VCMPPS            $0x03, Z0, Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD        $0xb8, Z0, Z1, Z5
-	MOVQ              action+48(FP), SI
-	VBROADCASTSS      lgb0<>+0(SB), Z1
-	VCVTQQ2PS         (SI)(DI*8), Y1
-	VCVTQQ2PS         64(SI)(DI*8), Y3
-	VINSERTF32X8      $0x01, Y3, Z1, Z1
+	VMULPS            Z1, Z1, Z5
+	VBROADCASTSS      lgb35<>+0(SB), Z4
+	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z4
+	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z4
+	VMULPS            Z1, Z4, Z4
+	VMULPS            Z5, Z4, Z4
+	VCVTDQ2PS         Z0, Z0
+	VFMADD231PS.BCST  lgb20<>+0(SB), Z0, Z4
+	VFNMADD231PS.BCST lgb26<>+0(SB), Z5, Z4
+	VADDPS            Z1, Z4, Z4
+	VFMADD231PS.BCST  lgb19<>+0(SB), Z0, Z4
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z0, Z4
+	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z0, Z4
+	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z0, Z4
+	VCMPPS            $0x03, Z3, Z3, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z3, Z0, Z4
+	MOVQ              action+56(FP), SI
+	VBROADCASTSS      lgb0<>+0(SB), Z0
+	VCVTQQ2PS         (SI)(DI*8), Y0
+	VCVTQQ2PS         64(SI)(DI*8), Y1
+	VINSERTF32X8      $0x01, Y1, Z0, Z0
 
 	// v34 = gather(logits, action) over A
 	XORQ         SI, SI
@@ -624,354 +629,335 @@ inner_A_7:
 	ADDQ         R8, SI
 	IMUL3Q       $+2, DX, R8
 	ADDQ         R8, SI
-	MOVQ         logits+16(FP), R8
+	MOVQ         logits+24(FP), R8
 	LEAQ         (R8)(SI*4), R8
-	VCVTTPS2DQ   Z1, Z1
-	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
-	VPMINSD.BCST lgb45<>+0(SB), Z1, Z1
-	VPMULLD.BCST lgb45<>+0(SB), Z1, Z1
-	VPADDD       lgc46<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z3
+	VCVTTPS2DQ   Z0, Z0
+	VPMAXSD.BCST lgb0<>+0(SB), Z0, Z0
+	VPMINSD.BCST lgb45<>+0(SB), Z0, Z0
+	VPMULLD.BCST lgb45<>+0(SB), Z0, Z0
+	VPADDD       lgc46<>+0(SB), Z0, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
-	VGATHERDPS   (R8)(Z1*4), K1, Z3
-	VMOVUPS      384(AX), Z1
+	VGATHERDPS   (R8)(Z0*4), K1, Z1
+	VMOVUPS      384(AX), Z0
 
 	// v35 = sub(v34, v27)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z0, Z1, Z0
 
 	// logSoftmax = sub(v35, v32)
-	VSUBPS  Z5, Z1, Z1
-	MOVQ    sampleLogProb+56(FP), SI
-	VMOVUPS (SI)(DI*4), Z3
+	VSUBPS  Z4, Z0, Z5
+	MOVQ    sampleLogProb+64(FP), SI
+	VMOVUPS (SI)(DI*4), Z6
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS       Z3, Z1, Z4
-	VBROADCASTSS lgb47<>+0(SB), Z6
+	VSUBPS       Z6, Z5, Z0
+	VBROADCASTSS lgb47<>+0(SB), Z1
 
 	// v41 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z6, Z6
-	VBROADCASTSS lgb48<>+0(SB), Z7
+	VMAXPS       Z0, Z1, Z1
+	VBROADCASTSS lgb48<>+0(SB), Z13
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z1, Z13, Z13
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb17<>+0(SB), Z7
-	VMAXPS            Z4, Z7, Z7
-	VBROADCASTSS      lgb49<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb18<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb19<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb20<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb21<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb23<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb25<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb27<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb17<>+0(SB), Z1
+	VMAXPS            Z0, Z1, Z1
+	VBROADCASTSS      lgb49<>+0(SB), Z14
+	VMINPS            Z1, Z14, Z1
+	VMULPS.BCST       lgb18<>+0(SB), Z1, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VMOVAPS           Z1, Z15
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z14, Z15
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z14, Z15
+	VMULPS            Z15, Z15, Z16
+	VBROADCASTSS      lgb21<>+0(SB), Z1
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z15, Z1
+	VBROADCASTSS      lgb23<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z1
+	VBROADCASTSS      lgb25<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z1
+	VFMADD213PS       Z15, Z16, Z1
+	VADDPS.BCST       lgb1<>+0(SB), Z1, Z1
+	VCVTPS2DQ         Z14, Z14
+	VPADDD.BCST       lgb27<>+0(SB), Z14, Z14
+	VPSRLD            $0x01, Z14, Z15
+	VPSUBD            Z15, Z14, Z14
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z14, Z14
+	VMULPS            Z15, Z1, Z1
+	VMULPS            Z14, Z1, Z1
 
 	// v44 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z6, K1
-	VPMOVM2D     K1, Z6
-	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb50<>+0(SB), Z8
-	VBROADCASTSS lgb6<>+0(SB), Z9
+	VCMPPS       $0x04, Z0, Z13, K1
+	VPMOVM2D     K1, Z13
+	VANDPS.BCST  lgb1<>+0(SB), Z13, Z14
+	VBROADCASTSS lgb50<>+0(SB), Z15
+	VBROADCASTSS lgb6<>+0(SB), Z16
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
-	VMOVUPS      Z6, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb51<>+0(SB), Z8
-	VBROADCASTSS lgb16<>+0(SB), Z9
+	VMOVUPS      Z13, Z17
+	VPTERNLOGD   $0xca, Z16, Z15, Z17
+	VBROADCASTSS lgb51<>+0(SB), Z15
+	VBROADCASTSS lgb16<>+0(SB), Z16
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z6
-	VMOVUPS      320(AX), Z8
-	VBROADCASTSS lgb0<>+0(SB), Z9
+	VPTERNLOGD   $0xca, Z16, Z15, Z13
+	VMOVUPS      320(AX), Z15
+	VBROADCASTSS lgb0<>+0(SB), Z16
 
 	// v52 = ge(advantageNormalized, 0)
-	VCMPPS   $0x1d, Z9, Z8, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x1d, Z16, Z15, K1
+	VPMOVM2D K1, Z16
 
 	// v53 = min(ratio, v47) tie=first
-	VMINPS Z10, Z11, Z11
+	VMINPS Z1, Z17, Z17
 
 	// v54 = max(ratio, v50) tie=first
-	VMAXPS Z10, Z6, Z6
+	VMAXPS Z1, Z13, Z13
 
 	// ratioClipped = where(v52, v53, v54)
-	VPTERNLOGD $0xca, Z6, Z11, Z9
+	VPTERNLOGD $0xca, Z13, Z17, Z16
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Z9, Z8, Z6
+	VMULPS Z16, Z15, Z13
 
 	// v57 = neg(gain)
-	VXORPS.BCST lgb52<>+0(SB), Z6, Z6
+	VXORPS.BCST lgb52<>+0(SB), Z13, Z13
 
 	// mean(v57) over [N T]
-	VEXTRACTF64X4 $0x01, Z6, Y8
-	MOVQ          state+64(FP), SI
-	VADDPS        1664(SI), Y6, Y6
-	VADDPS        Y6, Y8, Y6
-	VMOVUPS       Y6, 1664(SI)
+	VEXTRACTF64X4 $0x01, Z13, Y15
+	VADDPS        Y7, Y13, Y7
+	VADDPS        Y7, Y15, Y7
 
 	// mean(v44) over [N T]
-	VEXTRACTF64X4 $0x01, Z7, Y6
-	VADDPS        1984(SI), Y7, Y7
-	VADDPS        Y7, Y6, Y7
-	VMOVUPS       Y7, 1984(SI)
+	VEXTRACTF64X4 $0x01, Z14, Y13
+	VADDPS        Y8, Y14, Y8
+	VADDPS        Y8, Y13, Y8
 
 	// v60 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z5, Z6, Z5
 
 	// mean(v60) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 2304(SI)
+	VEXTRACTF64X4 $0x01, Z5, Y6
+	VADDPS        Y9, Y5, Y9
+	VADDPS        Y9, Y6, Y9
 
 	// finish v64
-	VMOVUPS Z2, Z1
-
 	// v65 = div(v64, v31)
-	VDIVPS Z0, Z1, Z0
+	VDIVPS Z3, Z2, Z2
 
 	// entropy = sub(v32, v65)
-	VSUBPS Z0, Z5, Z0
+	VSUBPS Z2, Z4, Z2
 
 	// v68 = mul(-0.01, entropy)
-	VMULPS.BCST lgb53<>+0(SB), Z0, Z1
+	VMULPS.BCST lgb53<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [N T]
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        2624(SI), Y0, Y0
-	VADDPS        Y0, Y2, Y0
-	VMOVUPS       Y0, 2624(SI)
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y10, Y2, Y10
+	VADDPS        Y10, Y4, Y10
 
 	// mean(v68) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        2944(SI), Y1, Y1
-	VADDPS        Y1, Y0, Y1
-	VMOVUPS       Y1, 2944(SI)
-	VMOVUPS       256(AX), Z0
-	MOVQ          stateValue+32(FP), R8
-	VMOVUPS       (R8)(DI*4), Z1
+	VEXTRACTF64X4 $0x01, Z3, Y2
+	VADDPS        Y11, Y3, Y11
+	VADDPS        Y11, Y2, Y11
+	VMOVUPS       256(AX), Z2
+	MOVQ          stateValue+40(FP), SI
+	VMOVUPS       (SI)(DI*4), Z3
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Z1, Z0, Z1
+	VSUBPS Z3, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS Z1, Z1, Z2
+	VMULPS Z3, Z3, Z4
 
 	// v74 = mul(0.5, l2)
-	VMULPS.BCST lgb26<>+0(SB), Z2, Z2
+	VMULPS.BCST lgb26<>+0(SB), Z4, Z4
 
 	// mean(v74) over [N T]
-	VEXTRACTF64X4 $0x01, Z2, Y3
-	VADDPS        3264(SI), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 3264(SI)
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y12, Y4, Y12
+	VADDPS        Y12, Y5, Y12
 
 	// var(diff) over [N]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	MOVQ          DX, R8
-	VBROADCASTSD  (SP), Y3
-	VCVTPS2PD     X1, Y5
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VMOVUPD       4544(SI)(R8*8), Y6
-	VSUBPD        Y6, Y5, Y7
-	VFMADD231PD   Y7, Y3, Y6
-	VSUBPD        Y6, Y5, Y5
-	VMOVUPD       5696(SI)(R8*8), Y8
-	VFMADD231PD   Y7, Y5, Y8
-	VMOVUPD       Y6, 4544(SI)(R8*8)
-	VMOVUPD       Y8, 5696(SI)(R8*8)
-	VMOVUPD       4576(SI)(R8*8), Y5
-	VSUBPD        Y5, Y1, Y6
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	MOVQ          DX, SI
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X3, Y6
+	VEXTRACTF128  $0x01, Y3, X3
+	VCVTPS2PD     X3, Y3
+	MOVQ          state+16(FP), R8
+	VMOVUPD       4544(R8)(SI*8), Y13
+	VSUBPD        Y13, Y6, Y14
+	VFMADD231PD   Y14, Y5, Y13
+	VSUBPD        Y13, Y6, Y6
+	VMOVUPD       5696(R8)(SI*8), Y15
+	VFMADD231PD   Y14, Y6, Y15
+	VMOVUPD       Y13, 4544(R8)(SI*8)
+	VMOVUPD       Y15, 5696(R8)(SI*8)
+	VMOVUPD       4576(R8)(SI*8), Y6
+	VSUBPD        Y6, Y3, Y13
+	VFMADD231PD   Y13, Y5, Y6
+	VSUBPD        Y6, Y3, Y3
+	VMOVUPD       5728(R8)(SI*8), Y5
+	VFMADD231PD   Y13, Y3, Y5
+	VMOVUPD       Y6, 4576(R8)(SI*8)
+	VMOVUPD       Y5, 5728(R8)(SI*8)
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X4, Y6
+	VEXTRACTF128  $0x01, Y4, X3
+	VCVTPS2PD     X3, Y3
+	VMOVUPD       4608(R8)(SI*8), Y4
+	VSUBPD        Y4, Y6, Y13
+	VFMADD231PD   Y13, Y5, Y4
+	VSUBPD        Y4, Y6, Y6
+	VMOVUPD       5760(R8)(SI*8), Y14
+	VFMADD231PD   Y13, Y6, Y14
+	VMOVUPD       Y4, 4608(R8)(SI*8)
+	VMOVUPD       Y14, 5760(R8)(SI*8)
+	VMOVUPD       4640(R8)(SI*8), Y4
+	VSUBPD        Y4, Y3, Y6
+	VFMADD231PD   Y6, Y5, Y4
+	VSUBPD        Y4, Y3, Y3
+	VMOVUPD       5792(R8)(SI*8), Y5
 	VFMADD231PD   Y6, Y3, Y5
-	VSUBPD        Y5, Y1, Y1
-	VMOVUPD       5728(SI)(R8*8), Y3
-	VFMADD231PD   Y6, Y1, Y3
-	VMOVUPD       Y5, 4576(SI)(R8*8)
-	VMOVUPD       Y3, 5728(SI)(R8*8)
-	VBROADCASTSD  (SP), Y1
-	VCVTPS2PD     X2, Y3
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VMOVUPD       4608(SI)(R8*8), Y5
-	VSUBPD        Y5, Y3, Y6
-	VFMADD231PD   Y6, Y1, Y5
-	VSUBPD        Y5, Y3, Y3
-	VMOVUPD       5760(SI)(R8*8), Y7
-	VFMADD231PD   Y6, Y3, Y7
-	VMOVUPD       Y5, 4608(SI)(R8*8)
-	VMOVUPD       Y7, 5760(SI)(R8*8)
-	VMOVUPD       4640(SI)(R8*8), Y3
-	VSUBPD        Y3, Y2, Y5
-	VFMADD231PD   Y5, Y1, Y3
-	VSUBPD        Y3, Y2, Y1
-	VMOVUPD       5792(SI)(R8*8), Y2
-	VFMADD231PD   Y5, Y1, Y2
-	VMOVUPD       Y3, 4640(SI)(R8*8)
-	VMOVUPD       Y2, 5792(SI)(R8*8)
+	VMOVUPD       Y4, 4640(R8)(SI*8)
+	VMOVUPD       Y5, 5792(R8)(SI*8)
 
 	// var(valueTarget2) over [N]
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VBROADCASTSD  (SP), Y2
-	VCVTPS2PD     X0, Y3
-	VEXTRACTF128  $0x01, Y0, X5
-	VCVTPS2PD     X5, Y5
-	VMOVUPD       8000(SI)(R8*8), Y6
-	VSUBPD        Y6, Y3, Y7
-	VFMADD231PD   Y7, Y2, Y6
-	VSUBPD        Y6, Y3, Y3
-	VMOVUPD       9152(SI)(R8*8), Y8
-	VFMADD231PD   Y7, Y3, Y8
-	VMOVUPD       Y6, 8000(SI)(R8*8)
-	VMOVUPD       Y8, 9152(SI)(R8*8)
-	VMOVUPD       8032(SI)(R8*8), Y3
-	VSUBPD        Y3, Y5, Y6
-	VFMADD231PD   Y6, Y2, Y3
-	VSUBPD        Y3, Y5, Y2
-	VMOVUPD       9184(SI)(R8*8), Y5
-	VFMADD231PD   Y6, Y2, Y5
-	VMOVUPD       Y3, 8032(SI)(R8*8)
-	VMOVUPD       Y5, 9184(SI)(R8*8)
-	VBROADCASTSD  (SP), Y2
-	VCVTPS2PD     X1, Y3
-	VEXTRACTF128  $0x01, Y1, X1
-	VCVTPS2PD     X1, Y1
-	VMOVUPD       8064(SI)(R8*8), Y5
+	VEXTRACTF64X4 $0x01, Z2, Y3
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X2, Y6
+	VEXTRACTF128  $0x01, Y2, X4
+	VCVTPS2PD     X4, Y4
+	VMOVUPD       8000(R8)(SI*8), Y13
+	VSUBPD        Y13, Y6, Y14
+	VFMADD231PD   Y14, Y5, Y13
+	VSUBPD        Y13, Y6, Y6
+	VMOVUPD       9152(R8)(SI*8), Y15
+	VFMADD231PD   Y14, Y6, Y15
+	VMOVUPD       Y13, 8000(R8)(SI*8)
+	VMOVUPD       Y15, 9152(R8)(SI*8)
+	VMOVUPD       8032(R8)(SI*8), Y6
+	VSUBPD        Y6, Y4, Y13
+	VFMADD231PD   Y13, Y5, Y6
+	VSUBPD        Y6, Y4, Y4
+	VMOVUPD       9184(R8)(SI*8), Y5
+	VFMADD231PD   Y13, Y4, Y5
+	VMOVUPD       Y6, 8032(R8)(SI*8)
+	VMOVUPD       Y5, 9184(R8)(SI*8)
+	VBROADCASTSD  (SP), Y4
+	VCVTPS2PD     X3, Y5
+	VEXTRACTF128  $0x01, Y3, X3
+	VCVTPS2PD     X3, Y3
+	VMOVUPD       8064(R8)(SI*8), Y6
+	VSUBPD        Y6, Y5, Y13
+	VFMADD231PD   Y13, Y4, Y6
+	VSUBPD        Y6, Y5, Y5
+	VMOVUPD       9216(R8)(SI*8), Y14
+	VFMADD231PD   Y13, Y5, Y14
+	VMOVUPD       Y6, 8064(R8)(SI*8)
+	VMOVUPD       Y14, 9216(R8)(SI*8)
+	VMOVUPD       8096(R8)(SI*8), Y5
 	VSUBPD        Y5, Y3, Y6
-	VFMADD231PD   Y6, Y2, Y5
+	VFMADD231PD   Y6, Y4, Y5
 	VSUBPD        Y5, Y3, Y3
-	VMOVUPD       9216(SI)(R8*8), Y7
-	VFMADD231PD   Y6, Y3, Y7
-	VMOVUPD       Y5, 8064(SI)(R8*8)
-	VMOVUPD       Y7, 9216(SI)(R8*8)
-	VMOVUPD       8096(SI)(R8*8), Y3
-	VSUBPD        Y3, Y1, Y5
-	VFMADD231PD   Y5, Y2, Y3
-	VSUBPD        Y3, Y1, Y1
-	VMOVUPD       9248(SI)(R8*8), Y2
-	VFMADD231PD   Y5, Y1, Y2
-	VMOVUPD       Y3, 8096(SI)(R8*8)
-	VMOVUPD       Y2, 9248(SI)(R8*8)
+	VMOVUPD       9248(R8)(SI*8), Y4
+	VFMADD231PD   Y6, Y3, Y4
+	VMOVUPD       Y5, 8096(R8)(SI*8)
+	VMOVUPD       Y4, 9248(R8)(SI*8)
 
 	// logsumexp(logWeight) over [N]
-	VEXTRACTF64X4 $0x01, Z4, Y1
-	VEXTRACTF64X4 $0x01, Z10, Y2
-	VCMPPS        $0x15, lgc54<>+0(SB), Y4, Y3
-	VCMPPS        $0x1a, lgc55<>+0(SB), Y4, Y5
-	VANDPS        Y5, Y3, Y3
-	VCMPPS        $0x00, lgc56<>+0(SB), Y4, Y5
-	VORPS         Y5, Y3, Y3
-	VANDPS        11456(SI), Y3, Y3
-	VMOVUPS       Y3, 11456(SI)
-	VCVTPS2PD     X10, Y3
-	VEXTRACTF128  $0x01, Y10, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        10304(SI)(R8*8), Y3, Y5
-	VMOVUPD       Y5, 10304(SI)(R8*8)
-	VMULPD        Y3, Y3, Y3
-	VADDPD        12096(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 12096(SI)(R8*8)
-	VADDPD        10336(SI)(R8*8), Y4, Y3
-	VMOVUPD       Y3, 10336(SI)(R8*8)
-	VMULPD        Y4, Y4, Y3
-	VADDPD        12128(SI)(R8*8), Y3, Y3
-	VMOVUPD       Y3, 12128(SI)(R8*8)
-	VCMPPS        $0x15, lgc54<>+0(SB), Y1, Y3
-	VCMPPS        $0x1a, lgc55<>+0(SB), Y1, Y4
-	VANDPS        Y4, Y3, Y3
-	VCMPPS        $0x00, lgc56<>+0(SB), Y1, Y4
-	VORPS         Y4, Y3, Y3
-	VANDPS        11456(SI), Y3, Y3
-	VMOVUPS       Y3, 11456(SI)
-	VCVTPS2PD     X2, Y1
-	VEXTRACTF128  $0x01, Y2, X2
-	VCVTPS2PD     X2, Y2
-	VADDPD        10368(SI)(R8*8), Y1, Y3
-	VMOVUPD       Y3, 10368(SI)(R8*8)
+	VEXTRACTF64X4 $0x01, Z0, Y3
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VCMPPS        $0x15, lgc54<>+0(SB), Y0, Y5
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y0, Y6
+	VANDPS        Y6, Y5, Y5
+	VCMPPS        $0x00, lgc56<>+0(SB), Y0, Y6
+	VORPS         Y6, Y5, Y5
+	VANDPS        11456(R8), Y5, Y5
+	VMOVUPS       Y5, 11456(R8)
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        10304(R8)(SI*8), Y5, Y1
+	VMOVUPD       Y1, 10304(R8)(SI*8)
+	VMULPD        Y5, Y5, Y1
+	VADDPD        12096(R8)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 12096(R8)(SI*8)
+	VADDPD        10336(R8)(SI*8), Y0, Y1
+	VMOVUPD       Y1, 10336(R8)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        12128(R8)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 12128(R8)(SI*8)
+	VCMPPS        $0x15, lgc54<>+0(SB), Y3, Y0
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y3, Y1
+	VANDPS        Y1, Y0, Y0
+	VCMPPS        $0x00, lgc56<>+0(SB), Y3, Y1
+	VORPS         Y1, Y0, Y0
+	VANDPS        11456(R8), Y0, Y0
+	VMOVUPS       Y0, 11456(R8)
+	VCVTPS2PD     X4, Y1
+	VEXTRACTF128  $0x01, Y4, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        10368(R8)(SI*8), Y1, Y3
+	VMOVUPD       Y3, 10368(R8)(SI*8)
 	VMULPD        Y1, Y1, Y1
-	VADDPD        12160(SI)(R8*8), Y1, Y1
-	VMOVUPD       Y1, 12160(SI)(R8*8)
-	VADDPD        10400(SI)(R8*8), Y2, Y1
-	VMOVUPD       Y1, 10400(SI)(R8*8)
-	VMULPD        Y2, Y2, Y1
-	VADDPD        12192(SI)(R8*8), Y1, Y1
-	VMOVUPD       Y1, 12192(SI)(R8*8)
-	VMOVUPS       192(AX), Z1
+	VADDPD        12160(R8)(SI*8), Y1, Y1
+	VMOVUPD       Y1, 12160(R8)(SI*8)
+	VADDPD        10400(R8)(SI*8), Y0, Y1
+	VMOVUPD       Y1, 10400(R8)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        12192(R8)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 12192(R8)(SI*8)
+	VMOVUPS       192(AX), Z0
 
 	// store advantage
 	MOVQ    advantage+72(FP), SI
-	VMOVUPS Z1, (SI)(DI*4)
+	VMOVUPS Z0, (SI)(DI*4)
 
 	// store valueTarget2
 	MOVQ        valueTarget+80(FP), SI
-	VMOVUPS     Z0, (SI)(DI*4)
+	VMOVUPS     Z2, (SI)(DI*4)
 	DECQ        BX
 	JNZ         noflush_8
 	VMOVUPD     lgc12<>+0(SB), Y0
-	MOVQ        state+64(FP), BX
-	VMOVUPS     1664(BX), Y0
-	VMULPS      lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1472(BX), Z0, Z0
-	VMOVUPD     Z0, 1472(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 1664(BX)
-	VMOVUPS     1984(BX), Y0
-	VFMADD231PS lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      1792(BX), Z0, Z0
-	VMOVUPD     Z0, 1792(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 1984(BX)
-	VMOVUPS     2304(BX), Y0
-	VFMADD231PS lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2112(BX), Z0, Z0
-	VMOVUPD     Z0, 2112(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 2304(BX)
-	VMOVUPS     2624(BX), Y0
-	VFMADD231PS lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2432(BX), Z0, Z0
-	VMOVUPD     Z0, 2432(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 2624(BX)
-	VMOVUPS     2944(BX), Y0
-	VFMADD231PS lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      2752(BX), Z0, Z0
-	VMOVUPD     Z0, 2752(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 2944(BX)
-	VMOVUPS     3264(BX), Y0
-	VFMADD231PS lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD   Y0, Z0
-	VADDPD      3072(BX), Z0, Z0
-	VMOVUPD     Z0, 3072(BX)
-	VMOVUPS     lgc13<>+0(SB), Y0
-	VMOVUPS     Y0, 3264(BX)
-	VCMPPS      $0x00, Y1, Y1, Y0
+	MOVQ        state+16(FP), BX
+	VMULPS      lgc13<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z1
+	VADDPD      1472(BX), Z1, Z1
+	VMOVUPD     Z1, 1472(BX)
+	VMOVUPS     lgc13<>+0(SB), Y7
+	VFMADD231PS lgc13<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z1
+	VADDPD      1792(BX), Z1, Z1
+	VMOVUPD     Z1, 1792(BX)
+	VMOVUPS     lgc13<>+0(SB), Y8
+	VFMADD231PS lgc13<>+0(SB), Y9, Y0
+	VCVTPS2PD   Y9, Z1
+	VADDPD      2112(BX), Z1, Z1
+	VMOVUPD     Z1, 2112(BX)
+	VMOVUPS     lgc13<>+0(SB), Y9
+	VFMADD231PS lgc13<>+0(SB), Y10, Y0
+	VCVTPS2PD   Y10, Z1
+	VADDPD      2432(BX), Z1, Z1
+	VMOVUPD     Z1, 2432(BX)
+	VMOVUPS     lgc13<>+0(SB), Y10
+	VFMADD231PS lgc13<>+0(SB), Y11, Y0
+	VCVTPS2PD   Y11, Z1
+	VADDPD      2752(BX), Z1, Z1
+	VMOVUPD     Z1, 2752(BX)
+	VMOVUPS     lgc13<>+0(SB), Y11
+	VFMADD231PS lgc13<>+0(SB), Y12, Y0
+	VCVTPS2PD   Y12, Z1
+	VADDPD      3072(BX), Z1, Z1
+	VMOVUPD     Z1, 3072(BX)
+	VMOVUPS     lgc13<>+0(SB), Y12
+	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      13248(BX), Y0, Y0
 	VMOVUPS     Y0, 13248(BX)
 	MOVQ        $+4, BX
@@ -980,56 +966,63 @@ noflush_8:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_5
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y7, 1664(DX)
+	VMOVUPS      Y8, 1984(DX)
+	VMOVUPS      Y9, 2304(DX)
+	VMOVUPS      Y10, 2624(DX)
+	VMOVUPS      Y11, 2944(DX)
+	VMOVUPS      Y12, 3264(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y0
-	VMULPS       lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(DX), Z0, Z0
-	VMOVUPD      Z0, 1472(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(DX), Z0, Z0
-	VMOVUPD      Z0, 1792(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VMOVUPS      2304(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2112(DX), Z0, Z0
-	VMOVUPD      Z0, 2112(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VMOVUPS      2624(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(DX), Z0, Z0
-	VMOVUPD      Z0, 2432(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VMOVUPS      2944(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(DX), Z0, Z0
-	VMOVUPD      Z0, 2752(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(DX), Z0, Z0
-	VMOVUPD      Z0, 3072(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1664(DX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VMOVUPS      2304(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(DX), Z1, Z1
+	VMOVUPD      Z1, 2112(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(DX)
+	VMOVUPS      2624(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(DX), Z1, Z1
+	VMOVUPD      Z1, 2432(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(DX)
+	VMOVUPS      2944(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(DX), Z1, Z1
+	VMOVUPD      Z1, 3072(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	INCQ         CX
@@ -1207,7 +1200,7 @@ TEXT ·pass2AVX512(SB), $64-64
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 13568(AX), Y0
+	VMOVUPS 13568(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_10
@@ -1215,19 +1208,19 @@ TEXT ·pass2AVX512(SB), $64-64
 blocks_9:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb57<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb57<>+0(SB), Z0, Z0
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
 	// v80 = div(residVar, v79)
-	VDIVPS       Z1, Z2, Z1
+	VDIVPS       Z0, Z2, Z0
 	VBROADCASTSS lgb1<>+0(SB), Z2
 
 	// explainedVariance = sub(1, v80)
-	VSUBPS  Z1, Z2, Z1
+	VSUBPS  Z0, Z2, Z0
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Z2
 
@@ -1270,24 +1263,24 @@ blocks_9:
 
 	// mean(essCol) over [T]
 	VEXTRACTF64X4 $0x01, Z5, Y2
-	VADDPS        Y0, Y5, Y0
-	VADDPS        Y0, Y2, Y0
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y2, Y1
 
 	// store explainedVariance
 	MOVQ      explainedVariance+56(FP), DX
-	VMOVUPS   Z1, (DX)(BX*4)
+	VMOVUPS   Z0, (DX)(BX*4)
 	DECQ      CX
 	JNZ       noflush_11
-	VMOVUPD   lgc12<>+0(SB), Y1
+	VMOVUPD   lgc12<>+0(SB), Y0
 	MOVQ      state+0(FP), CX
-	VMULPS    lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD Y0, Z0
-	VADDPD    13376(CX), Z0, Z0
-	VMOVUPD   Z0, 13376(CX)
-	VMOVUPS   lgc13<>+0(SB), Y0
-	VCMPPS    $0x00, Y1, Y1, Y1
-	VANDPS    13696(CX), Y1, Y1
-	VMOVUPS   Y1, 13696(CX)
+	VMULPS    lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    13376(CX), Z1, Z1
+	VMOVUPD   Z1, 13376(CX)
+	VMOVUPS   lgc13<>+0(SB), Y1
+	VCMPPS    $0x00, Y0, Y0, Y0
+	VANDPS    13696(CX), Y0, Y0
+	VMOVUPS   Y0, 13696(CX)
 	MOVQ      $+4, CX
 
 noflush_11:
@@ -1299,7 +1292,7 @@ noflush_11:
 
 chunkdone_10:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 13568(AX)
+	VMOVUPS      Y1, 13568(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -1307,14 +1300,14 @@ chunkdone_10:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y0
-	VMULPS       lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       13376(AX), Z0, Z0
-	VMOVUPD      Z0, 13376(AX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      13568(AX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       13376(AX), Z1, Z1
+	VMOVUPD      Z1, 13376(AX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 13568(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
@@ -1326,7 +1319,7 @@ GLOBL lgb57<>(SB), RODATA|NOPTR, $4
 DATA lgb58<>+0(SB)/4, $0x40000000
 GLOBL lgb58<>(SB), RODATA|NOPTR, $4
 
-// func fbPass0AVX512(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, s0 *float32, hi int)
+// func fbPass0AVX512(lo int, state *float64, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, s0 *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
 TEXT ·fbPass0AVX512(SB), $64-72
 	LEAQ 63(SP), AX
@@ -1334,13 +1327,18 @@ TEXT ·fbPass0AVX512(SB), $64-72
 	MOVQ lo+0(FP), AX
 
 outer0_12:
-	VBROADCASTSS lgb0<>+0(SB), Z0
+	VBROADCASTSS lgb0<>+0(SB), Z3
 	MOVQ         $+4, DX
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y4
+	VMOVUPS      960(CX), Y5
+	VMOVUPS      1088(CX), Y6
+	VMOVUPS      1216(CX), Y0
 	MOVQ         $+112, CX
 
 blocks_13:
 	VBROADCASTSS lgb1<>+0(SB), Z1
-	MOVQ         nextTerminated+8(FP), BX
+	MOVQ         nextTerminated+16(FP), BX
 	IMUL3Q       $+128, AX, SI
 	ADDQ         CX, SI
 	VPMOVZXBD    (BX)(SI*1), Z2
@@ -1348,151 +1346,139 @@ blocks_13:
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Z2, Z1, Z2
-	MOVQ      nextDone+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Z3
-	VCVTDQ2PS Z3, Z3
+	MOVQ      nextDone+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Z7
+	VCVTDQ2PS Z7, Z7
 
 	// notDone = sub(1, nextDone)
-	VSUBPS Z3, Z1, Z1
+	VSUBPS Z7, Z1, Z1
 
 	// v9 = mul(0.99, notTerminated)
 	VMULPS.BCST lgb2<>+0(SB), Z2, Z2
-	MOVQ        nextStateValue+24(FP), BX
-	VMOVUPS     (BX)(SI*4), Z3
+	MOVQ        nextStateValue+32(FP), BX
+	VMOVUPS     (BX)(SI*4), Z7
 
 	// v10 = mul(v9, nextStateValue)
-	VMULPS  Z3, Z2, Z2
-	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z3
+	VMULPS  Z7, Z2, Z2
+	MOVQ    nextReward+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// v11 = add(nextReward, v10)
-	VADDPS  Z2, Z3, Z2
-	MOVQ    stateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z3
+	VADDPS  Z2, Z7, Z2
+	MOVQ    stateValue+48(FP), BX
+	VMOVUPS (BX)(SI*4), Z7
 
 	// delta = sub(v11, stateValue)
-	VSUBPS Z3, Z2, Z2
+	VSUBPS Z7, Z2, Z2
 
 	// discount = mul(0.9405, notDone)
 	VMULPS.BCST lgb3<>+0(SB), Z1, Z1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS.BCST   lgb4<>+0(SB), Z2, Z4
-	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z3
-	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z4, K1
-	VPMOVM2D      K1, Z4
-	VORPS         Z4, Z3, Z3
-	VEXTRACTF64X4 $0x01, Z3, Y4
-	VANDPS        Y3, Y4, Y3
-	MOVQ          state+48(FP), BX
-	VANDPS        1344(BX), Y3, Y3
-	VMOVUPS       Y3, 1344(BX)
-	VMOVUPS       lgc7<>+0(SB), Z4
-	MOVL          $0x00007f7f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VMOVUPS       lgc8<>+0(SB), Z4
-	MOVL          $0x00003f3f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VMOVUPS       lgc9<>+0(SB), Z4
-	MOVL          $0x00000f0f, DI
-	KMOVW         DI, K1
-	VBROADCASTSS  lgb1<>+0(SB), Z3
-	VPERMPS       Z1, Z4, K1, Z3
-	VPERMPS.Z     Z2, Z4, K1, Z4
-	VFMADD231PS   Z1, Z4, Z2
-	VMULPS        Z3, Z1, Z1
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VEXTRACTF64X4 $0x01, Z2, Y4
-	VFMADD231PS   Y3, Y0, Y4
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y4, Y0, Y0
-	VFMADD231PS   Y1, Y0, Y2
-	VMOVUPS       lgc10<>+0(SB), Y0
-	VPERMPS       Y2, Y0, Y0
-	VINSERTF32X8  $0x01, Y4, Z2, Z1
+	VANDPS.BCST   lgb4<>+0(SB), Z2, Z8
+	VCMPPS.BCST   $0x1a, lgb5<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z7
+	VCMPPS.BCST   $0x00, lgb6<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z8
+	VORPS         Z8, Z7, Z7
+	VEXTRACTF64X4 $0x01, Z7, Y8
+	VANDPS        Y7, Y8, Y7
+	MOVQ          state+8(FP), BX
+	VANDPS        1344(BX), Y7, Y7
+	VMOVUPS       Y7, 1344(BX)
+	VMOVUPS       lgc7<>+0(SB), Z8
+	MOVL          $0x00007f7f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VMOVUPS       lgc8<>+0(SB), Z8
+	MOVL          $0x00003f3f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VMOVUPS       lgc9<>+0(SB), Z8
+	MOVL          $0x00000f0f, BX
+	KMOVW         BX, K1
+	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VPERMPS       Z1, Z8, K1, Z7
+	VPERMPS.Z     Z2, Z8, K1, Z8
+	VFMADD231PS   Z1, Z8, Z2
+	VMULPS        Z7, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z1, Y7
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VFMADD231PS   Y7, Y3, Y8
+	VMOVUPS       lgc10<>+0(SB), Y3
+	VPERMPS       Y8, Y3, Y3
+	VFMADD231PS   Y1, Y3, Y2
+	VMOVUPS       lgc10<>+0(SB), Y1
+	VPERMPS       Y2, Y1, Y3
+	VINSERTF32X8  $0x01, Y8, Z2, Z7
 
 	// mean(advantage) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VADDPS        256(BX), Y2, Y2
-	VADDPS        Y2, Y1, Y2
-	VMOVUPS       Y2, 256(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VADDPS        Y4, Y1, Y4
+	VADDPS        Y4, Y7, Y4
 
 	// std(advantage) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y2
-	VMOVUPS       960(BX), Y3
-	VMOVUPS       1088(BX), Y4
-	VMOVUPS       1216(BX), Y5
-	VMOVQ         DX, X6
-	VPBROADCASTD  X6, Y6
-	VPCMPEQD      lgc11<>+0(SB), Y6, Y6
-	VBLENDVPS     Y6, Y2, Y5, Y5
-	VSUBPS        Y5, Y2, Y2
-	VADDPS        Y3, Y2, Y3
-	VFMADD231PS   Y2, Y2, Y4
-	VSUBPS        Y5, Y1, Y2
-	VADDPS        Y3, Y2, Y3
-	VFMADD231PS   Y2, Y2, Y4
-	VMOVUPS       Y3, 960(BX)
-	VMOVUPS       Y4, 1088(BX)
-	VMOVUPS       Y5, 1216(BX)
+	VEXTRACTF64X4 $0x01, Z7, Y1
+	VMOVQ         DX, X2
+	VPBROADCASTD  X2, Y2
+	VPCMPEQD      lgc11<>+0(SB), Y2, Y2
+	VBLENDVPS     Y2, Y1, Y0, Y0
+	VSUBPS        Y0, Y1, Y1
+	VADDPS        Y5, Y1, Y5
+	VFMADD231PS   Y1, Y1, Y6
+	VSUBPS        Y0, Y7, Y1
+	VADDPS        Y5, Y1, Y5
+	VFMADD231PS   Y1, Y1, Y6
 
 	// store gae
 	MOVQ         s0+56(FP), BX
-	VMOVUPS      Z1, (BX)(SI*4)
+	VMOVUPS      Z7, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_14
-	VMOVUPD      lgc12<>+0(SB), Y1
-	MOVQ         state+48(FP), DX
-	VMOVUPS      256(DX), Y2
-	VMULPS       lgc13<>+0(SB), Y2, Y3
-	VCVTPS2PD    Y2, Z2
-	VADDPD       64(DX), Z2, Z2
-	VMOVUPD      Z2, 64(DX)
-	VMOVUPS      lgc13<>+0(SB), Y2
-	VMOVUPS      Y2, 256(DX)
-	VMOVUPS      960(DX), Y2
-	VMOVUPS      1088(DX), Y4
-	VFMADD231PS  lgc13<>+0(SB), Y2, Y3
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y3
-	VMOVUPS      1216(DX), Y5
-	VCVTPS2PD    Y2, Z2
+	VMOVUPD      lgc12<>+0(SB), Y2
+	MOVQ         state+8(FP), DX
+	VMULPS       lgc13<>+0(SB), Y4, Y1
 	VCVTPS2PD    Y4, Z4
+	VADDPD       64(DX), Z4, Z4
+	VMOVUPD      Z4, 64(DX)
+	VMOVUPS      lgc13<>+0(SB), Y4
+	VFMADD231PS  lgc13<>+0(SB), Y5, Y1
+	VFMADD231PS  lgc13<>+0(SB), Y6, Y1
+	VMOVUPS      Y0, Y7
 	VCVTPS2PD    Y5, Z5
-	VBROADCASTSD lgc14<>+0(SB), Z6
-	VBROADCASTSD X1, Z1
-	VMAXPD       Z6, Z1, Z7
-	VDIVPD       Z7, Z2, Z7
-	VFNMADD231PD Z2, Z7, Z4
-	VADDPD       Z5, Z7, Z7
-	VMOVUPD      384(DX), Z2
-	VADDPD       Z1, Z2, Z5
-	VMOVUPD      Z5, 384(DX)
-	VMAXPD       Z6, Z5, Z5
-	VDIVPD       Z5, Z1, Z1
-	VMOVUPD      576(DX), Z5
-	VSUBPD       Z5, Z7, Z6
-	VFMADD231PD  Z6, Z1, Z5
-	VMOVUPD      Z5, 576(DX)
-	VMULPD       Z1, Z2, Z1
-	VMULPD       Z6, Z1, Z1
-	VADDPD       768(DX), Z4, Z2
-	VFMADD231PD  Z6, Z1, Z2
-	VMOVUPD      Z2, 768(DX)
-	VMOVUPS      lgc13<>+0(SB), Y1
-	VMOVUPS      Y1, 960(DX)
-	VMOVUPS      Y1, 1088(DX)
-	VCMPPS       $0x00, Y3, Y3, Y1
+	VCVTPS2PD    Y6, Z6
+	VCVTPS2PD    Y7, Z7
+	VBROADCASTSD lgc14<>+0(SB), Z8
+	VBROADCASTSD X2, Z2
+	VMAXPD       Z8, Z2, Z9
+	VDIVPD       Z9, Z5, Z9
+	VFNMADD231PD Z5, Z9, Z6
+	VADDPD       Z7, Z9, Z9
+	VMOVUPD      384(DX), Z5
+	VADDPD       Z2, Z5, Z7
+	VMOVUPD      Z7, 384(DX)
+	VMAXPD       Z8, Z7, Z7
+	VDIVPD       Z7, Z2, Z2
+	VMOVUPD      576(DX), Z7
+	VSUBPD       Z7, Z9, Z8
+	VFMADD231PD  Z8, Z2, Z7
+	VMOVUPD      Z7, 576(DX)
+	VMULPD       Z2, Z5, Z2
+	VMULPD       Z8, Z2, Z2
+	VADDPD       768(DX), Z6, Z5
+	VFMADD231PD  Z8, Z2, Z5
+	VMOVUPD      Z5, 768(DX)
+	VMOVUPS      lgc13<>+0(SB), Y5
+	VMOVUPS      lgc13<>+0(SB), Y6
+	VCMPPS       $0x00, Y1, Y1, Y1
 	VANDPS       1344(DX), Y1, Y1
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+4, DX
@@ -1500,52 +1486,57 @@ blocks_13:
 noflush_14:
 	SUBQ         $+16, CX
 	JGE          blocks_13
+	MOVQ         state+8(FP), CX
+	VMOVUPS      Y4, 256(CX)
+	VMOVUPS      Y5, 960(CX)
+	VMOVUPS      Y6, 1088(CX)
+	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
 	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   CX, X0, X0
-	VBROADCASTSD X0, Y0
-	MOVQ         state+48(FP), CX
-	VMOVUPS      256(CX), Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y2
-	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
-	VMOVUPS      lgc13<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      960(CX), Y1
+	VBROADCASTSD X0, Y1
+	MOVQ         state+8(FP), CX
+	VMOVUPS      256(CX), Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y0
+	VCVTPS2PD    Y2, Z2
+	VADDPD       64(CX), Z2, Z2
+	VMOVUPD      Z2, 64(CX)
+	VMOVUPS      lgc13<>+0(SB), Y2
+	VMOVUPS      Y2, 256(CX)
+	VMOVUPS      960(CX), Y2
 	VMOVUPS      1088(CX), Y3
-	VFMADD231PS  lgc13<>+0(SB), Y1, Y2
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y2
+	VFMADD231PS  lgc13<>+0(SB), Y2, Y0
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y0
 	VMOVUPS      1216(CX), Y4
-	VCVTPS2PD    Y1, Z1
+	VCVTPS2PD    Y2, Z2
 	VCVTPS2PD    Y3, Z3
 	VCVTPS2PD    Y4, Z4
 	VBROADCASTSD lgc14<>+0(SB), Z5
-	VBROADCASTSD X0, Z0
-	VMAXPD       Z5, Z0, Z6
-	VDIVPD       Z6, Z1, Z6
-	VFNMADD231PD Z1, Z6, Z3
+	VBROADCASTSD X1, Z1
+	VMAXPD       Z5, Z1, Z6
+	VDIVPD       Z6, Z2, Z6
+	VFNMADD231PD Z2, Z6, Z3
 	VADDPD       Z4, Z6, Z6
-	VMOVUPD      384(CX), Z1
-	VADDPD       Z0, Z1, Z4
+	VMOVUPD      384(CX), Z2
+	VADDPD       Z1, Z2, Z4
 	VMOVUPD      Z4, 384(CX)
 	VMAXPD       Z5, Z4, Z4
-	VDIVPD       Z4, Z0, Z0
+	VDIVPD       Z4, Z1, Z1
 	VMOVUPD      576(CX), Z4
 	VSUBPD       Z4, Z6, Z5
-	VFMADD231PD  Z5, Z0, Z4
+	VFMADD231PD  Z5, Z1, Z4
 	VMOVUPD      Z4, 576(CX)
-	VMULPD       Z0, Z1, Z0
-	VMULPD       Z5, Z0, Z0
-	VADDPD       768(CX), Z3, Z1
-	VFMADD231PD  Z5, Z0, Z1
-	VMOVUPD      Z1, 768(CX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 960(CX)
-	VMOVUPS      Y0, 1088(CX)
-	VCMPPS       $0x00, Y2, Y2, Y0
+	VMULPD       Z1, Z2, Z1
+	VMULPD       Z5, Z1, Z1
+	VADDPD       768(CX), Z3, Z2
+	VFMADD231PD  Z5, Z1, Z2
+	VMOVUPD      Z2, 768(CX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 960(CX)
+	VMOVUPS      Y1, 1088(CX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       1344(CX), Y0, Y0
 	VMOVUPS      Y0, 1344(CX)
 	INCQ         AX
@@ -1554,9 +1545,9 @@ noflush_14:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX512(s2 *float32, lo int, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
+// func fbPass1AVX512(s2 *float32, lo int, state *float64, logits *float32, s0 *float32, stateValue *float32, s1 *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $1224-112
+TEXT ·fbPass1AVX512(SB), $1032-112
 	LEAQ 71(SP), AX
 	ANDQ $-64, AX
 
@@ -1583,11 +1574,18 @@ outer0_15:
 	VDIVSD       X0, X1, X0
 	VMOVSD       X0, (SP)
 	MOVQ         $+4, BX
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1664(DX), Y7
+	VMOVUPS      1984(DX), Y8
+	VMOVUPS      2304(DX), Y9
+	VMOVUPS      2624(DX), Y10
+	VMOVUPS      2944(DX), Y11
+	VMOVUPS      3264(DX), Y12
 	XORQ         DX, DX
 
 blocks_16:
 	// tile logits
-	MOVQ       logits+16(FP), SI
+	MOVQ       logits+24(FP), SI
 	IMUL3Q     $+256, CX, DI
 	IMUL3Q     $+2, DX, R8
 	ADDQ       R8, DI
@@ -1600,91 +1598,91 @@ blocks_16:
 	VMOVUPS.Z  32(SI)(DI*4), K1, Z4
 	VMOVUPS.Z  40(SI)(DI*4), K1, Z5
 	VMOVUPS.Z  48(SI)(DI*4), K1, Z6
-	VMOVUPS.Z  56(SI)(DI*4), K1, Z7
-	VMOVUPS.Z  64(SI)(DI*4), K1, Z8
-	VMOVUPS.Z  72(SI)(DI*4), K1, Z9
-	VMOVUPS.Z  80(SI)(DI*4), K1, Z10
-	VMOVUPS.Z  88(SI)(DI*4), K1, Z11
-	VMOVUPS.Z  96(SI)(DI*4), K1, Z12
-	VMOVUPS.Z  104(SI)(DI*4), K1, Z13
-	VMOVUPS.Z  112(SI)(DI*4), K1, Z14
-	VMOVUPS.Z  120(SI)(DI*4), K1, Z15
-	VUNPCKLPS  Z1, Z0, Z16
+	VMOVUPS.Z  56(SI)(DI*4), K1, Z13
+	VMOVUPS.Z  64(SI)(DI*4), K1, Z14
+	VMOVUPS.Z  72(SI)(DI*4), K1, Z15
+	VMOVUPS.Z  80(SI)(DI*4), K1, Z16
+	VMOVUPS.Z  88(SI)(DI*4), K1, Z17
+	VMOVUPS.Z  96(SI)(DI*4), K1, Z18
+	VMOVUPS.Z  104(SI)(DI*4), K1, Z19
+	VMOVUPS.Z  112(SI)(DI*4), K1, Z20
+	VMOVUPS.Z  120(SI)(DI*4), K1, Z21
+	VUNPCKLPS  Z1, Z0, Z22
 	VUNPCKHPS  Z1, Z0, Z0
 	VUNPCKLPS  Z3, Z2, Z1
 	VUNPCKHPS  Z3, Z2, Z2
 	VUNPCKLPS  Z5, Z4, Z3
 	VUNPCKHPS  Z5, Z4, Z4
-	VUNPCKLPS  Z7, Z6, Z5
-	VUNPCKHPS  Z7, Z6, Z6
-	VUNPCKLPS  Z9, Z8, Z7
-	VUNPCKHPS  Z9, Z8, Z8
-	VUNPCKLPS  Z11, Z10, Z9
-	VUNPCKHPS  Z11, Z10, Z10
-	VUNPCKLPS  Z13, Z12, Z11
-	VUNPCKHPS  Z13, Z12, Z12
+	VUNPCKLPS  Z13, Z6, Z5
+	VUNPCKHPS  Z13, Z6, Z6
 	VUNPCKLPS  Z15, Z14, Z13
 	VUNPCKHPS  Z15, Z14, Z14
-	VSHUFPS    $0x44, Z1, Z16, Z15
-	VSHUFPS    $0xee, Z1, Z16, Z1
-	VSHUFPS    $0x44, Z2, Z0, Z16
+	VUNPCKLPS  Z17, Z16, Z15
+	VUNPCKHPS  Z17, Z16, Z16
+	VUNPCKLPS  Z19, Z18, Z17
+	VUNPCKHPS  Z19, Z18, Z18
+	VUNPCKLPS  Z21, Z20, Z19
+	VUNPCKHPS  Z21, Z20, Z20
+	VSHUFPS    $0x44, Z1, Z22, Z21
+	VSHUFPS    $0xee, Z1, Z22, Z1
+	VSHUFPS    $0x44, Z2, Z0, Z22
 	VSHUFPS    $0xee, Z2, Z0, Z0
 	VSHUFPS    $0x44, Z5, Z3, Z2
 	VSHUFPS    $0xee, Z5, Z3, Z3
 	VSHUFPS    $0x44, Z6, Z4, Z5
 	VSHUFPS    $0xee, Z6, Z4, Z4
-	VSHUFPS    $0x44, Z9, Z7, Z6
-	VSHUFPS    $0xee, Z9, Z7, Z7
-	VSHUFPS    $0x44, Z10, Z8, Z9
-	VSHUFPS    $0xee, Z10, Z8, Z8
-	VSHUFPS    $0x44, Z13, Z11, Z10
-	VSHUFPS    $0xee, Z13, Z11, Z11
-	VSHUFPS    $0x44, Z14, Z12, Z13
-	VSHUFPS    $0xee, Z14, Z12, Z12
-	VSHUFF32X4 $0x44, Z2, Z15, Z14
-	VSHUFF32X4 $0xee, Z2, Z15, Z2
-	VSHUFF32X4 $0x44, Z10, Z6, Z15
-	VSHUFF32X4 $0xee, Z10, Z6, Z6
-	VSHUFF32X4 $0x88, Z15, Z14, Z10
-	VSHUFF32X4 $0xdd, Z15, Z14, Z14
-	VSHUFF32X4 $0x88, Z6, Z2, Z14
+	VSHUFPS    $0x44, Z15, Z13, Z6
+	VSHUFPS    $0xee, Z15, Z13, Z13
+	VSHUFPS    $0x44, Z16, Z14, Z15
+	VSHUFPS    $0xee, Z16, Z14, Z14
+	VSHUFPS    $0x44, Z19, Z17, Z16
+	VSHUFPS    $0xee, Z19, Z17, Z17
+	VSHUFPS    $0x44, Z20, Z18, Z19
+	VSHUFPS    $0xee, Z20, Z18, Z18
+	VSHUFF32X4 $0x44, Z2, Z21, Z20
+	VSHUFF32X4 $0xee, Z2, Z21, Z2
+	VSHUFF32X4 $0x44, Z16, Z6, Z21
+	VSHUFF32X4 $0xee, Z16, Z6, Z6
+	VSHUFF32X4 $0x88, Z21, Z20, Z16
+	VSHUFF32X4 $0xdd, Z21, Z20, Z20
+	VSHUFF32X4 $0x88, Z6, Z2, Z20
 	VSHUFF32X4 $0xdd, Z6, Z2, Z2
 	VSHUFF32X4 $0x44, Z3, Z1, Z2
 	VSHUFF32X4 $0xee, Z3, Z1, Z1
-	VSHUFF32X4 $0x44, Z11, Z7, Z3
-	VSHUFF32X4 $0xee, Z11, Z7, Z6
-	VSHUFF32X4 $0x88, Z3, Z2, Z7
+	VSHUFF32X4 $0x44, Z17, Z13, Z3
+	VSHUFF32X4 $0xee, Z17, Z13, Z6
+	VSHUFF32X4 $0x88, Z3, Z2, Z13
 	VSHUFF32X4 $0xdd, Z3, Z2, Z2
 	VSHUFF32X4 $0x88, Z6, Z1, Z2
 	VSHUFF32X4 $0xdd, Z6, Z1, Z1
-	VSHUFF32X4 $0x44, Z5, Z16, Z1
-	VSHUFF32X4 $0xee, Z5, Z16, Z2
-	VSHUFF32X4 $0x44, Z13, Z9, Z3
-	VSHUFF32X4 $0xee, Z13, Z9, Z5
+	VSHUFF32X4 $0x44, Z5, Z22, Z1
+	VSHUFF32X4 $0xee, Z5, Z22, Z2
+	VSHUFF32X4 $0x44, Z19, Z15, Z3
+	VSHUFF32X4 $0xee, Z19, Z15, Z5
 	VSHUFF32X4 $0x88, Z3, Z1, Z6
 	VSHUFF32X4 $0xdd, Z3, Z1, Z1
 	VSHUFF32X4 $0x88, Z5, Z2, Z1
 	VSHUFF32X4 $0xdd, Z5, Z2, Z1
 	VSHUFF32X4 $0x44, Z4, Z0, Z1
 	VSHUFF32X4 $0xee, Z4, Z0, Z0
-	VSHUFF32X4 $0x44, Z12, Z8, Z2
-	VSHUFF32X4 $0xee, Z12, Z8, Z3
+	VSHUFF32X4 $0x44, Z18, Z14, Z2
+	VSHUFF32X4 $0xee, Z18, Z14, Z3
 	VSHUFF32X4 $0x88, Z2, Z1, Z4
 	VSHUFF32X4 $0xdd, Z2, Z1, Z1
 	VSHUFF32X4 $0x88, Z3, Z0, Z1
 	VSHUFF32X4 $0xdd, Z3, Z0, Z0
-	VMOVUPS    Z10, 192(AX)
-	VMOVUPS    Z7, 256(AX)
-	MOVQ       s0+24(FP), SI
+	VMOVUPS    Z16, 192(AX)
+	VMOVUPS    Z13, 256(AX)
+	MOVQ       s0+32(FP), SI
 	IMUL3Q     $+128, CX, R8
 	ADDQ       DX, R8
 	VMOVUPS    (SI)(R8*4), Z0
-	MOVQ       stateValue+32(FP), SI
+	MOVQ       stateValue+40(FP), SI
 	VMOVUPS    (SI)(R8*4), Z1
 
 	// valueTarget = add(gae, stateValue)
 	VADDPS       Z1, Z0, Z1
-	MOVQ         s1+40(FP), SI
+	MOVQ         s1+48(FP), SI
 	XORQ         R9, R9
 	VBROADCASTSS (SI)(R9*4), Z2
 
@@ -1713,116 +1711,116 @@ inner_A_17:
 	// finish v27
 	VMOVUPS      Z3, Z0
 	VBROADCASTSS lgb0<>+0(SB), Z1
-	VBROADCASTSS lgb0<>+0(SB), Z2
+	VBROADCASTSS lgb0<>+0(SB), Z3
 	VMOVUPS      Z0, 640(AX)
 	XORQ         SI, SI
 
 inner_A_18:
 	IMUL3Q  $+64, SI, R9
 	VMOVUPS 192(AX)(R9*1), Z0
-	VMOVUPS 640(AX), Z3
+	VMOVUPS 640(AX), Z2
 
 	// v29 = sub(logits, v27)
-	VSUBPS Z3, Z0, Z0
+	VSUBPS Z2, Z0, Z0
 
 	// v30 = exp(v29)
-	VBROADCASTSS      lgb17<>+0(SB), Z3
-	VMAXPS            Z0, Z3, Z3
-	VMULPS.BCST       lgb18<>+0(SB), Z3, Z4
+	VBROADCASTSS      lgb17<>+0(SB), Z2
+	VMAXPS            Z0, Z2, Z2
+	VMULPS.BCST       lgb18<>+0(SB), Z2, Z4
 	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST lgb19<>+0(SB), Z4, Z3
-	VFNMADD231PS.BCST lgb20<>+0(SB), Z4, Z3
-	VMULPS            Z3, Z3, Z5
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z4, Z2
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z4, Z2
+	VMULPS            Z2, Z2, Z5
 	VBROADCASTSS      lgb21<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z3, Z6
-	VBROADCASTSS      lgb23<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VBROADCASTSS      lgb25<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z3, Z7
-	VFMADD213PS       Z7, Z5, Z6
-	VFMADD213PS       Z3, Z5, Z6
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z2, Z6
+	VBROADCASTSS      lgb23<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z2, Z13
+	VFMADD213PS       Z13, Z5, Z6
+	VBROADCASTSS      lgb25<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z2, Z13
+	VFMADD213PS       Z13, Z5, Z6
+	VFMADD213PS       Z2, Z5, Z6
 	VADDPS.BCST       lgb1<>+0(SB), Z6, Z6
-	VCVTPS2DQ         Z4, Z3
-	VPADDD.BCST       lgb27<>+0(SB), Z3, Z3
-	VPSRLD            $0x01, Z3, Z4
-	VPSUBD            Z4, Z3, Z3
+	VCVTPS2DQ         Z4, Z2
+	VPADDD.BCST       lgb27<>+0(SB), Z2, Z2
+	VPSRLD            $0x01, Z2, Z4
+	VPSUBD            Z4, Z2, Z2
 	VPSLLD            $0x17, Z4, Z4
-	VPSLLD            $0x17, Z3, Z3
+	VPSLLD            $0x17, Z2, Z2
 	VMULPS            Z4, Z6, Z6
-	VMULPS            Z3, Z6, Z6
+	VMULPS            Z2, Z6, Z6
 	VMOVUPS           Z6, 64(AX)(R9*1)
 
 	// sum(v30) over [A]
 	VADDPS       Z1, Z6, Z1
-	VBROADCASTSS lgb28<>+0(SB), Z3
+	VBROADCASTSS lgb28<>+0(SB), Z2
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
-	VMAXPS Z0, Z3, Z0
+	VMAXPS Z0, Z2, Z0
 
 	// v63 = mul(v30, v62)
 	VMULPS Z0, Z6, Z0
 
 	// sum(v63) over [A]
-	VADDPS Z2, Z0, Z2
+	VADDPS Z3, Z0, Z3
 	INCQ   SI
 	CMPQ   SI, $+2
 	JL     inner_A_18
 
 	// finish v31
-	VMOVUPS Z1, Z0
+	VMOVUPS Z1, Z13
 
 	// v32 = log(v31)
-	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z0, K1
+	VCMPPS.BCST       $0x11, lgb29<>+0(SB), Z13, K1
 	VPMOVM2D          K1, Z1
-	VMULPS.BCST       lgb30<>+0(SB), Z0, Z3
-	VPTERNLOGD        $0xe2, Z0, Z1, Z3
-	VPSRLD            $0x17, Z3, Z4
-	VPSUBD.BCST       lgb31<>+0(SB), Z4, Z4
+	VMULPS.BCST       lgb30<>+0(SB), Z13, Z2
+	VPTERNLOGD        $0xe2, Z13, Z1, Z2
+	VPSRLD            $0x17, Z2, Z0
+	VPSUBD.BCST       lgb31<>+0(SB), Z0, Z0
 	VPANDD.BCST       lgb32<>+0(SB), Z1, Z1
-	VPADDD            Z1, Z4, Z4
-	VPANDD.BCST       lgb33<>+0(SB), Z3, Z1
+	VPADDD            Z1, Z0, Z0
+	VPANDD.BCST       lgb33<>+0(SB), Z2, Z1
 	VPORD.BCST        lgb1<>+0(SB), Z1, Z1
 	VCMPPS.BCST       $0x1e, lgb34<>+0(SB), Z1, K1
-	VPMOVM2D          K1, Z3
-	VMULPS.BCST       lgb26<>+0(SB), Z1, Z5
-	VPTERNLOGD        $0xb8, Z5, Z3, Z1
-	VPSUBD            Z3, Z4, Z4
+	VPMOVM2D          K1, Z2
+	VMULPS.BCST       lgb26<>+0(SB), Z1, Z4
+	VPTERNLOGD        $0xb8, Z4, Z2, Z1
+	VPSUBD            Z2, Z0, Z0
 	VSUBPS.BCST       lgb1<>+0(SB), Z1, Z1
-	VMULPS            Z1, Z1, Z3
-	VBROADCASTSS      lgb35<>+0(SB), Z5
-	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z5
-	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z5
-	VMULPS            Z1, Z5, Z5
-	VMULPS            Z3, Z5, Z5
-	VCVTDQ2PS         Z4, Z4
-	VFMADD231PS.BCST  lgb20<>+0(SB), Z4, Z5
-	VFNMADD231PS.BCST lgb26<>+0(SB), Z3, Z5
-	VADDPS            Z1, Z5, Z5
-	VFMADD231PS.BCST  lgb19<>+0(SB), Z4, Z5
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z1, Z5
-	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z1, Z5
-	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z1, Z5
-	VCMPPS            $0x03, Z0, Z0, K1
-	VPMOVM2D          K1, Z1
-	VPTERNLOGD        $0xb8, Z0, Z1, Z5
-	MOVQ              action+48(FP), SI
-	VBROADCASTSS      lgb0<>+0(SB), Z1
-	VCVTQQ2PS         (SI)(R8*8), Y1
-	VCVTQQ2PS         64(SI)(R8*8), Y3
-	VINSERTF32X8      $0x01, Y3, Z1, Z1
+	VMULPS            Z1, Z1, Z4
+	VBROADCASTSS      lgb35<>+0(SB), Z2
+	VFMADD213PS.BCST  lgb36<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb37<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb38<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb39<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb40<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb41<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb42<>+0(SB), Z1, Z2
+	VFMADD213PS.BCST  lgb43<>+0(SB), Z1, Z2
+	VMULPS            Z1, Z2, Z2
+	VMULPS            Z4, Z2, Z2
+	VCVTDQ2PS         Z0, Z0
+	VFMADD231PS.BCST  lgb20<>+0(SB), Z0, Z2
+	VFNMADD231PS.BCST lgb26<>+0(SB), Z4, Z2
+	VADDPS            Z1, Z2, Z2
+	VFMADD231PS.BCST  lgb19<>+0(SB), Z0, Z2
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z13, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb16<>+0(SB), Z0, Z2
+	VCMPPS.BCST       $0x11, lgb0<>+0(SB), Z13, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb44<>+0(SB), Z0, Z2
+	VCMPPS.BCST       $0x00, lgb6<>+0(SB), Z13, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD.BCST   $0xb8, lgb6<>+0(SB), Z0, Z2
+	VCMPPS            $0x03, Z13, Z13, K1
+	VPMOVM2D          K1, Z0
+	VPTERNLOGD        $0xb8, Z13, Z0, Z2
+	MOVQ              action+56(FP), SI
+	VBROADCASTSS      lgb0<>+0(SB), Z0
+	VCVTQQ2PS         (SI)(R8*8), Y0
+	VCVTQQ2PS         64(SI)(R8*8), Y1
+	VINSERTF32X8      $0x01, Y1, Z0, Z0
 
 	// v34 = gather(logits, action) over A
 	XORQ         SI, SI
@@ -1830,358 +1828,341 @@ inner_A_18:
 	ADDQ         R9, SI
 	IMUL3Q       $+2, DX, R9
 	ADDQ         R9, SI
-	MOVQ         logits+16(FP), R9
+	MOVQ         logits+24(FP), R9
 	LEAQ         (R9)(SI*4), R9
-	VCVTTPS2DQ   Z1, Z1
-	VPMAXSD.BCST lgb0<>+0(SB), Z1, Z1
-	VPMINSD.BCST lgb45<>+0(SB), Z1, Z1
-	VPMULLD.BCST lgb45<>+0(SB), Z1, Z1
-	VPADDD       lgc46<>+0(SB), Z1, Z1
-	VBROADCASTSS lgb0<>+0(SB), Z3
+	VCVTTPS2DQ   Z0, Z0
+	VPMAXSD.BCST lgb0<>+0(SB), Z0, Z0
+	VPMINSD.BCST lgb45<>+0(SB), Z0, Z0
+	VPMULLD.BCST lgb45<>+0(SB), Z0, Z0
+	VPADDD       lgc46<>+0(SB), Z0, Z0
+	VBROADCASTSS lgb0<>+0(SB), Z1
 	MOVL         $0x0000ffff, SI
 	KMOVW        SI, K1
-	VGATHERDPS   (R9)(Z1*4), K1, Z3
-	VMOVUPS      640(AX), Z1
+	VGATHERDPS   (R9)(Z0*4), K1, Z1
+	VMOVUPS      640(AX), Z0
 
 	// v35 = sub(v34, v27)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z0, Z1, Z0
 
 	// logSoftmax = sub(v35, v32)
-	VSUBPS  Z5, Z1, Z1
-	MOVQ    sampleLogProb+56(FP), SI
-	VMOVUPS (SI)(R8*4), Z3
+	VSUBPS  Z2, Z0, Z4
+	MOVQ    sampleLogProb+64(FP), SI
+	VMOVUPS (SI)(R8*4), Z5
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS       Z3, Z1, Z4
-	VBROADCASTSS lgb47<>+0(SB), Z6
+	VSUBPS       Z5, Z4, Z0
+	VBROADCASTSS lgb47<>+0(SB), Z1
 
 	// v41 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z4, Z6, Z6
-	VBROADCASTSS lgb48<>+0(SB), Z7
+	VMAXPS       Z0, Z1, Z1
+	VBROADCASTSS lgb48<>+0(SB), Z6
 
 	// logWeightClip = min(v41, 0.18232156) tie=first
-	VMINPS Z6, Z7, Z6
+	VMINPS Z1, Z6, Z6
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb17<>+0(SB), Z7
-	VMAXPS            Z4, Z7, Z7
-	VBROADCASTSS      lgb49<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb18<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VFNMADD231PS.BCST lgb19<>+0(SB), Z8, Z7
-	VFNMADD231PS.BCST lgb20<>+0(SB), Z8, Z7
-	VMULPS            Z7, Z7, Z9
-	VBROADCASTSS      lgb21<>+0(SB), Z10
-	VFMADD213PS.BCST  lgb22<>+0(SB), Z7, Z10
-	VBROADCASTSS      lgb23<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb24<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VBROADCASTSS      lgb25<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb26<>+0(SB), Z7, Z11
-	VFMADD213PS       Z11, Z9, Z10
-	VFMADD213PS       Z7, Z9, Z10
-	VADDPS.BCST       lgb1<>+0(SB), Z10, Z10
-	VCVTPS2DQ         Z8, Z7
-	VPADDD.BCST       lgb27<>+0(SB), Z7, Z7
-	VPSRLD            $0x01, Z7, Z8
-	VPSUBD            Z8, Z7, Z7
-	VPSLLD            $0x17, Z8, Z8
-	VPSLLD            $0x17, Z7, Z7
-	VMULPS            Z8, Z10, Z10
-	VMULPS            Z7, Z10, Z10
+	VBROADCASTSS      lgb17<>+0(SB), Z1
+	VMAXPS            Z0, Z1, Z1
+	VBROADCASTSS      lgb49<>+0(SB), Z14
+	VMINPS            Z1, Z14, Z1
+	VMULPS.BCST       lgb18<>+0(SB), Z1, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VMOVAPS           Z1, Z15
+	VFNMADD231PS.BCST lgb19<>+0(SB), Z14, Z15
+	VFNMADD231PS.BCST lgb20<>+0(SB), Z14, Z15
+	VMULPS            Z15, Z15, Z16
+	VBROADCASTSS      lgb21<>+0(SB), Z1
+	VFMADD213PS.BCST  lgb22<>+0(SB), Z15, Z1
+	VBROADCASTSS      lgb23<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb24<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z1
+	VBROADCASTSS      lgb25<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb26<>+0(SB), Z15, Z17
+	VFMADD213PS       Z17, Z16, Z1
+	VFMADD213PS       Z15, Z16, Z1
+	VADDPS.BCST       lgb1<>+0(SB), Z1, Z1
+	VCVTPS2DQ         Z14, Z14
+	VPADDD.BCST       lgb27<>+0(SB), Z14, Z14
+	VPSRLD            $0x01, Z14, Z15
+	VPSUBD            Z15, Z14, Z14
+	VPSLLD            $0x17, Z15, Z15
+	VPSLLD            $0x17, Z14, Z14
+	VMULPS            Z15, Z1, Z1
+	VMULPS            Z14, Z1, Z1
 
 	// v44 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z4, Z6, K1
-	VPMOVM2D     K1, Z6
-	VANDPS.BCST  lgb1<>+0(SB), Z6, Z7
-	VBROADCASTSS lgb50<>+0(SB), Z8
-	VBROADCASTSS lgb6<>+0(SB), Z9
+	VCMPPS       $0x04, Z0, Z6, K1
+	VPMOVM2D     K1, Z15
+	VANDPS.BCST  lgb1<>+0(SB), Z15, Z6
+	VBROADCASTSS lgb50<>+0(SB), Z16
+	VBROADCASTSS lgb6<>+0(SB), Z17
 
 	// v47 = where(v44, 1.2000000078829447, +Inf)
-	VMOVUPS      Z6, Z11
-	VPTERNLOGD   $0xca, Z9, Z8, Z11
-	VBROADCASTSS lgb51<>+0(SB), Z8
-	VBROADCASTSS lgb16<>+0(SB), Z9
+	VMOVUPS      Z15, Z14
+	VPTERNLOGD   $0xca, Z17, Z16, Z14
+	VBROADCASTSS lgb51<>+0(SB), Z16
+	VBROADCASTSS lgb16<>+0(SB), Z17
 
 	// v50 = where(v44, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z9, Z8, Z6
-	VMOVUPS      576(AX), Z8
-	VBROADCASTSS lgb0<>+0(SB), Z9
+	VPTERNLOGD   $0xca, Z17, Z16, Z15
+	VMOVUPS      576(AX), Z16
+	VBROADCASTSS lgb0<>+0(SB), Z17
 
 	// v52 = ge(advantageNormalized, 0)
-	VCMPPS   $0x1d, Z9, Z8, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x1d, Z17, Z16, K1
+	VPMOVM2D K1, Z17
 
 	// v53 = min(ratio, v47) tie=first
-	VMINPS Z10, Z11, Z12
+	VMINPS Z1, Z14, Z18
 
 	// v54 = max(ratio, v50) tie=first
-	VMAXPS  Z10, Z6, Z13
-	VMOVUPS Z11, 704(AX)
+	VMAXPS Z1, Z15, Z19
 
 	// v55 = where(v52, v53, v54)
-	VMOVUPS    Z9, Z11
-	VPTERNLOGD $0xca, Z13, Z12, Z11
+	VMOVUPS    Z17, Z20
+	VPTERNLOGD $0xca, Z19, Z18, Z20
 
 	// gain = mul(advantageNormalized, v55)
-	VMULPS Z11, Z8, Z8
+	VMULPS Z20, Z16, Z18
 
 	// v57 = neg(gain)
-	VXORPS.BCST lgb52<>+0(SB), Z8, Z8
+	VXORPS.BCST lgb52<>+0(SB), Z18, Z18
 
 	// mean(v57) over [N T]
-	VEXTRACTF64X4 $0x01, Z8, Y11
-	MOVQ          state+64(FP), SI
-	VADDPS        1664(SI), Y8, Y8
-	VADDPS        Y8, Y11, Y8
-	VMOVUPS       Y8, 1664(SI)
+	VEXTRACTF64X4 $0x01, Z18, Y19
+	VADDPS        Y7, Y18, Y7
+	VADDPS        Y7, Y19, Y7
 
 	// mean(v44) over [N T]
-	VEXTRACTF64X4 $0x01, Z7, Y8
-	VADDPS        1984(SI), Y7, Y7
-	VADDPS        Y7, Y8, Y7
-	VMOVUPS       Y7, 1984(SI)
+	VEXTRACTF64X4 $0x01, Z6, Y18
+	VADDPS        Y8, Y6, Y8
+	VADDPS        Y8, Y18, Y8
 
 	// v60 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Z1, Z3, Z1
+	VSUBPS Z4, Z5, Z4
 
 	// mean(v60) over [N T]
-	VEXTRACTF64X4 $0x01, Z1, Y3
-	VADDPS        2304(SI), Y1, Y1
-	VADDPS        Y1, Y3, Y1
-	VMOVUPS       Y1, 2304(SI)
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y9, Y4, Y9
+	VADDPS        Y9, Y5, Y9
 
 	// finish v64
-	VMOVUPS Z2, Z1
-
 	// v65 = div(v64, v31)
-	VDIVPS Z0, Z1, Z1
+	VDIVPS Z13, Z3, Z18
 
 	// entropy = sub(v32, v65)
-	VSUBPS Z1, Z5, Z2
+	VSUBPS Z18, Z2, Z2
 
 	// v68 = mul(-0.01, entropy)
 	VMULPS.BCST lgb53<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [N T]
-	VEXTRACTF64X4 $0x01, Z2, Y5
-	VADDPS        2624(SI), Y2, Y2
-	VADDPS        Y2, Y5, Y2
-	VMOVUPS       Y2, 2624(SI)
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y10, Y2, Y10
+	VADDPS        Y10, Y4, Y10
 
 	// mean(v68) over [N T]
 	VEXTRACTF64X4 $0x01, Z3, Y2
-	VADDPS        2944(SI), Y3, Y3
-	VADDPS        Y3, Y2, Y3
-	VMOVUPS       Y3, 2944(SI)
+	VADDPS        Y11, Y3, Y11
+	VADDPS        Y11, Y2, Y11
 	VMOVUPS       512(AX), Z2
-	MOVQ          stateValue+32(FP), R9
-	VMOVUPS       (R9)(R8*4), Z3
+	MOVQ          stateValue+40(FP), SI
+	VMOVUPS       (SI)(R8*4), Z3
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Z3, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS Z3, Z3, Z5
+	VMULPS Z3, Z3, Z4
 
 	// v74 = mul(0.5, l2)
-	VMULPS.BCST lgb26<>+0(SB), Z5, Z5
+	VMULPS.BCST lgb26<>+0(SB), Z4, Z4
 
 	// mean(v74) over [N T]
-	VEXTRACTF64X4 $0x01, Z5, Y7
-	VADDPS        3264(SI), Y5, Y5
-	VADDPS        Y5, Y7, Y5
-	VMOVUPS       Y5, 3264(SI)
+	VEXTRACTF64X4 $0x01, Z4, Y5
+	VADDPS        Y12, Y4, Y12
+	VADDPS        Y12, Y5, Y12
 
 	// var(diff) over [N]
-	VEXTRACTF64X4 $0x01, Z3, Y5
-	MOVQ          DX, R9
-	VBROADCASTSD  (SP), Y7
-	VCVTPS2PD     X3, Y8
-	VEXTRACTF128  $0x01, Y3, X11
-	VCVTPS2PD     X11, Y11
-	VMOVUPD       4544(SI)(R9*8), Y12
-	VSUBPD        Y12, Y8, Y13
-	VFMADD231PD   Y13, Y7, Y12
-	VSUBPD        Y12, Y8, Y8
-	VMOVUPD       5696(SI)(R9*8), Y14
-	VFMADD231PD   Y13, Y8, Y14
-	VMOVUPD       Y12, 4544(SI)(R9*8)
-	VMOVUPD       Y14, 5696(SI)(R9*8)
-	VMOVUPD       4576(SI)(R9*8), Y8
-	VSUBPD        Y8, Y11, Y12
-	VFMADD231PD   Y12, Y7, Y8
-	VSUBPD        Y8, Y11, Y7
-	VMOVUPD       5728(SI)(R9*8), Y11
-	VFMADD231PD   Y12, Y7, Y11
-	VMOVUPD       Y8, 4576(SI)(R9*8)
-	VMOVUPD       Y11, 5728(SI)(R9*8)
-	VBROADCASTSD  (SP), Y7
-	VCVTPS2PD     X5, Y8
-	VEXTRACTF128  $0x01, Y5, X5
+	VEXTRACTF64X4 $0x01, Z3, Y4
+	MOVQ          DX, SI
+	VBROADCASTSD  (SP), Y6
+	VCVTPS2PD     X3, Y19
+	VEXTRACTF128  $0x01, Y3, X5
 	VCVTPS2PD     X5, Y5
-	VMOVUPD       4608(SI)(R9*8), Y11
-	VSUBPD        Y11, Y8, Y12
-	VFMADD231PD   Y12, Y7, Y11
-	VSUBPD        Y11, Y8, Y8
-	VMOVUPD       5760(SI)(R9*8), Y13
-	VFMADD231PD   Y12, Y8, Y13
-	VMOVUPD       Y11, 4608(SI)(R9*8)
-	VMOVUPD       Y13, 5760(SI)(R9*8)
-	VMOVUPD       4640(SI)(R9*8), Y8
-	VSUBPD        Y8, Y5, Y11
-	VFMADD231PD   Y11, Y7, Y8
-	VSUBPD        Y8, Y5, Y5
-	VMOVUPD       5792(SI)(R9*8), Y7
-	VFMADD231PD   Y11, Y5, Y7
-	VMOVUPD       Y8, 4640(SI)(R9*8)
-	VMOVUPD       Y7, 5792(SI)(R9*8)
+	MOVQ          state+16(FP), R9
+	VMOVUPD       4544(R9)(SI*8), Y20
+	VSUBPD        Y20, Y19, Y21
+	VFMADD231PD   Y21, Y6, Y20
+	VSUBPD        Y20, Y19, Y19
+	VMOVUPD       5696(R9)(SI*8), Y22
+	VFMADD231PD   Y21, Y19, Y22
+	VMOVUPD       Y20, 4544(R9)(SI*8)
+	VMOVUPD       Y22, 5696(R9)(SI*8)
+	VMOVUPD       4576(R9)(SI*8), Y19
+	VSUBPD        Y19, Y5, Y20
+	VFMADD231PD   Y20, Y6, Y19
+	VSUBPD        Y19, Y5, Y5
+	VMOVUPD       5728(R9)(SI*8), Y6
+	VFMADD231PD   Y20, Y5, Y6
+	VMOVUPD       Y19, 4576(R9)(SI*8)
+	VMOVUPD       Y6, 5728(R9)(SI*8)
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X4, Y6
+	VEXTRACTF128  $0x01, Y4, X4
+	VCVTPS2PD     X4, Y4
+	VMOVUPD       4608(R9)(SI*8), Y19
+	VSUBPD        Y19, Y6, Y20
+	VFMADD231PD   Y20, Y5, Y19
+	VSUBPD        Y19, Y6, Y6
+	VMOVUPD       5760(R9)(SI*8), Y21
+	VFMADD231PD   Y20, Y6, Y21
+	VMOVUPD       Y19, 4608(R9)(SI*8)
+	VMOVUPD       Y21, 5760(R9)(SI*8)
+	VMOVUPD       4640(R9)(SI*8), Y6
+	VSUBPD        Y6, Y4, Y19
+	VFMADD231PD   Y19, Y5, Y6
+	VSUBPD        Y6, Y4, Y4
+	VMOVUPD       5792(R9)(SI*8), Y5
+	VFMADD231PD   Y19, Y4, Y5
+	VMOVUPD       Y6, 4640(R9)(SI*8)
+	VMOVUPD       Y5, 5792(R9)(SI*8)
 
 	// var(valueTarget2) over [N]
-	VEXTRACTF64X4 $0x01, Z2, Y5
-	VBROADCASTSD  (SP), Y7
-	VCVTPS2PD     X2, Y8
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X2, Y6
 	VEXTRACTF128  $0x01, Y2, X2
 	VCVTPS2PD     X2, Y2
-	VMOVUPD       8000(SI)(R9*8), Y11
-	VSUBPD        Y11, Y8, Y12
-	VFMADD231PD   Y12, Y7, Y11
-	VSUBPD        Y11, Y8, Y8
-	VMOVUPD       9152(SI)(R9*8), Y13
-	VFMADD231PD   Y12, Y8, Y13
-	VMOVUPD       Y11, 8000(SI)(R9*8)
-	VMOVUPD       Y13, 9152(SI)(R9*8)
-	VMOVUPD       8032(SI)(R9*8), Y8
-	VSUBPD        Y8, Y2, Y11
-	VFMADD231PD   Y11, Y7, Y8
-	VSUBPD        Y8, Y2, Y2
-	VMOVUPD       9184(SI)(R9*8), Y7
-	VFMADD231PD   Y11, Y2, Y7
-	VMOVUPD       Y8, 8032(SI)(R9*8)
-	VMOVUPD       Y7, 9184(SI)(R9*8)
-	VBROADCASTSD  (SP), Y2
-	VCVTPS2PD     X5, Y7
-	VEXTRACTF128  $0x01, Y5, X5
-	VCVTPS2PD     X5, Y5
-	VMOVUPD       8064(SI)(R9*8), Y8
-	VSUBPD        Y8, Y7, Y11
-	VFMADD231PD   Y11, Y2, Y8
-	VSUBPD        Y8, Y7, Y7
-	VMOVUPD       9216(SI)(R9*8), Y12
-	VFMADD231PD   Y11, Y7, Y12
-	VMOVUPD       Y8, 8064(SI)(R9*8)
-	VMOVUPD       Y12, 9216(SI)(R9*8)
-	VMOVUPD       8096(SI)(R9*8), Y7
-	VSUBPD        Y7, Y5, Y8
-	VFMADD231PD   Y8, Y2, Y7
-	VSUBPD        Y7, Y5, Y2
-	VMOVUPD       9248(SI)(R9*8), Y5
-	VFMADD231PD   Y8, Y2, Y5
-	VMOVUPD       Y7, 8096(SI)(R9*8)
-	VMOVUPD       Y5, 9248(SI)(R9*8)
-	VMOVUPS       Z6, 768(AX)
-	VMOVUPS       Z9, 832(AX)
+	VMOVUPD       8000(R9)(SI*8), Y19
+	VSUBPD        Y19, Y6, Y20
+	VFMADD231PD   Y20, Y5, Y19
+	VSUBPD        Y19, Y6, Y6
+	VMOVUPD       9152(R9)(SI*8), Y21
+	VFMADD231PD   Y20, Y6, Y21
+	VMOVUPD       Y19, 8000(R9)(SI*8)
+	VMOVUPD       Y21, 9152(R9)(SI*8)
+	VMOVUPD       8032(R9)(SI*8), Y6
+	VSUBPD        Y6, Y2, Y19
+	VFMADD231PD   Y19, Y5, Y6
+	VSUBPD        Y6, Y2, Y2
+	VMOVUPD       9184(R9)(SI*8), Y5
+	VFMADD231PD   Y19, Y2, Y5
+	VMOVUPD       Y6, 8032(R9)(SI*8)
+	VMOVUPD       Y5, 9184(R9)(SI*8)
+	VBROADCASTSD  (SP), Y5
+	VCVTPS2PD     X4, Y6
+	VEXTRACTF128  $0x01, Y4, X2
+	VCVTPS2PD     X2, Y2
+	VMOVUPD       8064(R9)(SI*8), Y4
+	VSUBPD        Y4, Y6, Y19
+	VFMADD231PD   Y19, Y5, Y4
+	VSUBPD        Y4, Y6, Y6
+	VMOVUPD       9216(R9)(SI*8), Y20
+	VFMADD231PD   Y19, Y6, Y20
+	VMOVUPD       Y4, 8064(R9)(SI*8)
+	VMOVUPD       Y20, 9216(R9)(SI*8)
+	VMOVUPD       8096(R9)(SI*8), Y4
+	VSUBPD        Y4, Y2, Y6
+	VFMADD231PD   Y6, Y5, Y4
+	VSUBPD        Y4, Y2, Y2
+	VMOVUPD       9248(R9)(SI*8), Y5
+	VFMADD231PD   Y6, Y2, Y5
+	VMOVUPD       Y4, 8096(R9)(SI*8)
+	VMOVUPD       Y5, 9248(R9)(SI*8)
 
 	// logsumexp(logWeight) over [N]
-	VEXTRACTF64X4 $0x01, Z4, Y2
-	VEXTRACTF64X4 $0x01, Z10, Y5
-	VCMPPS        $0x15, lgc54<>+0(SB), Y4, Y6
-	VCMPPS        $0x1a, lgc55<>+0(SB), Y4, Y7
-	VANDPS        Y7, Y6, Y6
-	VCMPPS        $0x00, lgc56<>+0(SB), Y4, Y7
-	VORPS         Y7, Y6, Y6
-	VANDPS        11456(SI), Y6, Y6
-	VMOVUPS       Y6, 11456(SI)
-	VCVTPS2PD     X10, Y4
-	VEXTRACTF128  $0x01, Y10, X6
-	VCVTPS2PD     X6, Y6
-	VADDPD        10304(SI)(R9*8), Y4, Y7
-	VMOVUPD       Y7, 10304(SI)(R9*8)
-	VMULPD        Y4, Y4, Y4
-	VADDPD        12096(SI)(R9*8), Y4, Y4
-	VMOVUPD       Y4, 12096(SI)(R9*8)
-	VADDPD        10336(SI)(R9*8), Y6, Y4
-	VMOVUPD       Y4, 10336(SI)(R9*8)
-	VMULPD        Y6, Y6, Y4
-	VADDPD        12128(SI)(R9*8), Y4, Y4
-	VMOVUPD       Y4, 12128(SI)(R9*8)
-	VCMPPS        $0x15, lgc54<>+0(SB), Y2, Y4
-	VCMPPS        $0x1a, lgc55<>+0(SB), Y2, Y6
-	VANDPS        Y6, Y4, Y4
-	VCMPPS        $0x00, lgc56<>+0(SB), Y2, Y6
-	VORPS         Y6, Y4, Y4
-	VANDPS        11456(SI), Y4, Y4
-	VMOVUPS       Y4, 11456(SI)
-	VCVTPS2PD     X5, Y2
-	VEXTRACTF128  $0x01, Y5, X4
-	VCVTPS2PD     X4, Y4
-	VADDPD        10368(SI)(R9*8), Y2, Y5
-	VMOVUPD       Y5, 10368(SI)(R9*8)
+	VEXTRACTF64X4 $0x01, Z0, Y2
+	VEXTRACTF64X4 $0x01, Z1, Y4
+	VCMPPS        $0x15, lgc54<>+0(SB), Y0, Y5
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y0, Y6
+	VANDPS        Y6, Y5, Y5
+	VCMPPS        $0x00, lgc56<>+0(SB), Y0, Y6
+	VORPS         Y6, Y5, Y5
+	VANDPS        11456(R9), Y5, Y5
+	VMOVUPS       Y5, 11456(R9)
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $0x01, Y1, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        10304(R9)(SI*8), Y5, Y6
+	VMOVUPD       Y6, 10304(R9)(SI*8)
+	VMULPD        Y5, Y5, Y5
+	VADDPD        12096(R9)(SI*8), Y5, Y5
+	VMOVUPD       Y5, 12096(R9)(SI*8)
+	VADDPD        10336(R9)(SI*8), Y0, Y5
+	VMOVUPD       Y5, 10336(R9)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        12128(R9)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 12128(R9)(SI*8)
+	VCMPPS        $0x15, lgc54<>+0(SB), Y2, Y0
+	VCMPPS        $0x1a, lgc55<>+0(SB), Y2, Y5
+	VANDPS        Y5, Y0, Y0
+	VCMPPS        $0x00, lgc56<>+0(SB), Y2, Y5
+	VORPS         Y5, Y0, Y0
+	VANDPS        11456(R9), Y0, Y0
+	VMOVUPS       Y0, 11456(R9)
+	VCVTPS2PD     X4, Y2
+	VEXTRACTF128  $0x01, Y4, X0
+	VCVTPS2PD     X0, Y0
+	VADDPD        10368(R9)(SI*8), Y2, Y4
+	VMOVUPD       Y4, 10368(R9)(SI*8)
 	VMULPD        Y2, Y2, Y2
-	VADDPD        12160(SI)(R9*8), Y2, Y2
-	VMOVUPD       Y2, 12160(SI)(R9*8)
-	VADDPD        10400(SI)(R9*8), Y4, Y2
-	VMOVUPD       Y2, 10400(SI)(R9*8)
-	VMULPD        Y4, Y4, Y2
-	VADDPD        12192(SI)(R9*8), Y2, Y2
-	VMOVUPD       Y2, 12192(SI)(R9*8)
+	VADDPD        12160(R9)(SI*8), Y2, Y2
+	VMOVUPD       Y2, 12160(R9)(SI*8)
+	VADDPD        10400(R9)(SI*8), Y0, Y2
+	VMOVUPD       Y2, 10400(R9)(SI*8)
+	VMULPD        Y0, Y0, Y0
+	VADDPD        12192(R9)(SI*8), Y0, Y0
+	VMOVUPD       Y0, 12192(R9)(SI*8)
 
 	// v92 = mul(0.001953125, diff)
-	VMULPS.BCST lgb59<>+0(SB), Z3, Z2
+	VMULPS.BCST lgb59<>+0(SB), Z3, Z0
 
 	// v93 = add(v92, v92)
-	VADDPS Z2, Z2, Z2
+	VADDPS Z0, Z0, Z0
 
 	// gradStateValue = neg(v93)
-	VXORPS.BCST  lgb52<>+0(SB), Z2, Z2
-	VBROADCASTSS lgb60<>+0(SB), Z3
+	VXORPS.BCST  lgb52<>+0(SB), Z0, Z0
+	VBROADCASTSS lgb60<>+0(SB), Z2
 
 	// v97 = div(3.90625e-05, v31)
-	VDIVPS Z0, Z3, Z3
+	VDIVPS Z13, Z2, Z2
 
 	// v98 = div(v65, v31)
-	VDIVPS Z0, Z1, Z1
+	VDIVPS Z13, Z18, Z3
 
 	// v99 = mul(-3.90625e-05, v98)
-	VMULPS.BCST lgb61<>+0(SB), Z1, Z1
-	VMOVUPS     576(AX), Z4
+	VMULPS.BCST lgb61<>+0(SB), Z3, Z3
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS.BCST  lgb62<>+0(SB), Z4, Z4
-	VMOVUPS      832(AX), Z5
-	VBROADCASTSS lgb0<>+0(SB), Z6
-	VCMPPS       $0x04, Z6, Z5, K1
-	VPMOVM2D     K1, Z6
+	VMULPS.BCST lgb62<>+0(SB), Z16, Z4
 
 	// v108 = where(v52, v107, 0)
-	VANDPS Z4, Z6, Z5
+	VANDPS Z4, Z17, Z5
 
 	// v109 = where(v52, 0, v107)
-	VANDNPS Z4, Z6, Z4
-	VMOVUPS 768(AX), Z6
+	VANDNPS Z4, Z17, Z4
 
 	// v110 = ge(ratio, v50)
-	VCMPPS   $0x1d, Z6, Z10, K1
+	VCMPPS   $0x1d, Z15, Z1, K1
 	VPMOVM2D K1, Z6
 
 	// v111 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z10, Z10, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x04, Z1, Z1, K1
+	VPMOVM2D K1, Z15
 
 	// v112 = max(v110, v111)
-	VORPS Z6, Z7, Z6
+	VORPS Z6, Z15, Z6
 
 	// v113 = where(v112, v109, 0)
-	VANDPS  Z4, Z6, Z4
-	VMOVUPS 704(AX), Z6
+	VANDPS Z4, Z6, Z4
 
 	// v114 = le(ratio, v47)
-	VCMPPS   $0x12, Z6, Z10, K1
+	VCMPPS   $0x12, Z14, Z1, K1
 	VPMOVM2D K1, Z6
 
 	// v115 = max(v114, v111)
-	VORPS Z6, Z7, Z6
+	VORPS Z6, Z15, Z6
 
 	// v116 = where(v115, v108, 0)
 	VANDPS Z5, Z6, Z5
@@ -2195,33 +2176,33 @@ inner_A_18:
 	VPMOVM2D K1, Z6
 
 	// v119 = mul(v117, ratio)
-	VMULPS Z10, Z4, Z7
+	VMULPS Z1, Z4, Z1
 
 	// v120 = where(v118, v119, v117)
-	VPTERNLOGD $0xca, Z4, Z7, Z6
+	VPTERNLOGD $0xca, Z4, Z1, Z6
 
 	// v121 = neg(v120)
-	VXORPS.BCST lgb52<>+0(SB), Z6, Z4
+	VXORPS.BCST lgb52<>+0(SB), Z6, Z1
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS.BCST lgb61<>+0(SB), Z4, Z4
+	VADDPS.BCST lgb61<>+0(SB), Z1, Z1
 
 	// v126 = ne(v122, 0)
-	VCMPPS   $0x04, Z5, Z4, K1
-	VPMOVM2D K1, Z5
+	VCMPPS   $0x04, Z5, Z1, K1
+	VPMOVM2D K1, Z4
 
 	// v127 = div(v122, v31)
-	VDIVPS Z0, Z4, Z0
+	VDIVPS Z13, Z1, Z5
 
 	// v128 = where(v126, v127, v122)
-	VPTERNLOGD $0xca, Z4, Z0, Z5
+	VPTERNLOGD $0xca, Z1, Z5, Z4
 
 	// v129 = add(v99, v128)
-	VADDPS  Z5, Z1, Z0
-	VMOVUPS Z2, 896(AX)
-	VMOVUPS Z3, 960(AX)
-	VMOVUPS Z6, 1024(AX)
-	VMOVUPS Z0, 1088(AX)
+	VADDPS  Z4, Z3, Z1
+	VMOVUPS Z0, 704(AX)
+	VMOVUPS Z2, 768(AX)
+	VMOVUPS Z6, 832(AX)
+	VMOVUPS Z1, 896(AX)
 	XORQ    SI, SI
 
 inner_A_19:
@@ -2234,15 +2215,15 @@ inner_A_19:
 	VBROADCASTSS lgb28<>+0(SB), Z1
 
 	// v62 = max(v29, -3.4028235e+38) tie=first
-	VMAXPS  Z0, Z1, Z2
-	VMOVUPS 960(AX), Z3
+	VMAXPS  Z0, Z1, Z3
+	VMOVUPS 768(AX), Z2
 
 	// v100 = mul(v97, v62)
-	VMULPS  Z2, Z3, Z2
+	VMULPS  Z3, Z2, Z3
 	VMOVUPS 64(AX)(R9*1), Z4
 
 	// v101 = mul(v97, v30)
-	VMULPS Z4, Z3, Z3
+	VMULPS Z4, Z2, Z2
 
 	// v102 = ge(v29, -3.4028235e+38)
 	VCMPPS   $0x1d, Z1, Z0, K1
@@ -2256,37 +2237,37 @@ inner_A_19:
 	VORPS Z1, Z0, Z0
 
 	// v105 = where(v104, v101, 0)
-	VANDPS       Z3, Z0, Z0
+	VANDPS       Z2, Z0, Z5
 	MOVQ         SI, R10
-	VMOVD        R10, X1
-	VPBROADCASTD X1, Z1
-	VCVTDQ2PS    Z1, Z1
-	MOVQ         action+48(FP), R10
-	VBROADCASTSS lgb0<>+0(SB), Z3
-	VCVTQQ2PS    (R10)(R8*8), Y3
-	VCVTQQ2PS    64(R10)(R8*8), Y5
-	VINSERTF32X8 $0x01, Y5, Z3, Z3
+	VMOVD        R10, X0
+	VPBROADCASTD X0, Z0
+	VCVTDQ2PS    Z0, Z0
+	MOVQ         action+56(FP), R10
+	VBROADCASTSS lgb0<>+0(SB), Z1
+	VCVTQQ2PS    (R10)(R8*8), Y1
+	VCVTQQ2PS    64(R10)(R8*8), Y2
+	VINSERTF32X8 $0x01, Y2, Z1, Z1
 
 	// v124 = eq(v123, action)
-	VCMPPS   $0x00, Z3, Z1, K1
-	VPMOVM2D K1, Z1
-	VMOVUPS  1024(AX), Z3
+	VCMPPS   $0x00, Z1, Z0, K1
+	VPMOVM2D K1, Z0
+	VMOVUPS  832(AX), Z1
 
 	// v125 = where(v124, v120, 0)
-	VANDPS  Z3, Z1, Z1
-	VMOVUPS 1088(AX), Z3
+	VANDPS  Z1, Z0, Z0
+	VMOVUPS 896(AX), Z1
 
 	// v130 = add(v100, v129)
-	VADDPS Z3, Z2, Z2
+	VADDPS Z1, Z3, Z1
 
 	// v131 = mul(v130, v30)
-	VMULPS Z4, Z2, Z2
+	VMULPS Z4, Z1, Z1
 
 	// v132 = add(v105, v131)
-	VADDPS Z2, Z0, Z0
+	VADDPS Z1, Z5, Z1
 
 	// gradLogits = add(v125, v132)
-	VADDPS Z0, Z1, Z0
+	VADDPS Z1, Z0, Z0
 
 	// store gradLogits
 	VMOVUPS Z0, 320(AX)(R9*1)
@@ -2303,7 +2284,7 @@ inner_A_19:
 	// store valueTarget2
 	MOVQ    valueTarget+80(FP), SI
 	VMOVUPS Z0, (SI)(R8*4)
-	VMOVUPS 896(AX), Z0
+	VMOVUPS 704(AX), Z0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), SI
@@ -2318,93 +2299,93 @@ inner_A_19:
 	VBROADCASTSS lgb0<>+0(SB), Z4
 	VBROADCASTSS lgb0<>+0(SB), Z5
 	VBROADCASTSS lgb0<>+0(SB), Z6
-	VBROADCASTSS lgb0<>+0(SB), Z7
-	VBROADCASTSS lgb0<>+0(SB), Z8
-	VBROADCASTSS lgb0<>+0(SB), Z9
-	VBROADCASTSS lgb0<>+0(SB), Z10
-	VBROADCASTSS lgb0<>+0(SB), Z11
-	VBROADCASTSS lgb0<>+0(SB), Z12
 	VBROADCASTSS lgb0<>+0(SB), Z13
 	VBROADCASTSS lgb0<>+0(SB), Z14
 	VBROADCASTSS lgb0<>+0(SB), Z15
+	VBROADCASTSS lgb0<>+0(SB), Z16
+	VBROADCASTSS lgb0<>+0(SB), Z17
+	VBROADCASTSS lgb0<>+0(SB), Z18
+	VBROADCASTSS lgb0<>+0(SB), Z19
+	VBROADCASTSS lgb0<>+0(SB), Z20
+	VBROADCASTSS lgb0<>+0(SB), Z21
 	MOVL         $0x00000003, R8
 	KMOVW        R8, K1
-	VUNPCKLPS    Z1, Z0, Z16
+	VUNPCKLPS    Z1, Z0, Z22
 	VUNPCKHPS    Z1, Z0, Z0
 	VUNPCKLPS    Z3, Z2, Z1
 	VUNPCKHPS    Z3, Z2, Z2
 	VUNPCKLPS    Z5, Z4, Z3
 	VUNPCKHPS    Z5, Z4, Z4
-	VUNPCKLPS    Z7, Z6, Z5
-	VUNPCKHPS    Z7, Z6, Z6
-	VUNPCKLPS    Z9, Z8, Z7
-	VUNPCKHPS    Z9, Z8, Z8
-	VUNPCKLPS    Z11, Z10, Z9
-	VUNPCKHPS    Z11, Z10, Z10
-	VUNPCKLPS    Z13, Z12, Z11
-	VUNPCKHPS    Z13, Z12, Z12
+	VUNPCKLPS    Z13, Z6, Z5
+	VUNPCKHPS    Z13, Z6, Z6
 	VUNPCKLPS    Z15, Z14, Z13
 	VUNPCKHPS    Z15, Z14, Z14
-	VSHUFPS      $0x44, Z1, Z16, Z15
-	VSHUFPS      $0xee, Z1, Z16, Z1
-	VSHUFPS      $0x44, Z2, Z0, Z16
+	VUNPCKLPS    Z17, Z16, Z15
+	VUNPCKHPS    Z17, Z16, Z16
+	VUNPCKLPS    Z19, Z18, Z17
+	VUNPCKHPS    Z19, Z18, Z18
+	VUNPCKLPS    Z21, Z20, Z19
+	VUNPCKHPS    Z21, Z20, Z20
+	VSHUFPS      $0x44, Z1, Z22, Z21
+	VSHUFPS      $0xee, Z1, Z22, Z1
+	VSHUFPS      $0x44, Z2, Z0, Z22
 	VSHUFPS      $0xee, Z2, Z0, Z0
 	VSHUFPS      $0x44, Z5, Z3, Z2
 	VSHUFPS      $0xee, Z5, Z3, Z3
 	VSHUFPS      $0x44, Z6, Z4, Z5
 	VSHUFPS      $0xee, Z6, Z4, Z4
-	VSHUFPS      $0x44, Z9, Z7, Z6
-	VSHUFPS      $0xee, Z9, Z7, Z7
-	VSHUFPS      $0x44, Z10, Z8, Z9
-	VSHUFPS      $0xee, Z10, Z8, Z8
-	VSHUFPS      $0x44, Z13, Z11, Z10
-	VSHUFPS      $0xee, Z13, Z11, Z11
-	VSHUFPS      $0x44, Z14, Z12, Z13
-	VSHUFPS      $0xee, Z14, Z12, Z12
-	VSHUFF32X4   $0x44, Z2, Z15, Z14
-	VSHUFF32X4   $0xee, Z2, Z15, Z2
-	VSHUFF32X4   $0x44, Z10, Z6, Z15
-	VSHUFF32X4   $0xee, Z10, Z6, Z6
-	VSHUFF32X4   $0x88, Z15, Z14, Z10
-	VSHUFF32X4   $0xdd, Z15, Z14, Z14
-	VSHUFF32X4   $0x88, Z6, Z2, Z15
+	VSHUFPS      $0x44, Z15, Z13, Z6
+	VSHUFPS      $0xee, Z15, Z13, Z13
+	VSHUFPS      $0x44, Z16, Z14, Z15
+	VSHUFPS      $0xee, Z16, Z14, Z14
+	VSHUFPS      $0x44, Z19, Z17, Z16
+	VSHUFPS      $0xee, Z19, Z17, Z17
+	VSHUFPS      $0x44, Z20, Z18, Z19
+	VSHUFPS      $0xee, Z20, Z18, Z18
+	VSHUFF32X4   $0x44, Z2, Z21, Z20
+	VSHUFF32X4   $0xee, Z2, Z21, Z2
+	VSHUFF32X4   $0x44, Z16, Z6, Z21
+	VSHUFF32X4   $0xee, Z16, Z6, Z6
+	VSHUFF32X4   $0x88, Z21, Z20, Z16
+	VSHUFF32X4   $0xdd, Z21, Z20, Z20
+	VSHUFF32X4   $0x88, Z6, Z2, Z21
 	VSHUFF32X4   $0xdd, Z6, Z2, Z2
 	VSHUFF32X4   $0x44, Z3, Z1, Z6
 	VSHUFF32X4   $0xee, Z3, Z1, Z1
-	VSHUFF32X4   $0x44, Z11, Z7, Z3
-	VSHUFF32X4   $0xee, Z11, Z7, Z7
-	VSHUFF32X4   $0x88, Z3, Z6, Z11
+	VSHUFF32X4   $0x44, Z17, Z13, Z3
+	VSHUFF32X4   $0xee, Z17, Z13, Z13
+	VSHUFF32X4   $0x88, Z3, Z6, Z17
 	VSHUFF32X4   $0xdd, Z3, Z6, Z3
-	VSHUFF32X4   $0x88, Z7, Z1, Z6
-	VSHUFF32X4   $0xdd, Z7, Z1, Z1
-	VSHUFF32X4   $0x44, Z5, Z16, Z7
-	VSHUFF32X4   $0xee, Z5, Z16, Z5
-	VSHUFF32X4   $0x44, Z13, Z9, Z16
-	VSHUFF32X4   $0xee, Z13, Z9, Z9
-	VSHUFF32X4   $0x88, Z16, Z7, Z13
-	VSHUFF32X4   $0xdd, Z16, Z7, Z7
-	VSHUFF32X4   $0x88, Z9, Z5, Z16
-	VSHUFF32X4   $0xdd, Z9, Z5, Z5
-	VSHUFF32X4   $0x44, Z4, Z0, Z9
+	VSHUFF32X4   $0x88, Z13, Z1, Z6
+	VSHUFF32X4   $0xdd, Z13, Z1, Z1
+	VSHUFF32X4   $0x44, Z5, Z22, Z13
+	VSHUFF32X4   $0xee, Z5, Z22, Z5
+	VSHUFF32X4   $0x44, Z19, Z15, Z22
+	VSHUFF32X4   $0xee, Z19, Z15, Z15
+	VSHUFF32X4   $0x88, Z22, Z13, Z19
+	VSHUFF32X4   $0xdd, Z22, Z13, Z13
+	VSHUFF32X4   $0x88, Z15, Z5, Z22
+	VSHUFF32X4   $0xdd, Z15, Z5, Z5
+	VSHUFF32X4   $0x44, Z4, Z0, Z15
 	VSHUFF32X4   $0xee, Z4, Z0, Z0
-	VSHUFF32X4   $0x44, Z12, Z8, Z4
-	VSHUFF32X4   $0xee, Z12, Z8, Z8
-	VSHUFF32X4   $0x88, Z4, Z9, Z12
-	VSHUFF32X4   $0xdd, Z4, Z9, Z4
-	VSHUFF32X4   $0x88, Z8, Z0, Z9
-	VSHUFF32X4   $0xdd, Z8, Z0, Z0
-	VMOVUPS      Z10, K1, (SI)(DI*4)
-	VMOVUPS      Z11, K1, 8(SI)(DI*4)
-	VMOVUPS      Z13, K1, 16(SI)(DI*4)
-	VMOVUPS      Z12, K1, 24(SI)(DI*4)
-	VMOVUPS      Z14, K1, 32(SI)(DI*4)
+	VSHUFF32X4   $0x44, Z18, Z14, Z4
+	VSHUFF32X4   $0xee, Z18, Z14, Z14
+	VSHUFF32X4   $0x88, Z4, Z15, Z18
+	VSHUFF32X4   $0xdd, Z4, Z15, Z4
+	VSHUFF32X4   $0x88, Z14, Z0, Z15
+	VSHUFF32X4   $0xdd, Z14, Z0, Z0
+	VMOVUPS      Z16, K1, (SI)(DI*4)
+	VMOVUPS      Z17, K1, 8(SI)(DI*4)
+	VMOVUPS      Z19, K1, 16(SI)(DI*4)
+	VMOVUPS      Z18, K1, 24(SI)(DI*4)
+	VMOVUPS      Z20, K1, 32(SI)(DI*4)
 	VMOVUPS      Z3, K1, 40(SI)(DI*4)
-	VMOVUPS      Z7, K1, 48(SI)(DI*4)
+	VMOVUPS      Z13, K1, 48(SI)(DI*4)
 	VMOVUPS      Z4, K1, 56(SI)(DI*4)
-	VMOVUPS      Z15, K1, 64(SI)(DI*4)
+	VMOVUPS      Z21, K1, 64(SI)(DI*4)
 	VMOVUPS      Z6, K1, 72(SI)(DI*4)
-	VMOVUPS      Z16, K1, 80(SI)(DI*4)
-	VMOVUPS      Z9, K1, 88(SI)(DI*4)
+	VMOVUPS      Z22, K1, 80(SI)(DI*4)
+	VMOVUPS      Z15, K1, 88(SI)(DI*4)
 	VMOVUPS      Z2, K1, 96(SI)(DI*4)
 	VMOVUPS      Z1, K1, 104(SI)(DI*4)
 	VMOVUPS      Z5, K1, 112(SI)(DI*4)
@@ -2412,50 +2393,38 @@ inner_A_19:
 	DECQ         BX
 	JNZ          noflush_20
 	VMOVUPD      lgc12<>+0(SB), Y0
-	MOVQ         state+64(FP), BX
-	VMOVUPS      1664(BX), Y0
-	VMULPS       lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(BX), Z0, Z0
-	VMOVUPD      Z0, 1472(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(BX)
-	VMOVUPS      1984(BX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(BX), Z0, Z0
-	VMOVUPD      Z0, 1792(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(BX)
-	VMOVUPS      2304(BX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2112(BX), Z0, Z0
-	VMOVUPD      Z0, 2112(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(BX)
-	VMOVUPS      2624(BX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(BX), Z0, Z0
-	VMOVUPD      Z0, 2432(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(BX)
-	VMOVUPS      2944(BX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(BX), Z0, Z0
-	VMOVUPD      Z0, 2752(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(BX)
-	VMOVUPS      3264(BX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(BX), Z0, Z0
-	VMOVUPD      Z0, 3072(BX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(BX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), BX
+	VMULPS       lgc13<>+0(SB), Y7, Y0
+	VCVTPS2PD    Y7, Z1
+	VADDPD       1472(BX), Z1, Z1
+	VMOVUPD      Z1, 1472(BX)
+	VMOVUPS      lgc13<>+0(SB), Y7
+	VFMADD231PS  lgc13<>+0(SB), Y8, Y0
+	VCVTPS2PD    Y8, Z1
+	VADDPD       1792(BX), Z1, Z1
+	VMOVUPD      Z1, 1792(BX)
+	VMOVUPS      lgc13<>+0(SB), Y8
+	VFMADD231PS  lgc13<>+0(SB), Y9, Y0
+	VCVTPS2PD    Y9, Z1
+	VADDPD       2112(BX), Z1, Z1
+	VMOVUPD      Z1, 2112(BX)
+	VMOVUPS      lgc13<>+0(SB), Y9
+	VFMADD231PS  lgc13<>+0(SB), Y10, Y0
+	VCVTPS2PD    Y10, Z1
+	VADDPD       2432(BX), Z1, Z1
+	VMOVUPD      Z1, 2432(BX)
+	VMOVUPS      lgc13<>+0(SB), Y10
+	VFMADD231PS  lgc13<>+0(SB), Y11, Y0
+	VCVTPS2PD    Y11, Z1
+	VADDPD       2752(BX), Z1, Z1
+	VMOVUPD      Z1, 2752(BX)
+	VMOVUPS      lgc13<>+0(SB), Y11
+	VFMADD231PS  lgc13<>+0(SB), Y12, Y0
+	VCVTPS2PD    Y12, Z1
+	VADDPD       3072(BX), Z1, Z1
+	VMOVUPD      Z1, 3072(BX)
+	VMOVUPS      lgc13<>+0(SB), Y12
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       13248(BX), Y0, Y0
 	VMOVUPS      Y0, 13248(BX)
 	MOVQ         $+4, BX
@@ -2464,56 +2433,63 @@ noflush_20:
 	ADDQ         $+16, DX
 	CMPQ         DX, $+128
 	JL           blocks_16
+	MOVQ         state+16(FP), DX
+	VMOVUPS      Y7, 1664(DX)
+	VMOVUPS      Y8, 1984(DX)
+	VMOVUPS      Y9, 2304(DX)
+	VMOVUPS      Y10, 2624(DX)
+	VMOVUPS      Y11, 2944(DX)
+	VMOVUPS      Y12, 3264(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
 	VMOVUPS      lgc13<>+0(SB), X0
 	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+64(FP), DX
-	VMOVUPS      1664(DX), Y0
-	VMULPS       lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1472(DX), Z0, Z0
-	VMOVUPD      Z0, 1472(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1664(DX)
-	VMOVUPS      1984(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       1792(DX), Z0, Z0
-	VMOVUPD      Z0, 1792(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 1984(DX)
-	VMOVUPS      2304(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2112(DX), Z0, Z0
-	VMOVUPD      Z0, 2112(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2304(DX)
-	VMOVUPS      2624(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2432(DX), Z0, Z0
-	VMOVUPD      Z0, 2432(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2624(DX)
-	VMOVUPS      2944(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       2752(DX), Z0, Z0
-	VMOVUPD      Z0, 2752(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 2944(DX)
-	VMOVUPS      3264(DX), Y0
-	VFMADD231PS  lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       3072(DX), Z0, Z0
-	VMOVUPD      Z0, 3072(DX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 3264(DX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	MOVQ         state+16(FP), DX
+	VMOVUPS      1664(DX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1472(DX), Z1, Z1
+	VMOVUPD      Z1, 1472(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 1664(DX)
+	VMOVUPS      1984(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       1792(DX), Z1, Z1
+	VMOVUPD      Z1, 1792(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 1984(DX)
+	VMOVUPS      2304(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2112(DX), Z1, Z1
+	VMOVUPD      Z1, 2112(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2304(DX)
+	VMOVUPS      2624(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2432(DX), Z1, Z1
+	VMOVUPD      Z1, 2432(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2624(DX)
+	VMOVUPS      2944(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y1
+	VFMADD231PS  lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       3072(DX), Z1, Z1
+	VMOVUPD      Z1, 3072(DX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 3264(DX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       13248(DX), Y0, Y0
 	VMOVUPS      Y0, 13248(DX)
 	INCQ         CX
@@ -2541,7 +2517,7 @@ TEXT ·fbPass2AVX512(SB), $64-64
 	ANDQ    $-64, AX
 	MOVQ    $+4, CX
 	MOVQ    state+0(FP), AX
-	VMOVUPS 13568(AX), Y0
+	VMOVUPS 13568(AX), Y1
 	MOVQ    lo+8(FP), AX
 	CMPQ    AX, hi+16(FP)
 	JGE     chunkdone_22
@@ -2549,19 +2525,19 @@ TEXT ·fbPass2AVX512(SB), $64-64
 blocks_21:
 	MOVQ    s4+24(FP), DX
 	MOVQ    AX, BX
-	VMOVUPS (DX)(BX*4), Z1
+	VMOVUPS (DX)(BX*4), Z0
 
 	// v79 = add(targetVar, 1.1920929e-07)
-	VADDPS.BCST lgb57<>+0(SB), Z1, Z1
+	VADDPS.BCST lgb57<>+0(SB), Z0, Z0
 	MOVQ        s3+32(FP), DX
 	VMOVUPS     (DX)(BX*4), Z2
 
 	// v80 = div(residVar, v79)
-	VDIVPS       Z1, Z2, Z1
+	VDIVPS       Z0, Z2, Z0
 	VBROADCASTSS lgb1<>+0(SB), Z2
 
 	// explainedVariance = sub(1, v80)
-	VSUBPS  Z1, Z2, Z1
+	VSUBPS  Z0, Z2, Z0
 	MOVQ    s5+40(FP), DX
 	VMOVUPS (DX)(BX*4), Z2
 
@@ -2604,24 +2580,24 @@ blocks_21:
 
 	// mean(essCol) over [T]
 	VEXTRACTF64X4 $0x01, Z5, Y2
-	VADDPS        Y0, Y5, Y0
-	VADDPS        Y0, Y2, Y0
+	VADDPS        Y1, Y5, Y1
+	VADDPS        Y1, Y2, Y1
 
 	// store explainedVariance
 	MOVQ      explainedVariance+56(FP), DX
-	VMOVUPS   Z1, (DX)(BX*4)
+	VMOVUPS   Z0, (DX)(BX*4)
 	DECQ      CX
 	JNZ       noflush_23
-	VMOVUPD   lgc12<>+0(SB), Y1
+	VMOVUPD   lgc12<>+0(SB), Y0
 	MOVQ      state+0(FP), CX
-	VMULPS    lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD Y0, Z0
-	VADDPD    13376(CX), Z0, Z0
-	VMOVUPD   Z0, 13376(CX)
-	VMOVUPS   lgc13<>+0(SB), Y0
-	VCMPPS    $0x00, Y1, Y1, Y1
-	VANDPS    13696(CX), Y1, Y1
-	VMOVUPS   Y1, 13696(CX)
+	VMULPS    lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD Y1, Z1
+	VADDPD    13376(CX), Z1, Z1
+	VMOVUPD   Z1, 13376(CX)
+	VMOVUPS   lgc13<>+0(SB), Y1
+	VCMPPS    $0x00, Y0, Y0, Y0
+	VANDPS    13696(CX), Y0, Y0
+	VMOVUPS   Y0, 13696(CX)
 	MOVQ      $+4, CX
 
 noflush_23:
@@ -2633,7 +2609,7 @@ noflush_23:
 
 chunkdone_22:
 	MOVQ         state+0(FP), AX
-	VMOVUPS      Y0, 13568(AX)
+	VMOVUPS      Y1, 13568(AX)
 	MOVQ         $+4, AX
 	SUBQ         CX, AX
 	SHLQ         $0x01, AX
@@ -2641,14 +2617,14 @@ chunkdone_22:
 	VCVTSI2SDQ   AX, X0, X0
 	VBROADCASTSD X0, Y0
 	MOVQ         state+0(FP), AX
-	VMOVUPS      13568(AX), Y0
-	VMULPS       lgc13<>+0(SB), Y0, Y1
-	VCVTPS2PD    Y0, Z0
-	VADDPD       13376(AX), Z0, Z0
-	VMOVUPD      Z0, 13376(AX)
-	VMOVUPS      lgc13<>+0(SB), Y0
-	VMOVUPS      Y0, 13568(AX)
-	VCMPPS       $0x00, Y1, Y1, Y0
+	VMOVUPS      13568(AX), Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y0
+	VCVTPS2PD    Y1, Z1
+	VADDPD       13376(AX), Z1, Z1
+	VMOVUPD      Z1, 13376(AX)
+	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      Y1, 13568(AX)
+	VCMPPS       $0x00, Y0, Y0, Y0
 	VANDPS       13696(AX), Y0, Y0
 	VMOVUPS      Y0, 13696(AX)
 	VZEROUPPER
