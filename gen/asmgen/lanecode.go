@@ -544,7 +544,8 @@ const smallBlock = 16
 // sumsInRegs loads partial sums (plain sums and means) into registers before a pass's loop
 // over full blocks: there each block's sum is one add, not a load, an add and a store. AVX2
 // code does it for the first maxSumRegs of a small pass (smallBlock); 16-lane code, with 32
-// registers, for any pass, and the variances' partials too, up to maxWideSumRegs registers.
+// registers, for any pass, with the logsumexps' partial sums of e^x among them and the
+// variances' partials after them, up to maxWideSumRegs registers.
 // Their slots stay fixed along the row (partial), so the registers are stored back once
 // after the loop (storeSumRegs); the periodic flush reads and zeroes them.
 func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
@@ -561,7 +562,7 @@ func (pg *passGen) sumsInRegs() map[int]reg.VecVirtual {
 		if len(regs) == limit {
 			break
 		}
-		if !pg.partial(r) || (r.Op != ir.OpSum && r.Op != ir.OpMean) {
+		if !pg.partial(r) || (r.Op != ir.OpSum && r.Op != ir.OpMean && !(pg.wide && r.Op == ir.OpLogSumExp)) {
 			continue
 		}
 		if regs == nil {

@@ -394,10 +394,16 @@ func (s *alignedSlots) place(c *build.Context) {
 	s.lea.Operands[0] = operand.NewStackAddr(area.Disp + 63)
 }
 
-// addPair adds lo, then hi (the halves in their order), to r's float32 partial in memory, as
-// two 8-lane blocks would, with one load and one store: the partial's chain from one block to
-// the next goes through memory (a store forwarded to the next load) once per 16 lanes.
+// addPair adds lo, then hi (the halves in their order), to r's float32 partial, as two 8-lane
+// blocks would: in its register (sumsInRegs), or in memory with one load and one store, the
+// partial's chain from one block to the next going through memory (a store forwarded to the
+// next load) once per 16 lanes.
 func (pg *passGen) addPair(r *ir.Node, lo, hi reg.VecVirtual) {
+	if p := pg.sumRegs[r.ID]; p != nil {
+		pg.add(p, lo, p)
+		pg.add(p, hi, p)
+		return
+	}
 	pm := pg.stateMem(r, field{"p", true}, pg.stateOff(r), 0)
 	p := pg.ymm()
 	pg.add(pm, lo, p)

@@ -25,6 +25,8 @@ outer0_1:
 	VMOVUPS 3264(CX), Y6
 	IMUL3Q  $+8, BX, BX
 	VMOVUPS 4032(CX)(BX*4), Y7
+	VMOVUPS 4736(CX), Y8
+	VMOVUPS 5056(CX), Y9
 	XORQ    CX, CX
 
 blocks_2:
@@ -33,186 +35,184 @@ blocks_2:
 	ADDQ         CX, SI
 	VPMOVZXBD    (BX)(SI*1), Z0
 	VCVTDQ2PS    Z0, Z0
-	VBROADCASTSS lgb0<>+0(SB), Z8
-	VCMPPS       $0x04, Z8, Z0, K1
-	VPMOVM2D     K1, Z8
-	VBROADCASTSS lgb1<>+0(SB), Z9
+	VBROADCASTSS lgb0<>+0(SB), Z10
+	VCMPPS       $0x04, Z10, Z0, K1
+	VPMOVM2D     K1, Z10
+	VBROADCASTSS lgb1<>+0(SB), Z11
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z9, Z8, Z9
+	VANDPS Z11, Z10, Z11
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        Y1, Y9, Y1
-	VADDPS        Y1, Y10, Y1
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y1, Y11, Y1
+	VADDPS        Y1, Y12, Y1
 	MOVQ          logProb+24(FP), BX
-	VMOVUPS       (BX)(SI*4), Z9
+	VMOVUPS       (BX)(SI*4), Z11
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z9, Z8, Z9
+	VANDPS  Z11, Z10, Z11
 	MOVQ    sampleLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z10
+	VMOVUPS (BX)(SI*4), Z12
 
 	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z10, Z8, Z10
+	VANDPS  Z12, Z10, Z12
 	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z11
+	VMOVUPS (BX)(SI*4), Z13
 
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z11, Z8, Z11
+	VANDPS Z13, Z10, Z13
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z10, Z9, Z12
-	VBROADCASTSS lgb2<>+0(SB), Z13
+	VSUBPS       Z12, Z11, Z14
+	VBROADCASTSS lgb2<>+0(SB), Z15
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z12, Z13, Z14
-	VBROADCASTSS lgb3<>+0(SB), Z15
+	VMAXPS       Z14, Z15, Z16
+	VBROADCASTSS lgb3<>+0(SB), Z17
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z14, Z15, Z14
+	VMINPS Z16, Z17, Z16
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z16
-	VMAXPS            Z12, Z16, Z16
-	VBROADCASTSS      lgb5<>+0(SB), Z17
-	VMINPS            Z16, Z17, Z16
-	VMULPS.BCST       lgb6<>+0(SB), Z16, Z17
-	VRNDSCALEPS       $0x00, Z17, Z17
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z17, Z16
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z17, Z16
-	VMULPS            Z16, Z16, Z18
-	VBROADCASTSS      lgb9<>+0(SB), Z19
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z16, Z19
-	VBROADCASTSS      lgb11<>+0(SB), Z20
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z16, Z20
-	VFMADD213PS       Z20, Z18, Z19
-	VBROADCASTSS      lgb13<>+0(SB), Z20
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z16, Z20
-	VFMADD213PS       Z20, Z18, Z19
-	VFMADD213PS       Z16, Z18, Z19
-	VADDPS.BCST       lgb1<>+0(SB), Z19, Z19
-	VCVTPS2DQ         Z17, Z16
-	VPADDD.BCST       lgb15<>+0(SB), Z16, Z16
-	VPSRLD            $0x01, Z16, Z17
-	VPSUBD            Z17, Z16, Z16
-	VPSLLD            $0x17, Z17, Z17
-	VPSLLD            $0x17, Z16, Z16
-	VMULPS            Z17, Z19, Z19
-	VMULPS            Z16, Z19, Z19
+	VBROADCASTSS      lgb4<>+0(SB), Z18
+	VMAXPS            Z14, Z18, Z18
+	VBROADCASTSS      lgb5<>+0(SB), Z19
+	VMINPS            Z18, Z19, Z18
+	VMULPS.BCST       lgb6<>+0(SB), Z18, Z19
+	VRNDSCALEPS       $0x00, Z19, Z19
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z19, Z18
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z19, Z18
+	VMULPS            Z18, Z18, Z20
+	VBROADCASTSS      lgb9<>+0(SB), Z21
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z18, Z21
+	VBROADCASTSS      lgb11<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z18, Z22
+	VFMADD213PS       Z22, Z20, Z21
+	VBROADCASTSS      lgb13<>+0(SB), Z22
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z18, Z22
+	VFMADD213PS       Z22, Z20, Z21
+	VFMADD213PS       Z18, Z20, Z21
+	VADDPS.BCST       lgb1<>+0(SB), Z21, Z21
+	VCVTPS2DQ         Z19, Z18
+	VPADDD.BCST       lgb15<>+0(SB), Z18, Z18
+	VPSRLD            $0x01, Z18, Z19
+	VPSUBD            Z19, Z18, Z18
+	VPSLLD            $0x17, Z19, Z19
+	VPSLLD            $0x17, Z18, Z18
+	VMULPS            Z19, Z21, Z21
+	VMULPS            Z18, Z21, Z21
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z13, Z12, K1
-	VPMOVM2D     K1, Z13
-	VBROADCASTSS lgb16<>+0(SB), Z16
+	VCMPPS       $0x11, Z15, Z14, K1
+	VPMOVM2D     K1, Z15
+	VBROADCASTSS lgb16<>+0(SB), Z18
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z19, Z16, Z13
+	VPTERNLOGD $0xca, Z21, Z18, Z15
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z15, Z12, K1
-	VPMOVM2D     K1, Z15
-	VBROADCASTSS lgb17<>+0(SB), Z16
+	VCMPPS       $0x1e, Z17, Z14, K1
+	VPMOVM2D     K1, Z17
+	VBROADCASTSS lgb17<>+0(SB), Z18
 
 	// ratioClip = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z13, Z16, Z15
+	VPTERNLOGD $0xca, Z15, Z18, Z17
 
 	// v24 = mul(ratioClip, v10)
-	VMULPS Z11, Z15, Z11
+	VMULPS Z13, Z17, Z13
 
 	// v25 = mul(v24, v6)
-	VMULPS Z9, Z11, Z11
+	VMULPS Z11, Z13, Z13
 
 	// v26 = neg(v25)
-	VXORPS.BCST lgb18<>+0(SB), Z11, Z11
+	VXORPS.BCST lgb18<>+0(SB), Z13, Z13
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z11, Z8, Z11
+	VANDPS Z13, Z10, Z13
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y2, Y11, Y2
+	VEXTRACTF64X4 $0x01, Z13, Y15
 	VADDPS        Y2, Y13, Y2
+	VADDPS        Y2, Y15, Y2
 
 	// sum(mask) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y11
+	VEXTRACTF64X4 $0x01, Z0, Y13
 	VADDPS        Y3, Y0, Y3
-	VADDPS        Y3, Y11, Y3
+	VADDPS        Y3, Y13, Y3
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z12, Z14, K1
+	VCMPPS      $0x04, Z14, Z16, K1
 	VPMOVM2D    K1, Z0
 	VANDPS.BCST lgb1<>+0(SB), Z0, Z0
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z0, Z8, Z0
+	VANDPS Z0, Z10, Z0
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y11
+	VEXTRACTF64X4 $0x01, Z0, Y13
 	VADDPS        Y4, Y0, Y4
-	VADDPS        Y4, Y11, Y4
+	VADDPS        Y4, Y13, Y4
 
 	// v38 = sub(v8, v6)
-	VSUBPS Z9, Z10, Z0
+	VSUBPS Z11, Z12, Z0
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Z0, Z8, Z0
+	VANDPS Z0, Z10, Z0
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y9
+	VEXTRACTF64X4 $0x01, Z0, Y11
 	VADDPS        Y5, Y0, Y5
-	VADDPS        Y5, Y9, Y5
+	VADDPS        Y5, Y11, Y5
 	MOVQ          entropy+48(FP), BX
 	VMOVUPS       (BX)(SI*4), Z0
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z0, Z8, Z0
+	VANDPS Z0, Z10, Z0
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y9
+	VEXTRACTF64X4 $0x01, Z0, Y11
 	VADDPS        Y6, Y0, Y6
-	VADDPS        Y6, Y9, Y6
+	VADDPS        Y6, Y11, Y6
 
 	// v47 = mul(-0.01, v43)
 	VMULPS.BCST lgb19<>+0(SB), Z0, Z0
 
 	// v48 = where(mask, v47, 0)
-	VANDPS Z0, Z8, Z0
+	VANDPS Z0, Z10, Z0
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z0, Y9
+	VEXTRACTF64X4 $0x01, Z0, Y11
 	VADDPS        Y7, Y0, Y7
-	VADDPS        Y7, Y9, Y7
+	VADDPS        Y7, Y11, Y7
 	VBROADCASTSS  lgb20<>+0(SB), Z0
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z8, Z9
-	VPTERNLOGD $0xca, Z0, Z12, Z9
+	VMOVUPS    Z10, Z11
+	VPTERNLOGD $0xca, Z0, Z14, Z11
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z19, Z8, Z0
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z8
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z9, K1
+	VANDPS        Z21, Z10, Z0
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z11, K1
 	VPMOVM2D      K1, Z10
-	VANDPS        Z10, Z8, Z8
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z10
-	VORPS         Z10, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VANDPS        Y8, Y9, Y8
-	VEXTRACTF64X4 $0x01, Z0, Y9
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z10, Z10
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z12
+	VORPS         Z12, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VANDPS        Y10, Y11, Y10
+	VEXTRACTF64X4 $0x01, Z0, Y11
 	MOVQ          state+8(FP), BX
-	VANDPS        4608(BX), Y8, Y8
-	VMOVUPS       Y8, 4608(BX)
-	VADDPS        4736(BX), Y0, Y8
-	VADDPS        Y8, Y9, Y8
-	VMOVUPS       Y8, 4736(BX)
+	VANDPS        4608(BX), Y10, Y10
+	VMOVUPS       Y10, 4608(BX)
+	VADDPS        Y8, Y0, Y8
+	VADDPS        Y8, Y11, Y8
 	VMULPS        Y0, Y0, Y0
-	VMULPS        Y9, Y9, Y8
-	VADDPS        5056(BX), Y0, Y0
-	VADDPS        Y0, Y8, Y0
-	VMOVUPS       Y0, 5056(BX)
+	VMULPS        Y11, Y11, Y10
+	VADDPS        Y9, Y0, Y9
+	VADDPS        Y9, Y10, Y9
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc23<>+0(SB), Y0
@@ -256,20 +256,16 @@ blocks_2:
 	VADDPD        3392(DX)(BX*8), Z7, Z7
 	VMOVUPD       Z7, 3392(DX)(BX*8)
 	VMOVUPS       lgc24<>+0(SB), Y7
-	VMOVUPS       4736(DX), Y8
 	VFMADD231PS   lgc24<>+0(SB), Y8, Y0
 	VCVTPS2PD     Y8, Z8
 	VADDPD        4416(DX), Z8, Z8
 	VMOVUPD       Z8, 4416(DX)
 	VMOVUPS       lgc24<>+0(SB), Y8
-	VMOVUPS       Y8, 4736(DX)
-	VMOVUPS       5056(DX), Y8
-	VFMADD231PS   lgc24<>+0(SB), Y8, Y0
-	VCVTPS2PD     Y8, Z8
-	VADDPD        4864(DX), Z8, Z8
-	VMOVUPD       Z8, 4864(DX)
-	VMOVUPS       lgc24<>+0(SB), Y8
-	VMOVUPS       Y8, 5056(DX)
+	VFMADD231PS   lgc24<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z9
+	VADDPD        4864(DX), Z9, Z9
+	VMOVUPD       Z9, 4864(DX)
+	VMOVUPS       lgc24<>+0(SB), Y9
 	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        5184(DX), Y0, Y0
 	VMOVUPS       Y0, 5184(DX)
@@ -291,6 +287,8 @@ noflush_3:
 	VMOVUPS      Y6, 3264(CX)
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      Y7, 4032(CX)(BX*4)
+	VMOVUPS      Y8, 4736(CX)
+	VMOVUPS      Y9, 5056(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -570,6 +568,8 @@ outer0_7:
 	VMOVUPS     3392(DX), Y5
 	IMUL3Q      $+8, SI, SI
 	VMOVUPS     4160(DX)(SI*4), Y6
+	VMOVUPS     4864(DX), Y7
+	VMOVUPS     5184(DX), Y8
 	XORQ        DX, DX
 
 blocks_8:
@@ -579,207 +579,205 @@ blocks_8:
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z7
+	VBROADCASTSS  lgb1<>+0(SB), Z9
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z7, Z0, Z7
+	VANDPS Z9, Z0, Z9
 
 	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z7, Y8
-	VADDPS        Y1, Y7, Y1
-	VADDPS        Y1, Y8, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y1, Y9, Y1
+	VADDPS        Y1, Y10, Y1
 	MOVQ          logProb+32(FP), SI
-	VMOVUPS       (SI)(DI*4), Z7
+	VMOVUPS       (SI)(DI*4), Z9
 
 	// v6 = where(mask, logProb, 0)
-	VANDPS  Z7, Z0, Z8
-	MOVQ    sampleLogProb+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z9
-
-	// v8 = where(mask, sampleLogProb, 0)
 	VANDPS  Z9, Z0, Z10
-	MOVQ    advantage+48(FP), SI
+	MOVQ    sampleLogProb+40(FP), SI
 	VMOVUPS (SI)(DI*4), Z11
 
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z11, Z0, Z12
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z13
+
 	// v10 = where(mask, advantage, 0)
-	VANDPS Z11, Z0, Z11
+	VANDPS Z13, Z0, Z13
 
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z10, Z8, Z8
-	VBROADCASTSS lgb2<>+0(SB), Z10
+	VSUBPS       Z12, Z10, Z10
+	VBROADCASTSS lgb2<>+0(SB), Z12
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z8, Z10, Z12
-	VBROADCASTSS lgb3<>+0(SB), Z13
+	VMAXPS       Z10, Z12, Z14
+	VBROADCASTSS lgb3<>+0(SB), Z15
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z12, Z13, Z12
+	VMINPS Z14, Z15, Z14
 
 	// v16 = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z14
-	VMAXPS            Z8, Z14, Z14
-	VBROADCASTSS      lgb5<>+0(SB), Z15
-	VMINPS            Z14, Z15, Z14
-	VMULPS.BCST       lgb6<>+0(SB), Z14, Z15
-	VRNDSCALEPS       $0x00, Z15, Z15
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z15, Z14
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z15, Z14
-	VMULPS            Z14, Z14, Z16
-	VBROADCASTSS      lgb9<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z14, Z17
-	VBROADCASTSS      lgb11<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z14, Z18
-	VFMADD213PS       Z18, Z16, Z17
-	VBROADCASTSS      lgb13<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z14, Z18
-	VFMADD213PS       Z18, Z16, Z17
-	VFMADD213PS       Z14, Z16, Z17
-	VADDPS.BCST       lgb1<>+0(SB), Z17, Z17
-	VCVTPS2DQ         Z15, Z14
-	VPADDD.BCST       lgb15<>+0(SB), Z14, Z14
-	VPSRLD            $0x01, Z14, Z15
-	VPSUBD            Z15, Z14, Z14
-	VPSLLD            $0x17, Z15, Z15
-	VPSLLD            $0x17, Z14, Z14
-	VMULPS            Z15, Z17, Z17
-	VMULPS            Z14, Z17, Z17
+	VBROADCASTSS      lgb4<>+0(SB), Z16
+	VMAXPS            Z10, Z16, Z16
+	VBROADCASTSS      lgb5<>+0(SB), Z17
+	VMINPS            Z16, Z17, Z16
+	VMULPS.BCST       lgb6<>+0(SB), Z16, Z17
+	VRNDSCALEPS       $0x00, Z17, Z17
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z17, Z16
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z17, Z16
+	VMULPS            Z16, Z16, Z18
+	VBROADCASTSS      lgb9<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z16, Z19
+	VBROADCASTSS      lgb11<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z16, Z20
+	VFMADD213PS       Z20, Z18, Z19
+	VBROADCASTSS      lgb13<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z16, Z20
+	VFMADD213PS       Z20, Z18, Z19
+	VFMADD213PS       Z16, Z18, Z19
+	VADDPS.BCST       lgb1<>+0(SB), Z19, Z19
+	VCVTPS2DQ         Z17, Z16
+	VPADDD.BCST       lgb15<>+0(SB), Z16, Z16
+	VPSRLD            $0x01, Z16, Z17
+	VPSUBD            Z17, Z16, Z16
+	VPSLLD            $0x17, Z17, Z17
+	VPSLLD            $0x17, Z16, Z16
+	VMULPS            Z17, Z19, Z19
+	VMULPS            Z16, Z19, Z19
 
 	// v17 = lt(logWeight, -0.22314355)
-	VCMPPS       $0x11, Z10, Z8, K1
-	VPMOVM2D     K1, Z10
-	VBROADCASTSS lgb16<>+0(SB), Z14
+	VCMPPS       $0x11, Z12, Z10, K1
+	VPMOVM2D     K1, Z12
+	VBROADCASTSS lgb16<>+0(SB), Z16
 
 	// v19 = where(v17, 0.8000000028326788, v16)
-	VPTERNLOGD $0xca, Z17, Z14, Z10
+	VPTERNLOGD $0xca, Z19, Z16, Z12
 
 	// v20 = gt(logWeight, 0.24686007)
-	VCMPPS       $0x1e, Z13, Z8, K1
-	VPMOVM2D     K1, Z13
-	VBROADCASTSS lgb17<>+0(SB), Z14
+	VCMPPS       $0x1e, Z15, Z10, K1
+	VPMOVM2D     K1, Z15
+	VBROADCASTSS lgb17<>+0(SB), Z16
 
 	// v22 = where(v20, 1.2799999924290435, v19)
-	VPTERNLOGD $0xca, Z10, Z14, Z13
+	VPTERNLOGD $0xca, Z12, Z16, Z15
 
 	// v24 = mul(v22, v10)
-	VMULPS Z11, Z13, Z10
+	VMULPS Z13, Z15, Z12
 
 	// v25 = mul(v24, logProb)
-	VMULPS Z7, Z10, Z11
+	VMULPS Z9, Z12, Z13
 
 	// v26 = neg(v25)
-	VXORPS.BCST lgb18<>+0(SB), Z11, Z11
+	VXORPS.BCST lgb18<>+0(SB), Z13, Z13
 
 	// v27 = where(mask, v26, 0)
-	VANDPS Z11, Z0, Z11
+	VANDPS Z13, Z0, Z13
 
 	// sum(v27) over [L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y2, Y11, Y2
+	VEXTRACTF64X4 $0x01, Z13, Y15
 	VADDPS        Y2, Y13, Y2
+	VADDPS        Y2, Y15, Y2
 
 	// v33 = ne(logWeightClip, logWeight)
-	VCMPPS      $0x04, Z8, Z12, K1
-	VPMOVM2D    K1, Z11
-	VANDPS.BCST lgb1<>+0(SB), Z11, Z11
+	VCMPPS      $0x04, Z10, Z14, K1
+	VPMOVM2D    K1, Z13
+	VANDPS.BCST lgb1<>+0(SB), Z13, Z13
 
 	// v34 = where(mask, v33, 0)
-	VANDPS Z11, Z0, Z11
+	VANDPS Z13, Z0, Z13
 
 	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y12
-	VADDPS        Y3, Y11, Y3
-	VADDPS        Y3, Y12, Y3
+	VEXTRACTF64X4 $0x01, Z13, Y14
+	VADDPS        Y3, Y13, Y3
+	VADDPS        Y3, Y14, Y3
 
 	// v38 = sub(sampleLogProb, logProb)
-	VSUBPS Z7, Z9, Z7
+	VSUBPS Z9, Z11, Z9
 
 	// v39 = where(mask, v38, 0)
-	VANDPS Z7, Z0, Z7
+	VANDPS Z9, Z0, Z9
 
 	// sum(v39) over [B L]
-	VEXTRACTF64X4 $0x01, Z7, Y9
-	VADDPS        Y4, Y7, Y4
+	VEXTRACTF64X4 $0x01, Z9, Y11
 	VADDPS        Y4, Y9, Y4
+	VADDPS        Y4, Y11, Y4
 	MOVQ          entropy+56(FP), SI
-	VMOVUPS       (SI)(DI*4), Z7
+	VMOVUPS       (SI)(DI*4), Z9
 
 	// v43 = where(mask, entropy, 0)
-	VANDPS Z7, Z0, Z9
+	VANDPS Z9, Z0, Z11
 
 	// sum(v43) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y11
-	VADDPS        Y5, Y9, Y5
+	VEXTRACTF64X4 $0x01, Z11, Y13
 	VADDPS        Y5, Y11, Y5
+	VADDPS        Y5, Y13, Y5
 
 	// v47 = mul(-0.01, entropy)
-	VMULPS.BCST lgb19<>+0(SB), Z7, Z7
+	VMULPS.BCST lgb19<>+0(SB), Z9, Z9
 
 	// v48 = where(mask, v47, 0)
-	VANDPS Z7, Z0, Z7
+	VANDPS Z9, Z0, Z9
 
 	// sum(v48) over [L]
-	VEXTRACTF64X4 $0x01, Z7, Y9
-	VADDPS        Y6, Y7, Y6
+	VEXTRACTF64X4 $0x01, Z9, Y11
 	VADDPS        Y6, Y9, Y6
-	VBROADCASTSS  lgb20<>+0(SB), Z7
+	VADDPS        Y6, Y11, Y6
+	VBROADCASTSS  lgb20<>+0(SB), Z9
 
 	// v53 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z9
-	VPTERNLOGD $0xca, Z7, Z8, Z9
+	VMOVUPS    Z0, Z11
+	VPTERNLOGD $0xca, Z9, Z10, Z11
 
 	// logsumexp(v53) over [B L]
-	VANDPS        Z17, Z0, Z7
-	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z8
-	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z11
-	VANDPS        Z11, Z8, Z8
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z11
-	VORPS         Z11, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VANDPS        Y8, Y9, Y8
-	VEXTRACTF64X4 $0x01, Z7, Y9
+	VANDPS        Z19, Z0, Z9
+	VCMPPS.BCST   $0x15, lgb21<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z10
+	VCMPPS.BCST   $0x1a, lgb22<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z13
+	VANDPS        Z13, Z10, Z10
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z13
+	VORPS         Z13, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VANDPS        Y10, Y11, Y10
+	VEXTRACTF64X4 $0x01, Z9, Y11
 	MOVQ          state+16(FP), SI
-	VANDPS        4736(SI), Y8, Y8
-	VMOVUPS       Y8, 4736(SI)
-	VADDPS        4864(SI), Y7, Y8
+	VANDPS        4736(SI), Y10, Y10
+	VMOVUPS       Y10, 4736(SI)
+	VADDPS        Y7, Y9, Y7
+	VADDPS        Y7, Y11, Y7
+	VMULPS        Y9, Y9, Y9
+	VMULPS        Y11, Y11, Y10
 	VADDPS        Y8, Y9, Y8
-	VMOVUPS       Y8, 4864(SI)
-	VMULPS        Y7, Y7, Y7
-	VMULPS        Y9, Y9, Y8
-	VADDPS        5184(SI), Y7, Y7
-	VADDPS        Y7, Y8, Y7
-	VMOVUPS       Y7, 5184(SI)
-	VMOVUPS       (AX), Z7
+	VADDPS        Y8, Y10, Y8
+	VMOVUPS       (AX), Z9
 
 	// v66 = where(mask, v65, 0)
-	VANDPS  Z7, Z0, Z7
-	VMOVUPS 64(AX), Z8
+	VANDPS  Z9, Z0, Z9
+	VMOVUPS 64(AX), Z10
 
 	// gradEntropy = where(mask, v67, 0)
-	VANDPS Z8, Z0, Z8
+	VANDPS Z10, Z0, Z10
 
 	// v69 = neg(v66)
-	VXORPS.BCST  lgb18<>+0(SB), Z7, Z7
-	VBROADCASTSS lgb0<>+0(SB), Z9
+	VXORPS.BCST  lgb18<>+0(SB), Z9, Z9
+	VBROADCASTSS lgb0<>+0(SB), Z11
 
 	// v70 = ne(v69, 0)
-	VCMPPS   $0x04, Z9, Z7, K1
-	VPMOVM2D K1, Z9
+	VCMPPS   $0x04, Z11, Z9, K1
+	VPMOVM2D K1, Z11
 
 	// v71 = mul(v69, v24)
-	VMULPS Z10, Z7, Z10
+	VMULPS Z12, Z9, Z12
 
 	// v72 = where(v70, v71, v69)
-	VPTERNLOGD $0xca, Z7, Z10, Z9
+	VPTERNLOGD $0xca, Z9, Z12, Z11
 
 	// gradLogProb = where(mask, v72, 0)
-	VANDPS Z9, Z0, Z0
+	VANDPS Z11, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), SI
-	VMOVUPS Z8, (SI)(DI*4)
+	VMOVUPS Z10, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+72(FP), SI
@@ -821,20 +819,16 @@ blocks_8:
 	VADDPD      3520(BX)(SI*8), Z6, Z6
 	VMOVUPD     Z6, 3520(BX)(SI*8)
 	VMOVUPS     lgc24<>+0(SB), Y6
-	VMOVUPS     4864(BX), Y7
 	VFMADD231PS lgc24<>+0(SB), Y7, Y0
 	VCVTPS2PD   Y7, Z7
 	VADDPD      4544(BX), Z7, Z7
 	VMOVUPD     Z7, 4544(BX)
 	VMOVUPS     lgc24<>+0(SB), Y7
-	VMOVUPS     Y7, 4864(BX)
-	VMOVUPS     5184(BX), Y7
-	VFMADD231PS lgc24<>+0(SB), Y7, Y0
-	VCVTPS2PD   Y7, Z7
-	VADDPD      4992(BX), Z7, Z7
-	VMOVUPD     Z7, 4992(BX)
-	VMOVUPS     lgc24<>+0(SB), Y7
-	VMOVUPS     Y7, 5184(BX)
+	VFMADD231PS lgc24<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z8
+	VADDPD      4992(BX), Z8, Z8
+	VMOVUPD     Z8, 4992(BX)
+	VMOVUPS     lgc24<>+0(SB), Y8
 	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      5312(BX), Y0, Y0
 	VMOVUPS     Y0, 5312(BX)
@@ -854,6 +848,8 @@ noflush_9:
 	VMOVUPS      Y5, 3392(DX)
 	IMUL3Q       $+8, SI, SI
 	VMOVUPS      Y6, 4160(DX)(SI*4)
+	VMOVUPS      Y7, 4864(DX)
+	VMOVUPS      Y8, 5184(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX

@@ -203,11 +203,13 @@ TEXT ·pass1AVX512(SB), $128-96
 	VMOVUPS 2944(CX), Y9
 	VMOVUPS 3264(CX), Y10
 	VMOVUPS 3584(CX), Y11
-	VMOVUPS 4288(CX), Y12
-	VMOVUPS 4416(CX), Y13
+	VMOVUPS 5952(CX), Y12
+	VMOVUPS 6272(CX), Y13
+	VMOVUPS 4288(CX), Y14
+	VMOVUPS 4416(CX), Y15
 	VMOVUPS 4544(CX), Y0
-	VMOVUPS 5248(CX), Y14
-	VMOVUPS 5376(CX), Y15
+	VMOVUPS 5248(CX), Y16
+	VMOVUPS 5376(CX), Y17
 	VMOVUPS 5504(CX), Y1
 	MOVQ    lo+16(FP), CX
 	CMPQ    CX, hi+24(FP)
@@ -233,90 +235,90 @@ blocks_4:
 	VMOVUPS (BX)(SI*4), Z4
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS       Z4, Z3, Z16
-	VBROADCASTSS lgb5<>+0(SB), Z17
+	VSUBPS       Z4, Z3, Z18
+	VBROADCASTSS lgb5<>+0(SB), Z19
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z16, Z17, Z17
-	VBROADCASTSS lgb6<>+0(SB), Z18
+	VMAXPS       Z18, Z19, Z19
+	VBROADCASTSS lgb6<>+0(SB), Z20
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
-	VMINPS Z17, Z18, Z18
+	VMINPS Z19, Z20, Z20
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb7<>+0(SB), Z17
-	VMAXPS            Z16, Z17, Z17
-	VBROADCASTSS      lgb8<>+0(SB), Z19
-	VMINPS            Z17, Z19, Z17
-	VMULPS.BCST       lgb9<>+0(SB), Z17, Z19
-	VRNDSCALEPS       $0x00, Z19, Z19
-	VMOVAPS           Z17, Z20
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z19, Z20
-	VFNMADD231PS.BCST lgb11<>+0(SB), Z19, Z20
-	VMULPS            Z20, Z20, Z21
-	VBROADCASTSS      lgb12<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z20, Z17
-	VBROADCASTSS      lgb14<>+0(SB), Z22
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z20, Z22
-	VFMADD213PS       Z22, Z21, Z17
-	VBROADCASTSS      lgb16<>+0(SB), Z22
-	VFMADD213PS.BCST  lgb17<>+0(SB), Z20, Z22
-	VFMADD213PS       Z22, Z21, Z17
-	VFMADD213PS       Z20, Z21, Z17
-	VADDPS.BCST       lgb18<>+0(SB), Z17, Z17
-	VCVTPS2DQ         Z19, Z19
-	VPADDD.BCST       lgb19<>+0(SB), Z19, Z19
-	VPSRLD            $0x01, Z19, Z20
-	VPSUBD            Z20, Z19, Z19
-	VPSLLD            $0x17, Z20, Z20
-	VPSLLD            $0x17, Z19, Z19
-	VMULPS            Z20, Z17, Z17
-	VMULPS            Z19, Z17, Z17
+	VBROADCASTSS      lgb7<>+0(SB), Z19
+	VMAXPS            Z18, Z19, Z19
+	VBROADCASTSS      lgb8<>+0(SB), Z21
+	VMINPS            Z19, Z21, Z19
+	VMULPS.BCST       lgb9<>+0(SB), Z19, Z21
+	VRNDSCALEPS       $0x00, Z21, Z21
+	VMOVAPS           Z19, Z22
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z21, Z22
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z21, Z22
+	VMULPS            Z22, Z22, Z23
+	VBROADCASTSS      lgb12<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z22, Z19
+	VBROADCASTSS      lgb14<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z19
+	VBROADCASTSS      lgb16<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb17<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z19
+	VFMADD213PS       Z22, Z23, Z19
+	VADDPS.BCST       lgb18<>+0(SB), Z19, Z19
+	VCVTPS2DQ         Z21, Z21
+	VPADDD.BCST       lgb19<>+0(SB), Z21, Z21
+	VPSRLD            $0x01, Z21, Z22
+	VPSUBD            Z22, Z21, Z21
+	VPSLLD            $0x17, Z22, Z22
+	VPSLLD            $0x17, Z21, Z21
+	VMULPS            Z22, Z19, Z19
+	VMULPS            Z21, Z19, Z19
 
 	// v15 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z16, Z18, K1
-	VPMOVM2D     K1, Z18
-	VANDPS.BCST  lgb18<>+0(SB), Z18, Z19
-	VBROADCASTSS lgb20<>+0(SB), Z20
-	VBROADCASTSS lgb21<>+0(SB), Z21
+	VCMPPS       $0x04, Z18, Z20, K1
+	VPMOVM2D     K1, Z20
+	VANDPS.BCST  lgb18<>+0(SB), Z20, Z21
+	VBROADCASTSS lgb20<>+0(SB), Z22
+	VBROADCASTSS lgb21<>+0(SB), Z23
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
-	VMOVUPS      Z18, Z22
-	VPTERNLOGD   $0xca, Z21, Z20, Z22
-	VBROADCASTSS lgb22<>+0(SB), Z20
-	VBROADCASTSS lgb23<>+0(SB), Z21
+	VMOVUPS      Z20, Z24
+	VPTERNLOGD   $0xca, Z23, Z22, Z24
+	VBROADCASTSS lgb22<>+0(SB), Z22
+	VBROADCASTSS lgb23<>+0(SB), Z23
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z21, Z20, Z18
-	VBROADCASTSS lgb24<>+0(SB), Z20
+	VPTERNLOGD   $0xca, Z23, Z22, Z20
+	VBROADCASTSS lgb24<>+0(SB), Z22
 
 	// v23 = ge(advantageNormalized, 0)
-	VCMPPS   $0x1d, Z20, Z2, K1
-	VPMOVM2D K1, Z20
+	VCMPPS   $0x1d, Z22, Z2, K1
+	VPMOVM2D K1, Z22
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS Z17, Z22, Z21
+	VMINPS Z19, Z24, Z23
 
 	// v25 = max(ratio, v21) tie=first
-	VMAXPS Z17, Z18, Z18
+	VMAXPS Z19, Z20, Z20
 
 	// ratioClipped = where(v23, v24, v25)
-	VPTERNLOGD $0xca, Z18, Z21, Z20
+	VPTERNLOGD $0xca, Z20, Z23, Z22
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Z20, Z2, Z2
+	VMULPS Z22, Z2, Z2
 
 	// v28 = neg(gain)
 	VXORPS.BCST lgb25<>+0(SB), Z2, Z2
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y18
+	VEXTRACTF64X4 $0x01, Z2, Y20
 	VADDPS        Y5, Y2, Y5
-	VADDPS        Y5, Y18, Y5
+	VADDPS        Y5, Y20, Y5
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z19, Y2
-	VADDPS        Y6, Y19, Y6
+	VEXTRACTF64X4 $0x01, Z21, Y2
+	VADDPS        Y6, Y21, Y6
 	VADDPS        Y6, Y2, Y6
 
 	// v31 = sub(sampleLogProb, logProb)
@@ -350,33 +352,33 @@ blocks_4:
 	VSUBPS Z4, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z3, Z3, Z18
+	VMULPS  Z3, Z3, Z20
 	MOVQ    oldStateValue+88(FP), BX
-	VMOVUPS (BX)(SI*4), Z19
+	VMOVUPS (BX)(SI*4), Z21
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z19, Z4, Z4
-	VBROADCASTSS lgb27<>+0(SB), Z20
+	VSUBPS       Z21, Z4, Z4
+	VBROADCASTSS lgb27<>+0(SB), Z22
 
 	// v46 = max(v43, -0.2) tie=first
-	VMAXPS       Z4, Z20, Z20
-	VBROADCASTSS lgb28<>+0(SB), Z21
+	VMAXPS       Z4, Z22, Z22
+	VBROADCASTSS lgb28<>+0(SB), Z23
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z20, Z21, Z20
+	VMINPS Z22, Z23, Z22
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z20, Z4, K1
+	VCMPPS      $0x04, Z22, Z4, K1
 	VPMOVM2D    K1, Z4
 	VANDPS.BCST lgb18<>+0(SB), Z4, Z4
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y21
+	VEXTRACTF64X4 $0x01, Z4, Y23
 	VADDPS        Y10, Y4, Y10
-	VADDPS        Y10, Y21, Y10
+	VADDPS        Y10, Y23, Y10
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z20, Z19, Z4
+	VADDPS Z22, Z21, Z4
 
 	// diff2 = sub(valueTarget, v50)
 	VSUBPS Z4, Z2, Z4
@@ -385,30 +387,30 @@ blocks_4:
 	VMULPS Z4, Z4, Z4
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb25<>+0(SB), Z18, Z18
+	VXORPS.BCST lgb25<>+0(SB), Z20, Z20
 	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
-	VMINPS      Z18, Z4, Z19
-	VMINPS      Z4, Z18, Z4
-	VORPS       Z19, Z4, Z4
+	VMINPS      Z20, Z4, Z21
+	VMINPS      Z4, Z20, Z4
+	VORPS       Z21, Z4, Z4
 	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y18
+	VEXTRACTF64X4 $0x01, Z4, Y20
 	VADDPS        Y11, Y4, Y11
-	VADDPS        Y11, Y18, Y11
+	VADDPS        Y11, Y20, Y11
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y18
+	VEXTRACTF64X4 $0x01, Z3, Y20
 	VMOVQ         DX, X4
 	VPBROADCASTD  X4, Y4
 	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
 	VBLENDVPS     Y4, Y3, Y0, Y0
 	VSUBPS        Y0, Y3, Y3
-	VADDPS        Y12, Y3, Y12
-	VFMADD231PS   Y3, Y3, Y13
-	VSUBPS        Y0, Y18, Y3
-	VADDPS        Y12, Y3, Y12
-	VFMADD231PS   Y3, Y3, Y13
+	VADDPS        Y14, Y3, Y14
+	VFMADD231PS   Y3, Y3, Y15
+	VSUBPS        Y0, Y20, Y3
+	VADDPS        Y14, Y3, Y14
+	VFMADD231PS   Y3, Y3, Y15
 
 	// var(valueTarget) over [B]
 	VEXTRACTF64X4 $0x01, Z2, Y4
@@ -417,35 +419,33 @@ blocks_4:
 	VPCMPEQD      lgc0<>+0(SB), Y3, Y3
 	VBLENDVPS     Y3, Y2, Y1, Y1
 	VSUBPS        Y1, Y2, Y2
-	VADDPS        Y14, Y2, Y14
-	VFMADD231PS   Y2, Y2, Y15
+	VADDPS        Y16, Y2, Y16
+	VFMADD231PS   Y2, Y2, Y17
 	VSUBPS        Y1, Y4, Y2
-	VADDPS        Y14, Y2, Y14
-	VFMADD231PS   Y2, Y2, Y15
+	VADDPS        Y16, Y2, Y16
+	VFMADD231PS   Y2, Y2, Y17
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z3
 	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z3
 	VORPS         Z3, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z17, Y3
+	VEXTRACTF64X4 $0x01, Z19, Y3
 	MOVQ          state+8(FP), BX
 	VANDPS        5824(BX), Y2, Y2
 	VMOVUPS       Y2, 5824(BX)
-	VADDPS        5952(BX), Y17, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 5952(BX)
-	VMULPS        Y17, Y17, Y2
+	VADDPS        Y12, Y19, Y12
+	VADDPS        Y12, Y3, Y12
+	VMULPS        Y19, Y19, Y2
 	VMULPS        Y3, Y3, Y3
-	VADDPS        6272(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 6272(BX)
+	VADDPS        Y13, Y2, Y13
+	VADDPS        Y13, Y3, Y13
 	DECQ          DX
 	JNZ           noflush_6
 	VMOVUPD       lgc1<>+0(SB), Y3
@@ -485,80 +485,76 @@ blocks_4:
 	VADDPD        3392(DX), Z4, Z4
 	VMOVUPD       Z4, 3392(DX)
 	VMOVUPS       lgc2<>+0(SB), Y11
-	VMOVUPS       Y12, Y4
-	VMOVUPS       Y13, Y12
-	VFMADD231PS   lgc2<>+0(SB), Y4, Y2
-	VFMADD231PS   lgc2<>+0(SB), Y12, Y2
-	VMOVUPS       Y0, Y13
-	VCVTPS2PD     Y4, Z4
-	VCVTPS2PD     Y12, Z12
-	VCVTPS2PD     Y13, Z13
-	VBROADCASTSD  lgc3<>+0(SB), Z16
-	VBROADCASTSD  X3, Z17
-	VMAXPD        Z16, Z17, Z18
-	VDIVPD        Z18, Z4, Z18
-	VFNMADD231PD  Z4, Z18, Z12
-	VADDPD        Z13, Z18, Z18
-	VMOVUPD       3712(DX), Z4
-	VADDPD        Z17, Z4, Z13
-	VMOVUPD       Z13, 3712(DX)
-	VMAXPD        Z16, Z13, Z13
-	VDIVPD        Z13, Z17, Z13
-	VMOVUPD       3904(DX), Z16
-	VSUBPD        Z16, Z18, Z17
-	VFMADD231PD   Z17, Z13, Z16
-	VMOVUPD       Z16, 3904(DX)
-	VMULPD        Z13, Z4, Z13
-	VMULPD        Z17, Z13, Z13
-	VADDPD        4096(DX), Z12, Z4
-	VFMADD231PD   Z17, Z13, Z4
-	VMOVUPD       Z4, 4096(DX)
-	VMOVUPS       lgc2<>+0(SB), Y12
-	VMOVUPS       lgc2<>+0(SB), Y13
 	VMOVUPS       Y14, Y4
 	VMOVUPS       Y15, Y14
 	VFMADD231PS   lgc2<>+0(SB), Y4, Y2
 	VFMADD231PS   lgc2<>+0(SB), Y14, Y2
-	VMOVUPS       Y1, Y15
+	VMOVUPS       Y0, Y15
 	VCVTPS2PD     Y4, Z4
 	VCVTPS2PD     Y14, Z14
 	VCVTPS2PD     Y15, Z15
-	VBROADCASTSD  lgc3<>+0(SB), Z16
-	VBROADCASTSD  X3, Z3
-	VMAXPD        Z16, Z3, Z17
-	VDIVPD        Z17, Z4, Z17
-	VFNMADD231PD  Z4, Z17, Z14
-	VADDPD        Z15, Z17, Z17
-	VMOVUPD       4672(DX), Z4
-	VADDPD        Z3, Z4, Z15
-	VMOVUPD       Z15, 4672(DX)
-	VMAXPD        Z16, Z15, Z15
-	VDIVPD        Z15, Z3, Z3
-	VMOVUPD       4864(DX), Z15
-	VSUBPD        Z15, Z17, Z16
-	VFMADD231PD   Z16, Z3, Z15
-	VMOVUPD       Z15, 4864(DX)
-	VMULPD        Z3, Z4, Z3
-	VMULPD        Z16, Z3, Z3
-	VADDPD        5056(DX), Z14, Z4
-	VFMADD231PD   Z16, Z3, Z4
-	VMOVUPD       Z4, 5056(DX)
+	VBROADCASTSD  lgc3<>+0(SB), Z18
+	VBROADCASTSD  X3, Z19
+	VMAXPD        Z18, Z19, Z20
+	VDIVPD        Z20, Z4, Z20
+	VFNMADD231PD  Z4, Z20, Z14
+	VADDPD        Z15, Z20, Z20
+	VMOVUPD       3712(DX), Z4
+	VADDPD        Z19, Z4, Z15
+	VMOVUPD       Z15, 3712(DX)
+	VMAXPD        Z18, Z15, Z15
+	VDIVPD        Z15, Z19, Z15
+	VMOVUPD       3904(DX), Z18
+	VSUBPD        Z18, Z20, Z19
+	VFMADD231PD   Z19, Z15, Z18
+	VMOVUPD       Z18, 3904(DX)
+	VMULPD        Z15, Z4, Z15
+	VMULPD        Z19, Z15, Z15
+	VADDPD        4096(DX), Z14, Z4
+	VFMADD231PD   Z19, Z15, Z4
+	VMOVUPD       Z4, 4096(DX)
 	VMOVUPS       lgc2<>+0(SB), Y14
 	VMOVUPS       lgc2<>+0(SB), Y15
-	VMOVUPS       5952(DX), Y3
-	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
-	VCVTPS2PD     Y3, Z3
+	VMOVUPS       Y16, Y4
+	VMOVUPS       Y17, Y16
+	VFMADD231PS   lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS   lgc2<>+0(SB), Y16, Y2
+	VMOVUPS       Y1, Y17
+	VCVTPS2PD     Y4, Z4
+	VCVTPS2PD     Y16, Z16
+	VCVTPS2PD     Y17, Z17
+	VBROADCASTSD  lgc3<>+0(SB), Z18
+	VBROADCASTSD  X3, Z3
+	VMAXPD        Z18, Z3, Z19
+	VDIVPD        Z19, Z4, Z19
+	VFNMADD231PD  Z4, Z19, Z16
+	VADDPD        Z17, Z19, Z19
+	VMOVUPD       4672(DX), Z4
+	VADDPD        Z3, Z4, Z17
+	VMOVUPD       Z17, 4672(DX)
+	VMAXPD        Z18, Z17, Z17
+	VDIVPD        Z17, Z3, Z3
+	VMOVUPD       4864(DX), Z17
+	VSUBPD        Z17, Z19, Z18
+	VFMADD231PD   Z18, Z3, Z17
+	VMOVUPD       Z17, 4864(DX)
+	VMULPD        Z3, Z4, Z3
+	VMULPD        Z18, Z3, Z3
+	VADDPD        5056(DX), Z16, Z4
+	VFMADD231PD   Z18, Z3, Z4
+	VMOVUPD       Z4, 5056(DX)
+	VMOVUPS       lgc2<>+0(SB), Y16
+	VMOVUPS       lgc2<>+0(SB), Y17
+	VFMADD231PS   lgc2<>+0(SB), Y12, Y2
+	VCVTPS2PD     Y12, Z3
 	VADDPD        5632(DX), Z3, Z3
 	VMOVUPD       Z3, 5632(DX)
-	VMOVUPS       lgc2<>+0(SB), Y3
-	VMOVUPS       Y3, 5952(DX)
-	VMOVUPS       6272(DX), Y3
-	VFMADD231PS   lgc2<>+0(SB), Y3, Y2
-	VCVTPS2PD     Y3, Z3
+	VMOVUPS       lgc2<>+0(SB), Y12
+	VFMADD231PS   lgc2<>+0(SB), Y13, Y2
+	VCVTPS2PD     Y13, Z3
 	VADDPD        6080(DX), Z3, Z3
 	VMOVUPD       Z3, 6080(DX)
-	VMOVUPS       lgc2<>+0(SB), Y3
-	VMOVUPS       Y3, 6272(DX)
+	VMOVUPS       lgc2<>+0(SB), Y13
 	VCMPPS        $0x00, Y2, Y2, Y2
 	VANDPS        6400(DX), Y2, Y2
 	VMOVUPS       Y2, 6400(DX)
@@ -580,12 +576,14 @@ chunkdone_5:
 	VMOVUPS      Y9, 2944(AX)
 	VMOVUPS      Y10, 3264(AX)
 	VMOVUPS      Y11, 3584(AX)
-	VMOVUPS      Y12, 4288(AX)
-	VMOVUPS      Y13, 4416(AX)
+	VMOVUPS      Y14, 4288(AX)
+	VMOVUPS      Y15, 4416(AX)
 	VMOVUPS      Y0, 4544(AX)
-	VMOVUPS      Y14, 5248(AX)
-	VMOVUPS      Y15, 5376(AX)
+	VMOVUPS      Y16, 5248(AX)
+	VMOVUPS      Y17, 5376(AX)
 	VMOVUPS      Y1, 5504(AX)
+	VMOVUPS      Y12, 5952(AX)
+	VMOVUPS      Y13, 6272(AX)
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX
@@ -950,7 +948,7 @@ chunkdone_8:
 
 // func fbPass1AVX512(s1 *float32, state *float64, lo int, hi int, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $704-120
+TEXT ·fbPass1AVX512(SB), $768-120
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -972,11 +970,13 @@ TEXT ·fbPass1AVX512(SB), $704-120
 	VMOVUPS 2944(CX), Y9
 	VMOVUPS 3264(CX), Y10
 	VMOVUPS 3584(CX), Y11
-	VMOVUPS 4288(CX), Y12
-	VMOVUPS 4416(CX), Y13
+	VMOVUPS 5952(CX), Y12
+	VMOVUPS 6272(CX), Y13
+	VMOVUPS 4288(CX), Y14
+	VMOVUPS 4416(CX), Y15
 	VMOVUPS 4544(CX), Y0
-	VMOVUPS 5248(CX), Y14
-	VMOVUPS 5376(CX), Y15
+	VMOVUPS 5248(CX), Y16
+	VMOVUPS 5376(CX), Y17
 	VMOVUPS 5504(CX), Y1
 	MOVQ    lo+16(FP), CX
 	CMPQ    CX, hi+24(FP)
@@ -1002,61 +1002,61 @@ blocks_10:
 	VMOVUPS (BX)(SI*4), Z3
 
 	// logWeight = sub(logProb, sampleLogProb)
-	VSUBPS       Z3, Z2, Z16
-	VBROADCASTSS lgb5<>+0(SB), Z17
+	VSUBPS       Z3, Z2, Z18
+	VBROADCASTSS lgb5<>+0(SB), Z19
 
 	// v12 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z16, Z17, Z17
-	VBROADCASTSS lgb6<>+0(SB), Z18
+	VMAXPS       Z18, Z19, Z19
+	VBROADCASTSS lgb6<>+0(SB), Z20
 
 	// logWeightClip = min(v12, 0.18232156) tie=first
-	VMINPS Z17, Z18, Z18
+	VMINPS Z19, Z20, Z20
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb7<>+0(SB), Z17
-	VMAXPS            Z16, Z17, Z17
-	VBROADCASTSS      lgb8<>+0(SB), Z19
-	VMINPS            Z17, Z19, Z17
-	VMULPS.BCST       lgb9<>+0(SB), Z17, Z19
-	VRNDSCALEPS       $0x00, Z19, Z19
-	VMOVAPS           Z17, Z20
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z19, Z20
-	VFNMADD231PS.BCST lgb11<>+0(SB), Z19, Z20
-	VMULPS            Z20, Z20, Z21
-	VBROADCASTSS      lgb12<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z20, Z17
-	VBROADCASTSS      lgb14<>+0(SB), Z22
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z20, Z22
-	VFMADD213PS       Z22, Z21, Z17
-	VBROADCASTSS      lgb16<>+0(SB), Z22
-	VFMADD213PS.BCST  lgb17<>+0(SB), Z20, Z22
-	VFMADD213PS       Z22, Z21, Z17
-	VFMADD213PS       Z20, Z21, Z17
-	VADDPS.BCST       lgb18<>+0(SB), Z17, Z17
-	VCVTPS2DQ         Z19, Z19
-	VPADDD.BCST       lgb19<>+0(SB), Z19, Z19
-	VPSRLD            $0x01, Z19, Z20
-	VPSUBD            Z20, Z19, Z19
-	VPSLLD            $0x17, Z20, Z20
-	VPSLLD            $0x17, Z19, Z19
-	VMULPS            Z20, Z17, Z17
-	VMULPS            Z19, Z17, Z17
+	VBROADCASTSS      lgb7<>+0(SB), Z19
+	VMAXPS            Z18, Z19, Z19
+	VBROADCASTSS      lgb8<>+0(SB), Z21
+	VMINPS            Z19, Z21, Z19
+	VMULPS.BCST       lgb9<>+0(SB), Z19, Z21
+	VRNDSCALEPS       $0x00, Z21, Z21
+	VMOVAPS           Z19, Z22
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z21, Z22
+	VFNMADD231PS.BCST lgb11<>+0(SB), Z21, Z22
+	VMULPS            Z22, Z22, Z23
+	VBROADCASTSS      lgb12<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z22, Z19
+	VBROADCASTSS      lgb14<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z19
+	VBROADCASTSS      lgb16<>+0(SB), Z24
+	VFMADD213PS.BCST  lgb17<>+0(SB), Z22, Z24
+	VFMADD213PS       Z24, Z23, Z19
+	VFMADD213PS       Z22, Z23, Z19
+	VADDPS.BCST       lgb18<>+0(SB), Z19, Z19
+	VCVTPS2DQ         Z21, Z21
+	VPADDD.BCST       lgb19<>+0(SB), Z21, Z21
+	VPSRLD            $0x01, Z21, Z22
+	VPSUBD            Z22, Z21, Z21
+	VPSLLD            $0x17, Z22, Z22
+	VPSLLD            $0x17, Z21, Z21
+	VMULPS            Z22, Z19, Z19
+	VMULPS            Z21, Z19, Z19
 
 	// v15 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z16, Z18, K1
-	VPMOVM2D     K1, Z19
-	VANDPS.BCST  lgb18<>+0(SB), Z19, Z18
+	VCMPPS       $0x04, Z18, Z20, K1
+	VPMOVM2D     K1, Z23
+	VANDPS.BCST  lgb18<>+0(SB), Z23, Z20
 	VBROADCASTSS lgb20<>+0(SB), Z21
-	VBROADCASTSS lgb21<>+0(SB), Z22
+	VBROADCASTSS lgb21<>+0(SB), Z24
 
 	// v18 = where(v15, 1.2000000078829447, +Inf)
-	VMOVUPS      Z19, Z20
-	VPTERNLOGD   $0xca, Z22, Z21, Z20
+	VMOVUPS      Z23, Z22
+	VPTERNLOGD   $0xca, Z24, Z21, Z22
 	VBROADCASTSS lgb22<>+0(SB), Z21
-	VBROADCASTSS lgb23<>+0(SB), Z22
+	VBROADCASTSS lgb23<>+0(SB), Z24
 
 	// v21 = where(v15, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z22, Z21, Z19
+	VPTERNLOGD   $0xca, Z24, Z21, Z23
 	VBROADCASTSS lgb24<>+0(SB), Z21
 
 	// v23 = ge(advantageNormalized, 0)
@@ -1064,31 +1064,32 @@ blocks_10:
 	VPMOVM2D K1, Z21
 
 	// v24 = min(ratio, v18) tie=first
-	VMINPS Z17, Z20, Z22
+	VMINPS  Z19, Z22, Z24
+	VMOVUPS Z22, 64(AX)
 
 	// v25 = max(ratio, v21) tie=first
-	VMAXPS  Z17, Z19, Z23
-	VMOVUPS Z20, 64(AX)
+	VMAXPS  Z19, Z23, Z22
+	VMOVUPS Z23, 128(AX)
 
 	// v26 = where(v23, v24, v25)
-	VMOVUPS    Z21, Z20
-	VPTERNLOGD $0xca, Z23, Z22, Z20
+	VMOVUPS    Z21, Z23
+	VPTERNLOGD $0xca, Z22, Z24, Z23
 
 	// gain = mul(advantageNormalized, v26)
-	VMULPS Z20, Z4, Z20
+	VMULPS Z23, Z4, Z22
 
 	// v28 = neg(gain)
-	VXORPS.BCST lgb25<>+0(SB), Z20, Z20
+	VXORPS.BCST lgb25<>+0(SB), Z22, Z22
 
 	// mean(v28) over [B]
-	VEXTRACTF64X4 $0x01, Z20, Y22
-	VADDPS        Y5, Y20, Y5
+	VEXTRACTF64X4 $0x01, Z22, Y23
 	VADDPS        Y5, Y22, Y5
+	VADDPS        Y5, Y23, Y5
 
 	// mean(v15) over [B]
-	VEXTRACTF64X4 $0x01, Z18, Y20
-	VADDPS        Y6, Y18, Y6
+	VEXTRACTF64X4 $0x01, Z20, Y22
 	VADDPS        Y6, Y20, Y6
+	VADDPS        Y6, Y22, Y6
 
 	// v31 = sub(sampleLogProb, logProb)
 	VSUBPS Z2, Z3, Z2
@@ -1104,9 +1105,9 @@ blocks_10:
 	VMULPS.BCST lgb26<>+0(SB), Z2, Z3
 
 	// mean(entropy) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y18
+	VEXTRACTF64X4 $0x01, Z2, Y20
 	VADDPS        Y8, Y2, Y8
-	VADDPS        Y8, Y18, Y8
+	VADDPS        Y8, Y20, Y8
 
 	// mean(v35) over [B]
 	VEXTRACTF64X4 $0x01, Z3, Y2
@@ -1121,202 +1122,201 @@ blocks_10:
 	VSUBPS Z22, Z2, Z3
 
 	// l2 = mul(diff, diff)
-	VMULPS  Z3, Z3, Z18
+	VMULPS  Z3, Z3, Z20
 	MOVQ    oldStateValue+88(FP), BX
-	VMOVUPS (BX)(SI*4), Z20
+	VMOVUPS (BX)(SI*4), Z24
 
 	// v43 = sub(stateValue, oldStateValue)
-	VSUBPS       Z20, Z22, Z22
+	VSUBPS       Z24, Z22, Z22
 	VBROADCASTSS lgb27<>+0(SB), Z23
 
 	// v46 = max(v43, -0.2) tie=first
 	VMAXPS       Z22, Z23, Z23
-	VMOVUPS      Z19, 128(AX)
-	VBROADCASTSS lgb28<>+0(SB), Z19
+	VMOVUPS      Z21, 192(AX)
+	VBROADCASTSS lgb28<>+0(SB), Z21
 
 	// v47 = min(v46, 0.2) tie=first
-	VMINPS Z23, Z19, Z19
+	VMINPS Z23, Z21, Z21
 
 	// v48 = ne(v43, v47)
-	VCMPPS      $0x04, Z19, Z22, K1
-	VPMOVM2D    K1, Z24
-	VANDPS.BCST lgb18<>+0(SB), Z24, Z24
+	VCMPPS      $0x04, Z21, Z22, K1
+	VPMOVM2D    K1, Z25
+	VANDPS.BCST lgb18<>+0(SB), Z25, Z25
 
 	// mean(v48) over [B]
-	VEXTRACTF64X4 $0x01, Z24, Y25
-	VADDPS        Y10, Y24, Y10
+	VEXTRACTF64X4 $0x01, Z25, Y26
 	VADDPS        Y10, Y25, Y10
+	VADDPS        Y10, Y26, Y10
 
 	// v50 = add(oldStateValue, v47)
-	VADDPS Z19, Z20, Z19
+	VADDPS Z21, Z24, Z21
 
 	// diff2 = sub(valueTarget, v50)
-	VSUBPS Z19, Z2, Z19
+	VSUBPS Z21, Z2, Z24
 
 	// l22 = mul(diff2, diff2)
-	VMULPS  Z19, Z19, Z20
-	VMOVUPS Z21, 192(AX)
+	VMULPS  Z24, Z24, Z21
 	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z22, 320(AX)
 
 	// v53 = max(l2, l22)
-	VXORPS.BCST lgb25<>+0(SB), Z18, Z4
-	VXORPS.BCST lgb25<>+0(SB), Z20, Z24
-	VMINPS      Z4, Z24, Z21
-	VMINPS      Z24, Z4, Z4
-	VORPS       Z21, Z4, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z20, Z4
+	VXORPS.BCST lgb25<>+0(SB), Z21, Z25
+	VMINPS      Z4, Z25, Z22
+	VMINPS      Z25, Z4, Z4
+	VORPS       Z22, Z4, Z4
 	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
 
 	// mean(v53) over [B]
-	VEXTRACTF64X4 $0x01, Z4, Y21
+	VEXTRACTF64X4 $0x01, Z4, Y22
 	VADDPS        Y11, Y4, Y11
-	VADDPS        Y11, Y21, Y11
-	VMOVUPS       Z22, 320(AX)
+	VADDPS        Y11, Y22, Y11
 	VMOVUPS       Z23, 384(AX)
+	VMOVUPS       Z24, 448(AX)
 
 	// var(diff) over [B]
-	VEXTRACTF64X4 $0x01, Z3, Y21
+	VEXTRACTF64X4 $0x01, Z3, Y22
 	VMOVQ         DX, X4
 	VPBROADCASTD  X4, Y4
 	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
 	VBLENDVPS     Y4, Y3, Y0, Y0
 	VSUBPS        Y0, Y3, Y4
-	VADDPS        Y12, Y4, Y12
-	VFMADD231PS   Y4, Y4, Y13
-	VSUBPS        Y0, Y21, Y4
-	VADDPS        Y12, Y4, Y12
-	VFMADD231PS   Y4, Y4, Y13
+	VADDPS        Y14, Y4, Y14
+	VFMADD231PS   Y4, Y4, Y15
+	VSUBPS        Y0, Y22, Y4
+	VADDPS        Y14, Y4, Y14
+	VFMADD231PS   Y4, Y4, Y15
 
 	// var(valueTarget) over [B]
-	VEXTRACTF64X4 $0x01, Z2, Y21
+	VEXTRACTF64X4 $0x01, Z2, Y22
 	VMOVQ         DX, X4
 	VPBROADCASTD  X4, Y4
 	VPCMPEQD      lgc0<>+0(SB), Y4, Y4
 	VBLENDVPS     Y4, Y2, Y1, Y1
 	VSUBPS        Y1, Y2, Y2
-	VADDPS        Y14, Y2, Y14
-	VFMADD231PS   Y2, Y2, Y15
-	VSUBPS        Y1, Y21, Y2
-	VADDPS        Y14, Y2, Y14
-	VFMADD231PS   Y2, Y2, Y15
-	VMOVUPS       Z3, 448(AX)
-	VMOVUPS       Z19, 512(AX)
-	VMOVUPS       Z18, 576(AX)
+	VADDPS        Y16, Y2, Y16
+	VFMADD231PS   Y2, Y2, Y17
+	VSUBPS        Y1, Y22, Y2
+	VADDPS        Y16, Y2, Y16
+	VFMADD231PS   Y2, Y2, Y17
+	VMOVUPS       Z3, 512(AX)
+	VMOVUPS       Z20, 576(AX)
+	VMOVUPS       Z21, 640(AX)
 
 	// logsumexp(logWeight) over [B]
-	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x15, lgb29<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z2
-	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x1a, lgb30<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z3
 	VANDPS        Z3, Z2, Z2
-	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z16, K1
+	VCMPPS.BCST   $0x00, lgb23<>+0(SB), Z18, K1
 	VPMOVM2D      K1, Z3
 	VORPS         Z3, Z2, Z2
 	VEXTRACTF64X4 $0x01, Z2, Y3
 	VANDPS        Y2, Y3, Y2
-	VEXTRACTF64X4 $0x01, Z17, Y3
+	VEXTRACTF64X4 $0x01, Z19, Y3
 	MOVQ          state+8(FP), BX
 	VANDPS        5824(BX), Y2, Y2
 	VMOVUPS       Y2, 5824(BX)
-	VADDPS        5952(BX), Y17, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 5952(BX)
-	VMULPS        Y17, Y17, Y2
+	VADDPS        Y12, Y19, Y12
+	VADDPS        Y12, Y3, Y12
+	VMULPS        Y19, Y19, Y2
 	VMULPS        Y3, Y3, Y3
-	VADDPS        6272(BX), Y2, Y2
-	VADDPS        Y2, Y3, Y2
-	VMOVUPS       Y2, 6272(BX)
+	VADDPS        Y13, Y2, Y13
+	VADDPS        Y13, Y3, Y13
 	VMOVUPS       576(AX), Z2
+	VMOVUPS       640(AX), Z3
 
 	// v73 = eq(l2, l22)
-	VCMPPS   $0x00, Z20, Z2, K1
-	VPMOVM2D K1, Z3
+	VCMPPS   $0x00, Z3, Z2, K1
+	VPMOVM2D K1, Z4
 
 	// v74 = lt(l2, l22)
-	VCMPPS       $0x11, Z20, Z2, K1
-	VPMOVM2D     K1, Z4
-	VBROADCASTSS lgb31<>+0(SB), Z16
-	VBROADCASTSS lgb32<>+0(SB), Z18
+	VCMPPS       $0x11, Z3, Z2, K1
+	VPMOVM2D     K1, Z18
+	VBROADCASTSS lgb31<>+0(SB), Z20
+	VBROADCASTSS lgb32<>+0(SB), Z21
 
 	// v75 = where(v73, 0.00012207031, 0.00024414063)
-	VMOVUPS    Z3, Z19
-	VPTERNLOGD $0xca, Z18, Z16, Z19
+	VMOVUPS    Z4, Z22
+	VPTERNLOGD $0xca, Z21, Z20, Z22
 
 	// v76 = where(v74, 0, v75)
-	VANDNPS Z19, Z4, Z4
+	VANDNPS Z22, Z18, Z18
 
 	// v77 = ge(l2, l22)
-	VCMPPS   $0x1d, Z20, Z2, K1
+	VCMPPS   $0x1d, Z3, Z2, K1
 	VPMOVM2D K1, Z2
 
 	// v78 = where(v73, 0.00012207031, 0)
-	VANDPS Z16, Z3, Z3
+	VANDPS Z20, Z4, Z3
 
 	// v79 = where(v77, v78, 0.00024414063)
-	VPTERNLOGD   $0xca, Z18, Z3, Z2
+	VPTERNLOGD   $0xca, Z21, Z3, Z2
 	VBROADCASTSS lgb24<>+0(SB), Z3
 
 	// v80 = ne(v79, 0)
 	VCMPPS   $0x04, Z3, Z2, K1
-	VPMOVM2D K1, Z16
-	VMOVUPS  512(AX), Z18
+	VPMOVM2D K1, Z4
+	VMOVUPS  448(AX), Z20
 
 	// v81 = mul(v79, diff2)
-	VMULPS Z18, Z2, Z18
+	VMULPS Z20, Z2, Z20
 
 	// v82 = where(v80, v81, v79)
-	VPTERNLOGD $0xca, Z2, Z18, Z16
+	VPTERNLOGD $0xca, Z2, Z20, Z4
 
 	// v83 = add(v82, v82)
-	VADDPS Z16, Z16, Z2
+	VADDPS Z4, Z4, Z2
 
 	// v84 = neg(v83)
 	VXORPS.BCST  lgb25<>+0(SB), Z2, Z2
-	VMOVUPS      384(AX), Z16
-	VBROADCASTSS lgb28<>+0(SB), Z18
+	VMOVUPS      384(AX), Z4
+	VBROADCASTSS lgb28<>+0(SB), Z20
 
 	// v85 = le(v46, 0.2)
-	VCMPPS   $0x12, Z18, Z16, K1
-	VPMOVM2D K1, Z18
+	VCMPPS   $0x12, Z20, Z4, K1
+	VPMOVM2D K1, Z20
 
 	// v86 = ne(v46, v46)
-	VCMPPS   $0x04, Z16, Z16, K1
-	VPMOVM2D K1, Z16
+	VCMPPS   $0x04, Z4, Z4, K1
+	VPMOVM2D K1, Z4
 
 	// v87 = max(v85, v86)
-	VORPS Z18, Z16, Z16
+	VORPS Z20, Z4, Z4
 
 	// v88 = where(v87, v84, 0)
-	VANDPS       Z2, Z16, Z2
-	VMOVUPS      320(AX), Z16
-	VBROADCASTSS lgb27<>+0(SB), Z18
+	VANDPS       Z2, Z4, Z2
+	VMOVUPS      320(AX), Z4
+	VBROADCASTSS lgb27<>+0(SB), Z20
 
 	// v89 = ge(v43, -0.2)
-	VCMPPS   $0x1d, Z18, Z16, K1
-	VPMOVM2D K1, Z18
+	VCMPPS   $0x1d, Z20, Z4, K1
+	VPMOVM2D K1, Z20
 
 	// v90 = ne(v43, v43)
-	VCMPPS   $0x04, Z16, Z16, K1
-	VPMOVM2D K1, Z16
+	VCMPPS   $0x04, Z4, Z4, K1
+	VPMOVM2D K1, Z4
 
 	// v91 = max(v89, v90)
-	VORPS Z18, Z16, Z16
+	VORPS Z20, Z4, Z4
 
 	// v92 = where(v91, v88, 0)
-	VANDPS Z2, Z16, Z2
+	VANDPS Z2, Z4, Z2
 
 	// v93 = ne(v76, 0)
-	VCMPPS   $0x04, Z3, Z4, K1
-	VPMOVM2D K1, Z16
-	VMOVUPS  448(AX), Z18
+	VCMPPS   $0x04, Z3, Z18, K1
+	VPMOVM2D K1, Z4
+	VMOVUPS  512(AX), Z20
 
 	// v94 = mul(v76, diff)
-	VMULPS Z18, Z4, Z18
+	VMULPS Z20, Z18, Z20
 
 	// v95 = where(v93, v94, v76)
-	VPTERNLOGD $0xca, Z4, Z18, Z16
+	VPTERNLOGD $0xca, Z18, Z20, Z4
 
 	// v96 = add(v95, v95)
-	VADDPS Z16, Z16, Z4
+	VADDPS Z4, Z4, Z4
 
 	// v97 = neg(v96)
 	VXORPS.BCST lgb25<>+0(SB), Z4, Z4
@@ -1327,55 +1327,55 @@ blocks_10:
 
 	// v101 = mul(-0.00024414063, advantageNormalized)
 	VMULPS.BCST  lgb33<>+0(SB), Z4, Z4
-	VMOVUPS      192(AX), Z16
-	VBROADCASTSS lgb24<>+0(SB), Z18
-	VCMPPS       $0x04, Z18, Z16, K1
-	VPMOVM2D     K1, Z18
+	VMOVUPS      192(AX), Z18
+	VBROADCASTSS lgb24<>+0(SB), Z20
+	VCMPPS       $0x04, Z20, Z18, K1
+	VPMOVM2D     K1, Z20
 
 	// v102 = where(v23, v101, 0)
-	VANDPS Z4, Z18, Z16
+	VANDPS Z4, Z20, Z18
 
 	// v103 = where(v23, 0, v101)
-	VANDNPS Z4, Z18, Z4
-	VMOVUPS 128(AX), Z18
+	VANDNPS Z4, Z20, Z4
+	VMOVUPS 128(AX), Z20
 
 	// v104 = ge(ratio, v21)
-	VCMPPS   $0x1d, Z18, Z17, K1
-	VPMOVM2D K1, Z18
+	VCMPPS   $0x1d, Z20, Z19, K1
+	VPMOVM2D K1, Z20
 
 	// v105 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z17, Z17, K1
-	VPMOVM2D K1, Z19
+	VCMPPS   $0x04, Z19, Z19, K1
+	VPMOVM2D K1, Z21
 
 	// v106 = max(v104, v105)
-	VORPS Z18, Z19, Z18
+	VORPS Z20, Z21, Z20
 
 	// v107 = where(v106, v103, 0)
-	VANDPS  Z4, Z18, Z4
-	VMOVUPS 64(AX), Z18
+	VANDPS  Z4, Z20, Z4
+	VMOVUPS 64(AX), Z20
 
 	// v108 = le(ratio, v18)
-	VCMPPS   $0x12, Z18, Z17, K1
-	VPMOVM2D K1, Z18
+	VCMPPS   $0x12, Z20, Z19, K1
+	VPMOVM2D K1, Z20
 
 	// v109 = max(v108, v105)
-	VORPS Z18, Z19, Z18
+	VORPS Z20, Z21, Z20
 
 	// v110 = where(v109, v102, 0)
-	VANDPS Z16, Z18, Z16
+	VANDPS Z18, Z20, Z18
 
 	// v111 = add(v107, v110)
-	VADDPS Z16, Z4, Z4
+	VADDPS Z18, Z4, Z4
 
 	// v112 = ne(v111, 0)
 	VCMPPS   $0x04, Z3, Z4, K1
 	VPMOVM2D K1, Z3
 
 	// v113 = mul(v111, ratio)
-	VMULPS Z17, Z4, Z16
+	VMULPS Z19, Z4, Z18
 
 	// gradLogProb = where(v112, v113, v111)
-	VPTERNLOGD   $0xca, Z4, Z16, Z3
+	VPTERNLOGD   $0xca, Z4, Z18, Z3
 	VBROADCASTSS lgb34<>+0(SB), Z4
 
 	// store gradStateValue
@@ -1428,80 +1428,76 @@ blocks_10:
 	VADDPD       3392(DX), Z4, Z4
 	VMOVUPD      Z4, 3392(DX)
 	VMOVUPS      lgc2<>+0(SB), Y11
-	VMOVUPS      Y12, Y4
-	VMOVUPS      Y13, Y12
-	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
-	VFMADD231PS  lgc2<>+0(SB), Y12, Y2
-	VMOVUPS      Y0, Y13
-	VCVTPS2PD    Y4, Z4
-	VCVTPS2PD    Y12, Z12
-	VCVTPS2PD    Y13, Z13
-	VBROADCASTSD lgc3<>+0(SB), Z16
-	VBROADCASTSD X3, Z17
-	VMAXPD       Z16, Z17, Z18
-	VDIVPD       Z18, Z4, Z18
-	VFNMADD231PD Z4, Z18, Z12
-	VADDPD       Z13, Z18, Z18
-	VMOVUPD      3712(DX), Z4
-	VADDPD       Z17, Z4, Z13
-	VMOVUPD      Z13, 3712(DX)
-	VMAXPD       Z16, Z13, Z13
-	VDIVPD       Z13, Z17, Z13
-	VMOVUPD      3904(DX), Z16
-	VSUBPD       Z16, Z18, Z17
-	VFMADD231PD  Z17, Z13, Z16
-	VMOVUPD      Z16, 3904(DX)
-	VMULPD       Z13, Z4, Z13
-	VMULPD       Z17, Z13, Z13
-	VADDPD       4096(DX), Z12, Z4
-	VFMADD231PD  Z17, Z13, Z4
-	VMOVUPD      Z4, 4096(DX)
-	VMOVUPS      lgc2<>+0(SB), Y12
-	VMOVUPS      lgc2<>+0(SB), Y13
 	VMOVUPS      Y14, Y4
 	VMOVUPS      Y15, Y14
 	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
 	VFMADD231PS  lgc2<>+0(SB), Y14, Y2
-	VMOVUPS      Y1, Y15
+	VMOVUPS      Y0, Y15
 	VCVTPS2PD    Y4, Z4
 	VCVTPS2PD    Y14, Z14
 	VCVTPS2PD    Y15, Z15
-	VBROADCASTSD lgc3<>+0(SB), Z16
-	VBROADCASTSD X3, Z3
-	VMAXPD       Z16, Z3, Z17
-	VDIVPD       Z17, Z4, Z17
-	VFNMADD231PD Z4, Z17, Z14
-	VADDPD       Z15, Z17, Z17
-	VMOVUPD      4672(DX), Z4
-	VADDPD       Z3, Z4, Z15
-	VMOVUPD      Z15, 4672(DX)
-	VMAXPD       Z16, Z15, Z15
-	VDIVPD       Z15, Z3, Z3
-	VMOVUPD      4864(DX), Z15
-	VSUBPD       Z15, Z17, Z16
-	VFMADD231PD  Z16, Z3, Z15
-	VMOVUPD      Z15, 4864(DX)
-	VMULPD       Z3, Z4, Z3
-	VMULPD       Z16, Z3, Z3
-	VADDPD       5056(DX), Z14, Z4
-	VFMADD231PD  Z16, Z3, Z4
-	VMOVUPD      Z4, 5056(DX)
+	VBROADCASTSD lgc3<>+0(SB), Z18
+	VBROADCASTSD X3, Z19
+	VMAXPD       Z18, Z19, Z20
+	VDIVPD       Z20, Z4, Z20
+	VFNMADD231PD Z4, Z20, Z14
+	VADDPD       Z15, Z20, Z20
+	VMOVUPD      3712(DX), Z4
+	VADDPD       Z19, Z4, Z15
+	VMOVUPD      Z15, 3712(DX)
+	VMAXPD       Z18, Z15, Z15
+	VDIVPD       Z15, Z19, Z15
+	VMOVUPD      3904(DX), Z18
+	VSUBPD       Z18, Z20, Z19
+	VFMADD231PD  Z19, Z15, Z18
+	VMOVUPD      Z18, 3904(DX)
+	VMULPD       Z15, Z4, Z15
+	VMULPD       Z19, Z15, Z15
+	VADDPD       4096(DX), Z14, Z4
+	VFMADD231PD  Z19, Z15, Z4
+	VMOVUPD      Z4, 4096(DX)
 	VMOVUPS      lgc2<>+0(SB), Y14
 	VMOVUPS      lgc2<>+0(SB), Y15
-	VMOVUPS      5952(DX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
-	VCVTPS2PD    Y3, Z3
+	VMOVUPS      Y16, Y4
+	VMOVUPS      Y17, Y16
+	VFMADD231PS  lgc2<>+0(SB), Y4, Y2
+	VFMADD231PS  lgc2<>+0(SB), Y16, Y2
+	VMOVUPS      Y1, Y17
+	VCVTPS2PD    Y4, Z4
+	VCVTPS2PD    Y16, Z16
+	VCVTPS2PD    Y17, Z17
+	VBROADCASTSD lgc3<>+0(SB), Z18
+	VBROADCASTSD X3, Z3
+	VMAXPD       Z18, Z3, Z19
+	VDIVPD       Z19, Z4, Z19
+	VFNMADD231PD Z4, Z19, Z16
+	VADDPD       Z17, Z19, Z19
+	VMOVUPD      4672(DX), Z4
+	VADDPD       Z3, Z4, Z17
+	VMOVUPD      Z17, 4672(DX)
+	VMAXPD       Z18, Z17, Z17
+	VDIVPD       Z17, Z3, Z3
+	VMOVUPD      4864(DX), Z17
+	VSUBPD       Z17, Z19, Z18
+	VFMADD231PD  Z18, Z3, Z17
+	VMOVUPD      Z17, 4864(DX)
+	VMULPD       Z3, Z4, Z3
+	VMULPD       Z18, Z3, Z3
+	VADDPD       5056(DX), Z16, Z4
+	VFMADD231PD  Z18, Z3, Z4
+	VMOVUPD      Z4, 5056(DX)
+	VMOVUPS      lgc2<>+0(SB), Y16
+	VMOVUPS      lgc2<>+0(SB), Y17
+	VFMADD231PS  lgc2<>+0(SB), Y12, Y2
+	VCVTPS2PD    Y12, Z3
 	VADDPD       5632(DX), Z3, Z3
 	VMOVUPD      Z3, 5632(DX)
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VMOVUPS      Y3, 5952(DX)
-	VMOVUPS      6272(DX), Y3
-	VFMADD231PS  lgc2<>+0(SB), Y3, Y2
-	VCVTPS2PD    Y3, Z3
+	VMOVUPS      lgc2<>+0(SB), Y12
+	VFMADD231PS  lgc2<>+0(SB), Y13, Y2
+	VCVTPS2PD    Y13, Z3
 	VADDPD       6080(DX), Z3, Z3
 	VMOVUPD      Z3, 6080(DX)
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VMOVUPS      Y3, 6272(DX)
+	VMOVUPS      lgc2<>+0(SB), Y13
 	VCMPPS       $0x00, Y2, Y2, Y2
 	VANDPS       6400(DX), Y2, Y2
 	VMOVUPS      Y2, 6400(DX)
@@ -1523,12 +1519,14 @@ chunkdone_11:
 	VMOVUPS      Y9, 2944(AX)
 	VMOVUPS      Y10, 3264(AX)
 	VMOVUPS      Y11, 3584(AX)
-	VMOVUPS      Y12, 4288(AX)
-	VMOVUPS      Y13, 4416(AX)
+	VMOVUPS      Y14, 4288(AX)
+	VMOVUPS      Y15, 4416(AX)
 	VMOVUPS      Y0, 4544(AX)
-	VMOVUPS      Y14, 5248(AX)
-	VMOVUPS      Y15, 5376(AX)
+	VMOVUPS      Y16, 5248(AX)
+	VMOVUPS      Y17, 5376(AX)
 	VMOVUPS      Y1, 5504(AX)
+	VMOVUPS      Y12, 5952(AX)
+	VMOVUPS      Y13, 6272(AX)
 	MOVQ         $+4, AX
 	SUBQ         DX, AX
 	SHLQ         $0x01, AX

@@ -20,7 +20,9 @@ outer0_1:
 	VMOVUPS 1216(CX), Y4
 	VMOVUPS 1536(CX), Y5
 	VMOVUPS 1856(CX), Y6
-	VMOVUPS 2944(CX), Y7
+	VMOVUPS 2304(CX), Y7
+	VMOVUPS 2624(CX), Y8
+	VMOVUPS 2944(CX), Y9
 	XORQ    CX, CX
 
 blocks_2:
@@ -30,227 +32,225 @@ blocks_2:
 	VPMOVZXBD     (BX)(SI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z8
+	VBROADCASTSS  lgb1<>+0(SB), Z10
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z8, Z0, Z8
-
-	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VADDPS        Y1, Y8, Y1
-	VADDPS        Y1, Y9, Y1
-	MOVQ          logProb+24(FP), BX
-	VMOVUPS       (BX)(SI*4), Z8
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS  Z8, Z0, Z8
-	MOVQ    sampleLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z9
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z9, Z0, Z9
-	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z10
-
-	// v10 = where(mask, advantage, 0)
 	VANDPS Z10, Z0, Z10
 
+	// sum(v3) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y1, Y10, Y1
+	VADDPS        Y1, Y11, Y1
+	MOVQ          logProb+24(FP), BX
+	VMOVUPS       (BX)(SI*4), Z10
+
+	// v6 = where(mask, logProb, 0)
+	VANDPS  Z10, Z0, Z10
+	MOVQ    sampleLogProb+32(FP), BX
+	VMOVUPS (BX)(SI*4), Z11
+
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z11, Z0, Z11
+	MOVQ    advantage+40(FP), BX
+	VMOVUPS (BX)(SI*4), Z12
+
+	// v10 = where(mask, advantage, 0)
+	VANDPS Z12, Z0, Z12
+
 	// logWeight = sub(v6, v8)
-	VSUBPS       Z9, Z8, Z11
-	VBROADCASTSS lgb2<>+0(SB), Z12
+	VSUBPS       Z11, Z10, Z13
+	VBROADCASTSS lgb2<>+0(SB), Z14
 
 	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z11, Z12, Z12
-	VBROADCASTSS lgb3<>+0(SB), Z13
+	VMAXPS       Z13, Z14, Z14
+	VBROADCASTSS lgb3<>+0(SB), Z15
 
 	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z12, Z13, Z12
+	VMINPS Z14, Z15, Z14
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z13
-	VMAXPS            Z11, Z13, Z13
-	VBROADCASTSS      lgb5<>+0(SB), Z14
-	VMINPS            Z13, Z14, Z13
-	VMULPS.BCST       lgb6<>+0(SB), Z13, Z14
-	VRNDSCALEPS       $0x00, Z14, Z14
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z14, Z13
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
-	VMULPS            Z13, Z13, Z15
-	VBROADCASTSS      lgb9<>+0(SB), Z16
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z13, Z16
-	VBROADCASTSS      lgb11<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z17
-	VFMADD213PS       Z17, Z15, Z16
-	VBROADCASTSS      lgb13<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z17
-	VFMADD213PS       Z17, Z15, Z16
-	VFMADD213PS       Z13, Z15, Z16
-	VADDPS.BCST       lgb1<>+0(SB), Z16, Z16
-	VCVTPS2DQ         Z14, Z13
+	VBROADCASTSS      lgb4<>+0(SB), Z15
+	VMAXPS            Z13, Z15, Z15
+	VBROADCASTSS      lgb5<>+0(SB), Z16
+	VMINPS            Z15, Z16, Z15
+	VMULPS.BCST       lgb6<>+0(SB), Z15, Z16
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z16, Z15
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z16, Z15
+	VMULPS            Z15, Z15, Z17
+	VBROADCASTSS      lgb9<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z15, Z18
+	VBROADCASTSS      lgb11<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VBROADCASTSS      lgb13<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VFMADD213PS       Z15, Z17, Z18
+	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
+	VCVTPS2DQ         Z16, Z15
+	VPADDD.BCST       lgb15<>+0(SB), Z15, Z15
+	VPSRLD            $0x01, Z15, Z16
+	VPSUBD            Z16, Z15, Z15
+	VPSLLD            $0x17, Z16, Z16
+	VPSLLD            $0x17, Z15, Z15
+	VMULPS            Z16, Z18, Z18
+	VMULPS            Z15, Z18, Z18
+
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z13, Z14, K1
+	VPMOVM2D     K1, Z14
+	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
+	VBROADCASTSS lgb16<>+0(SB), Z16
+	VBROADCASTSS lgb17<>+0(SB), Z17
+
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VMOVUPS      Z14, Z19
+	VPTERNLOGD   $0xca, Z17, Z16, Z19
+	VBROADCASTSS lgb18<>+0(SB), Z16
+	VBROADCASTSS lgb19<>+0(SB), Z17
+
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z17, Z16, Z14
+	VBROADCASTSS lgb0<>+0(SB), Z16
+
+	// v24 = ge(v10, 0)
+	VCMPPS   $0x1d, Z16, Z12, K1
+	VPMOVM2D K1, Z16
+
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Z18, Z19, Z19
+
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Z18, Z14, Z14
+
+	// ratioClipped = where(v24, v25, v26)
+	VPTERNLOGD $0xca, Z14, Z19, Z16
+
+	// gain = mul(v10, ratioClipped)
+	VMULPS Z16, Z12, Z12
+
+	// v29 = neg(gain)
+	VXORPS.BCST lgb20<>+0(SB), Z12, Z12
+
+	// v30 = where(mask, v29, 0)
+	VANDPS Z12, Z0, Z12
+
+	// sum(v30) over [B L]
+	VEXTRACTF64X4 $0x01, Z12, Y14
+	VADDPS        Y2, Y12, Y2
+	VADDPS        Y2, Y14, Y2
+
+	// v34 = where(mask, v17, 0)
+	VANDPS Z15, Z0, Z12
+
+	// sum(v34) over [B L]
+	VEXTRACTF64X4 $0x01, Z12, Y14
+	VADDPS        Y3, Y12, Y3
+	VADDPS        Y3, Y14, Y3
+
+	// v37 = sub(v8, v6)
+	VSUBPS Z10, Z11, Z10
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Z10, Z0, Z10
+
+	// sum(v38) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y4, Y10, Y4
+	VADDPS        Y4, Y11, Y4
+	MOVQ          entropy+48(FP), BX
+	VMOVUPS       (BX)(SI*4), Z11
+
+	// v42 = where(mask, entropy, 0)
+	VANDPS Z11, Z0, Z11
+
+	// sum(v42) over [B L]
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y5, Y11, Y5
+	VADDPS        Y5, Y12, Y5
+
+	// v46 = mul(-0.01, v42)
+	VMULPS.BCST lgb21<>+0(SB), Z11, Z11
+
+	// v47 = where(mask, v46, 0)
+	VANDPS Z11, Z0, Z11
+
+	// sum(v47) over [B L]
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y6, Y11, Y6
+	VADDPS        Y6, Y12, Y6
+
+	// v50 = where(mask, logWeight, -Inf)
+	VMOVUPS    Z0, Z11
+	VPTERNLOGD $0xca, Z17, Z13, Z11
+
+	// logsumexp(v50) over [B L]
+	VANDPS        Z18, Z0, Z12
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z13
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z14
+	VANDPS        Z14, Z13, Z13
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z14
+	VORPS         Z14, Z13, Z13
+	VEXTRACTF64X4 $0x01, Z13, Y11
+	VANDPS        Y13, Y11, Y11
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	MOVQ          state+8(FP), BX
+	VANDPS        2176(BX), Y11, Y11
+	VMOVUPS       Y11, 2176(BX)
+	VADDPS        Y7, Y12, Y7
+	VADDPS        Y7, Y13, Y7
+	VMULPS        Y12, Y12, Y11
+	VMULPS        Y13, Y13, Y12
+	VADDPS        Y8, Y11, Y8
+	VADDPS        Y8, Y12, Y8
+
+	// k3 = expm1_minus_x(v38)
+	VBROADCASTSS      lgb4<>+0(SB), Z11
+	VMAXPS            Z10, Z11, Z11
+	VBROADCASTSS      lgb5<>+0(SB), Z12
+	VMINPS            Z11, Z12, Z11
+	VMULPS.BCST       lgb6<>+0(SB), Z11, Z12
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VMOVAPS           Z11, Z13
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z12, Z13
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z12, Z13
+	VMULPS            Z13, Z13, Z14
+	VBROADCASTSS      lgb9<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z13, Z15
+	VBROADCASTSS      lgb11<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VMULPS            Z14, Z15, Z11
+	VFMADD213PS       Z13, Z14, Z15
+	VADDPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VCVTPS2DQ         Z12, Z13
 	VPADDD.BCST       lgb15<>+0(SB), Z13, Z13
 	VPSRLD            $0x01, Z13, Z14
 	VPSUBD            Z14, Z13, Z13
 	VPSLLD            $0x17, Z14, Z14
 	VPSLLD            $0x17, Z13, Z13
-	VMULPS            Z14, Z16, Z16
-	VMULPS            Z13, Z16, Z16
-
-	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z11, Z12, K1
-	VPMOVM2D     K1, Z12
-	VANDPS.BCST  lgb1<>+0(SB), Z12, Z13
-	VBROADCASTSS lgb16<>+0(SB), Z14
-	VBROADCASTSS lgb17<>+0(SB), Z15
-
-	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z12, Z17
-	VPTERNLOGD   $0xca, Z15, Z14, Z17
-	VBROADCASTSS lgb18<>+0(SB), Z14
-	VBROADCASTSS lgb19<>+0(SB), Z15
-
-	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z15, Z14, Z12
-	VBROADCASTSS lgb0<>+0(SB), Z14
-
-	// v24 = ge(v10, 0)
-	VCMPPS   $0x1d, Z14, Z10, K1
-	VPMOVM2D K1, Z14
-
-	// v25 = min(ratio, v20) tie=first
-	VMINPS Z16, Z17, Z17
-
-	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z16, Z12, Z12
-
-	// ratioClipped = where(v24, v25, v26)
-	VPTERNLOGD $0xca, Z12, Z17, Z14
-
-	// gain = mul(v10, ratioClipped)
-	VMULPS Z14, Z10, Z10
-
-	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z10, Z10
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Z10, Z0, Z10
-
-	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y12
-	VADDPS        Y2, Y10, Y2
-	VADDPS        Y2, Y12, Y2
-
-	// v34 = where(mask, v17, 0)
-	VANDPS Z13, Z0, Z10
-
-	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y12
-	VADDPS        Y3, Y10, Y3
-	VADDPS        Y3, Y12, Y3
-
-	// v37 = sub(v8, v6)
-	VSUBPS Z8, Z9, Z8
-
-	// v38 = where(mask, v37, 0)
-	VANDPS Z8, Z0, Z8
-
-	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VADDPS        Y4, Y8, Y4
-	VADDPS        Y4, Y9, Y4
-	MOVQ          entropy+48(FP), BX
-	VMOVUPS       (BX)(SI*4), Z9
-
-	// v42 = where(mask, entropy, 0)
-	VANDPS Z9, Z0, Z9
-
-	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        Y5, Y9, Y5
-	VADDPS        Y5, Y10, Y5
-
-	// v46 = mul(-0.01, v42)
-	VMULPS.BCST lgb21<>+0(SB), Z9, Z9
-
-	// v47 = where(mask, v46, 0)
-	VANDPS Z9, Z0, Z9
-
-	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        Y6, Y9, Y6
-	VADDPS        Y6, Y10, Y6
-
-	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z9
-	VPTERNLOGD $0xca, Z15, Z11, Z9
-
-	// logsumexp(v50) over [B L]
-	VANDPS        Z16, Z0, Z10
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z11
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z12
-	VANDPS        Z12, Z11, Z11
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z12
-	VORPS         Z12, Z11, Z11
-	VEXTRACTF64X4 $0x01, Z11, Y9
-	VANDPS        Y11, Y9, Y9
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	MOVQ          state+8(FP), BX
-	VANDPS        2176(BX), Y9, Y9
-	VMOVUPS       Y9, 2176(BX)
-	VADDPS        2304(BX), Y10, Y9
-	VADDPS        Y9, Y11, Y9
-	VMOVUPS       Y9, 2304(BX)
-	VMULPS        Y10, Y10, Y9
-	VMULPS        Y11, Y11, Y10
-	VADDPS        2624(BX), Y9, Y9
-	VADDPS        Y9, Y10, Y9
-	VMOVUPS       Y9, 2624(BX)
-
-	// k3 = expm1_minus_x(v38)
-	VBROADCASTSS      lgb4<>+0(SB), Z9
-	VMAXPS            Z8, Z9, Z9
-	VBROADCASTSS      lgb5<>+0(SB), Z10
-	VMINPS            Z9, Z10, Z9
-	VMULPS.BCST       lgb6<>+0(SB), Z9, Z10
-	VRNDSCALEPS       $0x00, Z10, Z10
-	VMOVAPS           Z9, Z11
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z10, Z11
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z10, Z11
-	VMULPS            Z11, Z11, Z12
-	VBROADCASTSS      lgb9<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z11, Z13
-	VBROADCASTSS      lgb11<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z12, Z13
-	VBROADCASTSS      lgb13<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z12, Z13
-	VMULPS            Z12, Z13, Z9
-	VFMADD213PS       Z11, Z12, Z13
-	VADDPS.BCST       lgb1<>+0(SB), Z13, Z13
-	VCVTPS2DQ         Z10, Z11
-	VPADDD.BCST       lgb15<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z12
-	VPSUBD            Z12, Z11, Z11
-	VPSLLD            $0x17, Z12, Z12
-	VPSLLD            $0x17, Z11, Z11
-	VMULPS            Z12, Z13, Z13
-	VMULPS            Z11, Z13, Z13
-	VSUBPS.BCST       lgb1<>+0(SB), Z13, Z13
-	VSUBPS            Z8, Z13, Z13
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
-	VPMOVM2D          K1, Z8
-	VPTERNLOGD        $0xb8, Z9, Z8, Z13
+	VMULPS            Z14, Z15, Z15
+	VMULPS            Z13, Z15, Z15
+	VSUBPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VSUBPS            Z10, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z12, K1
+	VPMOVM2D          K1, Z10
+	VPTERNLOGD        $0xb8, Z11, Z10, Z15
 
 	// v62 = where(mask, k3, 0)
-	VANDPS Z13, Z0, Z0
+	VANDPS Z15, Z0, Z0
 
 	// sum(v62) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y8
-	VADDPS        Y7, Y0, Y7
-	VADDPS        Y7, Y8, Y7
+	VEXTRACTF64X4 $0x01, Z0, Y10
+	VADDPS        Y9, Y0, Y9
+	VADDPS        Y9, Y10, Y9
 	DECQ          DX
 	JNZ           noflush_3
 	VMOVUPD       lgc24<>+0(SB), Y0
@@ -285,25 +285,21 @@ blocks_2:
 	VADDPD        1664(DX), Z6, Z6
 	VMOVUPD       Z6, 1664(DX)
 	VMOVUPS       lgc25<>+0(SB), Y6
-	VMOVUPS       2304(DX), Y8
-	VFMADD231PS   lgc25<>+0(SB), Y8, Y0
-	VCVTPS2PD     Y8, Z8
-	VADDPD        1984(DX), Z8, Z8
-	VMOVUPD       Z8, 1984(DX)
-	VMOVUPS       lgc25<>+0(SB), Y8
-	VMOVUPS       Y8, 2304(DX)
-	VMOVUPS       2624(DX), Y8
+	VFMADD231PS   lgc25<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z7
+	VADDPD        1984(DX), Z7, Z7
+	VMOVUPD       Z7, 1984(DX)
+	VMOVUPS       lgc25<>+0(SB), Y7
 	VFMADD231PS   lgc25<>+0(SB), Y8, Y0
 	VCVTPS2PD     Y8, Z8
 	VADDPD        2432(DX), Z8, Z8
 	VMOVUPD       Z8, 2432(DX)
 	VMOVUPS       lgc25<>+0(SB), Y8
-	VMOVUPS       Y8, 2624(DX)
-	VFMADD231PS   lgc25<>+0(SB), Y7, Y0
-	VCVTPS2PD     Y7, Z7
-	VADDPD        2752(DX), Z7, Z7
-	VMOVUPD       Z7, 2752(DX)
-	VMOVUPS       lgc25<>+0(SB), Y7
+	VFMADD231PS   lgc25<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z9
+	VADDPD        2752(DX), Z9, Z9
+	VMOVUPD       Z9, 2752(DX)
+	VMOVUPS       lgc25<>+0(SB), Y9
 	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        3072(DX), Y0, Y0
 	VMOVUPS       Y0, 3072(DX)
@@ -320,7 +316,9 @@ noflush_3:
 	VMOVUPS      Y4, 1216(CX)
 	VMOVUPS      Y5, 1536(CX)
 	VMOVUPS      Y6, 1856(CX)
-	VMOVUPS      Y7, 2944(CX)
+	VMOVUPS      Y7, 2304(CX)
+	VMOVUPS      Y8, 2624(CX)
+	VMOVUPS      Y9, 2944(CX)
 	MOVQ         $+4, CX
 	SUBQ         DX, CX
 	SHLQ         $0x01, CX
@@ -562,7 +560,7 @@ noflush_6:
 
 // func fbPass1AVX512(numValid *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $256-88
+TEXT ·fbPass1AVX512(SB), $384-88
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -597,7 +595,9 @@ outer0_7:
 	VMOVUPS 1344(DX), Y3
 	VMOVUPS 1664(DX), Y4
 	VMOVUPS 1984(DX), Y5
-	VMOVUPS 3072(DX), Y6
+	VMOVUPS 2432(DX), Y6
+	VMOVUPS 2752(DX), Y7
+	VMOVUPS 3072(DX), Y8
 	XORQ    DX, DX
 
 blocks_8:
@@ -608,305 +608,307 @@ blocks_8:
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
 	MOVQ          logProb+32(FP), SI
-	VMOVUPS       (SI)(DI*4), Z7
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS  Z7, Z0, Z8
-	MOVQ    sampleLogProb+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z9
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z9, Z0, Z10
-	MOVQ    advantage+48(FP), SI
-	VMOVUPS (SI)(DI*4), Z11
-
-	// v10 = where(mask, advantage, 0)
-	VANDPS Z11, Z0, Z12
-
-	// logWeight = sub(v6, v8)
-	VSUBPS       Z10, Z8, Z8
-	VBROADCASTSS lgb2<>+0(SB), Z10
-
-	// v14 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z8, Z10, Z10
-	VBROADCASTSS lgb3<>+0(SB), Z13
-
-	// logWeightClip = min(v14, 0.24686007) tie=first
-	VMINPS Z10, Z13, Z10
-
-	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb4<>+0(SB), Z13
-	VMAXPS            Z8, Z13, Z13
-	VBROADCASTSS      lgb5<>+0(SB), Z14
-	VMINPS            Z13, Z14, Z13
-	VMULPS.BCST       lgb6<>+0(SB), Z13, Z14
-	VRNDSCALEPS       $0x00, Z14, Z14
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z14, Z13
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
-	VMULPS            Z13, Z13, Z15
-	VBROADCASTSS      lgb9<>+0(SB), Z16
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z13, Z16
-	VBROADCASTSS      lgb11<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z17
-	VFMADD213PS       Z17, Z15, Z16
-	VBROADCASTSS      lgb13<>+0(SB), Z17
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z17
-	VFMADD213PS       Z17, Z15, Z16
-	VFMADD213PS       Z13, Z15, Z16
-	VADDPS.BCST       lgb1<>+0(SB), Z16, Z16
-	VCVTPS2DQ         Z14, Z13
-	VPADDD.BCST       lgb15<>+0(SB), Z13, Z13
-	VPSRLD            $0x01, Z13, Z14
-	VPSUBD            Z14, Z13, Z13
-	VPSLLD            $0x17, Z14, Z14
-	VPSLLD            $0x17, Z13, Z13
-	VMULPS            Z14, Z16, Z16
-	VMULPS            Z13, Z16, Z16
-
-	// v17 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z8, Z10, K1
-	VPMOVM2D     K1, Z10
-	VANDPS.BCST  lgb1<>+0(SB), Z10, Z13
-	VBROADCASTSS lgb16<>+0(SB), Z14
-	VBROADCASTSS lgb17<>+0(SB), Z15
-
-	// v20 = where(v17, 1.2799999924290435, +Inf)
-	VMOVUPS      Z10, Z17
-	VPTERNLOGD   $0xca, Z15, Z14, Z17
-	VBROADCASTSS lgb18<>+0(SB), Z14
-	VBROADCASTSS lgb19<>+0(SB), Z15
-
-	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z15, Z14, Z10
-	VBROADCASTSS lgb0<>+0(SB), Z14
-
-	// v24 = ge(v10, 0)
-	VCMPPS   $0x1d, Z14, Z12, K1
-	VPMOVM2D K1, Z14
-
-	// v25 = min(ratio, v20) tie=first
-	VMINPS Z16, Z17, Z18
-
-	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z16, Z10, Z19
-
-	// v27 = where(v24, v25, v26)
-	VMOVUPS    Z14, Z20
-	VPTERNLOGD $0xca, Z19, Z18, Z20
-
-	// gain = mul(advantage, v27)
-	VMULPS Z20, Z11, Z11
-
-	// v29 = neg(gain)
-	VXORPS.BCST lgb20<>+0(SB), Z11, Z11
-
-	// v30 = where(mask, v29, 0)
-	VANDPS Z11, Z0, Z11
-
-	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y18
-	VADDPS        Y1, Y11, Y1
-	VADDPS        Y1, Y18, Y1
-
-	// v34 = where(mask, v17, 0)
-	VANDPS Z13, Z0, Z11
-
-	// sum(v34) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y2, Y11, Y2
-	VADDPS        Y2, Y13, Y2
-
-	// v37 = sub(sampleLogProb, logProb)
-	VSUBPS Z7, Z9, Z7
-
-	// v38 = where(mask, v37, 0)
-	VANDPS Z7, Z0, Z7
-
-	// sum(v38) over [B L]
-	VEXTRACTF64X4 $0x01, Z7, Y9
-	VADDPS        Y3, Y7, Y3
-	VADDPS        Y3, Y9, Y3
-	MOVQ          entropy+56(FP), SI
 	VMOVUPS       (SI)(DI*4), Z9
 
+	// v6 = where(mask, logProb, 0)
+	VANDPS  Z9, Z0, Z10
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z11
+
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z11, Z0, Z12
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z13
+
+	// v10 = where(mask, advantage, 0)
+	VANDPS Z13, Z0, Z14
+
+	// logWeight = sub(v6, v8)
+	VSUBPS       Z12, Z10, Z10
+	VBROADCASTSS lgb2<>+0(SB), Z12
+
+	// v14 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z10, Z12, Z12
+	VBROADCASTSS lgb3<>+0(SB), Z15
+
+	// logWeightClip = min(v14, 0.24686007) tie=first
+	VMINPS Z12, Z15, Z12
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb4<>+0(SB), Z15
+	VMAXPS            Z10, Z15, Z15
+	VBROADCASTSS      lgb5<>+0(SB), Z16
+	VMINPS            Z15, Z16, Z15
+	VMULPS.BCST       lgb6<>+0(SB), Z15, Z16
+	VRNDSCALEPS       $0x00, Z16, Z16
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z16, Z15
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z16, Z15
+	VMULPS            Z15, Z15, Z17
+	VBROADCASTSS      lgb9<>+0(SB), Z18
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z15, Z18
+	VBROADCASTSS      lgb11<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VBROADCASTSS      lgb13<>+0(SB), Z19
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
+	VFMADD213PS       Z19, Z17, Z18
+	VFMADD213PS       Z15, Z17, Z18
+	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
+	VCVTPS2DQ         Z16, Z15
+	VPADDD.BCST       lgb15<>+0(SB), Z15, Z15
+	VPSRLD            $0x01, Z15, Z16
+	VPSUBD            Z16, Z15, Z15
+	VPSLLD            $0x17, Z16, Z16
+	VPSLLD            $0x17, Z15, Z15
+	VMULPS            Z16, Z18, Z18
+	VMULPS            Z15, Z18, Z18
+
+	// v17 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z10, Z12, K1
+	VPMOVM2D     K1, Z12
+	VANDPS.BCST  lgb1<>+0(SB), Z12, Z15
+	VBROADCASTSS lgb16<>+0(SB), Z16
+	VBROADCASTSS lgb17<>+0(SB), Z17
+
+	// v20 = where(v17, 1.2799999924290435, +Inf)
+	VMOVUPS      Z12, Z19
+	VPTERNLOGD   $0xca, Z17, Z16, Z19
+	VBROADCASTSS lgb18<>+0(SB), Z16
+	VBROADCASTSS lgb19<>+0(SB), Z17
+
+	// v23 = where(v17, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z17, Z16, Z12
+	VBROADCASTSS lgb0<>+0(SB), Z16
+
+	// v24 = ge(v10, 0)
+	VCMPPS   $0x1d, Z16, Z14, K1
+	VPMOVM2D K1, Z16
+
+	// v25 = min(ratio, v20) tie=first
+	VMINPS Z18, Z19, Z20
+
+	// v26 = max(ratio, v23) tie=first
+	VMAXPS Z18, Z12, Z21
+
+	// v27 = where(v24, v25, v26)
+	VMOVUPS    Z16, Z22
+	VPTERNLOGD $0xca, Z21, Z20, Z22
+
+	// gain = mul(advantage, v27)
+	VMULPS Z22, Z13, Z13
+
+	// v29 = neg(gain)
+	VXORPS.BCST lgb20<>+0(SB), Z13, Z13
+
+	// v30 = where(mask, v29, 0)
+	VANDPS Z13, Z0, Z13
+
+	// sum(v30) over [B L]
+	VEXTRACTF64X4 $0x01, Z13, Y20
+	VADDPS        Y1, Y13, Y1
+	VADDPS        Y1, Y20, Y1
+
+	// v34 = where(mask, v17, 0)
+	VANDPS Z15, Z0, Z13
+
+	// sum(v34) over [B L]
+	VEXTRACTF64X4 $0x01, Z13, Y15
+	VADDPS        Y2, Y13, Y2
+	VADDPS        Y2, Y15, Y2
+
+	// v37 = sub(sampleLogProb, logProb)
+	VSUBPS Z9, Z11, Z9
+
+	// v38 = where(mask, v37, 0)
+	VANDPS Z9, Z0, Z9
+
+	// sum(v38) over [B L]
+	VEXTRACTF64X4 $0x01, Z9, Y11
+	VADDPS        Y3, Y9, Y3
+	VADDPS        Y3, Y11, Y3
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z11
+
 	// v42 = where(mask, entropy, 0)
-	VANDPS Z9, Z0, Z11
+	VANDPS Z11, Z0, Z13
 
 	// sum(v42) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y4, Y11, Y4
+	VEXTRACTF64X4 $0x01, Z13, Y15
 	VADDPS        Y4, Y13, Y4
+	VADDPS        Y4, Y15, Y4
 
 	// v46 = mul(-0.01, entropy)
-	VMULPS.BCST lgb21<>+0(SB), Z9, Z9
+	VMULPS.BCST lgb21<>+0(SB), Z11, Z11
 
 	// v47 = where(mask, v46, 0)
-	VANDPS Z9, Z0, Z9
+	VANDPS Z11, Z0, Z11
 
 	// sum(v47) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y11
-	VADDPS        Y5, Y9, Y5
+	VEXTRACTF64X4 $0x01, Z11, Y13
 	VADDPS        Y5, Y11, Y5
+	VADDPS        Y5, Y13, Y5
 
 	// v50 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z0, Z9
-	VPTERNLOGD $0xca, Z15, Z8, Z9
+	VMOVUPS    Z0, Z11
+	VPTERNLOGD $0xca, Z17, Z10, Z11
+	VMOVUPS    Z19, 192(AX)
+	VMOVUPS    Z12, 256(AX)
 
 	// logsumexp(v50) over [B L]
-	VANDPS        Z16, Z0, Z8
-	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z9, K1
-	VPMOVM2D      K1, Z11
-	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z9, K1
+	VANDPS        Z18, Z0, Z10
+	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z11, K1
+	VPMOVM2D      K1, Z12
+	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z11, K1
 	VPMOVM2D      K1, Z13
-	VANDPS        Z13, Z11, Z11
-	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z9, K1
+	VANDPS        Z13, Z12, Z12
+	VCMPPS.BCST   $0x00, lgb19<>+0(SB), Z11, K1
 	VPMOVM2D      K1, Z13
-	VORPS         Z13, Z11, Z11
-	VEXTRACTF64X4 $0x01, Z11, Y9
-	VANDPS        Y11, Y9, Y9
-	VEXTRACTF64X4 $0x01, Z8, Y11
+	VORPS         Z13, Z12, Z12
+	VEXTRACTF64X4 $0x01, Z12, Y11
+	VANDPS        Y12, Y11, Y11
+	VEXTRACTF64X4 $0x01, Z10, Y12
 	MOVQ          state+16(FP), SI
-	VANDPS        2304(SI), Y9, Y9
-	VMOVUPS       Y9, 2304(SI)
-	VADDPS        2432(SI), Y8, Y9
-	VADDPS        Y9, Y11, Y9
-	VMOVUPS       Y9, 2432(SI)
-	VMULPS        Y8, Y8, Y8
-	VMULPS        Y11, Y11, Y9
-	VADDPS        2752(SI), Y8, Y8
-	VADDPS        Y8, Y9, Y8
-	VMOVUPS       Y8, 2752(SI)
+	VANDPS        2304(SI), Y11, Y11
+	VMOVUPS       Y11, 2304(SI)
+	VADDPS        Y6, Y10, Y6
+	VADDPS        Y6, Y12, Y6
+	VMULPS        Y10, Y10, Y10
+	VMULPS        Y12, Y12, Y11
+	VADDPS        Y7, Y10, Y7
+	VADDPS        Y7, Y11, Y7
 
 	// k3 = expm1_minus_x(v38)
-	VBROADCASTSS      lgb4<>+0(SB), Z8
-	VMAXPS            Z7, Z8, Z8
-	VBROADCASTSS      lgb5<>+0(SB), Z9
-	VMINPS            Z8, Z9, Z8
-	VMULPS.BCST       lgb6<>+0(SB), Z8, Z9
-	VRNDSCALEPS       $0x00, Z9, Z9
-	VMOVAPS           Z8, Z11
-	VFNMADD231PS.BCST lgb7<>+0(SB), Z9, Z11
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z11
-	VMULPS            Z11, Z11, Z13
+	VBROADCASTSS      lgb4<>+0(SB), Z10
+	VMAXPS            Z9, Z10, Z10
+	VBROADCASTSS      lgb5<>+0(SB), Z11
+	VMINPS            Z10, Z11, Z10
+	VMULPS.BCST       lgb6<>+0(SB), Z10, Z11
+	VRNDSCALEPS       $0x00, Z11, Z11
+	VMOVAPS           Z10, Z12
+	VFNMADD231PS.BCST lgb7<>+0(SB), Z11, Z12
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z11, Z12
+	VMULPS            Z12, Z12, Z13
 	VBROADCASTSS      lgb9<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb10<>+0(SB), Z11, Z15
-	VBROADCASTSS      lgb11<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z8
-	VFMADD213PS       Z8, Z13, Z15
-	VBROADCASTSS      lgb13<>+0(SB), Z8
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z8
-	VFMADD213PS       Z8, Z13, Z15
-	VMULPS            Z13, Z15, Z8
-	VFMADD213PS       Z11, Z13, Z15
+	VFMADD213PS.BCST  lgb10<>+0(SB), Z12, Z15
+	VBROADCASTSS      lgb11<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z12, Z10
+	VFMADD213PS       Z10, Z13, Z15
+	VBROADCASTSS      lgb13<>+0(SB), Z10
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z12, Z10
+	VFMADD213PS       Z10, Z13, Z15
+	VMULPS            Z13, Z15, Z10
+	VFMADD213PS       Z12, Z13, Z15
 	VADDPS.BCST       lgb1<>+0(SB), Z15, Z15
-	VCVTPS2DQ         Z9, Z11
-	VPADDD.BCST       lgb15<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z13
-	VPSUBD            Z13, Z11, Z11
+	VCVTPS2DQ         Z11, Z12
+	VPADDD.BCST       lgb15<>+0(SB), Z12, Z12
+	VPSRLD            $0x01, Z12, Z13
+	VPSUBD            Z13, Z12, Z12
 	VPSLLD            $0x17, Z13, Z13
-	VPSLLD            $0x17, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
 	VMULPS            Z13, Z15, Z15
-	VMULPS            Z11, Z15, Z15
+	VMULPS            Z12, Z15, Z15
 	VSUBPS.BCST       lgb1<>+0(SB), Z15, Z15
-	VSUBPS            Z7, Z15, Z15
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z9, K1
-	VPMOVM2D          K1, Z9
-	VPTERNLOGD        $0xb8, Z8, Z9, Z15
+	VSUBPS            Z9, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z11, K1
+	VPMOVM2D          K1, Z11
+	VPTERNLOGD        $0xb8, Z10, Z11, Z15
 
 	// v62 = where(mask, k3, 0)
-	VANDPS Z15, Z0, Z8
+	VANDPS Z15, Z0, Z10
 
 	// sum(v62) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VADDPS        Y6, Y8, Y6
-	VADDPS        Y6, Y9, Y6
-	VBROADCASTSS  lgb27<>+0(SB), Z8
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y8, Y10, Y8
+	VADDPS        Y8, Y11, Y8
+	VBROADCASTSS  lgb27<>+0(SB), Z10
 
 	// v70 = lt(v38, -40)
-	VCMPPS   $0x11, Z8, Z7, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x11, Z10, Z9, K1
+	VPMOVM2D K1, Z10
 
 	// v72 = add(k3, v38)
-	VADDPS       Z7, Z15, Z7
-	VBROADCASTSS lgb28<>+0(SB), Z9
+	VADDPS       Z9, Z15, Z9
+	VBROADCASTSS lgb28<>+0(SB), Z11
 
 	// v73 = where(v70, -1, v72)
-	VPTERNLOGD $0xca, Z7, Z9, Z8
-	VMOVUPS    (AX), Z7
+	VPTERNLOGD $0xca, Z9, Z11, Z10
+	VMOVUPS    (AX), Z9
 
 	// v74 = mul(v68, v73)
-	VMULPS  Z8, Z7, Z7
-	VMOVUPS 64(AX), Z8
+	VMULPS  Z10, Z9, Z9
+	VMOVUPS 64(AX), Z10
 
 	// v76 = where(mask, v75, 0)
-	VANDPS  Z8, Z0, Z8
-	VMOVUPS 128(AX), Z9
+	VANDPS  Z10, Z0, Z10
+	VMOVUPS 128(AX), Z11
 
 	// gradEntropy = where(mask, v77, 0)
-	VANDPS Z9, Z0, Z9
+	VANDPS Z11, Z0, Z11
 
 	// v79 = neg(v76)
-	VXORPS.BCST lgb20<>+0(SB), Z8, Z8
+	VXORPS.BCST lgb20<>+0(SB), Z10, Z10
 
 	// v80 = mul(v79, v10)
-	VMULPS Z12, Z8, Z8
+	VMULPS Z14, Z10, Z10
 
 	// v81 = where(v24, v80, 0)
-	VANDPS Z8, Z14, Z11
+	VANDPS Z10, Z16, Z12
 
 	// v82 = where(v24, 0, v80)
-	VANDNPS Z8, Z14, Z8
+	VANDNPS Z10, Z16, Z10
+	VMOVUPS 256(AX), Z13
 
 	// v83 = ge(ratio, v23)
-	VCMPPS   $0x1d, Z10, Z16, K1
-	VPMOVM2D K1, Z10
+	VCMPPS   $0x1d, Z13, Z18, K1
+	VPMOVM2D K1, Z13
 
 	// v84 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z16, Z16, K1
-	VPMOVM2D K1, Z12
+	VCMPPS   $0x04, Z18, Z18, K1
+	VPMOVM2D K1, Z14
 
 	// v85 = max(v83, v84)
-	VORPS Z10, Z12, Z10
+	VORPS Z13, Z14, Z13
 
 	// v86 = where(v85, v82, 0)
-	VANDPS Z8, Z10, Z8
+	VANDPS  Z10, Z13, Z10
+	VMOVUPS 192(AX), Z13
 
 	// v87 = le(ratio, v20)
-	VCMPPS   $0x12, Z17, Z16, K1
-	VPMOVM2D K1, Z10
+	VCMPPS   $0x12, Z13, Z18, K1
+	VPMOVM2D K1, Z13
 
 	// v88 = max(v87, v84)
-	VORPS Z10, Z12, Z10
+	VORPS Z13, Z14, Z13
 
 	// v89 = where(v88, v81, 0)
-	VANDPS Z11, Z10, Z10
+	VANDPS Z12, Z13, Z12
 
 	// v90 = add(v86, v89)
-	VADDPS       Z10, Z8, Z8
-	VBROADCASTSS lgb0<>+0(SB), Z10
+	VADDPS       Z12, Z10, Z10
+	VBROADCASTSS lgb0<>+0(SB), Z12
 
 	// v91 = ne(v90, 0)
-	VCMPPS   $0x04, Z10, Z8, K1
-	VPMOVM2D K1, Z10
+	VCMPPS   $0x04, Z12, Z10, K1
+	VPMOVM2D K1, Z12
 
 	// v92 = mul(v90, ratio)
-	VMULPS Z16, Z8, Z11
+	VMULPS Z18, Z10, Z13
 
 	// v93 = where(v91, v92, v90)
-	VPTERNLOGD $0xca, Z8, Z11, Z10
+	VPTERNLOGD $0xca, Z10, Z13, Z12
 
 	// v94 = neg(v74)
-	VXORPS.BCST lgb20<>+0(SB), Z7, Z7
+	VXORPS.BCST lgb20<>+0(SB), Z9, Z9
 
 	// v95 = add(v94, v93)
-	VADDPS Z10, Z7, Z7
+	VADDPS Z12, Z9, Z9
 
 	// gradLogProb = where(mask, v95, 0)
-	VANDPS Z7, Z0, Z0
+	VANDPS Z9, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+64(FP), SI
-	VMOVUPS Z9, (SI)(DI*4)
+	VMOVUPS Z11, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+72(FP), SI
@@ -940,25 +942,21 @@ blocks_8:
 	VADDPD      1792(BX), Z5, Z5
 	VMOVUPD     Z5, 1792(BX)
 	VMOVUPS     lgc25<>+0(SB), Y5
-	VMOVUPS     2432(BX), Y7
-	VFMADD231PS lgc25<>+0(SB), Y7, Y0
-	VCVTPS2PD   Y7, Z7
-	VADDPD      2112(BX), Z7, Z7
-	VMOVUPD     Z7, 2112(BX)
-	VMOVUPS     lgc25<>+0(SB), Y7
-	VMOVUPS     Y7, 2432(BX)
-	VMOVUPS     2752(BX), Y7
+	VFMADD231PS lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z6
+	VADDPD      2112(BX), Z6, Z6
+	VMOVUPD     Z6, 2112(BX)
+	VMOVUPS     lgc25<>+0(SB), Y6
 	VFMADD231PS lgc25<>+0(SB), Y7, Y0
 	VCVTPS2PD   Y7, Z7
 	VADDPD      2560(BX), Z7, Z7
 	VMOVUPD     Z7, 2560(BX)
 	VMOVUPS     lgc25<>+0(SB), Y7
-	VMOVUPS     Y7, 2752(BX)
-	VFMADD231PS lgc25<>+0(SB), Y6, Y0
-	VCVTPS2PD   Y6, Z6
-	VADDPD      2880(BX), Z6, Z6
-	VMOVUPD     Z6, 2880(BX)
-	VMOVUPS     lgc25<>+0(SB), Y6
+	VFMADD231PS lgc25<>+0(SB), Y8, Y0
+	VCVTPS2PD   Y8, Z8
+	VADDPD      2880(BX), Z8, Z8
+	VMOVUPD     Z8, 2880(BX)
+	VMOVUPS     lgc25<>+0(SB), Y8
 	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      3200(BX), Y0, Y0
 	VMOVUPS     Y0, 3200(BX)
@@ -974,7 +972,9 @@ noflush_9:
 	VMOVUPS      Y3, 1344(DX)
 	VMOVUPS      Y4, 1664(DX)
 	VMOVUPS      Y5, 1984(DX)
-	VMOVUPS      Y6, 3072(DX)
+	VMOVUPS      Y6, 2432(DX)
+	VMOVUPS      Y7, 2752(DX)
+	VMOVUPS      Y8, 3072(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX

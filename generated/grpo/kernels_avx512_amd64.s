@@ -6,444 +6,444 @@
 
 // func pass0AVX512(lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·pass0AVX512(SB), $64-72
+TEXT ·pass0AVX512(SB), $128-72
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
-	MOVQ lo+0(FP), AX
+	MOVQ lo+0(FP), CX
 
 outer0_1:
-	MOVQ    $+4, DX
-	MOVQ    state+8(FP), CX
-	VMOVUPS 256(CX), Y1
-	VMOVUPS 576(CX), Y2
-	VMOVUPS 896(CX), Y3
-	VMOVUPS 1216(CX), Y4
-	VMOVUPS 1536(CX), Y5
-	VMOVUPS 1856(CX), Y6
-	VMOVUPS 2176(CX), Y7
-	VMOVUPS 3264(CX), Y8
-	XORQ    CX, CX
+	MOVQ    $+4, BX
+	MOVQ    state+8(FP), DX
+	VMOVUPS 256(DX), Y1
+	VMOVUPS 576(DX), Y2
+	VMOVUPS 896(DX), Y3
+	VMOVUPS 1216(DX), Y4
+	VMOVUPS 1536(DX), Y5
+	VMOVUPS 1856(DX), Y6
+	VMOVUPS 2176(DX), Y7
+	VMOVUPS 2624(DX), Y8
+	VMOVUPS 2944(DX), Y9
+	VMOVUPS 3264(DX), Y10
+	XORQ    DX, DX
 
 blocks_2:
-	MOVQ          mask+16(FP), BX
-	IMUL3Q        $+128, AX, SI
-	ADDQ          CX, SI
-	VPMOVZXBD     (BX)(SI*1), Z0
+	MOVQ          mask+16(FP), SI
+	IMUL3Q        $+128, CX, DI
+	ADDQ          DX, DI
+	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z9
+	VBROADCASTSS  lgb1<>+0(SB), Z11
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z9, Z0, Z9
-
-	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        Y1, Y9, Y1
-	VADDPS        Y1, Y10, Y1
-	MOVQ          logProb+24(FP), BX
-	VMOVUPS       (BX)(SI*4), Z9
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS  Z9, Z0, Z9
-	MOVQ    sampleLogProb+32(FP), BX
-	VMOVUPS (BX)(SI*4), Z10
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z10, Z0, Z10
-	MOVQ    advantage+40(FP), BX
-	VMOVUPS (BX)(SI*4), Z11
-
-	// v10 = where(mask, advantage, 0)
 	VANDPS Z11, Z0, Z11
 
-	// logWeight = sub(v6, v8)
-	VSUBPS Z10, Z9, Z12
+	// sum(v3) over [B L]
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y1, Y11, Y1
+	VADDPS        Y1, Y12, Y1
+	MOVQ          logProb+24(FP), SI
+	VMOVUPS       (SI)(DI*4), Z11
 
-	// v13 = mul(logWeight, logWeight)
-	VMULPS Z12, Z12, Z13
+	// v6 = where(mask, logProb, 0)
+	VANDPS  Z11, Z0, Z11
+	MOVQ    sampleLogProb+32(FP), SI
+	VMOVUPS (SI)(DI*4), Z12
 
-	// v14 = mul(0.5, v13)
-	VMULPS.BCST  lgb2<>+0(SB), Z13, Z13
-	VBROADCASTSS lgb3<>+0(SB), Z14
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z12, Z0, Z12
+	MOVQ    advantage+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z13
 
-	// v16 = le(v14, 0.05)
-	VCMPPS      $0x12, Z14, Z13, K1
-	VPMOVM2D    K1, Z13
-	VANDPS.BCST lgb1<>+0(SB), Z13, Z13
-
-	// kept = where(mask, v16, 0)
+	// v10 = where(mask, advantage, 0)
 	VANDPS Z13, Z0, Z13
 
+	// logWeight = sub(v6, v8)
+	VSUBPS Z12, Z11, Z14
+
+	// v13 = mul(logWeight, logWeight)
+	VMULPS Z14, Z14, Z15
+
+	// v14 = mul(0.5, v13)
+	VMULPS.BCST  lgb2<>+0(SB), Z15, Z15
+	VBROADCASTSS lgb3<>+0(SB), Z16
+
+	// v16 = le(v14, 0.05)
+	VCMPPS      $0x12, Z16, Z15, K1
+	VPMOVM2D    K1, Z15
+	VANDPS.BCST lgb1<>+0(SB), Z15, Z15
+
+	// kept = where(mask, v16, 0)
+	VANDPS Z15, Z0, Z15
+
 	// sum(kept) over [B L]
-	VEXTRACTF64X4 $0x01, Z13, Y14
-	VADDPS        Y2, Y13, Y2
-	VADDPS        Y2, Y14, Y2
-	VBROADCASTSS  lgb4<>+0(SB), Z14
+	VEXTRACTF64X4 $0x01, Z15, Y16
+	VADDPS        Y2, Y15, Y2
+	VADDPS        Y2, Y16, Y2
+	VBROADCASTSS  lgb4<>+0(SB), Z16
 
 	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z12, Z14, Z14
-	VBROADCASTSS lgb5<>+0(SB), Z15
+	VMAXPS       Z14, Z16, Z16
+	VBROADCASTSS lgb5<>+0(SB), Z17
 
 	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS Z14, Z15, Z14
+	VMINPS Z16, Z17, Z16
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z15
-	VMAXPS            Z12, Z15, Z15
-	VBROADCASTSS      lgb7<>+0(SB), Z16
-	VMINPS            Z15, Z16, Z15
-	VMULPS.BCST       lgb8<>+0(SB), Z15, Z16
-	VRNDSCALEPS       $0x00, Z16, Z16
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z16, Z15
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z16, Z15
-	VMULPS            Z15, Z15, Z17
-	VBROADCASTSS      lgb11<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z18
-	VBROADCASTSS      lgb13<>+0(SB), Z19
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
-	VFMADD213PS       Z19, Z17, Z18
-	VBROADCASTSS      lgb15<>+0(SB), Z19
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z15, Z19
-	VFMADD213PS       Z19, Z17, Z18
-	VFMADD213PS       Z15, Z17, Z18
-	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
-	VCVTPS2DQ         Z16, Z15
-	VPADDD.BCST       lgb16<>+0(SB), Z15, Z15
-	VPSRLD            $0x01, Z15, Z16
-	VPSUBD            Z16, Z15, Z15
-	VPSLLD            $0x17, Z16, Z16
-	VPSLLD            $0x17, Z15, Z15
-	VMULPS            Z16, Z18, Z18
-	VMULPS            Z15, Z18, Z18
+	VBROADCASTSS      lgb6<>+0(SB), Z17
+	VMAXPS            Z14, Z17, Z17
+	VBROADCASTSS      lgb7<>+0(SB), Z18
+	VMINPS            Z17, Z18, Z17
+	VMULPS.BCST       lgb8<>+0(SB), Z17, Z18
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z18, Z17
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z18, Z17
+	VMULPS            Z17, Z17, Z19
+	VBROADCASTSS      lgb11<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z17, Z20
+	VBROADCASTSS      lgb13<>+0(SB), Z21
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z17, Z21
+	VFMADD213PS       Z21, Z19, Z20
+	VBROADCASTSS      lgb15<>+0(SB), Z21
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z17, Z21
+	VFMADD213PS       Z21, Z19, Z20
+	VFMADD213PS       Z17, Z19, Z20
+	VADDPS.BCST       lgb1<>+0(SB), Z20, Z20
+	VCVTPS2DQ         Z18, Z17
+	VPADDD.BCST       lgb16<>+0(SB), Z17, Z17
+	VPSRLD            $0x01, Z17, Z18
+	VPSUBD            Z18, Z17, Z17
+	VPSLLD            $0x17, Z18, Z18
+	VPSLLD            $0x17, Z17, Z17
+	VMULPS            Z18, Z20, Z20
+	VMULPS            Z17, Z20, Z20
 
 	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z12, Z14, K1
-	VPMOVM2D     K1, Z14
-	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
-	VBROADCASTSS lgb17<>+0(SB), Z16
-	VBROADCASTSS lgb18<>+0(SB), Z17
+	VCMPPS       $0x04, Z14, Z16, K1
+	VPMOVM2D     K1, Z16
+	VANDPS.BCST  lgb1<>+0(SB), Z16, Z17
+	VBROADCASTSS lgb17<>+0(SB), Z18
+	VBROADCASTSS lgb18<>+0(SB), Z19
 
 	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z14, Z19
-	VPTERNLOGD   $0xca, Z17, Z16, Z19
-	VBROADCASTSS lgb19<>+0(SB), Z16
-	VBROADCASTSS lgb20<>+0(SB), Z17
+	VMOVUPS      Z16, Z21
+	VPTERNLOGD   $0xca, Z19, Z18, Z21
+	VBROADCASTSS lgb19<>+0(SB), Z18
+	VBROADCASTSS lgb20<>+0(SB), Z19
 
 	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z17, Z16, Z14
-	VBROADCASTSS lgb0<>+0(SB), Z16
+	VPTERNLOGD   $0xca, Z19, Z18, Z16
+	VBROADCASTSS lgb0<>+0(SB), Z18
 
 	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z16, Z11, K1
-	VPMOVM2D K1, Z16
+	VCMPPS   $0x1d, Z18, Z13, K1
+	VPMOVM2D K1, Z18
 
 	// v32 = min(ratio, v27) tie=first
-	VMINPS Z18, Z19, Z19
+	VMINPS Z20, Z21, Z21
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z18, Z14, Z14
+	VMAXPS Z20, Z16, Z16
 
 	// ratioClipped = where(v31, v32, v33)
-	VPTERNLOGD $0xca, Z14, Z19, Z16
+	VPTERNLOGD $0xca, Z16, Z21, Z18
 
 	// gain = mul(v10, ratioClipped)
-	VMULPS Z16, Z11, Z11
+	VMULPS Z18, Z13, Z13
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z11, Z11
-	VBROADCASTSS lgb0<>+0(SB), Z14
-	VCMPPS       $0x04, Z14, Z13, K1
-	VPMOVM2D     K1, Z14
+	VXORPS.BCST  lgb21<>+0(SB), Z13, Z13
+	VBROADCASTSS lgb0<>+0(SB), Z16
+	VCMPPS       $0x04, Z16, Z15, K1
+	VPMOVM2D     K1, Z16
 
 	// v37 = where(kept, v36, 0)
-	VANDPS Z11, Z14, Z11
+	VANDPS Z13, Z16, Z13
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y3, Y11, Y3
+	VEXTRACTF64X4 $0x01, Z13, Y15
 	VADDPS        Y3, Y13, Y3
+	VADDPS        Y3, Y15, Y3
 
 	// v41 = where(mask, v24, 0)
-	VANDPS Z15, Z0, Z11
+	VANDPS Z17, Z0, Z13
 
 	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z11, Y13
-	VADDPS        Y4, Y11, Y4
+	VEXTRACTF64X4 $0x01, Z13, Y15
 	VADDPS        Y4, Y13, Y4
+	VADDPS        Y4, Y15, Y4
 
 	// v45 = sub(v8, v6)
-	VSUBPS Z9, Z10, Z10
+	VSUBPS Z11, Z12, Z12
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z10, Z0, Z10
+	VANDPS Z12, Z0, Z12
 
 	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	VADDPS        Y5, Y10, Y5
-	VADDPS        Y5, Y11, Y5
-	MOVQ          entropy+48(FP), BX
-	VMOVUPS       (BX)(SI*4), Z10
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	VADDPS        Y5, Y12, Y5
+	VADDPS        Y5, Y13, Y5
+	MOVQ          entropy+48(FP), SI
+	VMOVUPS       (SI)(DI*4), Z12
 
 	// v50 = where(mask, entropy, 0)
-	VANDPS Z10, Z0, Z10
+	VANDPS Z12, Z0, Z12
 
 	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	VADDPS        Y6, Y10, Y6
-	VADDPS        Y6, Y11, Y6
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	VADDPS        Y6, Y12, Y6
+	VADDPS        Y6, Y13, Y6
 
 	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z10, Z10
+	VMULPS.BCST lgb22<>+0(SB), Z12, Z12
 
 	// v55 = where(kept, v54, 0)
-	VANDPS Z10, Z14, Z10
+	VANDPS Z12, Z16, Z12
 
 	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	VADDPS        Y7, Y10, Y7
-	VADDPS        Y7, Y11, Y7
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	VADDPS        Y7, Y12, Y7
+	VADDPS        Y7, Y13, Y7
 
 	// v58 = where(kept, logWeight, -Inf)
-	VMOVUPS    Z14, Z10
-	VPTERNLOGD $0xca, Z17, Z12, Z10
+	VMOVUPS    Z16, Z12
+	VPTERNLOGD $0xca, Z19, Z14, Z12
+	VMOVUPS    Z11, (AX)
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z18, Z14, Z11
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z10, K1
-	VPMOVM2D      K1, Z12
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z10, K1
+	VANDPS        Z20, Z16, Z11
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z12, K1
 	VPMOVM2D      K1, Z13
-	VANDPS        Z13, Z12, Z12
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z10, K1
-	VPMOVM2D      K1, Z13
-	VORPS         Z13, Z12, Z12
-	VEXTRACTF64X4 $0x01, Z12, Y10
-	VANDPS        Y12, Y10, Y10
-	VEXTRACTF64X4 $0x01, Z11, Y12
-	MOVQ          state+8(FP), BX
-	VANDPS        2496(BX), Y10, Y10
-	VMOVUPS       Y10, 2496(BX)
-	VADDPS        2624(BX), Y11, Y10
-	VADDPS        Y10, Y12, Y10
-	VMOVUPS       Y10, 2624(BX)
-	VMULPS        Y11, Y11, Y10
-	VMULPS        Y12, Y12, Y11
-	VADDPS        2944(BX), Y10, Y10
-	VADDPS        Y10, Y11, Y10
-	VMOVUPS       Y10, 2944(BX)
-	MOVQ          refLogProb+56(FP), BX
-	VMOVUPS       (BX)(SI*4), Z10
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z12, K1
+	VPMOVM2D      K1, Z14
+	VANDPS        Z14, Z13, Z13
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z12, K1
+	VPMOVM2D      K1, Z14
+	VORPS         Z14, Z13, Z13
+	VEXTRACTF64X4 $0x01, Z13, Y12
+	VANDPS        Y13, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z11, Y13
+	MOVQ          state+8(FP), SI
+	VANDPS        2496(SI), Y12, Y12
+	VMOVUPS       Y12, 2496(SI)
+	VADDPS        Y8, Y11, Y8
+	VADDPS        Y8, Y13, Y8
+	VMULPS        Y11, Y11, Y11
+	VMULPS        Y13, Y13, Y12
+	VADDPS        Y9, Y11, Y9
+	VADDPS        Y9, Y12, Y9
+	MOVQ          refLogProb+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z11
 
 	// v70 = where(mask, refLogProb, 0)
-	VANDPS Z10, Z0, Z0
+	VANDPS  Z11, Z0, Z0
+	VMOVUPS (AX), Z11
 
 	// v71 = sub(v70, v6)
-	VSUBPS Z9, Z0, Z0
+	VSUBPS Z11, Z0, Z0
 
 	// v72 = where(kept, v71, 0)
-	VANDPS Z0, Z14, Z0
+	VANDPS Z0, Z16, Z0
 
 	// k3 = expm1_minus_x(v72)
-	VBROADCASTSS      lgb6<>+0(SB), Z9
-	VMAXPS            Z0, Z9, Z9
-	VBROADCASTSS      lgb7<>+0(SB), Z10
-	VMINPS            Z9, Z10, Z9
-	VMULPS.BCST       lgb8<>+0(SB), Z9, Z10
-	VRNDSCALEPS       $0x00, Z10, Z10
-	VMOVAPS           Z9, Z11
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z10, Z11
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z10, Z11
-	VMULPS            Z11, Z11, Z12
-	VBROADCASTSS      lgb11<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z13
-	VBROADCASTSS      lgb13<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z12, Z13
-	VBROADCASTSS      lgb15<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z12, Z13
-	VMULPS            Z12, Z13, Z9
-	VFMADD213PS       Z11, Z12, Z13
-	VADDPS.BCST       lgb1<>+0(SB), Z13, Z13
-	VCVTPS2DQ         Z10, Z11
-	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z12
-	VPSUBD            Z12, Z11, Z11
-	VPSLLD            $0x17, Z12, Z12
-	VPSLLD            $0x17, Z11, Z11
-	VMULPS            Z12, Z13, Z13
-	VMULPS            Z11, Z13, Z13
-	VSUBPS.BCST       lgb1<>+0(SB), Z13, Z13
-	VSUBPS            Z0, Z13, Z13
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
+	VBROADCASTSS      lgb6<>+0(SB), Z11
+	VMAXPS            Z0, Z11, Z11
+	VBROADCASTSS      lgb7<>+0(SB), Z12
+	VMINPS            Z11, Z12, Z11
+	VMULPS.BCST       lgb8<>+0(SB), Z11, Z12
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VMOVAPS           Z11, Z13
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z13
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z12, Z13
+	VMULPS            Z13, Z13, Z14
+	VBROADCASTSS      lgb11<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z15
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VBROADCASTSS      lgb15<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VMULPS            Z14, Z15, Z11
+	VFMADD213PS       Z13, Z14, Z15
+	VADDPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VCVTPS2DQ         Z12, Z13
+	VPADDD.BCST       lgb16<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z15, Z15
+	VMULPS            Z13, Z15, Z15
+	VSUBPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VSUBPS            Z0, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z12, K1
 	VPMOVM2D          K1, Z0
-	VPTERNLOGD        $0xb8, Z9, Z0, Z13
+	VPTERNLOGD        $0xb8, Z11, Z0, Z15
 
 	// v74 = where(kept, k3, 0)
-	VANDPS Z13, Z14, Z0
+	VANDPS Z15, Z16, Z0
 
 	// sum(v74) over [B L]
-	VEXTRACTF64X4 $0x01, Z0, Y9
-	VADDPS        Y8, Y0, Y8
-	VADDPS        Y8, Y9, Y8
-	DECQ          DX
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VADDPS        Y10, Y0, Y10
+	VADDPS        Y10, Y11, Y10
+	DECQ          BX
 	JNZ           noflush_3
 	VMOVUPD       lgc25<>+0(SB), Y0
-	MOVQ          state+8(FP), DX
+	MOVQ          state+8(FP), BX
 	VMULPS        lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD     Y1, Z1
-	VADDPD        64(DX), Z1, Z1
-	VMOVUPD       Z1, 64(DX)
+	VADDPD        64(BX), Z1, Z1
+	VMOVUPD       Z1, 64(BX)
 	VMOVUPS       lgc26<>+0(SB), Y1
 	VFMADD231PS   lgc26<>+0(SB), Y2, Y0
 	VCVTPS2PD     Y2, Z2
-	VADDPD        384(DX), Z2, Z2
-	VMOVUPD       Z2, 384(DX)
+	VADDPD        384(BX), Z2, Z2
+	VMOVUPD       Z2, 384(BX)
 	VMOVUPS       lgc26<>+0(SB), Y2
 	VFMADD231PS   lgc26<>+0(SB), Y3, Y0
 	VCVTPS2PD     Y3, Z3
-	VADDPD        704(DX), Z3, Z3
-	VMOVUPD       Z3, 704(DX)
+	VADDPD        704(BX), Z3, Z3
+	VMOVUPD       Z3, 704(BX)
 	VMOVUPS       lgc26<>+0(SB), Y3
 	VFMADD231PS   lgc26<>+0(SB), Y4, Y0
 	VCVTPS2PD     Y4, Z4
-	VADDPD        1024(DX), Z4, Z4
-	VMOVUPD       Z4, 1024(DX)
+	VADDPD        1024(BX), Z4, Z4
+	VMOVUPD       Z4, 1024(BX)
 	VMOVUPS       lgc26<>+0(SB), Y4
 	VFMADD231PS   lgc26<>+0(SB), Y5, Y0
 	VCVTPS2PD     Y5, Z5
-	VADDPD        1344(DX), Z5, Z5
-	VMOVUPD       Z5, 1344(DX)
+	VADDPD        1344(BX), Z5, Z5
+	VMOVUPD       Z5, 1344(BX)
 	VMOVUPS       lgc26<>+0(SB), Y5
 	VFMADD231PS   lgc26<>+0(SB), Y6, Y0
 	VCVTPS2PD     Y6, Z6
-	VADDPD        1664(DX), Z6, Z6
-	VMOVUPD       Z6, 1664(DX)
+	VADDPD        1664(BX), Z6, Z6
+	VMOVUPD       Z6, 1664(BX)
 	VMOVUPS       lgc26<>+0(SB), Y6
 	VFMADD231PS   lgc26<>+0(SB), Y7, Y0
 	VCVTPS2PD     Y7, Z7
-	VADDPD        1984(DX), Z7, Z7
-	VMOVUPD       Z7, 1984(DX)
+	VADDPD        1984(BX), Z7, Z7
+	VMOVUPD       Z7, 1984(BX)
 	VMOVUPS       lgc26<>+0(SB), Y7
-	VMOVUPS       2624(DX), Y9
-	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
-	VCVTPS2PD     Y9, Z9
-	VADDPD        2304(DX), Z9, Z9
-	VMOVUPD       Z9, 2304(DX)
-	VMOVUPS       lgc26<>+0(SB), Y9
-	VMOVUPS       Y9, 2624(DX)
-	VMOVUPS       2944(DX), Y9
-	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
-	VCVTPS2PD     Y9, Z9
-	VADDPD        2752(DX), Z9, Z9
-	VMOVUPD       Z9, 2752(DX)
-	VMOVUPS       lgc26<>+0(SB), Y9
-	VMOVUPS       Y9, 2944(DX)
 	VFMADD231PS   lgc26<>+0(SB), Y8, Y0
 	VCVTPS2PD     Y8, Z8
-	VADDPD        3072(DX), Z8, Z8
-	VMOVUPD       Z8, 3072(DX)
+	VADDPD        2304(BX), Z8, Z8
+	VMOVUPD       Z8, 2304(BX)
 	VMOVUPS       lgc26<>+0(SB), Y8
+	VFMADD231PS   lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD     Y9, Z9
+	VADDPD        2752(BX), Z9, Z9
+	VMOVUPD       Z9, 2752(BX)
+	VMOVUPS       lgc26<>+0(SB), Y9
+	VFMADD231PS   lgc26<>+0(SB), Y10, Y0
+	VCVTPS2PD     Y10, Z10
+	VADDPD        3072(BX), Z10, Z10
+	VMOVUPD       Z10, 3072(BX)
+	VMOVUPS       lgc26<>+0(SB), Y10
 	VCMPPS        $0x00, Y0, Y0, Y0
-	VANDPS        3392(DX), Y0, Y0
-	VMOVUPS       Y0, 3392(DX)
-	MOVQ          $+4, DX
+	VANDPS        3392(BX), Y0, Y0
+	VMOVUPS       Y0, 3392(BX)
+	MOVQ          $+4, BX
 
 noflush_3:
-	ADDQ         $+16, CX
-	CMPQ         CX, $+128
+	ADDQ         $+16, DX
+	CMPQ         DX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), CX
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      Y2, 576(CX)
-	VMOVUPS      Y3, 896(CX)
-	VMOVUPS      Y4, 1216(CX)
-	VMOVUPS      Y5, 1536(CX)
-	VMOVUPS      Y6, 1856(CX)
-	VMOVUPS      Y7, 2176(CX)
-	VMOVUPS      Y8, 3264(CX)
-	MOVQ         $+4, CX
-	SUBQ         DX, CX
-	SHLQ         $0x01, CX
+	MOVQ         state+8(FP), DX
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      Y2, 576(DX)
+	VMOVUPS      Y3, 896(DX)
+	VMOVUPS      Y4, 1216(DX)
+	VMOVUPS      Y5, 1536(DX)
+	VMOVUPS      Y6, 1856(DX)
+	VMOVUPS      Y7, 2176(DX)
+	VMOVUPS      Y8, 2624(DX)
+	VMOVUPS      Y9, 2944(DX)
+	VMOVUPS      Y10, 3264(DX)
+	MOVQ         $+4, DX
+	SUBQ         BX, DX
+	SHLQ         $0x01, DX
 	VMOVUPS      lgc26<>+0(SB), X0
-	VCVTSI2SDQ   CX, X0, X0
+	VCVTSI2SDQ   DX, X0, X0
 	VBROADCASTSD X0, Y0
-	MOVQ         state+8(FP), CX
-	VMOVUPS      256(CX), Y1
+	MOVQ         state+8(FP), DX
+	VMOVUPS      256(DX), Y1
 	VMULPS       lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       64(CX), Z1, Z1
-	VMOVUPD      Z1, 64(CX)
+	VADDPD       64(DX), Z1, Z1
+	VMOVUPD      Z1, 64(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 256(CX)
-	VMOVUPS      576(CX), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       384(CX), Z1, Z1
-	VMOVUPD      Z1, 384(CX)
+	VADDPD       384(DX), Z1, Z1
+	VMOVUPD      Z1, 384(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 576(CX)
-	VMOVUPS      896(CX), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       704(CX), Z1, Z1
-	VMOVUPD      Z1, 704(CX)
+	VADDPD       704(DX), Z1, Z1
+	VMOVUPD      Z1, 704(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 896(CX)
-	VMOVUPS      1216(CX), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       1024(CX), Z1, Z1
-	VMOVUPD      Z1, 1024(CX)
+	VADDPD       1024(DX), Z1, Z1
+	VMOVUPD      Z1, 1024(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 1216(CX)
-	VMOVUPS      1536(CX), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       1344(CX), Z1, Z1
-	VMOVUPD      Z1, 1344(CX)
+	VADDPD       1344(DX), Z1, Z1
+	VMOVUPD      Z1, 1344(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      1856(CX), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       1664(CX), Z1, Z1
-	VMOVUPD      Z1, 1664(CX)
+	VADDPD       1664(DX), Z1, Z1
+	VMOVUPD      Z1, 1664(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 1856(CX)
-	VMOVUPS      2176(CX), Y1
+	VMOVUPS      Y1, 1856(DX)
+	VMOVUPS      2176(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       1984(CX), Z1, Z1
-	VMOVUPD      Z1, 1984(CX)
+	VADDPD       1984(DX), Z1, Z1
+	VMOVUPD      Z1, 1984(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 2176(CX)
-	VMOVUPS      2624(CX), Y1
+	VMOVUPS      Y1, 2176(DX)
+	VMOVUPS      2624(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       2304(CX), Z1, Z1
-	VMOVUPD      Z1, 2304(CX)
+	VADDPD       2304(DX), Z1, Z1
+	VMOVUPD      Z1, 2304(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 2624(CX)
-	VMOVUPS      2944(CX), Y1
+	VMOVUPS      Y1, 2624(DX)
+	VMOVUPS      2944(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       2752(CX), Z1, Z1
-	VMOVUPD      Z1, 2752(CX)
+	VADDPD       2752(DX), Z1, Z1
+	VMOVUPD      Z1, 2752(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 2944(CX)
-	VMOVUPS      3264(CX), Y1
+	VMOVUPS      Y1, 2944(DX)
+	VMOVUPS      3264(DX), Y1
 	VFMADD231PS  lgc26<>+0(SB), Y1, Y0
 	VCVTPS2PD    Y1, Z1
-	VADDPD       3072(CX), Z1, Z1
-	VMOVUPD      Z1, 3072(CX)
+	VADDPD       3072(DX), Z1, Z1
+	VMOVUPD      Z1, 3072(DX)
 	VMOVUPS      lgc26<>+0(SB), Y1
-	VMOVUPS      Y1, 3264(CX)
+	VMOVUPS      Y1, 3264(DX)
 	VCMPPS       $0x00, Y0, Y0, Y0
-	VANDPS       3392(CX), Y0, Y0
-	VMOVUPS      Y0, 3392(CX)
-	INCQ         AX
-	CMPQ         AX, hi+64(FP)
+	VANDPS       3392(DX), Y0, Y0
+	VMOVUPS      Y0, 3392(DX)
+	INCQ         CX
+	CMPQ         CX, hi+64(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -637,7 +637,7 @@ noflush_6:
 
 // func fbPass1AVX512(numKept *float32, lo int, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass1AVX512(SB), $320-96
+TEXT ·fbPass1AVX512(SB), $448-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -669,7 +669,9 @@ outer0_7:
 	VMOVUPS 1664(DX), Y4
 	VMOVUPS 1984(DX), Y5
 	VMOVUPS 2304(DX), Y6
-	VMOVUPS 3392(DX), Y7
+	VMOVUPS 2752(DX), Y7
+	VMOVUPS 3072(DX), Y8
+	VMOVUPS 3392(DX), Y9
 	XORQ    DX, DX
 
 blocks_8:
@@ -679,356 +681,358 @@ blocks_8:
 	VPMOVZXBD     (SI)(DI*1), Z0
 	VPCMPGTD.BCST lgb0<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z0
-	VBROADCASTSS  lgb1<>+0(SB), Z8
+	VBROADCASTSS  lgb1<>+0(SB), Z10
 
 	// v3 = where(mask, 1, 0)
-	VANDPS Z8, Z0, Z8
-
-	// sum(v3) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y9
-	VADDPS        Y1, Y8, Y1
-	VADDPS        Y1, Y9, Y1
-	MOVQ          logProb+32(FP), SI
-	VMOVUPS       (SI)(DI*4), Z8
-
-	// v6 = where(mask, logProb, 0)
-	VANDPS  Z8, Z0, Z9
-	MOVQ    sampleLogProb+40(FP), SI
-	VMOVUPS (SI)(DI*4), Z10
-
-	// v8 = where(mask, sampleLogProb, 0)
-	VANDPS  Z10, Z0, Z11
-	MOVQ    advantage+48(FP), SI
-	VMOVUPS (SI)(DI*4), Z12
-
-	// v10 = where(mask, advantage, 0)
-	VANDPS Z12, Z0, Z12
-
-	// logWeight = sub(v6, v8)
-	VSUBPS Z11, Z9, Z11
-
-	// v13 = mul(logWeight, logWeight)
-	VMULPS Z11, Z11, Z13
-
-	// v14 = mul(0.5, v13)
-	VMULPS.BCST  lgb2<>+0(SB), Z13, Z13
-	VBROADCASTSS lgb3<>+0(SB), Z14
-
-	// v16 = le(v14, 0.05)
-	VCMPPS      $0x12, Z14, Z13, K1
-	VPMOVM2D    K1, Z13
-	VANDPS.BCST lgb1<>+0(SB), Z13, Z13
-
-	// v17 = where(mask, v16, 0)
-	VANDPS       Z13, Z0, Z13
-	VBROADCASTSS lgb4<>+0(SB), Z14
-
-	// v21 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z11, Z14, Z14
-	VBROADCASTSS lgb5<>+0(SB), Z15
-
-	// logWeightClip = min(v21, 0.18232156) tie=first
-	VMINPS Z14, Z15, Z14
-
-	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb6<>+0(SB), Z15
-	VMAXPS            Z11, Z15, Z15
-	VBROADCASTSS      lgb7<>+0(SB), Z16
-	VMINPS            Z15, Z16, Z15
-	VMULPS.BCST       lgb8<>+0(SB), Z15, Z16
-	VRNDSCALEPS       $0x00, Z16, Z16
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z16, Z15
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z16, Z15
-	VMULPS            Z15, Z15, Z17
-	VBROADCASTSS      lgb11<>+0(SB), Z18
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z15, Z18
-	VBROADCASTSS      lgb13<>+0(SB), Z19
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z15, Z19
-	VFMADD213PS       Z19, Z17, Z18
-	VBROADCASTSS      lgb15<>+0(SB), Z19
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z15, Z19
-	VFMADD213PS       Z19, Z17, Z18
-	VFMADD213PS       Z15, Z17, Z18
-	VADDPS.BCST       lgb1<>+0(SB), Z18, Z18
-	VCVTPS2DQ         Z16, Z15
-	VPADDD.BCST       lgb16<>+0(SB), Z15, Z15
-	VPSRLD            $0x01, Z15, Z16
-	VPSUBD            Z16, Z15, Z15
-	VPSLLD            $0x17, Z16, Z16
-	VPSLLD            $0x17, Z15, Z15
-	VMULPS            Z16, Z18, Z18
-	VMULPS            Z15, Z18, Z18
-
-	// v24 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z11, Z14, K1
-	VPMOVM2D     K1, Z14
-	VANDPS.BCST  lgb1<>+0(SB), Z14, Z15
-	VBROADCASTSS lgb17<>+0(SB), Z16
-	VBROADCASTSS lgb18<>+0(SB), Z17
-
-	// v27 = where(v24, 1.2000000078829447, +Inf)
-	VMOVUPS      Z14, Z19
-	VPTERNLOGD   $0xca, Z17, Z16, Z19
-	VBROADCASTSS lgb19<>+0(SB), Z16
-	VBROADCASTSS lgb20<>+0(SB), Z17
-
-	// v30 = where(v24, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z17, Z16, Z14
-	VBROADCASTSS lgb0<>+0(SB), Z16
-
-	// v31 = ge(v10, 0)
-	VCMPPS   $0x1d, Z16, Z12, K1
-	VPMOVM2D K1, Z16
-
-	// v32 = min(ratio, v27) tie=first
-	VMINPS Z18, Z19, Z20
-
-	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z18, Z14, Z21
-
-	// v34 = where(v31, v32, v33)
-	VMOVUPS    Z16, Z22
-	VPTERNLOGD $0xca, Z21, Z20, Z22
-
-	// gain = mul(v10, v34)
-	VMULPS Z22, Z12, Z20
-
-	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z20, Z20
-	VBROADCASTSS lgb0<>+0(SB), Z21
-	VCMPPS       $0x04, Z21, Z13, K1
-	VPMOVM2D     K1, Z21
-
-	// v37 = where(v17, v36, 0)
-	VANDPS Z20, Z21, Z13
-
-	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z13, Y20
-	VADDPS        Y2, Y13, Y2
-	VADDPS        Y2, Y20, Y2
-
-	// v41 = where(mask, v24, 0)
-	VANDPS Z15, Z0, Z13
-
-	// sum(v41) over [B L]
-	VEXTRACTF64X4 $0x01, Z13, Y15
-	VADDPS        Y3, Y13, Y3
-	VADDPS        Y3, Y15, Y3
-
-	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z8, Z10, Z8
-
-	// v46 = where(mask, v45, 0)
-	VANDPS Z8, Z0, Z8
-
-	// sum(v46) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y10
-	VADDPS        Y4, Y8, Y4
-	VADDPS        Y4, Y10, Y4
-	MOVQ          entropy+56(FP), SI
-	VMOVUPS       (SI)(DI*4), Z8
-
-	// v50 = where(mask, entropy, 0)
-	VANDPS Z8, Z0, Z8
-
-	// sum(v50) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y10
-	VADDPS        Y5, Y8, Y5
-	VADDPS        Y5, Y10, Y5
-
-	// v54 = mul(-0.01, v50)
-	VMULPS.BCST lgb22<>+0(SB), Z8, Z8
-
-	// v55 = where(v17, v54, 0)
-	VANDPS Z8, Z21, Z8
-
-	// sum(v55) over [B L]
-	VEXTRACTF64X4 $0x01, Z8, Y10
-	VADDPS        Y6, Y8, Y6
-	VADDPS        Y6, Y10, Y6
-
-	// v58 = where(v17, logWeight, -Inf)
-	VMOVUPS    Z21, Z8
-	VPTERNLOGD $0xca, Z17, Z11, Z8
-	VMOVUPS    Z19, 128(AX)
-	VMOVUPS    Z14, 192(AX)
-
-	// logsumexp(v58) over [B L]
-	VANDPS        Z18, Z21, Z10
-	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z11
-	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z13
-	VANDPS        Z13, Z11, Z11
-	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z8, K1
-	VPMOVM2D      K1, Z13
-	VORPS         Z13, Z11, Z11
-	VEXTRACTF64X4 $0x01, Z11, Y8
-	VANDPS        Y11, Y8, Y8
-	VEXTRACTF64X4 $0x01, Z10, Y11
-	MOVQ          state+16(FP), SI
-	VANDPS        2624(SI), Y8, Y8
-	VMOVUPS       Y8, 2624(SI)
-	VADDPS        2752(SI), Y10, Y8
-	VADDPS        Y8, Y11, Y8
-	VMOVUPS       Y8, 2752(SI)
-	VMULPS        Y10, Y10, Y8
-	VMULPS        Y11, Y11, Y10
-	VADDPS        3072(SI), Y8, Y8
-	VADDPS        Y8, Y10, Y8
-	VMOVUPS       Y8, 3072(SI)
-	MOVQ          refLogProb+64(FP), SI
-	VMOVUPS       (SI)(DI*4), Z8
-
-	// v70 = where(mask, refLogProb, 0)
-	VANDPS Z8, Z0, Z8
-
-	// v71 = sub(v70, v6)
-	VSUBPS Z9, Z8, Z8
-
-	// v72 = where(v17, v71, 0)
-	VANDPS Z8, Z21, Z8
-
-	// k3 = expm1_minus_x(v72)
-	VBROADCASTSS      lgb6<>+0(SB), Z9
-	VMAXPS            Z8, Z9, Z9
-	VBROADCASTSS      lgb7<>+0(SB), Z10
-	VMINPS            Z9, Z10, Z9
-	VMULPS.BCST       lgb8<>+0(SB), Z9, Z10
-	VRNDSCALEPS       $0x00, Z10, Z10
-	VMOVAPS           Z9, Z11
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z10, Z11
-	VFNMADD231PS.BCST lgb10<>+0(SB), Z10, Z11
-	VMULPS            Z11, Z11, Z13
-	VBROADCASTSS      lgb11<>+0(SB), Z14
-	VFMADD213PS.BCST  lgb12<>+0(SB), Z11, Z14
-	VBROADCASTSS      lgb13<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb14<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z13, Z14
-	VBROADCASTSS      lgb15<>+0(SB), Z9
-	VFMADD213PS.BCST  lgb2<>+0(SB), Z11, Z9
-	VFMADD213PS       Z9, Z13, Z14
-	VMULPS            Z13, Z14, Z9
-	VFMADD213PS       Z11, Z13, Z14
-	VADDPS.BCST       lgb1<>+0(SB), Z14, Z14
-	VCVTPS2DQ         Z10, Z11
-	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z13
-	VPSUBD            Z13, Z11, Z11
-	VPSLLD            $0x17, Z13, Z13
-	VPSLLD            $0x17, Z11, Z11
-	VMULPS            Z13, Z14, Z14
-	VMULPS            Z11, Z14, Z14
-	VSUBPS.BCST       lgb1<>+0(SB), Z14, Z14
-	VSUBPS            Z8, Z14, Z14
-	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z10, K1
-	VPMOVM2D          K1, Z10
-	VPTERNLOGD        $0xb8, Z9, Z10, Z14
-
-	// v74 = where(v17, k3, 0)
-	VANDPS Z14, Z21, Z9
-
-	// sum(v74) over [B L]
-	VEXTRACTF64X4 $0x01, Z9, Y10
-	VADDPS        Y7, Y9, Y7
-	VADDPS        Y7, Y10, Y7
-	VBROADCASTSS  lgb28<>+0(SB), Z9
-
-	// v82 = lt(v72, -40)
-	VCMPPS   $0x11, Z9, Z8, K1
-	VPMOVM2D K1, Z9
-
-	// v84 = add(k3, v72)
-	VADDPS       Z8, Z14, Z8
-	VBROADCASTSS lgb29<>+0(SB), Z10
-
-	// v85 = where(v82, -1, v84)
-	VPTERNLOGD $0xca, Z8, Z10, Z9
-	VMOVUPS    (AX), Z8
-
-	// v86 = mul(v80, v85)
-	VMULPS Z9, Z8, Z8
-
-	// v87 = where(v17, v86, 0)
-	VANDPS Z8, Z21, Z8
-
-	// v88 = neg(v87)
-	VXORPS.BCST lgb21<>+0(SB), Z8, Z8
-	VMOVUPS     64(AX), Z9
-
-	// v90 = where(v17, v89, 0)
-	VANDPS Z9, Z21, Z9
-
-	// v91 = mul(v90, -0.01)
-	VMULPS.BCST lgb22<>+0(SB), Z9, Z10
-
-	// gradEntropy = where(mask, v91, 0)
 	VANDPS Z10, Z0, Z10
 
+	// sum(v3) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y11
+	VADDPS        Y1, Y10, Y1
+	VADDPS        Y1, Y11, Y1
+	MOVQ          logProb+32(FP), SI
+	VMOVUPS       (SI)(DI*4), Z10
+
+	// v6 = where(mask, logProb, 0)
+	VANDPS  Z10, Z0, Z11
+	MOVQ    sampleLogProb+40(FP), SI
+	VMOVUPS (SI)(DI*4), Z12
+
+	// v8 = where(mask, sampleLogProb, 0)
+	VANDPS  Z12, Z0, Z13
+	MOVQ    advantage+48(FP), SI
+	VMOVUPS (SI)(DI*4), Z14
+
+	// v10 = where(mask, advantage, 0)
+	VANDPS Z14, Z0, Z14
+
+	// logWeight = sub(v6, v8)
+	VSUBPS Z13, Z11, Z13
+
+	// v13 = mul(logWeight, logWeight)
+	VMULPS Z13, Z13, Z15
+
+	// v14 = mul(0.5, v13)
+	VMULPS.BCST  lgb2<>+0(SB), Z15, Z15
+	VBROADCASTSS lgb3<>+0(SB), Z16
+
+	// v16 = le(v14, 0.05)
+	VCMPPS      $0x12, Z16, Z15, K1
+	VPMOVM2D    K1, Z15
+	VANDPS.BCST lgb1<>+0(SB), Z15, Z15
+
+	// v17 = where(mask, v16, 0)
+	VANDPS       Z15, Z0, Z15
+	VBROADCASTSS lgb4<>+0(SB), Z16
+
+	// v21 = max(logWeight, -0.22314355) tie=first
+	VMAXPS       Z13, Z16, Z16
+	VBROADCASTSS lgb5<>+0(SB), Z17
+
+	// logWeightClip = min(v21, 0.18232156) tie=first
+	VMINPS Z16, Z17, Z16
+
+	// ratio = exp(logWeight)
+	VBROADCASTSS      lgb6<>+0(SB), Z17
+	VMAXPS            Z13, Z17, Z17
+	VBROADCASTSS      lgb7<>+0(SB), Z18
+	VMINPS            Z17, Z18, Z17
+	VMULPS.BCST       lgb8<>+0(SB), Z17, Z18
+	VRNDSCALEPS       $0x00, Z18, Z18
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z18, Z17
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z18, Z17
+	VMULPS            Z17, Z17, Z19
+	VBROADCASTSS      lgb11<>+0(SB), Z20
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z17, Z20
+	VBROADCASTSS      lgb13<>+0(SB), Z21
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z17, Z21
+	VFMADD213PS       Z21, Z19, Z20
+	VBROADCASTSS      lgb15<>+0(SB), Z21
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z17, Z21
+	VFMADD213PS       Z21, Z19, Z20
+	VFMADD213PS       Z17, Z19, Z20
+	VADDPS.BCST       lgb1<>+0(SB), Z20, Z20
+	VCVTPS2DQ         Z18, Z17
+	VPADDD.BCST       lgb16<>+0(SB), Z17, Z17
+	VPSRLD            $0x01, Z17, Z18
+	VPSUBD            Z18, Z17, Z17
+	VPSLLD            $0x17, Z18, Z18
+	VPSLLD            $0x17, Z17, Z17
+	VMULPS            Z18, Z20, Z20
+	VMULPS            Z17, Z20, Z20
+
+	// v24 = ne(logWeightClip, logWeight)
+	VCMPPS       $0x04, Z13, Z16, K1
+	VPMOVM2D     K1, Z16
+	VANDPS.BCST  lgb1<>+0(SB), Z16, Z17
+	VBROADCASTSS lgb17<>+0(SB), Z18
+	VBROADCASTSS lgb18<>+0(SB), Z19
+
+	// v27 = where(v24, 1.2000000078829447, +Inf)
+	VMOVUPS      Z16, Z21
+	VPTERNLOGD   $0xca, Z19, Z18, Z21
+	VBROADCASTSS lgb19<>+0(SB), Z18
+	VBROADCASTSS lgb20<>+0(SB), Z19
+
+	// v30 = where(v24, 0.8000000028326788, -Inf)
+	VPTERNLOGD   $0xca, Z19, Z18, Z16
+	VBROADCASTSS lgb0<>+0(SB), Z18
+
+	// v31 = ge(v10, 0)
+	VCMPPS   $0x1d, Z18, Z14, K1
+	VPMOVM2D K1, Z18
+
+	// v32 = min(ratio, v27) tie=first
+	VMINPS Z20, Z21, Z22
+
+	// v33 = max(ratio, v30) tie=first
+	VMAXPS Z20, Z16, Z23
+
+	// v34 = where(v31, v32, v33)
+	VMOVUPS    Z18, Z24
+	VPTERNLOGD $0xca, Z23, Z22, Z24
+
+	// gain = mul(v10, v34)
+	VMULPS Z24, Z14, Z22
+
+	// v36 = neg(gain)
+	VXORPS.BCST  lgb21<>+0(SB), Z22, Z22
+	VBROADCASTSS lgb0<>+0(SB), Z23
+	VCMPPS       $0x04, Z23, Z15, K1
+	VPMOVM2D     K1, Z23
+
+	// v37 = where(v17, v36, 0)
+	VANDPS Z22, Z23, Z15
+
+	// sum(v37) over [B L]
+	VEXTRACTF64X4 $0x01, Z15, Y22
+	VADDPS        Y2, Y15, Y2
+	VADDPS        Y2, Y22, Y2
+
+	// v41 = where(mask, v24, 0)
+	VANDPS Z17, Z0, Z15
+
+	// sum(v41) over [B L]
+	VEXTRACTF64X4 $0x01, Z15, Y17
+	VADDPS        Y3, Y15, Y3
+	VADDPS        Y3, Y17, Y3
+
+	// v45 = sub(sampleLogProb, logProb)
+	VSUBPS Z10, Z12, Z10
+
+	// v46 = where(mask, v45, 0)
+	VANDPS Z10, Z0, Z10
+
+	// sum(v46) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y12
+	VADDPS        Y4, Y10, Y4
+	VADDPS        Y4, Y12, Y4
+	MOVQ          entropy+56(FP), SI
+	VMOVUPS       (SI)(DI*4), Z10
+
+	// v50 = where(mask, entropy, 0)
+	VANDPS Z10, Z0, Z10
+
+	// sum(v50) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y12
+	VADDPS        Y5, Y10, Y5
+	VADDPS        Y5, Y12, Y5
+
+	// v54 = mul(-0.01, v50)
+	VMULPS.BCST lgb22<>+0(SB), Z10, Z10
+
+	// v55 = where(v17, v54, 0)
+	VANDPS Z10, Z23, Z10
+
+	// sum(v55) over [B L]
+	VEXTRACTF64X4 $0x01, Z10, Y12
+	VADDPS        Y6, Y10, Y6
+	VADDPS        Y6, Y12, Y6
+
+	// v58 = where(v17, logWeight, -Inf)
+	VMOVUPS    Z23, Z10
+	VPTERNLOGD $0xca, Z19, Z13, Z10
+	VMOVUPS    Z21, 128(AX)
+	VMOVUPS    Z16, 192(AX)
+	VMOVUPS    Z18, 256(AX)
+	VMOVUPS    Z14, 320(AX)
+
+	// logsumexp(v58) over [B L]
+	VANDPS        Z20, Z23, Z12
+	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z13
+	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z14
+	VANDPS        Z14, Z13, Z13
+	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z10, K1
+	VPMOVM2D      K1, Z14
+	VORPS         Z14, Z13, Z13
+	VEXTRACTF64X4 $0x01, Z13, Y10
+	VANDPS        Y13, Y10, Y10
+	VEXTRACTF64X4 $0x01, Z12, Y13
+	MOVQ          state+16(FP), SI
+	VANDPS        2624(SI), Y10, Y10
+	VMOVUPS       Y10, 2624(SI)
+	VADDPS        Y7, Y12, Y7
+	VADDPS        Y7, Y13, Y7
+	VMULPS        Y12, Y12, Y10
+	VMULPS        Y13, Y13, Y12
+	VADDPS        Y8, Y10, Y8
+	VADDPS        Y8, Y12, Y8
+	MOVQ          refLogProb+64(FP), SI
+	VMOVUPS       (SI)(DI*4), Z10
+
+	// v70 = where(mask, refLogProb, 0)
+	VANDPS Z10, Z0, Z10
+
+	// v71 = sub(v70, v6)
+	VSUBPS Z11, Z10, Z10
+
+	// v72 = where(v17, v71, 0)
+	VANDPS Z10, Z23, Z10
+
+	// k3 = expm1_minus_x(v72)
+	VBROADCASTSS      lgb6<>+0(SB), Z11
+	VMAXPS            Z10, Z11, Z11
+	VBROADCASTSS      lgb7<>+0(SB), Z12
+	VMINPS            Z11, Z12, Z11
+	VMULPS.BCST       lgb8<>+0(SB), Z11, Z12
+	VRNDSCALEPS       $0x00, Z12, Z12
+	VMOVAPS           Z11, Z13
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z13
+	VFNMADD231PS.BCST lgb10<>+0(SB), Z12, Z13
+	VMULPS            Z13, Z13, Z14
+	VBROADCASTSS      lgb11<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb12<>+0(SB), Z13, Z15
+	VBROADCASTSS      lgb13<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb14<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VBROADCASTSS      lgb15<>+0(SB), Z11
+	VFMADD213PS.BCST  lgb2<>+0(SB), Z13, Z11
+	VFMADD213PS       Z11, Z14, Z15
+	VMULPS            Z14, Z15, Z11
+	VFMADD213PS       Z13, Z14, Z15
+	VADDPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VCVTPS2DQ         Z12, Z13
+	VPADDD.BCST       lgb16<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z15, Z15
+	VMULPS            Z13, Z15, Z15
+	VSUBPS.BCST       lgb1<>+0(SB), Z15, Z15
+	VSUBPS            Z10, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb0<>+0(SB), Z12, K1
+	VPMOVM2D          K1, Z12
+	VPTERNLOGD        $0xb8, Z11, Z12, Z15
+
+	// v74 = where(v17, k3, 0)
+	VANDPS Z15, Z23, Z11
+
+	// sum(v74) over [B L]
+	VEXTRACTF64X4 $0x01, Z11, Y12
+	VADDPS        Y9, Y11, Y9
+	VADDPS        Y9, Y12, Y9
+	VBROADCASTSS  lgb28<>+0(SB), Z11
+
+	// v82 = lt(v72, -40)
+	VCMPPS   $0x11, Z11, Z10, K1
+	VPMOVM2D K1, Z11
+
+	// v84 = add(k3, v72)
+	VADDPS       Z10, Z15, Z10
+	VBROADCASTSS lgb29<>+0(SB), Z12
+
+	// v85 = where(v82, -1, v84)
+	VPTERNLOGD $0xca, Z10, Z12, Z11
+	VMOVUPS    (AX), Z10
+
+	// v86 = mul(v80, v85)
+	VMULPS Z11, Z10, Z10
+
+	// v87 = where(v17, v86, 0)
+	VANDPS Z10, Z23, Z10
+
+	// v88 = neg(v87)
+	VXORPS.BCST lgb21<>+0(SB), Z10, Z10
+	VMOVUPS     64(AX), Z11
+
+	// v90 = where(v17, v89, 0)
+	VANDPS Z11, Z23, Z11
+
+	// v91 = mul(v90, -0.01)
+	VMULPS.BCST lgb22<>+0(SB), Z11, Z12
+
+	// gradEntropy = where(mask, v91, 0)
+	VANDPS Z12, Z0, Z12
+
 	// v93 = neg(v90)
-	VXORPS.BCST lgb21<>+0(SB), Z9, Z9
+	VXORPS.BCST lgb21<>+0(SB), Z11, Z11
+	VMOVUPS     320(AX), Z13
 
 	// v94 = mul(v93, v10)
-	VMULPS       Z12, Z9, Z9
-	VBROADCASTSS lgb0<>+0(SB), Z11
-	VCMPPS       $0x04, Z11, Z16, K1
-	VPMOVM2D     K1, Z11
+	VMULPS       Z13, Z11, Z11
+	VMOVUPS      256(AX), Z13
+	VBROADCASTSS lgb0<>+0(SB), Z14
+	VCMPPS       $0x04, Z14, Z13, K1
+	VPMOVM2D     K1, Z14
 
 	// v95 = where(v31, v94, 0)
-	VANDPS Z9, Z11, Z12
+	VANDPS Z11, Z14, Z13
 
 	// v96 = where(v31, 0, v94)
-	VANDNPS Z9, Z11, Z9
-	VMOVUPS 192(AX), Z11
+	VANDNPS Z11, Z14, Z11
+	VMOVUPS 192(AX), Z14
 
 	// v97 = ge(ratio, v30)
-	VCMPPS   $0x1d, Z11, Z18, K1
-	VPMOVM2D K1, Z11
+	VCMPPS   $0x1d, Z14, Z20, K1
+	VPMOVM2D K1, Z14
 
 	// v98 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z18, Z18, K1
-	VPMOVM2D K1, Z13
+	VCMPPS   $0x04, Z20, Z20, K1
+	VPMOVM2D K1, Z15
 
 	// v99 = max(v97, v98)
-	VORPS Z11, Z13, Z11
+	VORPS Z14, Z15, Z14
 
 	// v100 = where(v99, v96, 0)
-	VANDPS  Z9, Z11, Z9
-	VMOVUPS 128(AX), Z11
+	VANDPS  Z11, Z14, Z11
+	VMOVUPS 128(AX), Z14
 
 	// v101 = le(ratio, v27)
-	VCMPPS   $0x12, Z11, Z18, K1
-	VPMOVM2D K1, Z11
+	VCMPPS   $0x12, Z14, Z20, K1
+	VPMOVM2D K1, Z14
 
 	// v102 = max(v101, v98)
-	VORPS Z11, Z13, Z11
+	VORPS Z14, Z15, Z14
 
 	// v103 = where(v102, v95, 0)
-	VANDPS Z12, Z11, Z11
+	VANDPS Z13, Z14, Z13
 
 	// v104 = add(v100, v103)
-	VADDPS       Z11, Z9, Z9
-	VBROADCASTSS lgb0<>+0(SB), Z11
+	VADDPS       Z13, Z11, Z11
+	VBROADCASTSS lgb0<>+0(SB), Z13
 
 	// v105 = ne(v104, 0)
-	VCMPPS   $0x04, Z11, Z9, K1
-	VPMOVM2D K1, Z11
+	VCMPPS   $0x04, Z13, Z11, K1
+	VPMOVM2D K1, Z13
 
 	// v106 = mul(v104, ratio)
-	VMULPS Z18, Z9, Z12
+	VMULPS Z20, Z11, Z14
 
 	// v107 = where(v105, v106, v104)
-	VPTERNLOGD $0xca, Z9, Z12, Z11
+	VPTERNLOGD $0xca, Z11, Z14, Z13
 
 	// v108 = add(v88, v107)
-	VADDPS Z11, Z8, Z8
+	VADDPS Z13, Z10, Z10
 
 	// gradLogProb = where(mask, v108, 0)
-	VANDPS Z8, Z0, Z0
+	VANDPS Z10, Z0, Z0
 
 	// store gradEntropy
 	MOVQ    gradEntropy+72(FP), SI
-	VMOVUPS Z10, (SI)(DI*4)
+	VMOVUPS Z12, (SI)(DI*4)
 
 	// store gradLogProb
 	MOVQ        gradLogProb+80(FP), SI
@@ -1067,25 +1071,21 @@ blocks_8:
 	VADDPD      2112(BX), Z6, Z6
 	VMOVUPD     Z6, 2112(BX)
 	VMOVUPS     lgc26<>+0(SB), Y6
-	VMOVUPS     2752(BX), Y8
-	VFMADD231PS lgc26<>+0(SB), Y8, Y0
-	VCVTPS2PD   Y8, Z8
-	VADDPD      2432(BX), Z8, Z8
-	VMOVUPD     Z8, 2432(BX)
-	VMOVUPS     lgc26<>+0(SB), Y8
-	VMOVUPS     Y8, 2752(BX)
-	VMOVUPS     3072(BX), Y8
+	VFMADD231PS lgc26<>+0(SB), Y7, Y0
+	VCVTPS2PD   Y7, Z7
+	VADDPD      2432(BX), Z7, Z7
+	VMOVUPD     Z7, 2432(BX)
+	VMOVUPS     lgc26<>+0(SB), Y7
 	VFMADD231PS lgc26<>+0(SB), Y8, Y0
 	VCVTPS2PD   Y8, Z8
 	VADDPD      2880(BX), Z8, Z8
 	VMOVUPD     Z8, 2880(BX)
 	VMOVUPS     lgc26<>+0(SB), Y8
-	VMOVUPS     Y8, 3072(BX)
-	VFMADD231PS lgc26<>+0(SB), Y7, Y0
-	VCVTPS2PD   Y7, Z7
-	VADDPD      3200(BX), Z7, Z7
-	VMOVUPD     Z7, 3200(BX)
-	VMOVUPS     lgc26<>+0(SB), Y7
+	VFMADD231PS lgc26<>+0(SB), Y9, Y0
+	VCVTPS2PD   Y9, Z9
+	VADDPD      3200(BX), Z9, Z9
+	VMOVUPD     Z9, 3200(BX)
+	VMOVUPS     lgc26<>+0(SB), Y9
 	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      3520(BX), Y0, Y0
 	VMOVUPS     Y0, 3520(BX)
@@ -1102,7 +1102,9 @@ noflush_9:
 	VMOVUPS      Y4, 1664(DX)
 	VMOVUPS      Y5, 1984(DX)
 	VMOVUPS      Y6, 2304(DX)
-	VMOVUPS      Y7, 3392(DX)
+	VMOVUPS      Y7, 2752(DX)
+	VMOVUPS      Y8, 3072(DX)
+	VMOVUPS      Y9, 3392(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX

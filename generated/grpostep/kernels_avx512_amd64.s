@@ -21,7 +21,9 @@ outer1_2:
 	VMOVUPS 3264(DX), Y2
 	VMOVUPS 3584(DX), Y3
 	VMOVUPS 3904(DX), Y4
-	VMOVUPS 4992(DX), Y5
+	VMOVUPS 4352(DX), Y5
+	VMOVUPS 4672(DX), Y6
+	VMOVUPS 4992(DX), Y7
 	XORQ    DX, DX
 
 blocks_3:
@@ -31,236 +33,234 @@ blocks_3:
 	VBROADCASTSS (SI)(DI*4), Z0
 	MOVQ         s0+24(FP), SI
 	MOVQ         AX, DI
-	VBROADCASTSS (SI)(DI*4), Z6
+	VBROADCASTSS (SI)(DI*4), Z8
 
 	// v3 = sub(nextReward, mean)
-	VSUBPS       Z6, Z0, Z0
+	VSUBPS       Z8, Z0, Z0
 	MOVQ         s1+32(FP), SI
-	VBROADCASTSS (SI)(DI*4), Z6
-	VBROADCASTSS lgb0<>+0(SB), Z7
+	VBROADCASTSS (SI)(DI*4), Z8
+	VBROADCASTSS lgb0<>+0(SB), Z9
 
 	// v5 = max(std, 1e-06)
-	VMAXPS Z6, Z7, Z6
+	VMAXPS Z8, Z9, Z8
 
 	// v6 = div(v3, v5)
-	VDIVPS        Z6, Z0, Z0
+	VDIVPS        Z8, Z0, Z0
 	MOVQ          mask+40(FP), SI
 	IMUL3Q        $+512, AX, DI
 	IMUL3Q        $+64, CX, R8
 	ADDQ          R8, DI
 	ADDQ          DX, DI
-	VPMOVZXBD     (SI)(DI*1), Z6
-	VPCMPGTD.BCST lgb1<>+0(SB), Z6, K1
-	VPMOVM2D      K1, Z6
-	VBROADCASTSS  lgb2<>+0(SB), Z7
+	VPMOVZXBD     (SI)(DI*1), Z8
+	VPCMPGTD.BCST lgb1<>+0(SB), Z8, K1
+	VPMOVM2D      K1, Z8
+	VBROADCASTSS  lgb2<>+0(SB), Z9
 
 	// v12 = where(mask, 1, 0)
-	VANDPS Z7, Z6, Z7
+	VANDPS Z9, Z8, Z9
 
 	// sum(v12) over [G N L]
-	VEXTRACTF64X4 $0x01, Z7, Y8
-	VADDPS        Y1, Y7, Y1
-	VADDPS        Y1, Y8, Y1
+	VEXTRACTF64X4 $0x01, Z9, Y10
+	VADDPS        Y1, Y9, Y1
+	VADDPS        Y1, Y10, Y1
 	MOVQ          logProb+48(FP), SI
-	VMOVUPS       (SI)(DI*4), Z7
+	VMOVUPS       (SI)(DI*4), Z9
 
 	// v15 = where(mask, logProb, 0)
-	VANDPS  Z7, Z6, Z7
+	VANDPS  Z9, Z8, Z9
 	MOVQ    sampleLogProb+56(FP), SI
-	VMOVUPS (SI)(DI*4), Z8
+	VMOVUPS (SI)(DI*4), Z10
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Z8, Z6, Z8
+	VANDPS Z10, Z8, Z10
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z8, Z0
 
 	// logWeight = sub(v15, v17)
-	VSUBPS       Z8, Z7, Z9
-	VBROADCASTSS lgb3<>+0(SB), Z10
+	VSUBPS       Z10, Z9, Z11
+	VBROADCASTSS lgb3<>+0(SB), Z12
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z9, Z10, Z10
-	VBROADCASTSS lgb4<>+0(SB), Z11
+	VMAXPS       Z11, Z12, Z12
+	VBROADCASTSS lgb4<>+0(SB), Z13
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS Z10, Z11, Z10
+	VMINPS Z12, Z13, Z12
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb5<>+0(SB), Z11
-	VMAXPS            Z9, Z11, Z11
-	VBROADCASTSS      lgb6<>+0(SB), Z12
-	VMINPS            Z11, Z12, Z11
-	VMULPS.BCST       lgb7<>+0(SB), Z11, Z12
-	VRNDSCALEPS       $0x00, Z12, Z12
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z12, Z11
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z11
-	VMULPS            Z11, Z11, Z13
-	VBROADCASTSS      lgb10<>+0(SB), Z14
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z11, Z14
-	VBROADCASTSS      lgb12<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z11, Z15
-	VFMADD213PS       Z15, Z13, Z14
-	VBROADCASTSS      lgb14<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z11, Z15
-	VFMADD213PS       Z15, Z13, Z14
-	VFMADD213PS       Z11, Z13, Z14
-	VADDPS.BCST       lgb2<>+0(SB), Z14, Z14
-	VCVTPS2DQ         Z12, Z11
-	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z12
-	VPSUBD            Z12, Z11, Z11
-	VPSLLD            $0x17, Z12, Z12
-	VPSLLD            $0x17, Z11, Z11
-	VMULPS            Z12, Z14, Z14
-	VMULPS            Z11, Z14, Z14
+	VBROADCASTSS      lgb5<>+0(SB), Z13
+	VMAXPS            Z11, Z13, Z13
+	VBROADCASTSS      lgb6<>+0(SB), Z14
+	VMINPS            Z13, Z14, Z13
+	VMULPS.BCST       lgb7<>+0(SB), Z13, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z14, Z13
+	VMULPS            Z13, Z13, Z15
+	VBROADCASTSS      lgb10<>+0(SB), Z16
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z13, Z16
+	VBROADCASTSS      lgb12<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VBROADCASTSS      lgb14<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VFMADD213PS       Z13, Z15, Z16
+	VADDPS.BCST       lgb2<>+0(SB), Z16, Z16
+	VCVTPS2DQ         Z14, Z13
+	VPADDD.BCST       lgb16<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z16, Z16
+	VMULPS            Z13, Z16, Z16
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z9, Z10, K1
-	VPMOVM2D     K1, Z10
-	VANDPS.BCST  lgb2<>+0(SB), Z10, Z11
-	VBROADCASTSS lgb17<>+0(SB), Z12
-	VBROADCASTSS lgb18<>+0(SB), Z13
+	VCMPPS       $0x04, Z11, Z12, K1
+	VPMOVM2D     K1, Z12
+	VANDPS.BCST  lgb2<>+0(SB), Z12, Z13
+	VBROADCASTSS lgb17<>+0(SB), Z14
+	VBROADCASTSS lgb18<>+0(SB), Z15
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS      Z10, Z15
-	VPTERNLOGD   $0xca, Z13, Z12, Z15
-	VBROADCASTSS lgb19<>+0(SB), Z12
-	VBROADCASTSS lgb20<>+0(SB), Z13
+	VMOVUPS      Z12, Z17
+	VPTERNLOGD   $0xca, Z15, Z14, Z17
+	VBROADCASTSS lgb19<>+0(SB), Z14
+	VBROADCASTSS lgb20<>+0(SB), Z15
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z13, Z12, Z10
-	VBROADCASTSS lgb1<>+0(SB), Z12
+	VPTERNLOGD   $0xca, Z15, Z14, Z12
+	VBROADCASTSS lgb1<>+0(SB), Z14
 
 	// v32 = ge(v18, 0)
-	VCMPPS   $0x1d, Z12, Z0, K1
-	VPMOVM2D K1, Z12
+	VCMPPS   $0x1d, Z14, Z0, K1
+	VPMOVM2D K1, Z14
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z14, Z15, Z15
+	VMINPS Z16, Z17, Z17
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z14, Z10, Z10
+	VMAXPS Z16, Z12, Z12
 
 	// ratioClipped = where(v32, v33, v34)
-	VPTERNLOGD $0xca, Z10, Z15, Z12
+	VPTERNLOGD $0xca, Z12, Z17, Z14
 
 	// gain = mul(v18, ratioClipped)
-	VMULPS Z12, Z0, Z0
+	VMULPS Z14, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y10
+	VEXTRACTF64X4 $0x01, Z0, Y12
 	VADDPS        Y2, Y0, Y2
-	VADDPS        Y2, Y10, Y2
+	VADDPS        Y2, Y12, Y2
 
 	// v42 = where(mask, v25, 0)
-	VANDPS Z11, Z6, Z0
+	VANDPS Z13, Z8, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y10
+	VEXTRACTF64X4 $0x01, Z0, Y12
 	VADDPS        Y3, Y0, Y3
-	VADDPS        Y3, Y10, Y3
+	VADDPS        Y3, Y12, Y3
 
 	// v45 = sub(v17, v15)
-	VSUBPS Z7, Z8, Z0
+	VSUBPS Z9, Z10, Z0
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z8, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y8
+	VEXTRACTF64X4 $0x01, Z0, Y10
 	VADDPS        Y4, Y0, Y4
-	VADDPS        Y4, Y8, Y4
+	VADDPS        Y4, Y10, Y4
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z6, Z0
-	VPTERNLOGD $0xca, Z13, Z9, Z0
+	VMOVUPS    Z8, Z0
+	VPTERNLOGD $0xca, Z15, Z11, Z0
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z14, Z6, Z8
+	VANDPS        Z16, Z8, Z10
 	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z9
+	VPMOVM2D      K1, Z11
 	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z10
-	VANDPS        Z10, Z9, Z9
+	VPMOVM2D      K1, Z12
+	VANDPS        Z12, Z11, Z11
 	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z10
-	VORPS         Z10, Z9, Z9
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VANDPS        Y9, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z8, Y9
+	VPMOVM2D      K1, Z12
+	VORPS         Z12, Z11, Z11
+	VEXTRACTF64X4 $0x01, Z11, Y0
+	VANDPS        Y11, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z10, Y11
 	MOVQ          state+8(FP), SI
 	VANDPS        4224(SI), Y0, Y0
 	VMOVUPS       Y0, 4224(SI)
-	VADDPS        4352(SI), Y8, Y0
-	VADDPS        Y0, Y9, Y0
-	VMOVUPS       Y0, 4352(SI)
-	VMULPS        Y8, Y8, Y0
-	VMULPS        Y9, Y9, Y8
-	VADDPS        4672(SI), Y0, Y0
-	VADDPS        Y0, Y8, Y0
-	VMOVUPS       Y0, 4672(SI)
+	VADDPS        Y5, Y10, Y5
+	VADDPS        Y5, Y11, Y5
+	VMULPS        Y10, Y10, Y0
+	VMULPS        Y11, Y11, Y10
+	VADDPS        Y6, Y0, Y6
+	VADDPS        Y6, Y10, Y6
 	MOVQ          refLogProb+64(FP), SI
 	VMOVUPS       (SI)(DI*4), Z0
 
 	// v61 = where(mask, refLogProb, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z8, Z0
 
 	// v62 = sub(v61, v15)
-	VSUBPS Z7, Z0, Z0
+	VSUBPS Z9, Z0, Z0
 
 	// v63 = where(mask, v62, 0)
-	VANDPS Z0, Z6, Z0
+	VANDPS Z0, Z8, Z0
 
 	// k3 = expm1_minus_x(v63)
-	VBROADCASTSS      lgb5<>+0(SB), Z7
-	VMAXPS            Z0, Z7, Z7
-	VBROADCASTSS      lgb6<>+0(SB), Z8
-	VMINPS            Z7, Z8, Z7
-	VMULPS.BCST       lgb7<>+0(SB), Z7, Z8
-	VRNDSCALEPS       $0x00, Z8, Z8
-	VMOVAPS           Z7, Z9
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z8, Z9
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z8, Z9
-	VMULPS            Z9, Z9, Z10
-	VBROADCASTSS      lgb10<>+0(SB), Z11
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z9, Z11
-	VBROADCASTSS      lgb12<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z9, Z7
-	VFMADD213PS       Z7, Z10, Z11
-	VBROADCASTSS      lgb14<>+0(SB), Z7
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z9, Z7
-	VFMADD213PS       Z7, Z10, Z11
-	VMULPS            Z10, Z11, Z7
-	VFMADD213PS       Z9, Z10, Z11
-	VADDPS.BCST       lgb2<>+0(SB), Z11, Z11
-	VCVTPS2DQ         Z8, Z9
-	VPADDD.BCST       lgb16<>+0(SB), Z9, Z9
-	VPSRLD            $0x01, Z9, Z10
-	VPSUBD            Z10, Z9, Z9
-	VPSLLD            $0x17, Z10, Z10
-	VPSLLD            $0x17, Z9, Z9
-	VMULPS            Z10, Z11, Z11
-	VMULPS            Z9, Z11, Z11
-	VSUBPS.BCST       lgb2<>+0(SB), Z11, Z11
-	VSUBPS            Z0, Z11, Z11
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z8, K1
+	VBROADCASTSS      lgb5<>+0(SB), Z9
+	VMAXPS            Z0, Z9, Z9
+	VBROADCASTSS      lgb6<>+0(SB), Z10
+	VMINPS            Z9, Z10, Z9
+	VMULPS.BCST       lgb7<>+0(SB), Z9, Z10
+	VRNDSCALEPS       $0x00, Z10, Z10
+	VMOVAPS           Z9, Z11
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z10, Z11
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z10, Z11
+	VMULPS            Z11, Z11, Z12
+	VBROADCASTSS      lgb10<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z11, Z13
+	VBROADCASTSS      lgb12<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VBROADCASTSS      lgb14<>+0(SB), Z9
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z11, Z9
+	VFMADD213PS       Z9, Z12, Z13
+	VMULPS            Z12, Z13, Z9
+	VFMADD213PS       Z11, Z12, Z13
+	VADDPS.BCST       lgb2<>+0(SB), Z13, Z13
+	VCVTPS2DQ         Z10, Z11
+	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
+	VPSRLD            $0x01, Z11, Z12
+	VPSUBD            Z12, Z11, Z11
+	VPSLLD            $0x17, Z12, Z12
+	VPSLLD            $0x17, Z11, Z11
+	VMULPS            Z12, Z13, Z13
+	VMULPS            Z11, Z13, Z13
+	VSUBPS.BCST       lgb2<>+0(SB), Z13, Z13
+	VSUBPS            Z0, Z13, Z13
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z10, K1
 	VPMOVM2D          K1, Z0
-	VPTERNLOGD        $0xb8, Z7, Z0, Z11
+	VPTERNLOGD        $0xb8, Z9, Z0, Z13
 
 	// v65 = where(mask, k3, 0)
-	VANDPS Z11, Z6, Z0
+	VANDPS Z13, Z8, Z0
 
 	// sum(v65) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VADDPS        Y5, Y0, Y5
-	VADDPS        Y5, Y6, Y5
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y7, Y0, Y7
+	VADDPS        Y7, Y8, Y7
 	DECQ          BX
 	JNZ           noflush_4
 	VMOVUPD       lgc24<>+0(SB), Y0
@@ -285,25 +285,21 @@ blocks_3:
 	VADDPD        3712(BX), Z4, Z4
 	VMOVUPD       Z4, 3712(BX)
 	VMOVUPS       lgc25<>+0(SB), Y4
-	VMOVUPS       4352(BX), Y6
-	VFMADD231PS   lgc25<>+0(SB), Y6, Y0
-	VCVTPS2PD     Y6, Z6
-	VADDPD        4032(BX), Z6, Z6
-	VMOVUPD       Z6, 4032(BX)
-	VMOVUPS       lgc25<>+0(SB), Y6
-	VMOVUPS       Y6, 4352(BX)
-	VMOVUPS       4672(BX), Y6
+	VFMADD231PS   lgc25<>+0(SB), Y5, Y0
+	VCVTPS2PD     Y5, Z5
+	VADDPD        4032(BX), Z5, Z5
+	VMOVUPD       Z5, 4032(BX)
+	VMOVUPS       lgc25<>+0(SB), Y5
 	VFMADD231PS   lgc25<>+0(SB), Y6, Y0
 	VCVTPS2PD     Y6, Z6
 	VADDPD        4480(BX), Z6, Z6
 	VMOVUPD       Z6, 4480(BX)
 	VMOVUPS       lgc25<>+0(SB), Y6
-	VMOVUPS       Y6, 4672(BX)
-	VFMADD231PS   lgc25<>+0(SB), Y5, Y0
-	VCVTPS2PD     Y5, Z5
-	VADDPD        4800(BX), Z5, Z5
-	VMOVUPD       Z5, 4800(BX)
-	VMOVUPS       lgc25<>+0(SB), Y5
+	VFMADD231PS   lgc25<>+0(SB), Y7, Y0
+	VCVTPS2PD     Y7, Z7
+	VADDPD        4800(BX), Z7, Z7
+	VMOVUPD       Z7, 4800(BX)
+	VMOVUPS       lgc25<>+0(SB), Y7
 	VCMPPS        $0x00, Y0, Y0, Y0
 	VANDPS        5120(BX), Y0, Y0
 	VMOVUPS       Y0, 5120(BX)
@@ -318,7 +314,9 @@ noflush_4:
 	VMOVUPS      Y2, 3264(DX)
 	VMOVUPS      Y3, 3584(DX)
 	VMOVUPS      Y4, 3904(DX)
-	VMOVUPS      Y5, 4992(DX)
+	VMOVUPS      Y5, 4352(DX)
+	VMOVUPS      Y6, 4672(DX)
+	VMOVUPS      Y7, 4992(DX)
 	MOVQ         $+4, DX
 	SUBQ         BX, DX
 	SHLQ         $0x01, DX
@@ -557,7 +555,7 @@ noflush_8:
 
 // func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass3AVX512(SB), $256-96
+TEXT ·fbPass3AVX512(SB), $320-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -610,7 +608,9 @@ outer1_10:
 	VMOVUPS 3392(BX), Y1
 	VMOVUPS 3712(BX), Y2
 	VMOVUPS 4032(BX), Y3
-	VMOVUPS 5120(BX), Y4
+	VMOVUPS 4480(BX), Y4
+	VMOVUPS 4800(BX), Y5
+	VMOVUPS 5120(BX), Y6
 	XORQ    BX, BX
 
 blocks_11:
@@ -620,292 +620,292 @@ blocks_11:
 	IMUL3Q        $+64, DX, R9
 	ADDQ          R9, R8
 	ADDQ          BX, R8
-	VPMOVZXBD     (DI)(R8*1), Z5
-	VPCMPGTD.BCST lgb1<>+0(SB), Z5, K1
-	VPMOVM2D      K1, Z5
+	VPMOVZXBD     (DI)(R8*1), Z7
+	VPCMPGTD.BCST lgb1<>+0(SB), Z7, K1
+	VPMOVM2D      K1, Z7
 	MOVQ          logProb+56(FP), DI
-	VMOVUPS       (DI)(R8*4), Z6
+	VMOVUPS       (DI)(R8*4), Z8
 
 	// v15 = where(mask, logProb, 0)
-	VANDPS  Z6, Z5, Z7
+	VANDPS  Z8, Z7, Z9
 	MOVQ    sampleLogProb+64(FP), DI
-	VMOVUPS (DI)(R8*4), Z8
+	VMOVUPS (DI)(R8*4), Z10
 
 	// v17 = where(mask, sampleLogProb, 0)
-	VANDPS Z8, Z5, Z9
+	VANDPS Z10, Z7, Z11
 
 	// v18 = where(mask, v6, 0)
-	VANDPS Z0, Z5, Z10
+	VANDPS Z0, Z7, Z12
 
 	// logWeight = sub(v15, v17)
-	VSUBPS       Z9, Z7, Z7
-	VBROADCASTSS lgb3<>+0(SB), Z9
+	VSUBPS       Z11, Z9, Z9
+	VBROADCASTSS lgb3<>+0(SB), Z11
 
 	// v22 = max(logWeight, -0.22314355) tie=first
-	VMAXPS       Z7, Z9, Z9
-	VBROADCASTSS lgb4<>+0(SB), Z11
+	VMAXPS       Z9, Z11, Z11
+	VBROADCASTSS lgb4<>+0(SB), Z13
 
 	// logWeightClip = min(v22, 0.18232156) tie=first
-	VMINPS Z9, Z11, Z9
+	VMINPS Z11, Z13, Z11
 
 	// ratio = exp(logWeight)
-	VBROADCASTSS      lgb5<>+0(SB), Z11
-	VMAXPS            Z7, Z11, Z11
-	VBROADCASTSS      lgb6<>+0(SB), Z12
-	VMINPS            Z11, Z12, Z11
-	VMULPS.BCST       lgb7<>+0(SB), Z11, Z12
-	VRNDSCALEPS       $0x00, Z12, Z12
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z12, Z11
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z12, Z11
-	VMULPS            Z11, Z11, Z13
-	VBROADCASTSS      lgb10<>+0(SB), Z14
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z11, Z14
-	VBROADCASTSS      lgb12<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z11, Z15
-	VFMADD213PS       Z15, Z13, Z14
-	VBROADCASTSS      lgb14<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z11, Z15
-	VFMADD213PS       Z15, Z13, Z14
-	VFMADD213PS       Z11, Z13, Z14
-	VADDPS.BCST       lgb2<>+0(SB), Z14, Z14
-	VCVTPS2DQ         Z12, Z11
-	VPADDD.BCST       lgb16<>+0(SB), Z11, Z11
-	VPSRLD            $0x01, Z11, Z12
-	VPSUBD            Z12, Z11, Z11
-	VPSLLD            $0x17, Z12, Z12
-	VPSLLD            $0x17, Z11, Z11
-	VMULPS            Z12, Z14, Z14
-	VMULPS            Z11, Z14, Z14
+	VBROADCASTSS      lgb5<>+0(SB), Z13
+	VMAXPS            Z9, Z13, Z13
+	VBROADCASTSS      lgb6<>+0(SB), Z14
+	VMINPS            Z13, Z14, Z13
+	VMULPS.BCST       lgb7<>+0(SB), Z13, Z14
+	VRNDSCALEPS       $0x00, Z14, Z14
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z14, Z13
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z14, Z13
+	VMULPS            Z13, Z13, Z15
+	VBROADCASTSS      lgb10<>+0(SB), Z16
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z13, Z16
+	VBROADCASTSS      lgb12<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VBROADCASTSS      lgb14<>+0(SB), Z17
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z13, Z17
+	VFMADD213PS       Z17, Z15, Z16
+	VFMADD213PS       Z13, Z15, Z16
+	VADDPS.BCST       lgb2<>+0(SB), Z16, Z16
+	VCVTPS2DQ         Z14, Z13
+	VPADDD.BCST       lgb16<>+0(SB), Z13, Z13
+	VPSRLD            $0x01, Z13, Z14
+	VPSUBD            Z14, Z13, Z13
+	VPSLLD            $0x17, Z14, Z14
+	VPSLLD            $0x17, Z13, Z13
+	VMULPS            Z14, Z16, Z16
+	VMULPS            Z13, Z16, Z16
 
 	// v25 = ne(logWeightClip, logWeight)
-	VCMPPS       $0x04, Z7, Z9, K1
-	VPMOVM2D     K1, Z9
-	VANDPS.BCST  lgb2<>+0(SB), Z9, Z11
-	VBROADCASTSS lgb17<>+0(SB), Z12
-	VBROADCASTSS lgb18<>+0(SB), Z13
+	VCMPPS       $0x04, Z9, Z11, K1
+	VPMOVM2D     K1, Z11
+	VANDPS.BCST  lgb2<>+0(SB), Z11, Z13
+	VBROADCASTSS lgb17<>+0(SB), Z14
+	VBROADCASTSS lgb18<>+0(SB), Z15
 
 	// v28 = where(v25, 1.2000000078829447, +Inf)
-	VMOVUPS      Z9, Z15
-	VPTERNLOGD   $0xca, Z13, Z12, Z15
-	VBROADCASTSS lgb19<>+0(SB), Z12
-	VBROADCASTSS lgb20<>+0(SB), Z13
+	VMOVUPS      Z11, Z17
+	VPTERNLOGD   $0xca, Z15, Z14, Z17
+	VBROADCASTSS lgb19<>+0(SB), Z14
+	VBROADCASTSS lgb20<>+0(SB), Z15
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z13, Z12, Z9
-	VBROADCASTSS lgb1<>+0(SB), Z12
+	VPTERNLOGD   $0xca, Z15, Z14, Z11
+	VBROADCASTSS lgb1<>+0(SB), Z14
 
 	// v32 = ge(v18, 0)
-	VCMPPS   $0x1d, Z12, Z10, K1
-	VPMOVM2D K1, Z16
+	VCMPPS   $0x1d, Z14, Z12, K1
+	VPMOVM2D K1, Z18
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z14, Z15, Z17
+	VMINPS Z16, Z17, Z19
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z14, Z9, Z18
+	VMAXPS Z16, Z11, Z20
 
 	// v35 = where(v32, v33, v34)
-	VMOVUPS    Z16, Z19
-	VPTERNLOGD $0xca, Z18, Z17, Z19
+	VMOVUPS    Z18, Z21
+	VPTERNLOGD $0xca, Z20, Z19, Z21
 
 	// gain = mul(v6, v35)
-	VMULPS Z19, Z0, Z0
+	VMULPS Z21, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v38 = where(mask, v37, 0)
-	VANDPS Z0, Z5, Z0
+	VANDPS Z0, Z7, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y17
+	VEXTRACTF64X4 $0x01, Z0, Y19
 	VADDPS        Y1, Y0, Y1
-	VADDPS        Y1, Y17, Y1
+	VADDPS        Y1, Y19, Y1
 
 	// v42 = where(mask, v25, 0)
-	VANDPS Z11, Z5, Z0
+	VANDPS Z13, Z7, Z0
 
 	// sum(v42) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y11
+	VEXTRACTF64X4 $0x01, Z0, Y13
 	VADDPS        Y2, Y0, Y2
-	VADDPS        Y2, Y11, Y2
+	VADDPS        Y2, Y13, Y2
 
 	// v45 = sub(sampleLogProb, logProb)
-	VSUBPS Z6, Z8, Z0
+	VSUBPS Z8, Z10, Z0
 
 	// v46 = where(mask, v45, 0)
-	VANDPS Z0, Z5, Z0
+	VANDPS Z0, Z7, Z0
 
 	// sum(v46) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y8
+	VEXTRACTF64X4 $0x01, Z0, Y10
 	VADDPS        Y3, Y0, Y3
-	VADDPS        Y3, Y8, Y3
+	VADDPS        Y3, Y10, Y3
 
 	// v49 = where(mask, logWeight, -Inf)
-	VMOVUPS    Z5, Z0
-	VPTERNLOGD $0xca, Z13, Z7, Z0
+	VMOVUPS    Z7, Z0
+	VPTERNLOGD $0xca, Z15, Z9, Z0
+	VMOVUPS    Z17, 192(AX)
 
 	// logsumexp(v49) over [G N L]
-	VANDPS        Z14, Z5, Z7
+	VANDPS        Z16, Z7, Z9
 	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z8
+	VPMOVM2D      K1, Z10
 	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z11
-	VANDPS        Z11, Z8, Z8
+	VPMOVM2D      K1, Z13
+	VANDPS        Z13, Z10, Z10
 	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z11
-	VORPS         Z11, Z8, Z8
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VANDPS        Y8, Y0, Y0
-	VEXTRACTF64X4 $0x01, Z7, Y8
+	VPMOVM2D      K1, Z13
+	VORPS         Z13, Z10, Z10
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VANDPS        Y10, Y0, Y0
+	VEXTRACTF64X4 $0x01, Z9, Y10
 	MOVQ          state+40(FP), DI
 	VANDPS        4352(DI), Y0, Y0
 	VMOVUPS       Y0, 4352(DI)
-	VADDPS        4480(DI), Y7, Y0
-	VADDPS        Y0, Y8, Y0
-	VMOVUPS       Y0, 4480(DI)
-	VMULPS        Y7, Y7, Y0
-	VMULPS        Y8, Y8, Y7
-	VADDPS        4800(DI), Y0, Y0
-	VADDPS        Y0, Y7, Y0
-	VMOVUPS       Y0, 4800(DI)
+	VADDPS        Y4, Y9, Y4
+	VADDPS        Y4, Y10, Y4
+	VMULPS        Y9, Y9, Y0
+	VMULPS        Y10, Y10, Y9
+	VADDPS        Y5, Y0, Y5
+	VADDPS        Y5, Y9, Y5
 	MOVQ          refLogProb+72(FP), DI
 	VMOVUPS       (DI)(R8*4), Z0
 
 	// v61 = sub(refLogProb, logProb)
-	VSUBPS Z6, Z0, Z0
+	VSUBPS Z8, Z0, Z0
 
 	// v62 = where(mask, v61, 0)
-	VANDPS Z0, Z5, Z0
+	VANDPS Z0, Z7, Z0
 
 	// k3 = expm1_minus_x(v62)
-	VBROADCASTSS      lgb5<>+0(SB), Z6
-	VMAXPS            Z0, Z6, Z6
-	VBROADCASTSS      lgb6<>+0(SB), Z7
-	VMINPS            Z6, Z7, Z6
-	VMULPS.BCST       lgb7<>+0(SB), Z6, Z7
-	VRNDSCALEPS       $0x00, Z7, Z7
-	VMOVAPS           Z6, Z8
-	VFNMADD231PS.BCST lgb8<>+0(SB), Z7, Z8
-	VFNMADD231PS.BCST lgb9<>+0(SB), Z7, Z8
-	VMULPS            Z8, Z8, Z11
-	VBROADCASTSS      lgb10<>+0(SB), Z13
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z8, Z13
-	VBROADCASTSS      lgb12<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb13<>+0(SB), Z8, Z6
-	VFMADD213PS       Z6, Z11, Z13
-	VBROADCASTSS      lgb14<>+0(SB), Z6
-	VFMADD213PS.BCST  lgb15<>+0(SB), Z8, Z6
-	VFMADD213PS       Z6, Z11, Z13
-	VMULPS            Z11, Z13, Z6
-	VFMADD213PS       Z8, Z11, Z13
-	VADDPS.BCST       lgb2<>+0(SB), Z13, Z13
-	VCVTPS2DQ         Z7, Z8
-	VPADDD.BCST       lgb16<>+0(SB), Z8, Z8
-	VPSRLD            $0x01, Z8, Z11
-	VPSUBD            Z11, Z8, Z8
-	VPSLLD            $0x17, Z11, Z11
-	VPSLLD            $0x17, Z8, Z8
-	VMULPS            Z11, Z13, Z13
-	VMULPS            Z8, Z13, Z13
-	VSUBPS.BCST       lgb2<>+0(SB), Z13, Z13
-	VSUBPS            Z0, Z13, Z13
-	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z7, K1
-	VPMOVM2D          K1, Z7
-	VPTERNLOGD        $0xb8, Z6, Z7, Z13
+	VBROADCASTSS      lgb5<>+0(SB), Z8
+	VMAXPS            Z0, Z8, Z8
+	VBROADCASTSS      lgb6<>+0(SB), Z9
+	VMINPS            Z8, Z9, Z8
+	VMULPS.BCST       lgb7<>+0(SB), Z8, Z9
+	VRNDSCALEPS       $0x00, Z9, Z9
+	VMOVAPS           Z8, Z10
+	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z10
+	VFNMADD231PS.BCST lgb9<>+0(SB), Z9, Z10
+	VMULPS            Z10, Z10, Z13
+	VBROADCASTSS      lgb10<>+0(SB), Z15
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z10, Z15
+	VBROADCASTSS      lgb12<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb13<>+0(SB), Z10, Z8
+	VFMADD213PS       Z8, Z13, Z15
+	VBROADCASTSS      lgb14<>+0(SB), Z8
+	VFMADD213PS.BCST  lgb15<>+0(SB), Z10, Z8
+	VFMADD213PS       Z8, Z13, Z15
+	VMULPS            Z13, Z15, Z8
+	VFMADD213PS       Z10, Z13, Z15
+	VADDPS.BCST       lgb2<>+0(SB), Z15, Z15
+	VCVTPS2DQ         Z9, Z10
+	VPADDD.BCST       lgb16<>+0(SB), Z10, Z10
+	VPSRLD            $0x01, Z10, Z13
+	VPSUBD            Z13, Z10, Z10
+	VPSLLD            $0x17, Z13, Z13
+	VPSLLD            $0x17, Z10, Z10
+	VMULPS            Z13, Z15, Z15
+	VMULPS            Z10, Z15, Z15
+	VSUBPS.BCST       lgb2<>+0(SB), Z15, Z15
+	VSUBPS            Z0, Z15, Z15
+	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z9, K1
+	VPMOVM2D          K1, Z9
+	VPTERNLOGD        $0xb8, Z8, Z9, Z15
 
 	// v64 = where(mask, k3, 0)
-	VANDPS Z13, Z5, Z6
+	VANDPS Z15, Z7, Z8
 
 	// sum(v64) over [G N L]
-	VEXTRACTF64X4 $0x01, Z6, Y7
-	VADDPS        Y4, Y6, Y4
-	VADDPS        Y4, Y7, Y4
-	VBROADCASTSS  lgb27<>+0(SB), Z6
+	VEXTRACTF64X4 $0x01, Z8, Y9
+	VADDPS        Y6, Y8, Y6
+	VADDPS        Y6, Y9, Y6
+	VBROADCASTSS  lgb27<>+0(SB), Z8
 
 	// v72 = lt(v62, -40)
-	VCMPPS   $0x11, Z6, Z0, K1
-	VPMOVM2D K1, Z6
+	VCMPPS   $0x11, Z8, Z0, K1
+	VPMOVM2D K1, Z8
 
 	// v74 = add(k3, v62)
-	VADDPS       Z0, Z13, Z0
-	VBROADCASTSS lgb28<>+0(SB), Z7
+	VADDPS       Z0, Z15, Z0
+	VBROADCASTSS lgb28<>+0(SB), Z9
 
 	// v75 = where(v72, -1, v74)
-	VPTERNLOGD $0xca, Z0, Z7, Z6
+	VPTERNLOGD $0xca, Z0, Z9, Z8
 	VMOVUPS    (AX), Z0
 
 	// v76 = mul(v70, v75)
-	VMULPS  Z6, Z0, Z0
-	VMOVUPS 64(AX), Z6
+	VMULPS  Z8, Z0, Z0
+	VMOVUPS 64(AX), Z8
 
 	// v78 = where(mask, v77, 0)
-	VANDPS Z6, Z5, Z6
+	VANDPS Z8, Z7, Z8
 
 	// v79 = neg(v78)
-	VXORPS.BCST lgb21<>+0(SB), Z6, Z6
+	VXORPS.BCST lgb21<>+0(SB), Z8, Z8
 
 	// v80 = ne(v79, 0)
-	VCMPPS   $0x04, Z12, Z6, K1
-	VPMOVM2D K1, Z7
-
-	// v81 = mul(v79, v18)
-	VMULPS Z10, Z6, Z8
-
-	// v82 = where(v80, v81, v79)
-	VPTERNLOGD $0xca, Z6, Z8, Z7
-
-	// v83 = where(v32, v82, 0)
-	VANDPS Z7, Z16, Z6
-
-	// v84 = where(v32, 0, v82)
-	VANDNPS Z7, Z16, Z7
-
-	// v85 = ge(ratio, v31)
-	VCMPPS   $0x1d, Z9, Z14, K1
-	VPMOVM2D K1, Z8
-
-	// v86 = ne(ratio, ratio)
-	VCMPPS   $0x04, Z14, Z14, K1
+	VCMPPS   $0x04, Z14, Z8, K1
 	VPMOVM2D K1, Z9
 
+	// v81 = mul(v79, v18)
+	VMULPS Z12, Z8, Z10
+
+	// v82 = where(v80, v81, v79)
+	VPTERNLOGD $0xca, Z8, Z10, Z9
+
+	// v83 = where(v32, v82, 0)
+	VANDPS Z9, Z18, Z8
+
+	// v84 = where(v32, 0, v82)
+	VANDNPS Z9, Z18, Z9
+
+	// v85 = ge(ratio, v31)
+	VCMPPS   $0x1d, Z11, Z16, K1
+	VPMOVM2D K1, Z10
+
+	// v86 = ne(ratio, ratio)
+	VCMPPS   $0x04, Z16, Z16, K1
+	VPMOVM2D K1, Z11
+
 	// v87 = max(v85, v86)
-	VORPS Z8, Z9, Z8
+	VORPS Z10, Z11, Z10
 
 	// v88 = where(v87, v84, 0)
-	VANDPS Z7, Z8, Z7
+	VANDPS  Z9, Z10, Z9
+	VMOVUPS 192(AX), Z10
 
 	// v89 = le(ratio, v28)
-	VCMPPS   $0x12, Z15, Z14, K1
-	VPMOVM2D K1, Z8
+	VCMPPS   $0x12, Z10, Z16, K1
+	VPMOVM2D K1, Z10
 
 	// v90 = max(v89, v86)
-	VORPS Z8, Z9, Z8
+	VORPS Z10, Z11, Z10
 
 	// v91 = where(v90, v83, 0)
-	VANDPS Z6, Z8, Z6
+	VANDPS Z8, Z10, Z8
 
 	// v92 = add(v88, v91)
-	VADDPS Z6, Z7, Z6
+	VADDPS Z8, Z9, Z8
 
 	// v93 = ne(v92, 0)
-	VCMPPS   $0x04, Z12, Z6, K1
-	VPMOVM2D K1, Z7
+	VCMPPS   $0x04, Z14, Z8, K1
+	VPMOVM2D K1, Z9
 
 	// v94 = mul(v92, ratio)
-	VMULPS Z14, Z6, Z8
+	VMULPS Z16, Z8, Z10
 
 	// v95 = where(v93, v94, v92)
-	VPTERNLOGD $0xca, Z6, Z8, Z7
+	VPTERNLOGD $0xca, Z8, Z10, Z9
 
 	// v96 = neg(v76)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
 	// v97 = add(v96, v95)
-	VADDPS Z7, Z0, Z0
+	VADDPS Z9, Z0, Z0
 
 	// gradLogProb = where(mask, v97, 0)
-	VANDPS Z0, Z5, Z0
+	VANDPS Z0, Z7, Z0
 
 	// store gradLogProb
 	MOVQ        gradLogProb+80(FP), DI
@@ -929,25 +929,21 @@ blocks_11:
 	VADDPD      3840(SI), Z3, Z3
 	VMOVUPD     Z3, 3840(SI)
 	VMOVUPS     lgc25<>+0(SB), Y3
-	VMOVUPS     4480(SI), Y5
-	VFMADD231PS lgc25<>+0(SB), Y5, Y0
-	VCVTPS2PD   Y5, Z5
-	VADDPD      4160(SI), Z5, Z5
-	VMOVUPD     Z5, 4160(SI)
-	VMOVUPS     lgc25<>+0(SB), Y5
-	VMOVUPS     Y5, 4480(SI)
-	VMOVUPS     4800(SI), Y5
+	VFMADD231PS lgc25<>+0(SB), Y4, Y0
+	VCVTPS2PD   Y4, Z4
+	VADDPD      4160(SI), Z4, Z4
+	VMOVUPD     Z4, 4160(SI)
+	VMOVUPS     lgc25<>+0(SB), Y4
 	VFMADD231PS lgc25<>+0(SB), Y5, Y0
 	VCVTPS2PD   Y5, Z5
 	VADDPD      4608(SI), Z5, Z5
 	VMOVUPD     Z5, 4608(SI)
 	VMOVUPS     lgc25<>+0(SB), Y5
-	VMOVUPS     Y5, 4800(SI)
-	VFMADD231PS lgc25<>+0(SB), Y4, Y0
-	VCVTPS2PD   Y4, Z4
-	VADDPD      4928(SI), Z4, Z4
-	VMOVUPD     Z4, 4928(SI)
-	VMOVUPS     lgc25<>+0(SB), Y4
+	VFMADD231PS lgc25<>+0(SB), Y6, Y0
+	VCVTPS2PD   Y6, Z6
+	VADDPD      4928(SI), Z6, Z6
+	VMOVUPD     Z6, 4928(SI)
+	VMOVUPS     lgc25<>+0(SB), Y6
 	VCMPPS      $0x00, Y0, Y0, Y0
 	VANDPS      5248(SI), Y0, Y0
 	VMOVUPS     Y0, 5248(SI)
@@ -961,7 +957,9 @@ noflush_12:
 	VMOVUPS      Y1, 3392(BX)
 	VMOVUPS      Y2, 3712(BX)
 	VMOVUPS      Y3, 4032(BX)
-	VMOVUPS      Y4, 5120(BX)
+	VMOVUPS      Y4, 4480(BX)
+	VMOVUPS      Y5, 4800(BX)
+	VMOVUPS      Y6, 5120(BX)
 	MOVQ         $+4, BX
 	SUBQ         SI, BX
 	SHLQ         $0x01, BX
