@@ -142,7 +142,7 @@ func TestKLPENBetaMasked(t *testing.T) {
 // Under param_dtype float32 (the default) a float64 run rounds what TorchRL holds in float32
 // tensors, as TorchRL v0.11 computes it (the numbers are torch's, in float64 with the
 // float32 buffers): KLPEN's β updated in place in its float32 buffer; TanhNormal's affine
-// log-determinant log((high − low)/2), taken in float32; GAE's λγ, the float32 product of
+// log-determinant log((high − low)/2), taken in float32 and added to each dim's term; GAE's λγ, the float32 product of
 // the float32 λ and γ (not the product of the doubles rounded once, which differs here).
 func TestFloat32BuffersInFloat64Runs(t *testing.T) {
 	const head = "package: p\ndtype: float64\n"
@@ -155,6 +155,13 @@ func TestFloat32BuffersInFloat64Runs(t *testing.T) {
 	src = head + "dims: {B: 1, D: 1}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, critic_coeff: 0, entropy_bonus: false, low: -2, high: 2}\n"
 	out = eval(t, src, map[string][]float64{"loc": {0}, "scale": {1}, "action": {0}, "sample_log_prob": {0}, "advantage": {0}})
 	near(t, []float64{1.6120857156692723}, out["kl_approx"], 1e-15, "−log π(0) on [−2, 2], log 2 taken in float32")
+	// Three action dims on [−2, 1]: torch's ComposeTransform adds f32(log 1.5) to each dim's
+	// float64 tanh term, then the dims are summed in float64 (not the float32 sum of three
+	// copies, 1.2163952589, which is 3e−8 off). The value is torch 1.13's TanhNormal of the
+	// same parameters, in float64.
+	src = head + "dims: {B: 1, D: 3}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, critic_coeff: 0, entropy_bonus: false, low: -2, high: 1}\n"
+	out = eval(t, src, map[string][]float64{"loc": {0, 0, 0}, "scale": {1, 1, 1}, "action": {0, 0, 0}, "sample_log_prob": {0}, "advantage": {0}})
+	near(t, []float64{3.800031661570019}, out["kl_approx"], 1e-15, "−log π(0) on [−2, 1]³, f32(log 1.5) added to each dim's term")
 
 	src = head + "dims: {N: 1, T: 2}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8}\n"
 	out = eval(t, src, map[string][]float64{

@@ -261,41 +261,33 @@ func (l *Lowerer) untanh(a *ir.Node, st *spec.Stage) *ir.Node {
 }
 
 // tanhJacobian is the log-determinant TanhNormal.log_prob subtracts, summed over the event
-// dim: Σ_d 2(log 2 − x − softplus(−2x)) (SafeTanhTransform) plus D·log((high − low)/2) for
-// bounds other than ±1 (the affine transform). softplus(z) = log1p(exp(z)), and z itself
-// above PyTorch's threshold 20.
+// dim: Σ_d [2(log 2 − x − softplus(−2x)) + log((high − low)/2)], the SafeTanhTransform's term
+// and, for bounds other than ±1, the affine transform's, added element by element before the
+// sum, as torch's ComposeTransform.log_abs_det_jacobian adds its parts' terms and
+// TransformedDistribution.log_prob then sums them over the event dim (continuous.py
+// TanhNormal, at the commit lossgen follows). softplus(z) = log1p(exp(z)), and z itself above
+// PyTorch's threshold 20.
 func (l *Lowerer) tanhJacobian(x *ir.Node, st *spec.Stage, axis string) *ir.Node {
 	b := l.B
 	z := b.Mul(b.Const(-2), x)
 	sp := b.Where(b.Gt(z, b.Const(20)), z, b.Log1p(b.Exp(z)))
-	j := b.Sum(b.Mul(b.Const(2), b.Sub(b.Sub(b.Const(math.Ln2), x), sp)), axis)
+	t := b.Mul(b.Const(2), b.Sub(b.Sub(b.Const(math.Ln2), x), sp))
 	if lo, hi := l.tanhBounds(st); lo != -1 || hi != 1 {
-		j = b.Add(j, b.Const(l.affineLogDet(lo, hi, b.Shape(axis).Numel())))
+		t = b.Add(t, b.Const(l.affineLogDet(lo, hi)))
 	}
-	return j
+	return b.Sum(t, axis)
 }
 
-// affineLogDet is what TanhNormal's affine transform adds to the log-determinant, summed over
-// n action dims, as TorchRL computes it: its scale (high − low)/2 is a tensor of the bounds'
-// dtype (float32 under param_dtype float32: continuous.py TanhNormal.update), torch's
-// AffineTransform takes log|scale| in that dtype, and TransformedDistribution.log_prob sums
-// the n copies in it (_sum_rightmost) before subtracting them from the float64 log-prob.
-func (l *Lowerer) affineLogDet(lo, hi float64, n int) float64 {
+// affineLogDet is the affine transform's log-determinant at one action dim, as TorchRL
+// computes it: its scale (high − low)/2 is a tensor of the bounds' dtype (float32 under
+// param_dtype float32: continuous.py TanhNormal.update), and torch's AffineTransform takes
+// log|scale| in that dtype; a float64 run adds that float32 value to each float64 term.
+func (l *Lowerer) affineLogDet(lo, hi float64) float64 {
 	if l.S.ParamDType == spec.Float32 {
 		scale := (float32(hi) - float32(lo)) / 2
-		return float64(sumOfCopies(float32(math.Log(float64(scale))), n))
+		return float64(float32(math.Log(float64(scale))))
 	}
-	return l.DType().Round(sumOfCopies(math.Log((hi-lo)/2), n))
-}
-
-// sumOfCopies is x added n times, in T, one rounding per addition (torch's sum of a tensor
-// holding n copies of x).
-func sumOfCopies[T float32 | float64](x T, n int) T {
-	var s T
-	for range n {
-		s += x
-	}
-	return s
+	return math.Log((hi - lo) / 2)
 }
 
 // tanhBounds are TanhNormal's low and high as TorchRL holds them: tensors of the default

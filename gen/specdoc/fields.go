@@ -47,7 +47,7 @@ var Fields = []Field{
 				"additionalProperties": obj{"type": "integer", "minimum": 1, "maximum": math.MaxInt32}}
 		}},
 	{Name: "batch", Required: true, Type: "list of dim names",
-		Doc: "the batch dims, each declared under dims (tensors are laid out in the order of dims, not of this list); with an estimator, time is the last one listed unless the estimator's time_dim names another",
+		Doc: "the batch dims, each declared under dims (tensors are laid out in the order of dims, not of this list); with an estimator, time is the last batch dim in the order of dims (TorchRL's last tensor dim) unless the estimator's time_dim names another",
 		schema: func() obj {
 			return obj{"type": "array", "minItems": 1, "maxItems": spec.MaxBatchRank, "uniqueItems": true,
 				"items": obj{"type": "string", "pattern": spec.DimNamePattern}}

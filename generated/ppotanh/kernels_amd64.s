@@ -477,7 +477,10 @@ inner_D_4:
 	// v45 = mul(2, v44)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// sum(v45) over [D]
+	// v47 = add(v45, 0.6931472)
+	VADDPS lgc41<>+0(SB), Y1, Y1
+
+	// sum(v47) over [D]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -489,17 +492,14 @@ inner_D_4:
 	CMPQ         DX, $+2
 	JL           inner_D_4
 
-	// finish v46
+	// finish v48
 	VMOVUPD     352(SP), Y0
 	VMOVUPD     384(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-
-	// v48 = add(v46, 1.3862944)
-	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 416(SP), Y1
+	VMOVUPS     416(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -562,7 +562,7 @@ inner_D_4:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v60 = mul(-0.01, entropy)
-	VMULPS lgc43<>+0(SB), Y0, Y1
+	VMULPS lgc42<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
@@ -606,7 +606,7 @@ inner_D_4:
 	// var(diff) over [B]
 	VMOVQ        CX, X2
 	VPBROADCASTD X2, Y2
-	VPCMPEQD     lgc44<>+0(SB), Y2, Y2
+	VPCMPEQD     lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      2496(DX), Y3
 	VBLENDVPS    Y2, Y1, Y3, Y3
 	VMOVUPS      Y3, 2496(DX)
@@ -620,7 +620,7 @@ inner_D_4:
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X1
 	VPBROADCASTD X1, Y1
-	VPCMPEQD     lgc44<>+0(SB), Y1, Y1
+	VPCMPEQD     lgc43<>+0(SB), Y1, Y1
 	VMOVUPS      3456(DX), Y2
 	VBLENDVPS    Y1, Y0, Y2, Y2
 	VMOVUPS      Y2, 3456(DX)
@@ -632,7 +632,7 @@ inner_D_4:
 	VMOVUPS      Y1, 3328(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	VMOVUPD      lgc45<>+0(SB), Y0
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y1
 	VMULPS       lgc3<>+0(SB), Y1, Y2
@@ -703,14 +703,14 @@ inner_D_4:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      1664(CX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 1664(CX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      1856(CX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -727,7 +727,7 @@ inner_D_4:
 	VMOVUPD      1696(CX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 1696(CX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y4
 	VMOVUPD      1888(CX), Y6
 	VSUBPD       Y6, Y5, Y5
@@ -755,14 +755,14 @@ inner_D_4:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      2624(CX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 2624(CX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      2816(CX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -779,7 +779,7 @@ inner_D_4:
 	VMOVUPD      2656(CX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 2656(CX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      2848(CX), Y4
 	VSUBPD       Y4, Y5, Y5
@@ -881,14 +881,14 @@ chunkdone_2:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      1664(AX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 1664(AX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      1856(AX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -905,7 +905,7 @@ chunkdone_2:
 	VMOVUPD      1696(AX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 1696(AX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y4
 	VMOVUPD      1888(AX), Y6
 	VSUBPD       Y6, Y5, Y5
@@ -933,14 +933,14 @@ chunkdone_2:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      2624(AX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 2624(AX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      2816(AX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -957,7 +957,7 @@ chunkdone_2:
 	VMOVUPD      2656(AX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 2656(AX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      2848(AX), Y4
 	VSUBPD       Y4, Y5, Y5
@@ -1393,47 +1393,37 @@ DATA lgc41<>+24(SB)/4, $0x3f317218
 DATA lgc41<>+28(SB)/4, $0x3f317218
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3fb17218
-DATA lgc42<>+4(SB)/4, $0x3fb17218
-DATA lgc42<>+8(SB)/4, $0x3fb17218
-DATA lgc42<>+12(SB)/4, $0x3fb17218
-DATA lgc42<>+16(SB)/4, $0x3fb17218
-DATA lgc42<>+20(SB)/4, $0x3fb17218
-DATA lgc42<>+24(SB)/4, $0x3fb17218
-DATA lgc42<>+28(SB)/4, $0x3fb17218
+DATA lgc42<>+0(SB)/4, $0xbc23d70a
+DATA lgc42<>+4(SB)/4, $0xbc23d70a
+DATA lgc42<>+8(SB)/4, $0xbc23d70a
+DATA lgc42<>+12(SB)/4, $0xbc23d70a
+DATA lgc42<>+16(SB)/4, $0xbc23d70a
+DATA lgc42<>+20(SB)/4, $0xbc23d70a
+DATA lgc42<>+24(SB)/4, $0xbc23d70a
+DATA lgc42<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbc23d70a
-DATA lgc43<>+4(SB)/4, $0xbc23d70a
-DATA lgc43<>+8(SB)/4, $0xbc23d70a
-DATA lgc43<>+12(SB)/4, $0xbc23d70a
-DATA lgc43<>+16(SB)/4, $0xbc23d70a
-DATA lgc43<>+20(SB)/4, $0xbc23d70a
-DATA lgc43<>+24(SB)/4, $0xbc23d70a
-DATA lgc43<>+28(SB)/4, $0xbc23d70a
+DATA lgc43<>+0(SB)/4, $0x00000008
+DATA lgc43<>+4(SB)/4, $0x00000008
+DATA lgc43<>+8(SB)/4, $0x00000008
+DATA lgc43<>+12(SB)/4, $0x00000008
+DATA lgc43<>+16(SB)/4, $0x00000008
+DATA lgc43<>+20(SB)/4, $0x00000008
+DATA lgc43<>+24(SB)/4, $0x00000008
+DATA lgc43<>+28(SB)/4, $0x00000008
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x00000008
-DATA lgc44<>+4(SB)/4, $0x00000008
-DATA lgc44<>+8(SB)/4, $0x00000008
-DATA lgc44<>+12(SB)/4, $0x00000008
-DATA lgc44<>+16(SB)/4, $0x00000008
-DATA lgc44<>+20(SB)/4, $0x00000008
-DATA lgc44<>+24(SB)/4, $0x00000008
-DATA lgc44<>+28(SB)/4, $0x00000008
+DATA lgc44<>+0(SB)/8, $0x4020000000000000
+DATA lgc44<>+8(SB)/8, $0x4020000000000000
+DATA lgc44<>+16(SB)/8, $0x4020000000000000
+DATA lgc44<>+24(SB)/8, $0x4020000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x4020000000000000
-DATA lgc45<>+8(SB)/8, $0x4020000000000000
-DATA lgc45<>+16(SB)/8, $0x4020000000000000
-DATA lgc45<>+24(SB)/8, $0x4020000000000000
+DATA lgc45<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
-
-DATA lgc46<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc46<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc46<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc46<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1443,7 +1433,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc47<>+0(SB), Y0, Y0
+	VADDPS       lgc46<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1460,15 +1450,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x34000000
-DATA lgc47<>+4(SB)/4, $0x34000000
-DATA lgc47<>+8(SB)/4, $0x34000000
-DATA lgc47<>+12(SB)/4, $0x34000000
-DATA lgc47<>+16(SB)/4, $0x34000000
-DATA lgc47<>+20(SB)/4, $0x34000000
-DATA lgc47<>+24(SB)/4, $0x34000000
-DATA lgc47<>+28(SB)/4, $0x34000000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+DATA lgc46<>+0(SB)/4, $0x34000000
+DATA lgc46<>+4(SB)/4, $0x34000000
+DATA lgc46<>+8(SB)/4, $0x34000000
+DATA lgc46<>+12(SB)/4, $0x34000000
+DATA lgc46<>+16(SB)/4, $0x34000000
+DATA lgc46<>+20(SB)/4, $0x34000000
+DATA lgc46<>+24(SB)/4, $0x34000000
+DATA lgc46<>+28(SB)/4, $0x34000000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1943,7 +1933,10 @@ inner_D_9:
 	// v45 = mul(2, v44)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// sum(v45) over [D]
+	// v47 = add(v45, 0.6931472)
+	VADDPS lgc41<>+0(SB), Y1, Y1
+
+	// sum(v47) over [D]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1955,17 +1948,14 @@ inner_D_9:
 	CMPQ         DX, $+2
 	JL           inner_D_9
 
-	// finish v46
+	// finish v48
 	VMOVUPD     480(SP), Y0
 	VMOVUPD     512(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-
-	// v48 = add(v46, 1.3862944)
-	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 544(SP), Y1
+	VMOVUPS     544(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -2028,7 +2018,7 @@ inner_D_9:
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v60 = mul(-0.01, entropy)
-	VMULPS lgc43<>+0(SB), Y0, Y1
+	VMULPS lgc42<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
@@ -2074,7 +2064,7 @@ inner_D_9:
 	// var(diff) over [B]
 	VMOVQ        CX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPEQD     lgc44<>+0(SB), Y4, Y4
+	VPCMPEQD     lgc43<>+0(SB), Y4, Y4
 	VMOVUPS      2496(DX), Y5
 	VBLENDVPS    Y4, Y1, Y5, Y5
 	VMOVUPS      Y5, 2496(DX)
@@ -2088,7 +2078,7 @@ inner_D_9:
 	// var(valueTarget) over [B]
 	VMOVQ        CX, X4
 	VPBROADCASTD X4, Y4
-	VPCMPEQD     lgc44<>+0(SB), Y4, Y4
+	VPCMPEQD     lgc43<>+0(SB), Y4, Y4
 	VMOVUPS      3456(DX), Y5
 	VBLENDVPS    Y4, Y0, Y5, Y5
 	VMOVUPS      Y5, 3456(DX)
@@ -2098,20 +2088,20 @@ inner_D_9:
 	VMOVUPS      3328(DX), Y4
 	VFMADD231PS  Y0, Y0, Y4
 	VMOVUPS      Y4, 3328(DX)
-	VMOVUPS      lgc48<>+0(SB), Y0
+	VMOVUPS      lgc47<>+0(SB), Y0
 
 	// v80 = where(v67, 0, 0.001953125)
 	VANDNPS Y0, Y3, Y0
 
 	// v81 = mul(0.001953125, absDiff)
-	VMULPS lgc48<>+0(SB), Y2, Y2
+	VMULPS lgc47<>+0(SB), Y2, Y2
 
 	// v82 = where(v67, v81, 0)
 	VANDPS  Y2, Y3, Y2
 	VMOVUPS 704(SP), Y4
 
 	// v83 = mul(0.001953125, v68)
-	VMULPS lgc48<>+0(SB), Y4, Y4
+	VMULPS lgc47<>+0(SB), Y4, Y4
 
 	// v84 = where(v67, v83, 0)
 	VANDPS Y4, Y3, Y3
@@ -2134,7 +2124,7 @@ inner_D_9:
 
 	// v91 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y5
+	VMOVUPS lgc48<>+0(SB), Y5
 
 	// v92 = where(v89, -1, v91)
 	VBLENDVPS Y4, Y5, Y1, Y1
@@ -2158,7 +2148,7 @@ inner_D_9:
 	VMOVUPS (DX)(SI*4), Y1
 
 	// v100 = mul(-0.001953125, advantage)
-	VMULPS lgc50<>+0(SB), Y1, Y1
+	VMULPS lgc49<>+0(SB), Y1, Y1
 
 	// v101 = ne(v100, 0)
 	VCMPPS  $0x04, Y2, Y1, Y3
@@ -2318,7 +2308,7 @@ inner_D_10:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_10
-	VMOVUPS lgc51<>+0(SB), Y0
+	VMOVUPS lgc50<>+0(SB), Y0
 	VMOVUPS 736(SP), Y1
 
 	// store gradStateValue
@@ -2418,7 +2408,7 @@ inner_D_10:
 	VMASKMOVPS   Y0, Y8, 56(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
-	VMOVUPD      lgc45<>+0(SB), Y0
+	VMOVUPD      lgc44<>+0(SB), Y0
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y1
 	VMULPS       lgc3<>+0(SB), Y1, Y2
@@ -2489,14 +2479,14 @@ inner_D_10:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      1664(CX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 1664(CX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      1856(CX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -2513,7 +2503,7 @@ inner_D_10:
 	VMOVUPD      1696(CX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 1696(CX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y4
 	VMOVUPD      1888(CX), Y6
 	VSUBPD       Y6, Y5, Y5
@@ -2541,14 +2531,14 @@ inner_D_10:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      2624(CX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 2624(CX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      2816(CX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -2565,7 +2555,7 @@ inner_D_10:
 	VMOVUPD      2656(CX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 2656(CX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      2848(CX), Y4
 	VSUBPD       Y4, Y5, Y5
@@ -2667,14 +2657,14 @@ chunkdone_7:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      1664(AX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 1664(AX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      1856(AX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -2691,7 +2681,7 @@ chunkdone_7:
 	VMOVUPD      1696(AX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 1696(AX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y4
 	VMOVUPD      1888(AX), Y6
 	VSUBPD       Y6, Y5, Y5
@@ -2719,14 +2709,14 @@ chunkdone_7:
 	VCVTPS2PD    X4, Y7
 	VEXTRACTF128 $0x01, Y4, X4
 	VCVTPS2PD    X4, Y4
-	VMAXPD       lgc46<>+0(SB), Y0, Y8
+	VMAXPD       lgc45<>+0(SB), Y0, Y8
 	VDIVPD       Y8, Y5, Y9
 	VFNMADD231PD Y5, Y9, Y6
 	VADDPD       Y7, Y9, Y9
 	VMOVUPD      2624(AX), Y5
 	VADDPD       Y0, Y5, Y7
 	VMOVUPD      Y7, 2624(AX)
-	VMAXPD       lgc46<>+0(SB), Y7, Y7
+	VMAXPD       lgc45<>+0(SB), Y7, Y7
 	VDIVPD       Y7, Y0, Y7
 	VMOVUPD      2816(AX), Y10
 	VSUBPD       Y10, Y9, Y9
@@ -2743,7 +2733,7 @@ chunkdone_7:
 	VMOVUPD      2656(AX), Y1
 	VADDPD       Y0, Y1, Y4
 	VMOVUPD      Y4, 2656(AX)
-	VMAXPD       lgc46<>+0(SB), Y4, Y4
+	VMAXPD       lgc45<>+0(SB), Y4, Y4
 	VDIVPD       Y4, Y0, Y0
 	VMOVUPD      2848(AX), Y4
 	VSUBPD       Y4, Y5, Y5
@@ -2763,45 +2753,45 @@ chunkdone_7:
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/4, $0x3b000000
-DATA lgc48<>+4(SB)/4, $0x3b000000
-DATA lgc48<>+8(SB)/4, $0x3b000000
-DATA lgc48<>+12(SB)/4, $0x3b000000
-DATA lgc48<>+16(SB)/4, $0x3b000000
-DATA lgc48<>+20(SB)/4, $0x3b000000
-DATA lgc48<>+24(SB)/4, $0x3b000000
-DATA lgc48<>+28(SB)/4, $0x3b000000
+DATA lgc47<>+0(SB)/4, $0x3b000000
+DATA lgc47<>+4(SB)/4, $0x3b000000
+DATA lgc47<>+8(SB)/4, $0x3b000000
+DATA lgc47<>+12(SB)/4, $0x3b000000
+DATA lgc47<>+16(SB)/4, $0x3b000000
+DATA lgc47<>+20(SB)/4, $0x3b000000
+DATA lgc47<>+24(SB)/4, $0x3b000000
+DATA lgc47<>+28(SB)/4, $0x3b000000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0xbf800000
+DATA lgc48<>+4(SB)/4, $0xbf800000
+DATA lgc48<>+8(SB)/4, $0xbf800000
+DATA lgc48<>+12(SB)/4, $0xbf800000
+DATA lgc48<>+16(SB)/4, $0xbf800000
+DATA lgc48<>+20(SB)/4, $0xbf800000
+DATA lgc48<>+24(SB)/4, $0xbf800000
+DATA lgc48<>+28(SB)/4, $0xbf800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbf800000
-DATA lgc49<>+4(SB)/4, $0xbf800000
-DATA lgc49<>+8(SB)/4, $0xbf800000
-DATA lgc49<>+12(SB)/4, $0xbf800000
-DATA lgc49<>+16(SB)/4, $0xbf800000
-DATA lgc49<>+20(SB)/4, $0xbf800000
-DATA lgc49<>+24(SB)/4, $0xbf800000
-DATA lgc49<>+28(SB)/4, $0xbf800000
+DATA lgc49<>+0(SB)/4, $0xbb000000
+DATA lgc49<>+4(SB)/4, $0xbb000000
+DATA lgc49<>+8(SB)/4, $0xbb000000
+DATA lgc49<>+12(SB)/4, $0xbb000000
+DATA lgc49<>+16(SB)/4, $0xbb000000
+DATA lgc49<>+20(SB)/4, $0xbb000000
+DATA lgc49<>+24(SB)/4, $0xbb000000
+DATA lgc49<>+28(SB)/4, $0xbb000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbb000000
-DATA lgc50<>+4(SB)/4, $0xbb000000
-DATA lgc50<>+8(SB)/4, $0xbb000000
-DATA lgc50<>+12(SB)/4, $0xbb000000
-DATA lgc50<>+16(SB)/4, $0xbb000000
-DATA lgc50<>+20(SB)/4, $0xbb000000
-DATA lgc50<>+24(SB)/4, $0xbb000000
-DATA lgc50<>+28(SB)/4, $0xbb000000
+DATA lgc50<>+0(SB)/4, $0xb7a3d70a
+DATA lgc50<>+4(SB)/4, $0xb7a3d70a
+DATA lgc50<>+8(SB)/4, $0xb7a3d70a
+DATA lgc50<>+12(SB)/4, $0xb7a3d70a
+DATA lgc50<>+16(SB)/4, $0xb7a3d70a
+DATA lgc50<>+20(SB)/4, $0xb7a3d70a
+DATA lgc50<>+24(SB)/4, $0xb7a3d70a
+DATA lgc50<>+28(SB)/4, $0xb7a3d70a
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
-
-DATA lgc51<>+0(SB)/4, $0xb7a3d70a
-DATA lgc51<>+4(SB)/4, $0xb7a3d70a
-DATA lgc51<>+8(SB)/4, $0xb7a3d70a
-DATA lgc51<>+12(SB)/4, $0xb7a3d70a
-DATA lgc51<>+16(SB)/4, $0xb7a3d70a
-DATA lgc51<>+20(SB)/4, $0xb7a3d70a
-DATA lgc51<>+24(SB)/4, $0xb7a3d70a
-DATA lgc51<>+28(SB)/4, $0xb7a3d70a
-GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -2811,7 +2801,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc47<>+0(SB), Y0, Y0
+	VADDPS       lgc46<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 

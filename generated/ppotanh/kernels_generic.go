@@ -59,7 +59,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 	c35 := float32(-2)
 	c37 := float32(20)
 	c42 := float32(0.6931472)
-	c47 := float32(1.3862944)
+	c46 := float32(0.6931472)
 	c59 := float32(-0.01)
 	lossObjective := runtime.Mean{}
 	klApprox := runtime.Mean{}
@@ -100,7 +100,7 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			acc34 += float64(v33)
 		}
 		v34 := float32(acc34)
-		acc46 := 0.0
+		acc48 := 0.0
 		for iD := 0; iD < 2; iD++ {
 			action := in.Action[iB*2+iD]
 			v5 := action - zero
@@ -124,10 +124,10 @@ func pass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *scratch, st *pass0G
 			v43 := c42 - v22
 			v44 := v43 - v41
 			v45 := float32(two * v44)
-			acc46 += float64(v45)
+			v47 := v45 + c46
+			acc48 += float64(v47)
 		}
-		v46 := float32(acc46)
-		v48 := v46 + c47
+		v48 := float32(acc48)
 		logProb := v34 - v48
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
@@ -251,7 +251,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c35 := float32(-2)
 	c37 := float32(20)
 	c42 := float32(0.6931472)
-	c47 := float32(1.3862944)
+	c46 := float32(0.6931472)
 	c59 := float32(-0.01)
 	c79 := float32(0.001953125)
 	minusOne := float32(-1)
@@ -296,7 +296,7 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			acc34 += float64(v33)
 		}
 		v34 := float32(acc34)
-		acc46 := 0.0
+		acc48 := 0.0
 		for iD := 0; iD < 2; iD++ {
 			action := in.Action[iB*2+iD]
 			v5 := action - zero
@@ -320,10 +320,10 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v43 := c42 - v22
 			v44 := v43 - v41
 			v45 := float32(two * v44)
-			acc46 += float64(v45)
+			v47 := v45 + c46
+			acc48 += float64(v47)
 		}
-		v46 := float32(acc46)
-		v48 := v46 + c47
+		v48 := float32(acc48)
 		logProb := v34 - v48
 		sampleLogProb := in.SampleLogProb[iB]
 		logWeight := logProb - sampleLogProb
