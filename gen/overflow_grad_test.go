@@ -204,3 +204,31 @@ func TestStandardiseBeyondFloat32Variance(t *testing.T) {
 		})
 	}
 }
+
+// The k3 KL term's gradient at d = ref − log π = ±∞ (a log-probability of −∞ on a valid
+// token, a reference of −∞): torch's d/dlog π of e^d − 1 − d is −(e^d − 1), −∞ at d = +∞
+// (the loss itself is NaN there, ∞ − ∞) and +1 at d = −∞, on every backend; a finite token
+// beside them keeps its own −(e^d − 1)·coeff/n.
+func TestK3GradientAtInfinityEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\ndims: {B: 1, L: 3}\nbatch: [B, L]\nloss: {type: grpo, kl_to_ref_coeff: 1}\n"), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{1, 3}, Data: v} }
+	inf := float32(math.Inf(1))
+	in := map[string]golden.Array{
+		"log_prob": f(-inf, 0, -1), "sample_log_prob": f(-1, 0, -1), "ref_log_prob": f(-1, -inf, 0),
+		"advantage": f(0, 0, 0), "entropy": f(0, 0, 0),
+	}
+	for backend, out := range everyBackendOf(t, c, true)(in) {
+		require.True(t, math.IsNaN(out["loss_kl_to_ref"].Float64s()[0]), backend)
+		g := out["grad.log_prob"].Float64s()
+		require.True(t, math.IsInf(g[0], -1), "%s: d = +∞ gives −∞, got %v", backend, g[0])
+		require.InDelta(t, 1.0/3, g[1], 1e-7, "%s: d = −∞ gives +1·coeff/3", backend)
+		require.InDelta(t, -(math.E-1)/3, g[2], 1e-6, "%s: d = 1 gives −(e − 1)·coeff/3", backend)
+	}
+}

@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // VJP rules: for each op, given its node n and the gradient g of a scalar loss with respect
 // to n's value (n's shape), the gradient contributions to n's arguments, built with the same
@@ -27,11 +30,13 @@ var vjps = [numOps]VJP{
 	OpLog1p: func(b *Builder, n, g *Node) []*Node {
 		return []*Node{b.gradDiv(g, b.Add(b.Const(1), n.Args[0]))}
 	},
-	// d/dx (e^x − 1 − x) = e^x − 1, formed as the value plus x (one add, no second exp), and
-	// −1 below x = −40, where e^x − 1 is −1 in either dtype and value + x would be ∞ − ∞ at −∞.
+	// d/dx (e^x − 1 − x) = e^x − 1, formed as the value plus x (one add, no second exp); −1
+	// below x = −40, where e^x − 1 is −1 in either dtype and value + x would be ∞ − ∞ at −∞;
+	// and +∞ at x = +∞, where the value is NaN (∞ − ∞) and torch's e^x − 1 is +∞.
 	OpExpM1MinusX: func(b *Builder, n, g *Node) []*Node {
 		x := n.Args[0]
-		return []*Node{b.gradMul(g, b.Where(b.Lt(x, b.Const(-40)), b.Const(-1), b.Add(n, x)))}
+		d := b.Where(b.Eq(x, b.Const(math.Inf(1))), b.Const(math.Inf(1)), b.Add(n, x))
+		return []*Node{b.gradMul(g, b.Where(b.Lt(x, b.Const(-40)), b.Const(-1), d))}
 	},
 	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
 	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },

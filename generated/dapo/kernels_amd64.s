@@ -939,10 +939,10 @@ TEXT ·fbPass1AVX2(SB), $288-88
 	// v68 = div(0.01, v32)
 	VDIVPS Y0, Y2, Y2
 
-	// v75 = div(1, v32)
+	// v77 = div(1, v32)
 	VDIVPS Y0, Y1, Y0
 
-	// v77 = mul(v75, -0.01)
+	// v79 = mul(v77, -0.01)
 	VMULPS  lgc21<>+0(SB), Y0, Y1
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1162,89 +1162,96 @@ blocks_8:
 	// sum(v62) over [B L]
 	VADDPS  3072(BX), Y2, Y2
 	VMOVUPS Y2, 3072(BX)
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc17<>+0(SB), Y2
 
-	// v70 = lt(v38, -40)
-	VCMPPS $0x11, Y2, Y1, Y2
+	// v69 = eq(v38, +Inf)
+	VCMPPS $0x00, Y2, Y1, Y3
 
-	// v72 = add(k3, v38)
-	VADDPS  Y1, Y6, Y1
+	// v70 = add(k3, v38)
+	VADDPS Y1, Y6, Y4
+
+	// v71 = where(v69, +Inf, v70)
+	VBLENDVPS Y3, Y2, Y4, Y2
+	VMOVUPS   lgc27<>+0(SB), Y3
+
+	// v73 = lt(v38, -40)
+	VCMPPS  $0x11, Y3, Y1, Y1
 	VMOVUPS lgc28<>+0(SB), Y3
 
-	// v73 = where(v70, -1, v72)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v75 = where(v73, -1, v71)
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   (SP), Y2
 
-	// v74 = mul(v68, v73)
+	// v76 = mul(v68, v75)
 	VMULPS  Y1, Y2, Y1
 	VMOVUPS 32(SP), Y2
 
-	// v76 = where(mask, v75, 0)
+	// v78 = where(mask, v77, 0)
 	VANDPS  Y2, Y0, Y2
 	VMOVUPS 64(SP), Y3
 
-	// gradEntropy = where(mask, v77, 0)
+	// gradEntropy = where(mask, v79, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v79 = neg(v76)
+	// v81 = neg(v78)
 	VXORPS  lgc20<>+0(SB), Y2, Y2
 	VMOVUPS 96(SP), Y4
 
-	// v80 = mul(v79, v10)
+	// v82 = mul(v81, v10)
 	VMULPS  Y4, Y2, Y2
 	VMOVUPS 224(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v81 = where(v24, v80, 0)
+	// v83 = where(v24, v82, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v82 = where(v24, 0, v80)
+	// v84 = where(v24, 0, v82)
 	VANDNPS Y2, Y5, Y2
 	VMOVUPS 192(SP), Y5
 
-	// v83 = ge(ratio, v23)
+	// v85 = ge(ratio, v23)
 	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v84 = ne(ratio, ratio)
+	// v86 = ne(ratio, ratio)
 	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v85 = max(v83, v84)
+	// v87 = max(v85, v86)
 	VORPS Y5, Y6, Y5
 
-	// v86 = where(v85, v82, 0)
+	// v88 = where(v87, v84, 0)
 	VANDPS  Y2, Y5, Y2
 	VMOVUPS 160(SP), Y5
 
-	// v87 = le(ratio, v20)
+	// v89 = le(ratio, v20)
 	VCMPPS $0x12, Y5, Y9, Y5
 
-	// v88 = max(v87, v84)
+	// v90 = max(v89, v86)
 	VORPS Y5, Y6, Y5
 
-	// v89 = where(v88, v81, 0)
+	// v91 = where(v90, v83, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v90 = add(v86, v89)
+	// v92 = add(v88, v91)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v91 = ne(v90, 0)
+	// v93 = ne(v92, 0)
 	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v92 = mul(v90, ratio)
+	// v94 = mul(v92, ratio)
 	VMULPS Y9, Y2, Y5
 
-	// v93 = where(v91, v92, v90)
+	// v95 = where(v93, v94, v92)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v94 = neg(v74)
+	// v96 = neg(v76)
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v95 = add(v94, v93)
+	// v97 = add(v96, v95)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v95, 0)
+	// gradLogProb = where(mask, v97, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy

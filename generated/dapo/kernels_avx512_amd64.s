@@ -577,10 +577,10 @@ TEXT ·fbPass1AVX512(SB), $384-88
 	// v68 = div(0.01, v32)
 	VDIVPS Z0, Z2, Z2
 
-	// v75 = div(1, v32)
+	// v77 = div(1, v32)
 	VDIVPS Z0, Z1, Z0
 
-	// v77 = mul(v75, -0.01)
+	// v79 = mul(v77, -0.01)
 	VMULPS.BCST lgb21<>+0(SB), Z0, Z1
 	VMOVUPS     Z2, (AX)
 	VMOVUPS     Z0, 64(AX)
@@ -674,10 +674,10 @@ blocks_8:
 	VMOVUPS      Z12, Z19
 	VPTERNLOGD   $0xca, Z17, Z16, Z19
 	VBROADCASTSS lgb18<>+0(SB), Z16
-	VBROADCASTSS lgb19<>+0(SB), Z17
+	VBROADCASTSS lgb19<>+0(SB), Z20
 
 	// v23 = where(v17, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z17, Z16, Z12
+	VPTERNLOGD   $0xca, Z20, Z16, Z12
 	VBROADCASTSS lgb0<>+0(SB), Z16
 
 	// v24 = ge(v10, 0)
@@ -685,17 +685,17 @@ blocks_8:
 	VPMOVM2D K1, Z16
 
 	// v25 = min(ratio, v20) tie=first
-	VMINPS Z18, Z19, Z20
+	VMINPS Z18, Z19, Z21
 
 	// v26 = max(ratio, v23) tie=first
-	VMAXPS Z18, Z12, Z21
+	VMAXPS Z18, Z12, Z22
 
 	// v27 = where(v24, v25, v26)
-	VMOVUPS    Z16, Z22
-	VPTERNLOGD $0xca, Z21, Z20, Z22
+	VMOVUPS    Z16, Z23
+	VPTERNLOGD $0xca, Z22, Z21, Z23
 
 	// gain = mul(advantage, v27)
-	VMULPS Z22, Z13, Z13
+	VMULPS Z23, Z13, Z13
 
 	// v29 = neg(gain)
 	VXORPS.BCST lgb20<>+0(SB), Z13, Z13
@@ -704,9 +704,9 @@ blocks_8:
 	VANDPS Z13, Z0, Z13
 
 	// sum(v30) over [B L]
-	VEXTRACTF64X4 $0x01, Z13, Y20
+	VEXTRACTF64X4 $0x01, Z13, Y21
 	VADDPS        Y1, Y13, Y1
-	VADDPS        Y1, Y20, Y1
+	VADDPS        Y1, Y21, Y1
 
 	// v34 = where(mask, v17, 0)
 	VANDPS Z15, Z0, Z13
@@ -750,7 +750,7 @@ blocks_8:
 
 	// v50 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z0, Z11
-	VPTERNLOGD $0xca, Z17, Z10, Z11
+	VPTERNLOGD $0xca, Z20, Z10, Z11
 	VMOVUPS    Z19, 192(AX)
 	VMOVUPS    Z12, 256(AX)
 
@@ -820,90 +820,100 @@ blocks_8:
 	VEXTRACTF64X4 $0x01, Z10, Y11
 	VADDPS        Y8, Y10, Y8
 	VADDPS        Y8, Y11, Y8
-	VBROADCASTSS  lgb27<>+0(SB), Z10
 
-	// v70 = lt(v38, -40)
-	VCMPPS   $0x11, Z10, Z9, K1
+	// v69 = eq(v38, +Inf)
+	VCMPPS   $0x00, Z17, Z9, K1
 	VPMOVM2D K1, Z10
 
-	// v72 = add(k3, v38)
-	VADDPS       Z9, Z15, Z9
+	// v70 = add(k3, v38)
+	VADDPS Z9, Z15, Z11
+
+	// v71 = where(v69, +Inf, v70)
+	VPTERNLOGD   $0xca, Z11, Z17, Z10
+	VBROADCASTSS lgb27<>+0(SB), Z11
+
+	// v73 = lt(v38, -40)
+	VCMPPS       $0x11, Z11, Z9, K1
+	VPMOVM2D     K1, Z9
 	VBROADCASTSS lgb28<>+0(SB), Z11
 
-	// v73 = where(v70, -1, v72)
-	VPTERNLOGD $0xca, Z9, Z11, Z10
-	VMOVUPS    (AX), Z9
+	// v75 = where(v73, -1, v71)
+	VPTERNLOGD $0xca, Z10, Z11, Z9
+	VMOVUPS    (AX), Z10
 
-	// v74 = mul(v68, v73)
-	VMULPS  Z10, Z9, Z9
+	// v76 = mul(v68, v75)
+	VMULPS  Z9, Z10, Z9
 	VMOVUPS 64(AX), Z10
 
-	// v76 = where(mask, v75, 0)
+	// v78 = where(mask, v77, 0)
 	VANDPS  Z10, Z0, Z10
 	VMOVUPS 128(AX), Z11
 
-	// gradEntropy = where(mask, v77, 0)
+	// gradEntropy = where(mask, v79, 0)
 	VANDPS Z11, Z0, Z11
 
-	// v79 = neg(v76)
+	// v81 = neg(v78)
 	VXORPS.BCST lgb20<>+0(SB), Z10, Z10
 
-	// v80 = mul(v79, v10)
-	VMULPS Z14, Z10, Z10
+	// v82 = mul(v81, v10)
+	VMULPS       Z14, Z10, Z10
+	VBROADCASTSS lgb0<>+0(SB), Z12
+	VCMPPS       $0x04, Z12, Z16, K1
+	VPMOVM2D     K1, Z12
 
-	// v81 = where(v24, v80, 0)
-	VANDPS Z10, Z16, Z12
+	// v83 = where(v24, v82, 0)
+	VANDPS Z10, Z12, Z13
 
-	// v82 = where(v24, 0, v80)
-	VANDNPS Z10, Z16, Z10
-	VMOVUPS 256(AX), Z13
+	// v84 = where(v24, 0, v82)
+	VANDNPS Z10, Z12, Z10
+	VMOVUPS 256(AX), Z12
 
-	// v83 = ge(ratio, v23)
-	VCMPPS   $0x1d, Z13, Z18, K1
-	VPMOVM2D K1, Z13
+	// v85 = ge(ratio, v23)
+	VCMPPS   $0x1d, Z12, Z18, K1
+	VPMOVM2D K1, Z12
 
-	// v84 = ne(ratio, ratio)
+	// v86 = ne(ratio, ratio)
 	VCMPPS   $0x04, Z18, Z18, K1
 	VPMOVM2D K1, Z14
 
-	// v85 = max(v83, v84)
-	VORPS Z13, Z14, Z13
+	// v87 = max(v85, v86)
+	VORPS Z12, Z14, Z12
 
-	// v86 = where(v85, v82, 0)
-	VANDPS  Z10, Z13, Z10
-	VMOVUPS 192(AX), Z13
+	// v88 = where(v87, v84, 0)
+	VANDPS  Z10, Z12, Z10
+	VMOVUPS 192(AX), Z12
 
-	// v87 = le(ratio, v20)
-	VCMPPS   $0x12, Z13, Z18, K1
-	VPMOVM2D K1, Z13
+	// v89 = le(ratio, v20)
+	VCMPPS   $0x12, Z12, Z18, K1
+	VPMOVM2D K1, Z12
 
-	// v88 = max(v87, v84)
-	VORPS Z13, Z14, Z13
+	// v90 = max(v89, v86)
+	VORPS Z12, Z14, Z12
 
-	// v89 = where(v88, v81, 0)
-	VANDPS Z12, Z13, Z12
+	// v91 = where(v90, v83, 0)
+	VANDPS Z13, Z12, Z12
 
-	// v90 = add(v86, v89)
+	// v92 = add(v88, v91)
 	VADDPS       Z12, Z10, Z10
 	VBROADCASTSS lgb0<>+0(SB), Z12
 
-	// v91 = ne(v90, 0)
+	// v93 = ne(v92, 0)
 	VCMPPS   $0x04, Z12, Z10, K1
 	VPMOVM2D K1, Z12
 
-	// v92 = mul(v90, ratio)
+	// v94 = mul(v92, ratio)
 	VMULPS Z18, Z10, Z13
 
-	// v93 = where(v91, v92, v90)
+	// v95 = where(v93, v94, v92)
 	VPTERNLOGD $0xca, Z10, Z13, Z12
 
-	// v94 = neg(v74)
+	// v96 = neg(v76)
 	VXORPS.BCST lgb20<>+0(SB), Z9, Z9
 
-	// v95 = add(v94, v93)
+	// v97 = add(v96, v95)
 	VADDPS Z12, Z9, Z9
 
-	// gradLogProb = where(mask, v95, 0)
+	// gradLogProb = where(mask, v97, 0)
 	VANDPS Z9, Z0, Z0
 
 	// store gradEntropy

@@ -312,7 +312,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c45 := float32(-0.01)
 	two := float32(2)
 	c65 := float32(0.01)
-	c69 := float32(-40)
+	c72 := float32(-40)
 	minusOne := float32(-1)
 	acc31 := 0.0
 	acc35 := 0.0
@@ -367,33 +367,35 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v62 := sel(mask, k3, zero)
 			acc63 += float64(v62)
 			v68 := c65 / v32
-			v70 := b2f(v38 < c69)
-			v72 := k3 + v38
-			v73 := sel(v70, minusOne, v72)
-			v74 := float32(v68 * v73)
-			v75 := one / v32
-			v76 := sel(mask, v75, zero)
-			v77 := float32(v75 * c45)
-			gradEntropy := sel(mask, v77, zero)
+			v69 := b2f(v38 == c19)
+			v70 := k3 + v38
+			v71 := sel(v69, c19, v70)
+			v73 := b2f(v38 < c72)
+			v75 := sel(v73, minusOne, v71)
+			v76 := float32(v68 * v75)
+			v77 := one / v32
+			v78 := sel(mask, v77, zero)
+			v79 := float32(v77 * c45)
+			gradEntropy := sel(mask, v79, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v79 := -v76
-			v80 := float32(v79 * v10)
-			v81 := sel(v24, v80, zero)
-			v82 := sel(v24, zero, v80)
-			v83 := b2f(ratio >= v23)
-			v84 := b2f(ratio != ratio)
-			v85 := max(v83, v84)
-			v86 := sel(v85, v82, zero)
-			v87 := b2f(ratio <= v20)
-			v88 := max(v87, v84)
-			v89 := sel(v88, v81, zero)
-			v90 := v86 + v89
-			v91 := b2f(v90 != zero)
-			v92 := float32(v90 * ratio)
-			v93 := sel(v91, v92, v90)
-			v94 := -v74
-			v95 := v94 + v93
-			gradLogProb := sel(mask, v95, zero)
+			v81 := -v78
+			v82 := float32(v81 * v10)
+			v83 := sel(v24, v82, zero)
+			v84 := sel(v24, zero, v82)
+			v85 := b2f(ratio >= v23)
+			v86 := b2f(ratio != ratio)
+			v87 := max(v85, v86)
+			v88 := sel(v87, v84, zero)
+			v89 := b2f(ratio <= v20)
+			v90 := max(v89, v86)
+			v91 := sel(v90, v83, zero)
+			v92 := v88 + v91
+			v93 := b2f(v92 != zero)
+			v94 := float32(v92 * ratio)
+			v95 := sel(v93, v94, v92)
+			v96 := -v76
+			v97 := v96 + v95
+			gradLogProb := sel(mask, v97, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

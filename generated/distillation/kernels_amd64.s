@@ -604,24 +604,31 @@ blocks_10:
 	VMOVUPS Y2, 2176(BX)(DI*4)
 	VMOVUPS lgc16<>+0(SB), Y2
 
-	// v22 = lt(v10, -40)
-	VCMPPS $0x11, Y2, Y1, Y2
+	// v22 = eq(v10, +Inf)
+	VCMPPS $0x00, Y2, Y1, Y3
 
-	// v24 = add(k3, v10)
-	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc17<>+0(SB), Y3
+	// v23 = add(k3, v10)
+	VADDPS Y1, Y6, Y4
 
-	// v25 = where(v22, -1, v24)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v24 = where(v22, +Inf, v23)
+	VBLENDVPS Y3, Y2, Y4, Y2
+	VMOVUPS   lgc17<>+0(SB), Y3
+
+	// v26 = lt(v10, -40)
+	VCMPPS  $0x11, Y3, Y1, Y1
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v28 = where(v26, -1, v24)
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   (SP), Y2
 
-	// v26 = mul(v20, v25)
+	// v29 = mul(v20, v28)
 	VMULPS Y1, Y2, Y1
 
-	// v27 = neg(v26)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	// v30 = neg(v29)
+	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// gradLogProb = where(mask, v27, 0)
+	// gradLogProb = where(mask, v30, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -713,35 +720,45 @@ DATA lgc15<>+24(SB)/4, $0x3e000000
 DATA lgc15<>+28(SB)/4, $0x3e000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2200000
-DATA lgc16<>+4(SB)/4, $0xc2200000
-DATA lgc16<>+8(SB)/4, $0xc2200000
-DATA lgc16<>+12(SB)/4, $0xc2200000
-DATA lgc16<>+16(SB)/4, $0xc2200000
-DATA lgc16<>+20(SB)/4, $0xc2200000
-DATA lgc16<>+24(SB)/4, $0xc2200000
-DATA lgc16<>+28(SB)/4, $0xc2200000
+DATA lgc16<>+0(SB)/4, $0x7f800000
+DATA lgc16<>+4(SB)/4, $0x7f800000
+DATA lgc16<>+8(SB)/4, $0x7f800000
+DATA lgc16<>+12(SB)/4, $0x7f800000
+DATA lgc16<>+16(SB)/4, $0x7f800000
+DATA lgc16<>+20(SB)/4, $0x7f800000
+DATA lgc16<>+24(SB)/4, $0x7f800000
+DATA lgc16<>+28(SB)/4, $0x7f800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xbf800000
-DATA lgc17<>+4(SB)/4, $0xbf800000
-DATA lgc17<>+8(SB)/4, $0xbf800000
-DATA lgc17<>+12(SB)/4, $0xbf800000
-DATA lgc17<>+16(SB)/4, $0xbf800000
-DATA lgc17<>+20(SB)/4, $0xbf800000
-DATA lgc17<>+24(SB)/4, $0xbf800000
-DATA lgc17<>+28(SB)/4, $0xbf800000
+DATA lgc17<>+0(SB)/4, $0xc2200000
+DATA lgc17<>+4(SB)/4, $0xc2200000
+DATA lgc17<>+8(SB)/4, $0xc2200000
+DATA lgc17<>+12(SB)/4, $0xc2200000
+DATA lgc17<>+16(SB)/4, $0xc2200000
+DATA lgc17<>+20(SB)/4, $0xc2200000
+DATA lgc17<>+24(SB)/4, $0xc2200000
+DATA lgc17<>+28(SB)/4, $0xc2200000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0xbf800000
+DATA lgc18<>+4(SB)/4, $0xbf800000
+DATA lgc18<>+8(SB)/4, $0xbf800000
+DATA lgc18<>+12(SB)/4, $0xbf800000
+DATA lgc18<>+16(SB)/4, $0xbf800000
+DATA lgc18<>+20(SB)/4, $0xbf800000
+DATA lgc18<>+24(SB)/4, $0xbf800000
+DATA lgc18<>+28(SB)/4, $0xbf800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0x80000000
+DATA lgc19<>+4(SB)/4, $0x80000000
+DATA lgc19<>+8(SB)/4, $0x80000000
+DATA lgc19<>+12(SB)/4, $0x80000000
+DATA lgc19<>+16(SB)/4, $0x80000000
+DATA lgc19<>+20(SB)/4, $0x80000000
+DATA lgc19<>+24(SB)/4, $0x80000000
+DATA lgc19<>+28(SB)/4, $0x80000000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
 // func fbPass2AVX2(state *float64, s1 *float32, s0 *float32)
 // Requires: AVX, AVX2
@@ -886,23 +903,22 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPS       lgc20<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc21<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc22<>+0(SB), Y3, Y3
+	VPAND        lgc23<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPAND        lgc24<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
+	VMOVAPS      lgc26<>+0(SB), Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -910,6 +926,7 @@ bulk_16:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -918,11 +935,11 @@ bulk_16:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -933,184 +950,174 @@ bulkdone_17:
 	VZEROUPPER
 	RET
 
-DATA lgc19<>+0(SB)/4, $0x00800000
-DATA lgc19<>+4(SB)/4, $0x00800000
-DATA lgc19<>+8(SB)/4, $0x00800000
-DATA lgc19<>+12(SB)/4, $0x00800000
-DATA lgc19<>+16(SB)/4, $0x00800000
-DATA lgc19<>+20(SB)/4, $0x00800000
-DATA lgc19<>+24(SB)/4, $0x00800000
-DATA lgc19<>+28(SB)/4, $0x00800000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x4b000000
-DATA lgc20<>+4(SB)/4, $0x4b000000
-DATA lgc20<>+8(SB)/4, $0x4b000000
-DATA lgc20<>+12(SB)/4, $0x4b000000
-DATA lgc20<>+16(SB)/4, $0x4b000000
-DATA lgc20<>+20(SB)/4, $0x4b000000
-DATA lgc20<>+24(SB)/4, $0x4b000000
-DATA lgc20<>+28(SB)/4, $0x4b000000
+DATA lgc20<>+0(SB)/4, $0x00800000
+DATA lgc20<>+4(SB)/4, $0x00800000
+DATA lgc20<>+8(SB)/4, $0x00800000
+DATA lgc20<>+12(SB)/4, $0x00800000
+DATA lgc20<>+16(SB)/4, $0x00800000
+DATA lgc20<>+20(SB)/4, $0x00800000
+DATA lgc20<>+24(SB)/4, $0x00800000
+DATA lgc20<>+28(SB)/4, $0x00800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x0000007f
-DATA lgc21<>+4(SB)/4, $0x0000007f
-DATA lgc21<>+8(SB)/4, $0x0000007f
-DATA lgc21<>+12(SB)/4, $0x0000007f
-DATA lgc21<>+16(SB)/4, $0x0000007f
-DATA lgc21<>+20(SB)/4, $0x0000007f
-DATA lgc21<>+24(SB)/4, $0x0000007f
-DATA lgc21<>+28(SB)/4, $0x0000007f
+DATA lgc21<>+0(SB)/4, $0x4b000000
+DATA lgc21<>+4(SB)/4, $0x4b000000
+DATA lgc21<>+8(SB)/4, $0x4b000000
+DATA lgc21<>+12(SB)/4, $0x4b000000
+DATA lgc21<>+16(SB)/4, $0x4b000000
+DATA lgc21<>+20(SB)/4, $0x4b000000
+DATA lgc21<>+24(SB)/4, $0x4b000000
+DATA lgc21<>+28(SB)/4, $0x4b000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x0000007f
+DATA lgc22<>+4(SB)/4, $0x0000007f
+DATA lgc22<>+8(SB)/4, $0x0000007f
+DATA lgc22<>+12(SB)/4, $0x0000007f
+DATA lgc22<>+16(SB)/4, $0x0000007f
+DATA lgc22<>+20(SB)/4, $0x0000007f
+DATA lgc22<>+24(SB)/4, $0x0000007f
+DATA lgc22<>+28(SB)/4, $0x0000007f
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0xffffffe9
+DATA lgc23<>+4(SB)/4, $0xffffffe9
+DATA lgc23<>+8(SB)/4, $0xffffffe9
+DATA lgc23<>+12(SB)/4, $0xffffffe9
+DATA lgc23<>+16(SB)/4, $0xffffffe9
+DATA lgc23<>+20(SB)/4, $0xffffffe9
+DATA lgc23<>+24(SB)/4, $0xffffffe9
+DATA lgc23<>+28(SB)/4, $0xffffffe9
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0x007fffff
+DATA lgc24<>+4(SB)/4, $0x007fffff
+DATA lgc24<>+8(SB)/4, $0x007fffff
+DATA lgc24<>+12(SB)/4, $0x007fffff
+DATA lgc24<>+16(SB)/4, $0x007fffff
+DATA lgc24<>+20(SB)/4, $0x007fffff
+DATA lgc24<>+24(SB)/4, $0x007fffff
+DATA lgc24<>+28(SB)/4, $0x007fffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0x3fb504f3
+DATA lgc25<>+4(SB)/4, $0x3fb504f3
+DATA lgc25<>+8(SB)/4, $0x3fb504f3
+DATA lgc25<>+12(SB)/4, $0x3fb504f3
+DATA lgc25<>+16(SB)/4, $0x3fb504f3
+DATA lgc25<>+20(SB)/4, $0x3fb504f3
+DATA lgc25<>+24(SB)/4, $0x3fb504f3
+DATA lgc25<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3d9021bb
+DATA lgc26<>+4(SB)/4, $0x3d9021bb
+DATA lgc26<>+8(SB)/4, $0x3d9021bb
+DATA lgc26<>+12(SB)/4, $0x3d9021bb
+DATA lgc26<>+16(SB)/4, $0x3d9021bb
+DATA lgc26<>+20(SB)/4, $0x3d9021bb
+DATA lgc26<>+24(SB)/4, $0x3d9021bb
+DATA lgc26<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0xbdebd1b8
+DATA lgc27<>+4(SB)/4, $0xbdebd1b8
+DATA lgc27<>+8(SB)/4, $0xbdebd1b8
+DATA lgc27<>+12(SB)/4, $0xbdebd1b8
+DATA lgc27<>+16(SB)/4, $0xbdebd1b8
+DATA lgc27<>+20(SB)/4, $0xbdebd1b8
+DATA lgc27<>+24(SB)/4, $0xbdebd1b8
+DATA lgc27<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0x3def251a
+DATA lgc28<>+4(SB)/4, $0x3def251a
+DATA lgc28<>+8(SB)/4, $0x3def251a
+DATA lgc28<>+12(SB)/4, $0x3def251a
+DATA lgc28<>+16(SB)/4, $0x3def251a
+DATA lgc28<>+20(SB)/4, $0x3def251a
+DATA lgc28<>+24(SB)/4, $0x3def251a
+DATA lgc28<>+28(SB)/4, $0x3def251a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0x3e11e9bf
+DATA lgc30<>+4(SB)/4, $0x3e11e9bf
+DATA lgc30<>+8(SB)/4, $0x3e11e9bf
+DATA lgc30<>+12(SB)/4, $0x3e11e9bf
+DATA lgc30<>+16(SB)/4, $0x3e11e9bf
+DATA lgc30<>+20(SB)/4, $0x3e11e9bf
+DATA lgc30<>+24(SB)/4, $0x3e11e9bf
+DATA lgc30<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0xbe2aae50
+DATA lgc31<>+4(SB)/4, $0xbe2aae50
+DATA lgc31<>+8(SB)/4, $0xbe2aae50
+DATA lgc31<>+12(SB)/4, $0xbe2aae50
+DATA lgc31<>+16(SB)/4, $0xbe2aae50
+DATA lgc31<>+20(SB)/4, $0xbe2aae50
+DATA lgc31<>+24(SB)/4, $0xbe2aae50
+DATA lgc31<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0x3e4cceac
+DATA lgc32<>+4(SB)/4, $0x3e4cceac
+DATA lgc32<>+8(SB)/4, $0x3e4cceac
+DATA lgc32<>+12(SB)/4, $0x3e4cceac
+DATA lgc32<>+16(SB)/4, $0x3e4cceac
+DATA lgc32<>+20(SB)/4, $0x3e4cceac
+DATA lgc32<>+24(SB)/4, $0x3e4cceac
+DATA lgc32<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0xbe7ffffc
+DATA lgc33<>+4(SB)/4, $0xbe7ffffc
+DATA lgc33<>+8(SB)/4, $0xbe7ffffc
+DATA lgc33<>+12(SB)/4, $0xbe7ffffc
+DATA lgc33<>+16(SB)/4, $0xbe7ffffc
+DATA lgc33<>+20(SB)/4, $0xbe7ffffc
+DATA lgc33<>+24(SB)/4, $0xbe7ffffc
+DATA lgc33<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xff800000
-DATA lgc34<>+4(SB)/4, $0xff800000
-DATA lgc34<>+8(SB)/4, $0xff800000
-DATA lgc34<>+12(SB)/4, $0xff800000
-DATA lgc34<>+16(SB)/4, $0xff800000
-DATA lgc34<>+20(SB)/4, $0xff800000
-DATA lgc34<>+24(SB)/4, $0xff800000
-DATA lgc34<>+28(SB)/4, $0xff800000
+DATA lgc34<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fc00000
-DATA lgc35<>+4(SB)/4, $0x7fc00000
-DATA lgc35<>+8(SB)/4, $0x7fc00000
-DATA lgc35<>+12(SB)/4, $0x7fc00000
-DATA lgc35<>+16(SB)/4, $0x7fc00000
-DATA lgc35<>+20(SB)/4, $0x7fc00000
-DATA lgc35<>+24(SB)/4, $0x7fc00000
-DATA lgc35<>+28(SB)/4, $0x7fc00000
+DATA lgc35<>+0(SB)/4, $0xff800000
+DATA lgc35<>+4(SB)/4, $0xff800000
+DATA lgc35<>+8(SB)/4, $0xff800000
+DATA lgc35<>+12(SB)/4, $0xff800000
+DATA lgc35<>+16(SB)/4, $0xff800000
+DATA lgc35<>+20(SB)/4, $0xff800000
+DATA lgc35<>+24(SB)/4, $0xff800000
+DATA lgc35<>+28(SB)/4, $0xff800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f800000
-DATA lgc36<>+4(SB)/4, $0x7f800000
-DATA lgc36<>+8(SB)/4, $0x7f800000
-DATA lgc36<>+12(SB)/4, $0x7f800000
-DATA lgc36<>+16(SB)/4, $0x7f800000
-DATA lgc36<>+20(SB)/4, $0x7f800000
-DATA lgc36<>+24(SB)/4, $0x7f800000
-DATA lgc36<>+28(SB)/4, $0x7f800000
+DATA lgc36<>+0(SB)/4, $0x7fc00000
+DATA lgc36<>+4(SB)/4, $0x7fc00000
+DATA lgc36<>+8(SB)/4, $0x7fc00000
+DATA lgc36<>+12(SB)/4, $0x7fc00000
+DATA lgc36<>+16(SB)/4, $0x7fc00000
+DATA lgc36<>+20(SB)/4, $0x7fc00000
+DATA lgc36<>+24(SB)/4, $0x7fc00000
+DATA lgc36<>+28(SB)/4, $0x7fc00000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -1126,23 +1133,22 @@ bulk_18:
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc21<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc22<>+0(SB), Y4, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
+	VPAND        lgc24<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
+	VMOVAPS      lgc26<>+0(SB), Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -1150,6 +1156,7 @@ bulk_18:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1158,11 +1165,11 @@ bulk_18:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1172,9 +1179,9 @@ bulk_18:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc34<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_18

@@ -420,25 +420,33 @@ blocks_8:
 	VADDPS        Y2, Y5, Y2
 	VBROADCASTSS  lgb17<>+0(SB), Z4
 
-	// v22 = lt(v10, -40)
-	VCMPPS   $0x11, Z4, Z3, K1
-	VPMOVM2D K1, Z4
+	// v22 = eq(v10, +Inf)
+	VCMPPS   $0x00, Z4, Z3, K1
+	VPMOVM2D K1, Z5
 
-	// v24 = add(k3, v10)
-	VADDPS       Z3, Z8, Z3
-	VBROADCASTSS lgb18<>+0(SB), Z5
+	// v23 = add(k3, v10)
+	VADDPS Z3, Z8, Z6
 
-	// v25 = where(v22, -1, v24)
-	VPTERNLOGD $0xca, Z3, Z5, Z4
-	VMOVUPS    (AX), Z3
+	// v24 = where(v22, +Inf, v23)
+	VPTERNLOGD   $0xca, Z6, Z4, Z5
+	VBROADCASTSS lgb18<>+0(SB), Z4
 
-	// v26 = mul(v20, v25)
-	VMULPS Z4, Z3, Z3
+	// v26 = lt(v10, -40)
+	VCMPPS       $0x11, Z4, Z3, K1
+	VPMOVM2D     K1, Z3
+	VBROADCASTSS lgb19<>+0(SB), Z4
 
-	// v27 = neg(v26)
-	VXORPS.BCST lgb19<>+0(SB), Z3, Z3
+	// v28 = where(v26, -1, v24)
+	VPTERNLOGD $0xca, Z5, Z4, Z3
+	VMOVUPS    (AX), Z4
 
-	// gradLogProb = where(mask, v27, 0)
+	// v29 = mul(v20, v28)
+	VMULPS Z3, Z4, Z3
+
+	// v30 = neg(v29)
+	VXORPS.BCST lgb20<>+0(SB), Z3, Z3
+
+	// gradLogProb = where(mask, v30, 0)
 	VANDPS Z3, Z0, Z0
 
 	// store gradLogProb
@@ -509,11 +517,14 @@ noflush_9:
 DATA lgb16<>+0(SB)/4, $0x3e000000
 GLOBL lgb16<>(SB), RODATA|NOPTR, $4
 
-DATA lgb17<>+0(SB)/4, $0xc2200000
+DATA lgb17<>+0(SB)/4, $0x7f800000
 GLOBL lgb17<>(SB), RODATA|NOPTR, $4
 
-DATA lgb18<>+0(SB)/4, $0xbf800000
+DATA lgb18<>+0(SB)/4, $0xc2200000
 GLOBL lgb18<>(SB), RODATA|NOPTR, $4
 
-DATA lgb19<>+0(SB)/4, $0x80000000
+DATA lgb19<>+0(SB)/4, $0xbf800000
 GLOBL lgb19<>(SB), RODATA|NOPTR, $4
+
+DATA lgb20<>+0(SB)/4, $0x80000000
+GLOBL lgb20<>(SB), RODATA|NOPTR, $4

@@ -5,6 +5,7 @@ package distillation
 import (
 	"github.com/lossgen/lossgen/runtime"
 	vmath "github.com/lossgen/lossgen/runtime/vmath"
+	"math"
 	"sync"
 )
 
@@ -160,7 +161,8 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	one := float32(1)
 	zero := float32(0)
 	c19 := float32(0.125)
-	c21 := float32(-40)
+	c21 := float32(math.Inf(1))
+	c25 := float32(-40)
 	minusOne := float32(-1)
 	numValid := 0.0
 	for iB := lo; iB < hi; iB++ {
@@ -185,12 +187,14 @@ func fbPass0GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v14 := s.s1[iB]
 			v15 := max(v14, one)
 			v20 := c19 / v15
-			v22 := b2f(v10 < c21)
-			v24 := k3 + v10
-			v25 := sel(v22, minusOne, v24)
-			v26 := float32(v20 * v25)
-			v27 := -v26
-			gradLogProb := sel(mask, v27, zero)
+			v22 := b2f(v10 == c21)
+			v23 := k3 + v10
+			v24 := sel(v22, c21, v23)
+			v26 := b2f(v10 < c25)
+			v28 := sel(v26, minusOne, v24)
+			v29 := float32(v20 * v28)
+			v30 := -v29
+			gradLogProb := sel(mask, v30, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 		s.s0[iB] = float32(s.acc13[iB])

@@ -1034,7 +1034,7 @@ TEXT ·fbPass1AVX2(SB), $288-96
 	// v80 = div(0.04, v39)
 	VDIVPS Y0, Y2, Y2
 
-	// v89 = div(1, v39)
+	// v91 = div(1, v39)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1294,95 +1294,102 @@ blocks_8:
 	// sum(v74) over [B L]
 	VADDPS  3392(BX), Y3, Y3
 	VMOVUPS Y3, 3392(BX)
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v82 = lt(v72, -40)
-	VCMPPS $0x11, Y3, Y1, Y3
+	// v81 = eq(v72, +Inf)
+	VCMPPS $0x00, Y3, Y1, Y4
 
-	// v84 = add(k3, v72)
-	VADDPS  Y1, Y7, Y1
+	// v82 = add(k3, v72)
+	VADDPS Y1, Y7, Y5
+
+	// v83 = where(v81, +Inf, v82)
+	VBLENDVPS Y4, Y3, Y5, Y3
+	VMOVUPS   lgc28<>+0(SB), Y4
+
+	// v85 = lt(v72, -40)
+	VCMPPS  $0x11, Y4, Y1, Y1
 	VMOVUPS lgc29<>+0(SB), Y4
 
-	// v85 = where(v82, -1, v84)
-	VBLENDVPS Y3, Y4, Y1, Y1
+	// v87 = where(v85, -1, v83)
+	VBLENDVPS Y1, Y4, Y3, Y1
 	VMOVUPS   (SP), Y3
 
-	// v86 = mul(v80, v85)
+	// v88 = mul(v80, v87)
 	VMULPS Y1, Y3, Y1
 
-	// v87 = where(v17, v86, 0)
+	// v89 = where(v17, v88, 0)
 	VANDPS Y1, Y2, Y1
 
-	// v88 = neg(v87)
+	// v90 = neg(v89)
 	VXORPS  lgc21<>+0(SB), Y1, Y1
 	VMOVUPS 32(SP), Y3
 
-	// v90 = where(v17, v89, 0)
+	// v92 = where(v17, v91, 0)
 	VANDPS Y3, Y2, Y2
 
-	// v91 = mul(v90, -0.01)
+	// v93 = mul(v92, -0.01)
 	VMULPS lgc22<>+0(SB), Y2, Y3
 
-	// gradEntropy = where(mask, v91, 0)
+	// gradEntropy = where(mask, v93, 0)
 	VANDPS Y3, Y0, Y3
 
-	// v93 = neg(v90)
+	// v95 = neg(v92)
 	VXORPS  lgc21<>+0(SB), Y2, Y2
 	VMOVUPS 224(SP), Y4
 
-	// v94 = mul(v93, v10)
+	// v96 = mul(v95, v10)
 	VMULPS  Y4, Y2, Y2
 	VMOVUPS 192(SP), Y4
 	VMOVUPS lgc0<>+0(SB), Y5
 	VCMPPS  $0x04, Y5, Y4, Y5
 
-	// v95 = where(v31, v94, 0)
+	// v97 = where(v31, v96, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v96 = where(v31, 0, v94)
+	// v98 = where(v31, 0, v96)
 	VANDNPS Y2, Y5, Y2
 	VMOVUPS 256(SP), Y5
 	VMOVUPS 160(SP), Y6
 
-	// v97 = ge(ratio, v30)
+	// v99 = ge(ratio, v30)
 	VCMPPS $0x1d, Y6, Y5, Y6
 
-	// v98 = ne(ratio, ratio)
+	// v100 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y7
 
-	// v99 = max(v97, v98)
+	// v101 = max(v99, v100)
 	VORPS Y6, Y7, Y6
 
-	// v100 = where(v99, v96, 0)
+	// v102 = where(v101, v98, 0)
 	VANDPS  Y2, Y6, Y2
 	VMOVUPS 128(SP), Y6
 
-	// v101 = le(ratio, v27)
+	// v103 = le(ratio, v27)
 	VCMPPS $0x12, Y6, Y5, Y6
 
-	// v102 = max(v101, v98)
+	// v104 = max(v103, v100)
 	VORPS Y6, Y7, Y6
 
-	// v103 = where(v102, v95, 0)
+	// v105 = where(v104, v97, 0)
 	VANDPS Y4, Y6, Y4
 
-	// v104 = add(v100, v103)
+	// v106 = add(v102, v105)
 	VADDPS  Y4, Y2, Y2
 	VMOVUPS lgc0<>+0(SB), Y4
 
-	// v105 = ne(v104, 0)
+	// v107 = ne(v106, 0)
 	VCMPPS $0x04, Y4, Y2, Y4
 
-	// v106 = mul(v104, ratio)
+	// v108 = mul(v106, ratio)
 	VMULPS Y5, Y2, Y5
 
-	// v107 = where(v105, v106, v104)
+	// v109 = where(v107, v108, v106)
 	VBLENDVPS Y4, Y5, Y2, Y2
 
-	// v108 = add(v88, v107)
+	// v110 = add(v90, v109)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v108, 0)
+	// gradLogProb = where(mask, v110, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradEntropy

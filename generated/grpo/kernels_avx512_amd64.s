@@ -654,7 +654,7 @@ TEXT ·fbPass1AVX512(SB), $448-96
 	// v80 = div(0.04, v39)
 	VDIVPS Z0, Z2, Z2
 
-	// v89 = div(1, v39)
+	// v91 = div(1, v39)
 	VDIVPS  Z0, Z1, Z0
 	VMOVUPS Z2, (AX)
 	VMOVUPS Z0, 64(AX)
@@ -786,28 +786,29 @@ blocks_8:
 	VMINPS Z20, Z21, Z22
 
 	// v33 = max(ratio, v30) tie=first
-	VMAXPS Z20, Z16, Z23
+	VMAXPS  Z20, Z16, Z23
+	VMOVUPS Z21, 128(AX)
 
 	// v34 = where(v31, v32, v33)
-	VMOVUPS    Z18, Z24
-	VPTERNLOGD $0xca, Z23, Z22, Z24
+	VMOVUPS    Z18, Z21
+	VPTERNLOGD $0xca, Z23, Z22, Z21
 
 	// gain = mul(v10, v34)
-	VMULPS Z24, Z14, Z22
+	VMULPS Z21, Z14, Z21
 
 	// v36 = neg(gain)
-	VXORPS.BCST  lgb21<>+0(SB), Z22, Z22
-	VBROADCASTSS lgb0<>+0(SB), Z23
-	VCMPPS       $0x04, Z23, Z15, K1
-	VPMOVM2D     K1, Z23
+	VXORPS.BCST  lgb21<>+0(SB), Z21, Z21
+	VBROADCASTSS lgb0<>+0(SB), Z22
+	VCMPPS       $0x04, Z22, Z15, K1
+	VPMOVM2D     K1, Z22
 
 	// v37 = where(v17, v36, 0)
-	VANDPS Z22, Z23, Z15
+	VANDPS Z21, Z22, Z15
 
 	// sum(v37) over [B L]
-	VEXTRACTF64X4 $0x01, Z15, Y22
+	VEXTRACTF64X4 $0x01, Z15, Y21
 	VADDPS        Y2, Y15, Y2
-	VADDPS        Y2, Y22, Y2
+	VADDPS        Y2, Y21, Y2
 
 	// v41 = where(mask, v24, 0)
 	VANDPS Z17, Z0, Z15
@@ -842,7 +843,7 @@ blocks_8:
 	VMULPS.BCST lgb22<>+0(SB), Z10, Z10
 
 	// v55 = where(v17, v54, 0)
-	VANDPS Z10, Z23, Z10
+	VANDPS Z10, Z22, Z10
 
 	// sum(v55) over [B L]
 	VEXTRACTF64X4 $0x01, Z10, Y12
@@ -850,15 +851,14 @@ blocks_8:
 	VADDPS        Y6, Y12, Y6
 
 	// v58 = where(v17, logWeight, -Inf)
-	VMOVUPS    Z23, Z10
+	VMOVUPS    Z22, Z10
 	VPTERNLOGD $0xca, Z19, Z13, Z10
-	VMOVUPS    Z21, 128(AX)
 	VMOVUPS    Z16, 192(AX)
 	VMOVUPS    Z18, 256(AX)
 	VMOVUPS    Z14, 320(AX)
 
 	// logsumexp(v58) over [B L]
-	VANDPS        Z20, Z23, Z12
+	VANDPS        Z20, Z22, Z12
 	VCMPPS.BCST   $0x15, lgb23<>+0(SB), Z10, K1
 	VPMOVM2D      K1, Z13
 	VCMPPS.BCST   $0x1a, lgb24<>+0(SB), Z10, K1
@@ -889,7 +889,7 @@ blocks_8:
 	VSUBPS Z11, Z10, Z10
 
 	// v72 = where(v17, v71, 0)
-	VANDPS Z10, Z23, Z10
+	VANDPS Z10, Z22, Z10
 
 	// k3 = expm1_minus_x(v72)
 	VBROADCASTSS      lgb6<>+0(SB), Z11
@@ -928,106 +928,114 @@ blocks_8:
 	VPTERNLOGD        $0xb8, Z11, Z12, Z15
 
 	// v74 = where(v17, k3, 0)
-	VANDPS Z15, Z23, Z11
+	VANDPS Z15, Z22, Z11
 
 	// sum(v74) over [B L]
 	VEXTRACTF64X4 $0x01, Z11, Y12
 	VADDPS        Y9, Y11, Y9
 	VADDPS        Y9, Y12, Y9
-	VBROADCASTSS  lgb28<>+0(SB), Z11
+	VBROADCASTSS  lgb18<>+0(SB), Z11
 
-	// v82 = lt(v72, -40)
-	VCMPPS   $0x11, Z11, Z10, K1
-	VPMOVM2D K1, Z11
+	// v81 = eq(v72, +Inf)
+	VCMPPS   $0x00, Z11, Z10, K1
+	VPMOVM2D K1, Z12
 
-	// v84 = add(k3, v72)
-	VADDPS       Z10, Z15, Z10
-	VBROADCASTSS lgb29<>+0(SB), Z12
+	// v82 = add(k3, v72)
+	VADDPS Z10, Z15, Z13
 
-	// v85 = where(v82, -1, v84)
-	VPTERNLOGD $0xca, Z10, Z12, Z11
-	VMOVUPS    (AX), Z10
+	// v83 = where(v81, +Inf, v82)
+	VPTERNLOGD   $0xca, Z13, Z11, Z12
+	VBROADCASTSS lgb28<>+0(SB), Z11
 
-	// v86 = mul(v80, v85)
-	VMULPS Z11, Z10, Z10
+	// v85 = lt(v72, -40)
+	VCMPPS       $0x11, Z11, Z10, K1
+	VPMOVM2D     K1, Z10
+	VBROADCASTSS lgb29<>+0(SB), Z11
 
-	// v87 = where(v17, v86, 0)
-	VANDPS Z10, Z23, Z10
+	// v87 = where(v85, -1, v83)
+	VPTERNLOGD $0xca, Z12, Z11, Z10
+	VMOVUPS    (AX), Z11
 
-	// v88 = neg(v87)
+	// v88 = mul(v80, v87)
+	VMULPS Z10, Z11, Z10
+
+	// v89 = where(v17, v88, 0)
+	VANDPS Z10, Z22, Z10
+
+	// v90 = neg(v89)
 	VXORPS.BCST lgb21<>+0(SB), Z10, Z10
 	VMOVUPS     64(AX), Z11
 
-	// v90 = where(v17, v89, 0)
-	VANDPS Z11, Z23, Z11
+	// v92 = where(v17, v91, 0)
+	VANDPS Z11, Z22, Z11
 
-	// v91 = mul(v90, -0.01)
+	// v93 = mul(v92, -0.01)
 	VMULPS.BCST lgb22<>+0(SB), Z11, Z12
 
-	// gradEntropy = where(mask, v91, 0)
+	// gradEntropy = where(mask, v93, 0)
 	VANDPS Z12, Z0, Z12
 
-	// v93 = neg(v90)
+	// v95 = neg(v92)
 	VXORPS.BCST lgb21<>+0(SB), Z11, Z11
 	VMOVUPS     320(AX), Z13
 
-	// v94 = mul(v93, v10)
+	// v96 = mul(v95, v10)
 	VMULPS       Z13, Z11, Z11
 	VMOVUPS      256(AX), Z13
 	VBROADCASTSS lgb0<>+0(SB), Z14
 	VCMPPS       $0x04, Z14, Z13, K1
 	VPMOVM2D     K1, Z14
 
-	// v95 = where(v31, v94, 0)
+	// v97 = where(v31, v96, 0)
 	VANDPS Z11, Z14, Z13
 
-	// v96 = where(v31, 0, v94)
+	// v98 = where(v31, 0, v96)
 	VANDNPS Z11, Z14, Z11
 	VMOVUPS 192(AX), Z14
 
-	// v97 = ge(ratio, v30)
+	// v99 = ge(ratio, v30)
 	VCMPPS   $0x1d, Z14, Z20, K1
 	VPMOVM2D K1, Z14
 
-	// v98 = ne(ratio, ratio)
+	// v100 = ne(ratio, ratio)
 	VCMPPS   $0x04, Z20, Z20, K1
 	VPMOVM2D K1, Z15
 
-	// v99 = max(v97, v98)
+	// v101 = max(v99, v100)
 	VORPS Z14, Z15, Z14
 
-	// v100 = where(v99, v96, 0)
+	// v102 = where(v101, v98, 0)
 	VANDPS  Z11, Z14, Z11
 	VMOVUPS 128(AX), Z14
 
-	// v101 = le(ratio, v27)
+	// v103 = le(ratio, v27)
 	VCMPPS   $0x12, Z14, Z20, K1
 	VPMOVM2D K1, Z14
 
-	// v102 = max(v101, v98)
+	// v104 = max(v103, v100)
 	VORPS Z14, Z15, Z14
 
-	// v103 = where(v102, v95, 0)
+	// v105 = where(v104, v97, 0)
 	VANDPS Z13, Z14, Z13
 
-	// v104 = add(v100, v103)
+	// v106 = add(v102, v105)
 	VADDPS       Z13, Z11, Z11
 	VBROADCASTSS lgb0<>+0(SB), Z13
 
-	// v105 = ne(v104, 0)
+	// v107 = ne(v106, 0)
 	VCMPPS   $0x04, Z13, Z11, K1
 	VPMOVM2D K1, Z13
 
-	// v106 = mul(v104, ratio)
+	// v108 = mul(v106, ratio)
 	VMULPS Z20, Z11, Z14
 
-	// v107 = where(v105, v106, v104)
+	// v109 = where(v107, v108, v106)
 	VPTERNLOGD $0xca, Z11, Z14, Z13
 
-	// v108 = add(v88, v107)
+	// v110 = add(v90, v109)
 	VADDPS Z13, Z10, Z10
 
-	// gradLogProb = where(mask, v108, 0)
+	// gradLogProb = where(mask, v110, 0)
 	VANDPS Z10, Z0, Z0
 
 	// store gradEntropy

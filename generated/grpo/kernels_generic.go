@@ -343,7 +343,7 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c53 := float32(-0.01)
 	two := float32(2)
 	c77 := float32(0.04)
-	c81 := float32(-40)
+	c84 := float32(-40)
 	minusOne := float32(-1)
 	numValid := 0.0
 	acc38 := 0.0
@@ -409,34 +409,36 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v74 := sel(v17, k3, zero)
 			acc75 += float64(v74)
 			v80 := c77 / v39
-			v82 := b2f(v72 < c81)
-			v84 := k3 + v72
-			v85 := sel(v82, minusOne, v84)
-			v86 := float32(v80 * v85)
-			v87 := sel(v17, v86, zero)
-			v88 := -v87
-			v89 := one / v39
-			v90 := sel(v17, v89, zero)
-			v91 := float32(v90 * c53)
-			gradEntropy := sel(mask, v91, zero)
+			v81 := b2f(v72 == c26)
+			v82 := k3 + v72
+			v83 := sel(v81, c26, v82)
+			v85 := b2f(v72 < c84)
+			v87 := sel(v85, minusOne, v83)
+			v88 := float32(v80 * v87)
+			v89 := sel(v17, v88, zero)
+			v90 := -v89
+			v91 := one / v39
+			v92 := sel(v17, v91, zero)
+			v93 := float32(v92 * c53)
+			gradEntropy := sel(mask, v93, zero)
 			grads.Entropy[iB*128+iL] = gradEntropy
-			v93 := -v90
-			v94 := float32(v93 * v10)
-			v95 := sel(v31, v94, zero)
-			v96 := sel(v31, zero, v94)
-			v97 := b2f(ratio >= v30)
-			v98 := b2f(ratio != ratio)
-			v99 := max(v97, v98)
-			v100 := sel(v99, v96, zero)
-			v101 := b2f(ratio <= v27)
-			v102 := max(v101, v98)
-			v103 := sel(v102, v95, zero)
-			v104 := v100 + v103
-			v105 := b2f(v104 != zero)
-			v106 := float32(v104 * ratio)
-			v107 := sel(v105, v106, v104)
-			v108 := v88 + v107
-			gradLogProb := sel(mask, v108, zero)
+			v95 := -v92
+			v96 := float32(v95 * v10)
+			v97 := sel(v31, v96, zero)
+			v98 := sel(v31, zero, v96)
+			v99 := b2f(ratio >= v30)
+			v100 := b2f(ratio != ratio)
+			v101 := max(v99, v100)
+			v102 := sel(v101, v98, zero)
+			v103 := b2f(ratio <= v27)
+			v104 := max(v103, v100)
+			v105 := sel(v104, v97, zero)
+			v106 := v102 + v105
+			v107 := b2f(v106 != zero)
+			v108 := float32(v106 * ratio)
+			v109 := sel(v107, v108, v106)
+			v110 := v90 + v109
+			gradLogProb := sel(mask, v110, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}

@@ -1403,7 +1403,7 @@ TEXT ·fbPass3AVX2(SB), $256-96
 	// v70 = div(0.04, v40)
 	VDIVPS Y0, Y2, Y2
 
-	// v77 = div(1, v40)
+	// v79 = div(1, v40)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
@@ -1636,91 +1636,98 @@ blocks_21:
 	// sum(v64) over [G N L]
 	VADDPS  5120(SI), Y2, Y2
 	VMOVUPS Y2, 5120(SI)
-	VMOVUPS lgc29<>+0(SB), Y2
+	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v72 = lt(v62, -40)
-	VCMPPS $0x11, Y2, Y0, Y2
+	// v71 = eq(v62, +Inf)
+	VCMPPS $0x00, Y2, Y0, Y3
 
-	// v74 = add(k3, v62)
-	VADDPS  Y0, Y6, Y0
+	// v72 = add(k3, v62)
+	VADDPS Y0, Y6, Y4
+
+	// v73 = where(v71, +Inf, v72)
+	VBLENDVPS Y3, Y2, Y4, Y2
+	VMOVUPS   lgc29<>+0(SB), Y3
+
+	// v75 = lt(v62, -40)
+	VCMPPS  $0x11, Y3, Y0, Y0
 	VMOVUPS lgc30<>+0(SB), Y3
 
-	// v75 = where(v72, -1, v74)
-	VBLENDVPS Y2, Y3, Y0, Y0
+	// v77 = where(v75, -1, v73)
+	VBLENDVPS Y0, Y3, Y2, Y0
 	VMOVUPS   (SP), Y2
 
-	// v76 = mul(v70, v75)
+	// v78 = mul(v70, v77)
 	VMULPS  Y0, Y2, Y0
 	VMOVUPS 32(SP), Y2
 
-	// v78 = where(mask, v77, 0)
+	// v80 = where(mask, v79, 0)
 	VANDPS Y2, Y1, Y2
 
-	// v79 = neg(v78)
+	// v81 = neg(v80)
 	VXORPS  lgc24<>+0(SB), Y2, Y2
 	VMOVUPS lgc2<>+0(SB), Y3
 
-	// v80 = ne(v79, 0)
+	// v82 = ne(v81, 0)
 	VCMPPS  $0x04, Y3, Y2, Y4
 	VMOVUPS 96(SP), Y5
 
-	// v81 = mul(v79, v18)
+	// v83 = mul(v81, v18)
 	VMULPS Y5, Y2, Y5
 
-	// v82 = where(v80, v81, v79)
+	// v84 = where(v82, v83, v81)
 	VBLENDVPS Y4, Y5, Y2, Y2
 	VMOVUPS   224(SP), Y4
 	VMOVUPS   lgc2<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 
-	// v83 = where(v32, v82, 0)
+	// v85 = where(v32, v84, 0)
 	VANDPS Y2, Y5, Y4
 
-	// v84 = where(v32, 0, v82)
+	// v86 = where(v32, 0, v84)
 	VANDNPS Y2, Y5, Y2
 	VMOVUPS 192(SP), Y5
 
-	// v85 = ge(ratio, v31)
+	// v87 = ge(ratio, v31)
 	VCMPPS $0x1d, Y5, Y9, Y5
 
-	// v86 = ne(ratio, ratio)
+	// v88 = ne(ratio, ratio)
 	VCMPPS $0x04, Y9, Y9, Y6
 
-	// v87 = max(v85, v86)
+	// v89 = max(v87, v88)
 	VORPS Y5, Y6, Y5
 
-	// v88 = where(v87, v84, 0)
+	// v90 = where(v89, v86, 0)
 	VANDPS  Y2, Y5, Y2
 	VMOVUPS 160(SP), Y5
 
-	// v89 = le(ratio, v28)
+	// v91 = le(ratio, v28)
 	VCMPPS $0x12, Y5, Y9, Y5
 
-	// v90 = max(v89, v86)
+	// v92 = max(v91, v88)
 	VORPS Y5, Y6, Y5
 
-	// v91 = where(v90, v83, 0)
+	// v93 = where(v92, v85, 0)
 	VANDPS Y4, Y5, Y4
 
-	// v92 = add(v88, v91)
+	// v94 = add(v90, v93)
 	VADDPS Y4, Y2, Y2
 
-	// v93 = ne(v92, 0)
+	// v95 = ne(v94, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 
-	// v94 = mul(v92, ratio)
+	// v96 = mul(v94, ratio)
 	VMULPS Y9, Y2, Y4
 
-	// v95 = where(v93, v94, v92)
+	// v97 = where(v95, v96, v94)
 	VBLENDVPS Y3, Y4, Y2, Y2
 
-	// v96 = neg(v76)
+	// v98 = neg(v78)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v97 = add(v96, v95)
+	// v99 = add(v98, v97)
 	VADDPS Y2, Y0, Y0
 
-	// gradLogProb = where(mask, v97, 0)
+	// gradLogProb = where(mask, v99, 0)
 	VANDPS Y0, Y1, Y0
 
 	// store gradLogProb

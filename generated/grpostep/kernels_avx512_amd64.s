@@ -555,7 +555,7 @@ noflush_8:
 
 // func fbPass3AVX512(numValid *float32, lo int, nextReward *float32, s0 *float32, s1 *float32, state *float64, mask *bool, logProb *float32, sampleLogProb *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, AVX512DQ, AVX512F, FMA3
-TEXT ·fbPass3AVX512(SB), $320-96
+TEXT ·fbPass3AVX512(SB), $384-96
 	LEAQ 63(SP), AX
 	ANDQ $-64, AX
 
@@ -572,7 +572,7 @@ TEXT ·fbPass3AVX512(SB), $320-96
 	// v70 = div(0.04, v40)
 	VDIVPS Z0, Z2, Z2
 
-	// v77 = div(1, v40)
+	// v79 = div(1, v40)
 	VDIVPS  Z0, Z1, Z0
 	VMOVUPS Z2, (AX)
 	VMOVUPS Z0, 64(AX)
@@ -688,28 +688,28 @@ blocks_11:
 	VMOVUPS      Z11, Z17
 	VPTERNLOGD   $0xca, Z15, Z14, Z17
 	VBROADCASTSS lgb19<>+0(SB), Z14
-	VBROADCASTSS lgb20<>+0(SB), Z15
+	VBROADCASTSS lgb20<>+0(SB), Z18
 
 	// v31 = where(v25, 0.8000000028326788, -Inf)
-	VPTERNLOGD   $0xca, Z15, Z14, Z11
+	VPTERNLOGD   $0xca, Z18, Z14, Z11
 	VBROADCASTSS lgb1<>+0(SB), Z14
 
 	// v32 = ge(v18, 0)
 	VCMPPS   $0x1d, Z14, Z12, K1
-	VPMOVM2D K1, Z18
+	VPMOVM2D K1, Z19
 
 	// v33 = min(ratio, v28) tie=first
-	VMINPS Z16, Z17, Z19
+	VMINPS Z16, Z17, Z20
 
 	// v34 = max(ratio, v31) tie=first
-	VMAXPS Z16, Z11, Z20
+	VMAXPS Z16, Z11, Z21
 
 	// v35 = where(v32, v33, v34)
-	VMOVUPS    Z18, Z21
-	VPTERNLOGD $0xca, Z20, Z19, Z21
+	VMOVUPS    Z19, Z22
+	VPTERNLOGD $0xca, Z21, Z20, Z22
 
 	// gain = mul(v6, v35)
-	VMULPS Z21, Z0, Z0
+	VMULPS Z22, Z0, Z0
 
 	// v37 = neg(gain)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
@@ -718,9 +718,9 @@ blocks_11:
 	VANDPS Z0, Z7, Z0
 
 	// sum(v38) over [G N L]
-	VEXTRACTF64X4 $0x01, Z0, Y19
+	VEXTRACTF64X4 $0x01, Z0, Y20
 	VADDPS        Y1, Y0, Y1
-	VADDPS        Y1, Y19, Y1
+	VADDPS        Y1, Y20, Y1
 
 	// v42 = where(mask, v25, 0)
 	VANDPS Z13, Z7, Z0
@@ -743,19 +743,20 @@ blocks_11:
 
 	// v49 = where(mask, logWeight, -Inf)
 	VMOVUPS    Z7, Z0
-	VPTERNLOGD $0xca, Z15, Z9, Z0
+	VPTERNLOGD $0xca, Z18, Z9, Z0
 	VMOVUPS    Z17, 192(AX)
+	VMOVUPS    Z11, 256(AX)
 
 	// logsumexp(v49) over [G N L]
 	VANDPS        Z16, Z7, Z9
 	VCMPPS.BCST   $0x15, lgb22<>+0(SB), Z0, K1
 	VPMOVM2D      K1, Z10
 	VCMPPS.BCST   $0x1a, lgb23<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z13
-	VANDPS        Z13, Z10, Z10
+	VPMOVM2D      K1, Z11
+	VANDPS        Z11, Z10, Z10
 	VCMPPS.BCST   $0x00, lgb20<>+0(SB), Z0, K1
-	VPMOVM2D      K1, Z13
-	VORPS         Z13, Z10, Z10
+	VPMOVM2D      K1, Z11
+	VORPS         Z11, Z10, Z10
 	VEXTRACTF64X4 $0x01, Z10, Y0
 	VANDPS        Y10, Y0, Y0
 	VEXTRACTF64X4 $0x01, Z9, Y10
@@ -787,124 +788,132 @@ blocks_11:
 	VMOVAPS           Z8, Z10
 	VFNMADD231PS.BCST lgb8<>+0(SB), Z9, Z10
 	VFNMADD231PS.BCST lgb9<>+0(SB), Z9, Z10
-	VMULPS            Z10, Z10, Z13
-	VBROADCASTSS      lgb10<>+0(SB), Z15
-	VFMADD213PS.BCST  lgb11<>+0(SB), Z10, Z15
+	VMULPS            Z10, Z10, Z11
+	VBROADCASTSS      lgb10<>+0(SB), Z13
+	VFMADD213PS.BCST  lgb11<>+0(SB), Z10, Z13
 	VBROADCASTSS      lgb12<>+0(SB), Z8
 	VFMADD213PS.BCST  lgb13<>+0(SB), Z10, Z8
-	VFMADD213PS       Z8, Z13, Z15
+	VFMADD213PS       Z8, Z11, Z13
 	VBROADCASTSS      lgb14<>+0(SB), Z8
 	VFMADD213PS.BCST  lgb15<>+0(SB), Z10, Z8
-	VFMADD213PS       Z8, Z13, Z15
-	VMULPS            Z13, Z15, Z8
-	VFMADD213PS       Z10, Z13, Z15
-	VADDPS.BCST       lgb2<>+0(SB), Z15, Z15
+	VFMADD213PS       Z8, Z11, Z13
+	VMULPS            Z11, Z13, Z8
+	VFMADD213PS       Z10, Z11, Z13
+	VADDPS.BCST       lgb2<>+0(SB), Z13, Z13
 	VCVTPS2DQ         Z9, Z10
 	VPADDD.BCST       lgb16<>+0(SB), Z10, Z10
-	VPSRLD            $0x01, Z10, Z13
-	VPSUBD            Z13, Z10, Z10
-	VPSLLD            $0x17, Z13, Z13
+	VPSRLD            $0x01, Z10, Z11
+	VPSUBD            Z11, Z10, Z10
+	VPSLLD            $0x17, Z11, Z11
 	VPSLLD            $0x17, Z10, Z10
-	VMULPS            Z13, Z15, Z15
-	VMULPS            Z10, Z15, Z15
-	VSUBPS.BCST       lgb2<>+0(SB), Z15, Z15
-	VSUBPS            Z0, Z15, Z15
+	VMULPS            Z11, Z13, Z13
+	VMULPS            Z10, Z13, Z13
+	VSUBPS.BCST       lgb2<>+0(SB), Z13, Z13
+	VSUBPS            Z0, Z13, Z13
 	VCMPPS.BCST       $0x00, lgb1<>+0(SB), Z9, K1
 	VPMOVM2D          K1, Z9
-	VPTERNLOGD        $0xb8, Z8, Z9, Z15
+	VPTERNLOGD        $0xb8, Z8, Z9, Z13
 
 	// v64 = where(mask, k3, 0)
-	VANDPS Z15, Z7, Z8
+	VANDPS Z13, Z7, Z8
 
 	// sum(v64) over [G N L]
 	VEXTRACTF64X4 $0x01, Z8, Y9
 	VADDPS        Y6, Y8, Y6
 	VADDPS        Y6, Y9, Y6
-	VBROADCASTSS  lgb27<>+0(SB), Z8
 
-	// v72 = lt(v62, -40)
-	VCMPPS   $0x11, Z8, Z0, K1
+	// v71 = eq(v62, +Inf)
+	VCMPPS   $0x00, Z15, Z0, K1
 	VPMOVM2D K1, Z8
 
-	// v74 = add(k3, v62)
-	VADDPS       Z0, Z15, Z0
+	// v72 = add(k3, v62)
+	VADDPS Z0, Z13, Z9
+
+	// v73 = where(v71, +Inf, v72)
+	VPTERNLOGD   $0xca, Z9, Z15, Z8
+	VBROADCASTSS lgb27<>+0(SB), Z9
+
+	// v75 = lt(v62, -40)
+	VCMPPS       $0x11, Z9, Z0, K1
+	VPMOVM2D     K1, Z0
 	VBROADCASTSS lgb28<>+0(SB), Z9
 
-	// v75 = where(v72, -1, v74)
-	VPTERNLOGD $0xca, Z0, Z9, Z8
-	VMOVUPS    (AX), Z0
+	// v77 = where(v75, -1, v73)
+	VPTERNLOGD $0xca, Z8, Z9, Z0
+	VMOVUPS    (AX), Z8
 
-	// v76 = mul(v70, v75)
-	VMULPS  Z8, Z0, Z0
+	// v78 = mul(v70, v77)
+	VMULPS  Z0, Z8, Z0
 	VMOVUPS 64(AX), Z8
 
-	// v78 = where(mask, v77, 0)
+	// v80 = where(mask, v79, 0)
 	VANDPS Z8, Z7, Z8
 
-	// v79 = neg(v78)
+	// v81 = neg(v80)
 	VXORPS.BCST lgb21<>+0(SB), Z8, Z8
 
-	// v80 = ne(v79, 0)
+	// v82 = ne(v81, 0)
 	VCMPPS   $0x04, Z14, Z8, K1
 	VPMOVM2D K1, Z9
 
-	// v81 = mul(v79, v18)
+	// v83 = mul(v81, v18)
 	VMULPS Z12, Z8, Z10
 
-	// v82 = where(v80, v81, v79)
+	// v84 = where(v82, v83, v81)
 	VPTERNLOGD $0xca, Z8, Z10, Z9
 
-	// v83 = where(v32, v82, 0)
-	VANDPS Z9, Z18, Z8
+	// v85 = where(v32, v84, 0)
+	VANDPS Z9, Z19, Z8
 
-	// v84 = where(v32, 0, v82)
-	VANDNPS Z9, Z18, Z9
+	// v86 = where(v32, 0, v84)
+	VANDNPS Z9, Z19, Z9
+	VMOVUPS 256(AX), Z10
 
-	// v85 = ge(ratio, v31)
-	VCMPPS   $0x1d, Z11, Z16, K1
+	// v87 = ge(ratio, v31)
+	VCMPPS   $0x1d, Z10, Z16, K1
 	VPMOVM2D K1, Z10
 
-	// v86 = ne(ratio, ratio)
+	// v88 = ne(ratio, ratio)
 	VCMPPS   $0x04, Z16, Z16, K1
 	VPMOVM2D K1, Z11
 
-	// v87 = max(v85, v86)
+	// v89 = max(v87, v88)
 	VORPS Z10, Z11, Z10
 
-	// v88 = where(v87, v84, 0)
+	// v90 = where(v89, v86, 0)
 	VANDPS  Z9, Z10, Z9
 	VMOVUPS 192(AX), Z10
 
-	// v89 = le(ratio, v28)
+	// v91 = le(ratio, v28)
 	VCMPPS   $0x12, Z10, Z16, K1
 	VPMOVM2D K1, Z10
 
-	// v90 = max(v89, v86)
+	// v92 = max(v91, v88)
 	VORPS Z10, Z11, Z10
 
-	// v91 = where(v90, v83, 0)
+	// v93 = where(v92, v85, 0)
 	VANDPS Z8, Z10, Z8
 
-	// v92 = add(v88, v91)
+	// v94 = add(v90, v93)
 	VADDPS Z8, Z9, Z8
 
-	// v93 = ne(v92, 0)
+	// v95 = ne(v94, 0)
 	VCMPPS   $0x04, Z14, Z8, K1
 	VPMOVM2D K1, Z9
 
-	// v94 = mul(v92, ratio)
+	// v96 = mul(v94, ratio)
 	VMULPS Z16, Z8, Z10
 
-	// v95 = where(v93, v94, v92)
+	// v97 = where(v95, v96, v94)
 	VPTERNLOGD $0xca, Z8, Z10, Z9
 
-	// v96 = neg(v76)
+	// v98 = neg(v78)
 	VXORPS.BCST lgb21<>+0(SB), Z0, Z0
 
-	// v97 = add(v96, v95)
+	// v99 = add(v98, v97)
 	VADDPS Z9, Z0, Z0
 
-	// gradLogProb = where(mask, v97, 0)
+	// gradLogProb = where(mask, v99, 0)
 	VANDPS Z0, Z7, Z0
 
 	// store gradLogProb

@@ -399,7 +399,7 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c30 := float32(math.Inf(-1))
 	two := float32(2)
 	c67 := float32(0.04)
-	c71 := float32(-40)
+	c74 := float32(-40)
 	minusOne := float32(-1)
 	acc39 := 0.0
 	acc43 := 0.0
@@ -455,32 +455,34 @@ func fbPass3GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 				v64 := sel(mask, k3, zero)
 				acc65 += float64(v64)
 				v70 := c67 / v40
-				v72 := b2f(v62 < c71)
-				v74 := k3 + v62
-				v75 := sel(v72, minusOne, v74)
-				v76 := float32(v70 * v75)
-				v77 := one / v40
-				v78 := sel(mask, v77, zero)
-				v79 := -v78
-				v80 := b2f(v79 != zero)
-				v81 := float32(v79 * v18)
-				v82 := sel(v80, v81, v79)
-				v83 := sel(v32, v82, zero)
-				v84 := sel(v32, zero, v82)
-				v85 := b2f(ratio >= v31)
-				v86 := b2f(ratio != ratio)
-				v87 := max(v85, v86)
-				v88 := sel(v87, v84, zero)
-				v89 := b2f(ratio <= v28)
-				v90 := max(v89, v86)
-				v91 := sel(v90, v83, zero)
-				v92 := v88 + v91
-				v93 := b2f(v92 != zero)
-				v94 := float32(v92 * ratio)
-				v95 := sel(v93, v94, v92)
-				v96 := -v76
-				v97 := v96 + v95
-				gradLogProb := sel(mask, v97, zero)
+				v71 := b2f(v62 == c27)
+				v72 := k3 + v62
+				v73 := sel(v71, c27, v72)
+				v75 := b2f(v62 < c74)
+				v77 := sel(v75, minusOne, v73)
+				v78 := float32(v70 * v77)
+				v79 := one / v40
+				v80 := sel(mask, v79, zero)
+				v81 := -v80
+				v82 := b2f(v81 != zero)
+				v83 := float32(v81 * v18)
+				v84 := sel(v82, v83, v81)
+				v85 := sel(v32, v84, zero)
+				v86 := sel(v32, zero, v84)
+				v87 := b2f(ratio >= v31)
+				v88 := b2f(ratio != ratio)
+				v89 := max(v87, v88)
+				v90 := sel(v89, v86, zero)
+				v91 := b2f(ratio <= v28)
+				v92 := max(v91, v88)
+				v93 := sel(v92, v85, zero)
+				v94 := v90 + v93
+				v95 := b2f(v94 != zero)
+				v96 := float32(v94 * ratio)
+				v97 := sel(v95, v96, v94)
+				v98 := -v78
+				v99 := v98 + v97
+				gradLogProb := sel(mask, v99, zero)
 				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}

@@ -163,8 +163,8 @@ type fbAvxState struct {
 	r8_p  []float32
 	r12_s []float64
 	r12_p []float32
-	r60_s []float64
-	r60_p []float32
+	r63_s []float64
+	r63_p []float32
 	p1_ok []float32
 	r28_s []float64
 	r28_p []float32
@@ -185,8 +185,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r8_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 72)
 	st.r12_s = st.buf[192:264]
 	st.r12_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 72)
-	st.r60_s = st.buf[320:392]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
+	st.r63_s = st.buf[320:392]
+	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[400])), 72)
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[448])), 8)
 	st.r28_s = st.buf[464:480]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[488])), 16)
@@ -262,8 +262,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r8_p, 0)
 		runtime.Fill(st.r12_s, 0)
 		runtime.Fill(st.r12_p, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.Fill(st.r60_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
 		runtime.SetMask(st.p1_ok)
 		runtime.Fill(st.r28_s, 0)
 		runtime.Fill(st.r28_p, 0)
@@ -287,7 +287,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			for k := lo; k < hi; k++ {
 				s.s1[k] = float32(st.res[k])
 			}
-			runtime.FinishSum(st.res[lo:hi], st.r60_s[lo*8:hi*8], 8)
+			runtime.FinishSum(st.res[lo:hi], st.r63_s[lo*8:hi*8], 8)
 			for k := lo; k < hi; k++ {
 				s.s5[k] = float32(st.res[k])
 			}

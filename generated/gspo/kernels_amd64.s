@@ -754,7 +754,7 @@ TEXT ·fbPass1AVX2(SB), $32-56
 	// v29 = max(numValid, 1)
 	VMAXPS Y0, Y1, Y0
 
-	// v58 = div(1, v29)
+	// v61 = div(1, v29)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS Y0, (SP)
 	MOVQ    lo+8(FP), AX
@@ -799,10 +799,10 @@ blocks_11:
 	VADDPS  Y1, Y4, Y1
 	VMOVUPS (SP), Y4
 
-	// v59 = where(mask, v58, 0)
+	// v62 = where(mask, v61, 0)
 	VANDPS Y4, Y3, Y3
 
-	// sum(v59) over [L]
+	// sum(v62) over [L]
 	VADDPS       Y2, Y3, Y2
 	DECQ         DX
 	JNZ          noflush_12
@@ -1024,62 +1024,62 @@ outer0_13:
 	MOVQ         s5+40(FP), CX
 	VBROADCASTSS (CX)(DX*4), Y3
 
-	// v61 = neg(v60)
+	// v64 = neg(v63)
 	VXORPS lgc17<>+0(SB), Y3, Y3
 
-	// v62 = mul(v61, v16)
+	// v65 = mul(v64, v16)
 	VMULPS Y0, Y3, Y0
 
-	// v63 = where(v18, v62, 0)
+	// v66 = where(v18, v65, 0)
 	VANDPS Y0, Y2, Y3
 
-	// v64 = where(v18, 0, v62)
+	// v67 = where(v18, 0, v65)
 	VANDNPS Y0, Y2, Y0
 	VMOVUPS 96(SP), Y2
 
-	// v65 = ge(sequenceRatio, 0.8)
+	// v68 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y7, Y2, Y4
 
-	// v66 = ne(sequenceRatio, sequenceRatio)
+	// v69 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y2, Y2, Y5
 
-	// v67 = max(v65, v66)
+	// v70 = max(v68, v69)
 	VORPS Y4, Y5, Y4
 
-	// v68 = where(v67, v64, 0)
+	// v71 = where(v70, v67, 0)
 	VANDPS  Y0, Y4, Y0
 	VMOVUPS lgc15<>+0(SB), Y4
 
-	// v69 = le(sequenceRatio, 1.2)
+	// v72 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y4, Y2, Y4
 
-	// v70 = max(v69, v66)
+	// v73 = max(v72, v69)
 	VORPS Y4, Y5, Y4
 
-	// v71 = where(v70, v63, 0)
+	// v74 = where(v73, v66, 0)
 	VANDPS Y3, Y4, Y3
 
-	// v72 = add(v68, v71)
+	// v75 = add(v71, v74)
 	VADDPS  Y3, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v73 = ne(v72, 0)
+	// v76 = ne(v75, 0)
 	VCMPPS $0x04, Y3, Y0, Y4
 
-	// v74 = mul(v72, sequenceRatio)
+	// v77 = mul(v75, sequenceRatio)
 	VMULPS Y2, Y0, Y2
 
-	// v75 = where(v73, v74, v72)
+	// v78 = where(v76, v77, v75)
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v76 = ne(v75, 0)
+	// v79 = ne(v78, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VMOVUPS 32(SP), Y3
 
-	// v77 = div(v75, v9)
+	// v80 = div(v78, v9)
 	VDIVPS Y3, Y0, Y3
 
-	// v78 = where(v76, v77, v75)
+	// v81 = where(v79, v80, v78)
 	VBLENDVPS Y2, Y3, Y0, Y0
 	VMOVUPS   64(SP), Y2
 	VMOVUPS   Y2, 128(SP)
@@ -1168,28 +1168,35 @@ blocks_14:
 	VMOVUPS Y2, 4544(BX)
 	VMOVUPS lgc19<>+0(SB), Y2
 
-	// v53 = lt(v43, -40)
-	VCMPPS $0x11, Y2, Y1, Y2
+	// v53 = eq(v43, +Inf)
+	VCMPPS $0x00, Y2, Y1, Y3
 
-	// v55 = add(k3, v43)
-	VADDPS  Y1, Y6, Y1
-	VMOVUPS lgc20<>+0(SB), Y3
+	// v54 = add(k3, v43)
+	VADDPS Y1, Y6, Y4
 
-	// v56 = where(v53, -1, v55)
-	VBLENDVPS Y2, Y3, Y1, Y1
+	// v55 = where(v53, +Inf, v54)
+	VBLENDVPS Y3, Y2, Y4, Y2
+	VMOVUPS   lgc20<>+0(SB), Y3
+
+	// v57 = lt(v43, -40)
+	VCMPPS  $0x11, Y3, Y1, Y1
+	VMOVUPS lgc21<>+0(SB), Y3
+
+	// v59 = where(v57, -1, v55)
+	VBLENDVPS Y1, Y3, Y2, Y1
 	VMOVUPS   (SP), Y2
 
-	// v57 = mul(v51, v56)
+	// v60 = mul(v51, v59)
 	VMULPS Y1, Y2, Y1
 
-	// v79 = neg(v57)
+	// v82 = neg(v60)
 	VXORPS  lgc17<>+0(SB), Y1, Y1
 	VMOVUPS 192(SP), Y2
 
-	// v80 = add(v79, v78)
+	// v83 = add(v82, v81)
 	VADDPS Y2, Y1, Y1
 
-	// gradLogProb = where(mask, v80, 0)
+	// gradLogProb = where(mask, v83, 0)
 	VANDPS Y1, Y0, Y0
 
 	// store gradLogProb
@@ -1289,25 +1296,35 @@ noflush_15:
 	VZEROUPPER
 	RET
 
-DATA lgc19<>+0(SB)/4, $0xc2200000
-DATA lgc19<>+4(SB)/4, $0xc2200000
-DATA lgc19<>+8(SB)/4, $0xc2200000
-DATA lgc19<>+12(SB)/4, $0xc2200000
-DATA lgc19<>+16(SB)/4, $0xc2200000
-DATA lgc19<>+20(SB)/4, $0xc2200000
-DATA lgc19<>+24(SB)/4, $0xc2200000
-DATA lgc19<>+28(SB)/4, $0xc2200000
+DATA lgc19<>+0(SB)/4, $0x7f800000
+DATA lgc19<>+4(SB)/4, $0x7f800000
+DATA lgc19<>+8(SB)/4, $0x7f800000
+DATA lgc19<>+12(SB)/4, $0x7f800000
+DATA lgc19<>+16(SB)/4, $0x7f800000
+DATA lgc19<>+20(SB)/4, $0x7f800000
+DATA lgc19<>+24(SB)/4, $0x7f800000
+DATA lgc19<>+28(SB)/4, $0x7f800000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbf800000
-DATA lgc20<>+4(SB)/4, $0xbf800000
-DATA lgc20<>+8(SB)/4, $0xbf800000
-DATA lgc20<>+12(SB)/4, $0xbf800000
-DATA lgc20<>+16(SB)/4, $0xbf800000
-DATA lgc20<>+20(SB)/4, $0xbf800000
-DATA lgc20<>+24(SB)/4, $0xbf800000
-DATA lgc20<>+28(SB)/4, $0xbf800000
+DATA lgc20<>+0(SB)/4, $0xc2200000
+DATA lgc20<>+4(SB)/4, $0xc2200000
+DATA lgc20<>+8(SB)/4, $0xc2200000
+DATA lgc20<>+12(SB)/4, $0xc2200000
+DATA lgc20<>+16(SB)/4, $0xc2200000
+DATA lgc20<>+20(SB)/4, $0xc2200000
+DATA lgc20<>+24(SB)/4, $0xc2200000
+DATA lgc20<>+28(SB)/4, $0xc2200000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0xbf800000
+DATA lgc21<>+4(SB)/4, $0xbf800000
+DATA lgc21<>+8(SB)/4, $0xbf800000
+DATA lgc21<>+12(SB)/4, $0xbf800000
+DATA lgc21<>+16(SB)/4, $0xbf800000
+DATA lgc21<>+20(SB)/4, $0xbf800000
+DATA lgc21<>+24(SB)/4, $0xbf800000
+DATA lgc21<>+28(SB)/4, $0xbf800000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
@@ -1415,23 +1432,22 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
+	VMULPS       lgc23<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc24<>+0(SB), Y1, Y1
+	VPSUBD       lgc24<>+0(SB), Y3, Y3
+	VPAND        lgc25<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPAND        lgc26<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc27<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
+	VMOVAPS      lgc28<>+0(SB), Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
@@ -1439,6 +1455,7 @@ bulk_18:
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1447,11 +1464,11 @@ bulk_18:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc19<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1462,184 +1479,174 @@ bulkdone_19:
 	VZEROUPPER
 	RET
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
+DATA lgc22<>+0(SB)/4, $0x00800000
+DATA lgc22<>+4(SB)/4, $0x00800000
+DATA lgc22<>+8(SB)/4, $0x00800000
+DATA lgc22<>+12(SB)/4, $0x00800000
+DATA lgc22<>+16(SB)/4, $0x00800000
+DATA lgc22<>+20(SB)/4, $0x00800000
+DATA lgc22<>+24(SB)/4, $0x00800000
+DATA lgc22<>+28(SB)/4, $0x00800000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x0000007f
-DATA lgc23<>+4(SB)/4, $0x0000007f
-DATA lgc23<>+8(SB)/4, $0x0000007f
-DATA lgc23<>+12(SB)/4, $0x0000007f
-DATA lgc23<>+16(SB)/4, $0x0000007f
-DATA lgc23<>+20(SB)/4, $0x0000007f
-DATA lgc23<>+24(SB)/4, $0x0000007f
-DATA lgc23<>+28(SB)/4, $0x0000007f
+DATA lgc23<>+0(SB)/4, $0x4b000000
+DATA lgc23<>+4(SB)/4, $0x4b000000
+DATA lgc23<>+8(SB)/4, $0x4b000000
+DATA lgc23<>+12(SB)/4, $0x4b000000
+DATA lgc23<>+16(SB)/4, $0x4b000000
+DATA lgc23<>+20(SB)/4, $0x4b000000
+DATA lgc23<>+24(SB)/4, $0x4b000000
+DATA lgc23<>+28(SB)/4, $0x4b000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xffffffe9
-DATA lgc24<>+4(SB)/4, $0xffffffe9
-DATA lgc24<>+8(SB)/4, $0xffffffe9
-DATA lgc24<>+12(SB)/4, $0xffffffe9
-DATA lgc24<>+16(SB)/4, $0xffffffe9
-DATA lgc24<>+20(SB)/4, $0xffffffe9
-DATA lgc24<>+24(SB)/4, $0xffffffe9
-DATA lgc24<>+28(SB)/4, $0xffffffe9
+DATA lgc24<>+0(SB)/4, $0x0000007f
+DATA lgc24<>+4(SB)/4, $0x0000007f
+DATA lgc24<>+8(SB)/4, $0x0000007f
+DATA lgc24<>+12(SB)/4, $0x0000007f
+DATA lgc24<>+16(SB)/4, $0x0000007f
+DATA lgc24<>+20(SB)/4, $0x0000007f
+DATA lgc24<>+24(SB)/4, $0x0000007f
+DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x007fffff
-DATA lgc25<>+4(SB)/4, $0x007fffff
-DATA lgc25<>+8(SB)/4, $0x007fffff
-DATA lgc25<>+12(SB)/4, $0x007fffff
-DATA lgc25<>+16(SB)/4, $0x007fffff
-DATA lgc25<>+20(SB)/4, $0x007fffff
-DATA lgc25<>+24(SB)/4, $0x007fffff
-DATA lgc25<>+28(SB)/4, $0x007fffff
+DATA lgc25<>+0(SB)/4, $0xffffffe9
+DATA lgc25<>+4(SB)/4, $0xffffffe9
+DATA lgc25<>+8(SB)/4, $0xffffffe9
+DATA lgc25<>+12(SB)/4, $0xffffffe9
+DATA lgc25<>+16(SB)/4, $0xffffffe9
+DATA lgc25<>+20(SB)/4, $0xffffffe9
+DATA lgc25<>+24(SB)/4, $0xffffffe9
+DATA lgc25<>+28(SB)/4, $0xffffffe9
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3fb504f3
-DATA lgc26<>+4(SB)/4, $0x3fb504f3
-DATA lgc26<>+8(SB)/4, $0x3fb504f3
-DATA lgc26<>+12(SB)/4, $0x3fb504f3
-DATA lgc26<>+16(SB)/4, $0x3fb504f3
-DATA lgc26<>+20(SB)/4, $0x3fb504f3
-DATA lgc26<>+24(SB)/4, $0x3fb504f3
-DATA lgc26<>+28(SB)/4, $0x3fb504f3
+DATA lgc26<>+0(SB)/4, $0x007fffff
+DATA lgc26<>+4(SB)/4, $0x007fffff
+DATA lgc26<>+8(SB)/4, $0x007fffff
+DATA lgc26<>+12(SB)/4, $0x007fffff
+DATA lgc26<>+16(SB)/4, $0x007fffff
+DATA lgc26<>+20(SB)/4, $0x007fffff
+DATA lgc26<>+24(SB)/4, $0x007fffff
+DATA lgc26<>+28(SB)/4, $0x007fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3d9021bb
-DATA lgc27<>+4(SB)/4, $0x3d9021bb
-DATA lgc27<>+8(SB)/4, $0x3d9021bb
-DATA lgc27<>+12(SB)/4, $0x3d9021bb
-DATA lgc27<>+16(SB)/4, $0x3d9021bb
-DATA lgc27<>+20(SB)/4, $0x3d9021bb
-DATA lgc27<>+24(SB)/4, $0x3d9021bb
-DATA lgc27<>+28(SB)/4, $0x3d9021bb
+DATA lgc27<>+0(SB)/4, $0x3fb504f3
+DATA lgc27<>+4(SB)/4, $0x3fb504f3
+DATA lgc27<>+8(SB)/4, $0x3fb504f3
+DATA lgc27<>+12(SB)/4, $0x3fb504f3
+DATA lgc27<>+16(SB)/4, $0x3fb504f3
+DATA lgc27<>+20(SB)/4, $0x3fb504f3
+DATA lgc27<>+24(SB)/4, $0x3fb504f3
+DATA lgc27<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdebd1b8
-DATA lgc28<>+4(SB)/4, $0xbdebd1b8
-DATA lgc28<>+8(SB)/4, $0xbdebd1b8
-DATA lgc28<>+12(SB)/4, $0xbdebd1b8
-DATA lgc28<>+16(SB)/4, $0xbdebd1b8
-DATA lgc28<>+20(SB)/4, $0xbdebd1b8
-DATA lgc28<>+24(SB)/4, $0xbdebd1b8
-DATA lgc28<>+28(SB)/4, $0xbdebd1b8
+DATA lgc28<>+0(SB)/4, $0x3d9021bb
+DATA lgc28<>+4(SB)/4, $0x3d9021bb
+DATA lgc28<>+8(SB)/4, $0x3d9021bb
+DATA lgc28<>+12(SB)/4, $0x3d9021bb
+DATA lgc28<>+16(SB)/4, $0x3d9021bb
+DATA lgc28<>+20(SB)/4, $0x3d9021bb
+DATA lgc28<>+24(SB)/4, $0x3d9021bb
+DATA lgc28<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3def251a
-DATA lgc29<>+4(SB)/4, $0x3def251a
-DATA lgc29<>+8(SB)/4, $0x3def251a
-DATA lgc29<>+12(SB)/4, $0x3def251a
-DATA lgc29<>+16(SB)/4, $0x3def251a
-DATA lgc29<>+20(SB)/4, $0x3def251a
-DATA lgc29<>+24(SB)/4, $0x3def251a
-DATA lgc29<>+28(SB)/4, $0x3def251a
+DATA lgc29<>+0(SB)/4, $0xbdebd1b8
+DATA lgc29<>+4(SB)/4, $0xbdebd1b8
+DATA lgc29<>+8(SB)/4, $0xbdebd1b8
+DATA lgc29<>+12(SB)/4, $0xbdebd1b8
+DATA lgc29<>+16(SB)/4, $0xbdebd1b8
+DATA lgc29<>+20(SB)/4, $0xbdebd1b8
+DATA lgc29<>+24(SB)/4, $0xbdebd1b8
+DATA lgc29<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+0(SB)/4, $0x3def251a
+DATA lgc30<>+4(SB)/4, $0x3def251a
+DATA lgc30<>+8(SB)/4, $0x3def251a
+DATA lgc30<>+12(SB)/4, $0x3def251a
+DATA lgc30<>+16(SB)/4, $0x3def251a
+DATA lgc30<>+20(SB)/4, $0x3def251a
+DATA lgc30<>+24(SB)/4, $0x3def251a
+DATA lgc30<>+28(SB)/4, $0x3def251a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e11e9bf
-DATA lgc31<>+4(SB)/4, $0x3e11e9bf
-DATA lgc31<>+8(SB)/4, $0x3e11e9bf
-DATA lgc31<>+12(SB)/4, $0x3e11e9bf
-DATA lgc31<>+16(SB)/4, $0x3e11e9bf
-DATA lgc31<>+20(SB)/4, $0x3e11e9bf
-DATA lgc31<>+24(SB)/4, $0x3e11e9bf
-DATA lgc31<>+28(SB)/4, $0x3e11e9bf
+DATA lgc31<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe2aae50
-DATA lgc32<>+4(SB)/4, $0xbe2aae50
-DATA lgc32<>+8(SB)/4, $0xbe2aae50
-DATA lgc32<>+12(SB)/4, $0xbe2aae50
-DATA lgc32<>+16(SB)/4, $0xbe2aae50
-DATA lgc32<>+20(SB)/4, $0xbe2aae50
-DATA lgc32<>+24(SB)/4, $0xbe2aae50
-DATA lgc32<>+28(SB)/4, $0xbe2aae50
+DATA lgc32<>+0(SB)/4, $0x3e11e9bf
+DATA lgc32<>+4(SB)/4, $0x3e11e9bf
+DATA lgc32<>+8(SB)/4, $0x3e11e9bf
+DATA lgc32<>+12(SB)/4, $0x3e11e9bf
+DATA lgc32<>+16(SB)/4, $0x3e11e9bf
+DATA lgc32<>+20(SB)/4, $0x3e11e9bf
+DATA lgc32<>+24(SB)/4, $0x3e11e9bf
+DATA lgc32<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3e4cceac
-DATA lgc33<>+4(SB)/4, $0x3e4cceac
-DATA lgc33<>+8(SB)/4, $0x3e4cceac
-DATA lgc33<>+12(SB)/4, $0x3e4cceac
-DATA lgc33<>+16(SB)/4, $0x3e4cceac
-DATA lgc33<>+20(SB)/4, $0x3e4cceac
-DATA lgc33<>+24(SB)/4, $0x3e4cceac
-DATA lgc33<>+28(SB)/4, $0x3e4cceac
+DATA lgc33<>+0(SB)/4, $0xbe2aae50
+DATA lgc33<>+4(SB)/4, $0xbe2aae50
+DATA lgc33<>+8(SB)/4, $0xbe2aae50
+DATA lgc33<>+12(SB)/4, $0xbe2aae50
+DATA lgc33<>+16(SB)/4, $0xbe2aae50
+DATA lgc33<>+20(SB)/4, $0xbe2aae50
+DATA lgc33<>+24(SB)/4, $0xbe2aae50
+DATA lgc33<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbe7ffffc
-DATA lgc34<>+4(SB)/4, $0xbe7ffffc
-DATA lgc34<>+8(SB)/4, $0xbe7ffffc
-DATA lgc34<>+12(SB)/4, $0xbe7ffffc
-DATA lgc34<>+16(SB)/4, $0xbe7ffffc
-DATA lgc34<>+20(SB)/4, $0xbe7ffffc
-DATA lgc34<>+24(SB)/4, $0xbe7ffffc
-DATA lgc34<>+28(SB)/4, $0xbe7ffffc
+DATA lgc34<>+0(SB)/4, $0x3e4cceac
+DATA lgc34<>+4(SB)/4, $0x3e4cceac
+DATA lgc34<>+8(SB)/4, $0x3e4cceac
+DATA lgc34<>+12(SB)/4, $0x3e4cceac
+DATA lgc34<>+16(SB)/4, $0x3e4cceac
+DATA lgc34<>+20(SB)/4, $0x3e4cceac
+DATA lgc34<>+24(SB)/4, $0x3e4cceac
+DATA lgc34<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+0(SB)/4, $0xbe7ffffc
+DATA lgc35<>+4(SB)/4, $0xbe7ffffc
+DATA lgc35<>+8(SB)/4, $0xbe7ffffc
+DATA lgc35<>+12(SB)/4, $0xbe7ffffc
+DATA lgc35<>+16(SB)/4, $0xbe7ffffc
+DATA lgc35<>+20(SB)/4, $0xbe7ffffc
+DATA lgc35<>+24(SB)/4, $0xbe7ffffc
+DATA lgc35<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xff800000
-DATA lgc36<>+4(SB)/4, $0xff800000
-DATA lgc36<>+8(SB)/4, $0xff800000
-DATA lgc36<>+12(SB)/4, $0xff800000
-DATA lgc36<>+16(SB)/4, $0xff800000
-DATA lgc36<>+20(SB)/4, $0xff800000
-DATA lgc36<>+24(SB)/4, $0xff800000
-DATA lgc36<>+28(SB)/4, $0xff800000
+DATA lgc36<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
+DATA lgc37<>+0(SB)/4, $0xff800000
+DATA lgc37<>+4(SB)/4, $0xff800000
+DATA lgc37<>+8(SB)/4, $0xff800000
+DATA lgc37<>+12(SB)/4, $0xff800000
+DATA lgc37<>+16(SB)/4, $0xff800000
+DATA lgc37<>+20(SB)/4, $0xff800000
+DATA lgc37<>+24(SB)/4, $0xff800000
+DATA lgc37<>+28(SB)/4, $0xff800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
+DATA lgc38<>+0(SB)/4, $0x7fc00000
+DATA lgc38<>+4(SB)/4, $0x7fc00000
+DATA lgc38<>+8(SB)/4, $0x7fc00000
+DATA lgc38<>+12(SB)/4, $0x7fc00000
+DATA lgc38<>+16(SB)/4, $0x7fc00000
+DATA lgc38<>+20(SB)/4, $0x7fc00000
+DATA lgc38<>+24(SB)/4, $0x7fc00000
+DATA lgc38<>+28(SB)/4, $0x7fc00000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
@@ -1655,23 +1662,22 @@ bulk_20:
 	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y2, Y2
+	VPSUBD       lgc24<>+0(SB), Y4, Y4
+	VPAND        lgc25<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPAND        lgc26<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc27<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
+	VMOVAPS      lgc28<>+0(SB), Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
@@ -1679,6 +1685,7 @@ bulk_20:
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1687,11 +1694,11 @@ bulk_20:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc19<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1701,9 +1708,9 @@ bulk_20:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc19<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_20

@@ -566,7 +566,7 @@ TEXT ·fbPass1AVX512(SB), $128-56
 	// v29 = max(numValid, 1)
 	VMAXPS Z0, Z1, Z0
 
-	// v58 = div(1, v29)
+	// v61 = div(1, v29)
 	VDIVPS  Z0, Z1, Z0
 	VMOVUPS Z0, (AX)
 	MOVQ    lo+8(FP), CX
@@ -616,10 +616,10 @@ blocks_11:
 	VADDPS        Y2, Y5, Y2
 	VMOVUPS       (AX), Z4
 
-	// v59 = where(mask, v58, 0)
+	// v62 = where(mask, v61, 0)
 	VANDPS Z4, Z0, Z0
 
-	// sum(v59) over [L]
+	// sum(v62) over [L]
 	VEXTRACTF64X4 $0x01, Z0, Y4
 	VADDPS        Y3, Y0, Y3
 	VADDPS        Y3, Y4, Y3
@@ -827,63 +827,63 @@ outer0_13:
 	MOVQ         s5+40(FP), DX
 	VBROADCASTSS (DX)(BX*4), Z9
 
-	// v61 = neg(v60)
+	// v64 = neg(v63)
 	VXORPS.BCST lgb18<>+0(SB), Z9, Z9
 
-	// v62 = mul(v61, v16)
+	// v65 = mul(v64, v16)
 	VMULPS Z0, Z9, Z0
 
-	// v63 = where(v18, v62, 0)
+	// v66 = where(v18, v65, 0)
 	VANDPS Z0, Z2, Z9
 
-	// v64 = where(v18, 0, v62)
+	// v67 = where(v18, 0, v65)
 	VANDNPS Z0, Z2, Z0
 
-	// v65 = ge(sequenceRatio, 0.8)
+	// v68 = ge(sequenceRatio, 0.8)
 	VCMPPS   $0x1d, Z7, Z6, K1
 	VPMOVM2D K1, Z2
 
-	// v66 = ne(sequenceRatio, sequenceRatio)
+	// v69 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS   $0x04, Z6, Z6, K1
 	VPMOVM2D K1, Z7
 
-	// v67 = max(v65, v66)
+	// v70 = max(v68, v69)
 	VORPS Z2, Z7, Z2
 
-	// v68 = where(v67, v64, 0)
+	// v71 = where(v70, v67, 0)
 	VANDPS Z0, Z2, Z0
 
-	// v69 = le(sequenceRatio, 1.2)
+	// v72 = le(sequenceRatio, 1.2)
 	VCMPPS   $0x12, Z4, Z6, K1
 	VPMOVM2D K1, Z2
 
-	// v70 = max(v69, v66)
+	// v73 = max(v72, v69)
 	VORPS Z2, Z7, Z2
 
-	// v71 = where(v70, v63, 0)
+	// v74 = where(v73, v66, 0)
 	VANDPS Z9, Z2, Z2
 
-	// v72 = add(v68, v71)
+	// v75 = add(v71, v74)
 	VADDPS Z2, Z0, Z0
 
-	// v73 = ne(v72, 0)
+	// v76 = ne(v75, 0)
 	VCMPPS   $0x04, Z3, Z0, K1
 	VPMOVM2D K1, Z2
 
-	// v74 = mul(v72, sequenceRatio)
+	// v77 = mul(v75, sequenceRatio)
 	VMULPS Z6, Z0, Z4
 
-	// v75 = where(v73, v74, v72)
+	// v78 = where(v76, v77, v75)
 	VPTERNLOGD $0xca, Z0, Z4, Z2
 
-	// v76 = ne(v75, 0)
+	// v79 = ne(v78, 0)
 	VCMPPS   $0x04, Z3, Z2, K1
 	VPMOVM2D K1, Z0
 
-	// v77 = div(v75, v9)
+	// v80 = div(v78, v9)
 	VDIVPS Z1, Z2, Z1
 
-	// v78 = where(v76, v77, v75)
+	// v81 = where(v79, v80, v78)
 	VPTERNLOGD $0xca, Z2, Z1, Z0
 	VMOVUPS    Z5, 64(AX)
 	VMOVUPS    Z8, 128(AX)
@@ -979,29 +979,37 @@ blocks_14:
 	VADDPS        Y3, Y6, Y3
 	VBROADCASTSS  lgb20<>+0(SB), Z5
 
-	// v53 = lt(v43, -40)
-	VCMPPS   $0x11, Z5, Z4, K1
-	VPMOVM2D K1, Z5
+	// v53 = eq(v43, +Inf)
+	VCMPPS   $0x00, Z5, Z4, K1
+	VPMOVM2D K1, Z6
 
-	// v55 = add(k3, v43)
-	VADDPS       Z4, Z9, Z4
-	VBROADCASTSS lgb21<>+0(SB), Z6
+	// v54 = add(k3, v43)
+	VADDPS Z4, Z9, Z7
 
-	// v56 = where(v53, -1, v55)
-	VPTERNLOGD $0xca, Z4, Z6, Z5
-	VMOVUPS    (AX), Z4
+	// v55 = where(v53, +Inf, v54)
+	VPTERNLOGD   $0xca, Z7, Z5, Z6
+	VBROADCASTSS lgb21<>+0(SB), Z5
 
-	// v57 = mul(v51, v56)
-	VMULPS Z5, Z4, Z4
+	// v57 = lt(v43, -40)
+	VCMPPS       $0x11, Z5, Z4, K1
+	VPMOVM2D     K1, Z4
+	VBROADCASTSS lgb22<>+0(SB), Z5
 
-	// v79 = neg(v57)
+	// v59 = where(v57, -1, v55)
+	VPTERNLOGD $0xca, Z6, Z5, Z4
+	VMOVUPS    (AX), Z5
+
+	// v60 = mul(v51, v59)
+	VMULPS Z4, Z5, Z4
+
+	// v82 = neg(v60)
 	VXORPS.BCST lgb18<>+0(SB), Z4, Z4
 	VMOVUPS     192(AX), Z5
 
-	// v80 = add(v79, v78)
+	// v83 = add(v82, v81)
 	VADDPS Z5, Z4, Z4
 
-	// gradLogProb = where(mask, v80, 0)
+	// gradLogProb = where(mask, v83, 0)
 	VANDPS Z4, Z0, Z0
 
 	// store gradLogProb
@@ -1079,8 +1087,11 @@ noflush_15:
 DATA lgb19<>+0(SB)/4, $0x3d23d70a
 GLOBL lgb19<>(SB), RODATA|NOPTR, $4
 
-DATA lgb20<>+0(SB)/4, $0xc2200000
+DATA lgb20<>+0(SB)/4, $0x7f800000
 GLOBL lgb20<>(SB), RODATA|NOPTR, $4
 
-DATA lgb21<>+0(SB)/4, $0xbf800000
+DATA lgb21<>+0(SB)/4, $0xc2200000
 GLOBL lgb21<>(SB), RODATA|NOPTR, $4
+
+DATA lgb22<>+0(SB)/4, $0xbf800000
+GLOBL lgb22<>(SB), RODATA|NOPTR, $4

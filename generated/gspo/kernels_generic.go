@@ -172,14 +172,14 @@ type fbScratch struct {
 	s2             float32   // v28 = sum(v27) over B,L
 	s3             float32   // v39 = sum(v38) over B,L
 	s4             float32   // v47 = sum(v46) over B,L
-	s5             []float32 // v60 = sum(v59) over L [B=8]
+	s5             []float32 // v63 = sum(v62) over L [B=8]
 	sequenceLength []float64 // accumulators of sequenceLength
 	acc12          []float64 // accumulators of v12
-	acc60          []float64 // accumulators of v60
+	acc63          []float64 // accumulators of v63
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc12: make([]float64, 8), acc60: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc12: make([]float64, 8), acc63: make([]float64, 8)}
 }}
 
 // fbPass0GoChunks is how many chunks of rows of B fbPass0Go runs as, concurrently, each with its
@@ -259,7 +259,8 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 	c19 := float32(1.2)
 	c21 := float32(0.8)
 	c45 := float32(0.04)
-	c52 := float32(-40)
+	c52 := float32(math.Inf(1))
+	c56 := float32(-40)
 	minusOne := float32(-1)
 	acc28 := 0.0
 	acc39 := 0.0
@@ -276,13 +277,13 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v11 := sel(mask, v10, zero)
 			s.acc12[iB] += float64(v11)
 			v29 := max(numValid, one)
-			v58 := one / v29
-			v59 := sel(mask, v58, zero)
-			s.acc60[iB] += float64(v59)
+			v61 := one / v29
+			v62 := sel(mask, v61, zero)
+			s.acc63[iB] += float64(v62)
 		}
 		s.s0[iB] = float32(s.sequenceLength[iB])
 		s.s1[iB] = float32(s.acc12[iB])
-		s.s5[iB] = float32(s.acc60[iB])
+		s.s5[iB] = float32(s.acc63[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -320,32 +321,34 @@ func fbPass1GoChunk(in *Inputs, out *Outputs, grads *Grads, s *fbScratch, st *fb
 			v46 := sel(mask, k3, zero)
 			acc47 += float64(v46)
 			v51 := c45 / v29
-			v53 := b2f(v43 < c52)
-			v55 := k3 + v43
-			v56 := sel(v53, minusOne, v55)
-			v57 := float32(v51 * v56)
-			v60 := s.s5[iB]
-			v61 := -v60
-			v62 := float32(v61 * v16)
-			v63 := sel(v18, v62, zero)
-			v64 := sel(v18, zero, v62)
-			v65 := b2f(sequenceRatio >= c21)
-			v66 := b2f(sequenceRatio != sequenceRatio)
-			v67 := max(v65, v66)
-			v68 := sel(v67, v64, zero)
-			v69 := b2f(sequenceRatio <= c19)
-			v70 := max(v69, v66)
-			v71 := sel(v70, v63, zero)
-			v72 := v68 + v71
-			v73 := b2f(v72 != zero)
-			v74 := float32(v72 * sequenceRatio)
-			v75 := sel(v73, v74, v72)
+			v53 := b2f(v43 == c52)
+			v54 := k3 + v43
+			v55 := sel(v53, c52, v54)
+			v57 := b2f(v43 < c56)
+			v59 := sel(v57, minusOne, v55)
+			v60 := float32(v51 * v59)
+			v63 := s.s5[iB]
+			v64 := -v63
+			v65 := float32(v64 * v16)
+			v66 := sel(v18, v65, zero)
+			v67 := sel(v18, zero, v65)
+			v68 := b2f(sequenceRatio >= c21)
+			v69 := b2f(sequenceRatio != sequenceRatio)
+			v70 := max(v68, v69)
+			v71 := sel(v70, v67, zero)
+			v72 := b2f(sequenceRatio <= c19)
+			v73 := max(v72, v69)
+			v74 := sel(v73, v66, zero)
+			v75 := v71 + v74
 			v76 := b2f(v75 != zero)
-			v77 := v75 / v9
+			v77 := float32(v75 * sequenceRatio)
 			v78 := sel(v76, v77, v75)
-			v79 := -v57
-			v80 := v79 + v78
-			gradLogProb := sel(mask, v80, zero)
+			v79 := b2f(v78 != zero)
+			v80 := v78 / v9
+			v81 := sel(v79, v80, v78)
+			v82 := -v60
+			v83 := v82 + v81
+			gradLogProb := sel(mask, v83, zero)
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
@@ -364,8 +367,8 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	for k := range s.acc12 {
 		s.acc12[k] = 0.0
 	}
-	for k := range s.acc60 {
-		s.acc60[k] = 0.0
+	for k := range s.acc63 {
+		s.acc63[k] = 0.0
 	}
 	var st fbPass1GoStates
 	if n := min(fbPass1GoChunks, 8); n <= 1 {
