@@ -3,8 +3,6 @@ package gen_test
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,10 +21,7 @@ func TestGradientAtOverflowEveryBackend(t *testing.T) {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\ndims: {B: 3}\nbatch: [B]\nloss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}\n"), 0o644))
-	c, err := gen.Compile(path)
-	require.NoError(t, err)
+	c := compileSrc(t, "package: p\ndtype: float32\ndims: {B: 3}\nbatch: [B]\nloss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}\n")
 	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{3}, Data: v} }
 	in := map[string]golden.Array{"log_prob": f(100, 100, 0.1), "sample_log_prob": f(0, 0, 0), "advantage": f(0, 1, -1)}
 	for backend, out := range everyBackendOf(t, c, true)(in) {
@@ -71,10 +66,7 @@ func TestGradientsAtEdgesEveryBackend(t *testing.T) {
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\nbatch: [B]\n"+c.spec), 0o644))
-			comp, err := gen.Compile(path)
-			require.NoError(t, err)
+			comp := compileSrc(t, "package: p\ndtype: float32\nbatch: [B]\n"+c.spec)
 			ref := comp.Reference()
 			cs := golden.Case{Name: "edges", Inputs: map[string]golden.Array{}}
 			for _, in := range ref.Inputs {
@@ -120,10 +112,7 @@ func TestClipBoundEveryBackend(t *testing.T) {
 	for _, dt := range []string{"float32", "float64"} {
 		t.Run(dt, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: "+dt+"\ndims: {B: 6}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.05, reduction: sum, critic_coeff: 0, entropy_bonus: false}\n"), 0o644))
-			c, err := gen.Compile(path)
-			require.NoError(t, err)
+			c := compileSrc(t, "package: p\ndtype: "+dt+"\ndims: {B: 6}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.05, reduction: sum, critic_coeff: 0, entropy_bonus: false}\n")
 			hi := float64(float32(math.Log1p(float64(float32(0.05)))))
 			lo := float64(float32(math.Log1p(-float64(float32(0.05)))))
 			lw := []float64{math.Nextafter(hi, -1), hi, math.Nextafter(lo, 1), lo, hi + 1e-3, lo - 1e-3}
@@ -175,10 +164,7 @@ func TestStandardiseBeyondFloat32Variance(t *testing.T) {
 				src += "keys: {mask: mask}\n"
 				valid = 10
 			}
-			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
-			c, err := gen.Compile(path)
-			require.NoError(t, err)
+			c := compileSrc(t, src)
 			adv, lw, mask := make([]float64, 12), make([]float64, 12), make([]bool, 12)
 			for i := range adv {
 				adv[i], lw[i], mask[i] = float64(i)*1e19, 0.01*float64(i), i < valid
@@ -214,10 +200,7 @@ func TestK3GradientAtInfinityEveryBackend(t *testing.T) {
 		t.Skip("builds generated code")
 	}
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\ndims: {B: 1, L: 3}\nbatch: [B, L]\nloss: {type: grpo, kl_to_ref_coeff: 1}\n"), 0o644))
-	c, err := gen.Compile(path)
-	require.NoError(t, err)
+	c := compileSrc(t, "package: p\ndtype: float32\ndims: {B: 1, L: 3}\nbatch: [B, L]\nloss: {type: grpo, kl_to_ref_coeff: 1}\n")
 	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{1, 3}, Data: v} }
 	inf := float32(math.Inf(1))
 	in := map[string]golden.Array{
