@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -25,10 +24,12 @@ func goAsm(t *testing.T, src string) (string, error) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.s")
 	require.NoError(t, os.WriteFile(path, []byte("#include \"textflag.h\"\n"+src), 0o644))
-	goroot := runtime.GOROOT()
-	cmd := exec.Command(filepath.Join(goroot, "bin", "go"), "tool", "asm", "-I", filepath.Join(goroot, "pkg", "include"), "-p", "p", "-o", filepath.Join(dir, "a.o"), path)
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	require.NoError(t, err)
+	goroot := strings.TrimSpace(string(out))
+	cmd := exec.Command("go", "tool", "asm", "-I", filepath.Join(goroot, "pkg", "include"), "-p", "p", "-o", filepath.Join(dir, "a.o"), path)
 	cmd.Env = append(os.Environ(), "GOARCH=amd64")
-	out, err := cmd.CombinedOutput()
+	out, err = cmd.CombinedOutput()
 	return string(out), err
 }
 
