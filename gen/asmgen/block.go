@@ -81,9 +81,11 @@ func (pg *passGen) freshOffsets() { pg.offs, pg.stReg = map[string]reg.GPVirtual
 func (pg *passGen) runItems(items []bitem) {
 	pg.freshOffsets()
 	pg.innerRegs = map[string][]reg.VecVirtual{}
-	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), partials: len(pg.sumRegs) + len(pg.partRegs), a: pg.asm, alloc: pg.spillSlot}
-	if !pg.wide {
-		pg.regs.pinned, pg.regs.partials = pg.regs.pinned+pg.regs.partials, 0
+	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	if held := len(pg.sumRegs) + len(pg.partRegs); pg.wide {
+		pg.regs.partials = held
+	} else {
+		pg.regs.pinned += held
 	}
 	items = pg.keepAcrossLoops(items)
 	pg.items = items

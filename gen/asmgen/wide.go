@@ -122,7 +122,7 @@ func (pg *passGen) halvesInOrder(x reg.VecVirtual) (first, second reg.VecVirtual
 // own exp) is a value of the 16-lane block: computed on 16 lanes, folded by halves with x.
 func (pg *passGen) accumulateHalves(r *ir.Node, x reg.VecVirtual) {
 	switch {
-	case (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.partial(r) && pg.sumRegs[r.ID] == nil:
+	case (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.partial(r):
 		first, second := pg.halvesInOrder(x)
 		pg.inNarrow(func() { pg.addPair(r, first, second) })
 		return
